@@ -1,0 +1,74 @@
+//! What a lint pass sees ([`LintContext`]) and the entry point that runs every pass.
+
+use crate::diagnostic::Diagnostic;
+use crate::lint::Lint;
+use crate::lints::PASSES;
+use crate::model::{Package, Span};
+use crate::settings::Settings;
+
+pub struct LintContext<'a> {
+    pub package: &'a Package,
+    pub settings: &'a Settings,
+    enabled: &'a dyn Fn(&'static Lint) -> bool,
+    diagnostics: Vec<Diagnostic>,
+}
+
+impl<'a> LintContext<'a> {
+    pub fn new(
+        package: &'a Package,
+        settings: &'a Settings,
+        enabled: &'a dyn Fn(&'static Lint) -> bool,
+    ) -> Self {
+        LintContext {
+            package,
+            settings,
+            enabled,
+            diagnostics: Vec::new(),
+        }
+    }
+
+    /// Whether findings of `lint` would be shown; passes skip work for disabled lints.
+    pub fn is_enabled(&self, lint: &'static Lint) -> bool {
+        (self.enabled)(lint)
+    }
+
+    /// Reports a finding of `lint` at `span`; `decorate` adds labels, notes, help and
+    /// suggestions.
+    pub fn span_lint(
+        &mut self,
+        lint: &'static Lint,
+        span: Span,
+        message: impl Into<String>,
+        decorate: impl FnOnce(&mut Diagnostic),
+    ) {
+        if !self.is_enabled(lint) {
+            return;
+        }
+        let mut diag = Diagnostic::new(lint, span, message);
+        decorate(&mut diag);
+        self.diagnostics.push(diag);
+    }
+
+    pub fn into_diagnostics(self) -> Vec<Diagnostic> {
+        self.diagnostics
+    }
+}
+
+/// Runs every enabled lint over one package and returns the findings sorted by position.
+/// Suppression comments and levels are the driver's business.
+pub fn check_package(
+    package: &Package,
+    settings: &Settings,
+    enabled: &dyn Fn(&'static Lint) -> bool,
+) -> Vec<Diagnostic> {
+    let mut cx = LintContext::new(package, settings, enabled);
+    for pass in PASSES {
+        if pass.lints.iter().any(|l| enabled(l)) {
+            (pass.check)(&mut cx);
+        }
+    }
+    let mut diags = cx.into_diagnostics();
+    diags.sort_by(|a, b| (a.span, a.lint.name).cmp(&(b.span, b.lint.name)));
+    diags.dedup_by(|a, b| a.span == b.span && a.lint == b.lint && a.message == b.message);
+    diags
+}

@@ -1,0 +1,18 @@
+//! The lints of `cargo idem-lint` and the analysis they stand on.
+//!
+//! - [`model`]: each file lowered to a `Send` tree with byte spans ([`model::lower_file`]).
+//! - [`diagnostic`], [`lint`]: the finding model and the lint declarations.
+//! - [`lints`]: one module per lint, each opening with its documentation; [`lints::ALL`].
+//! - [`context`]: what a lint sees, and [`check_package`], which runs them all.
+
+pub mod context;
+pub mod diagnostic;
+pub mod lint;
+pub mod lints;
+pub mod model;
+pub mod settings;
+
+pub use context::{check_package, LintContext};
+pub use diagnostic::{Applicability, Diagnostic, Label, Suggestion};
+pub use lint::{Level, Lint};
+pub use settings::Settings;

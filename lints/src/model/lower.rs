@@ -1,0 +1,1032 @@
+//! syn → [`super::ir`]. Runs on the thread that parsed the file (see the `ir` module docs).
+
+use super::ir::{Arm, BinOp, Block, Expr, ExprKind, Lit, MacroCall, Pat, Path, Stmt, Type};
+use super::{
+    Attr, AttrArg, FileId, FileModel, FnDef, ImplDef, ItemKind, ItemSpan, ModDecl, Param, SelfKind,
+    Span, StructDef, UseDecl,
+};
+use syn::punctuated::Punctuated;
+use syn::spanned::Spanned;
+
+/// Expressions nested deeper than this are folded into [`ExprKind::Other`] without children,
+/// so generated code cannot exhaust the stack of the analyses that recurse over the tree.
+pub const MAX_DEPTH: usize = 256;
+
+/// A file that does not parse: syn's message and where it points.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParseError {
+    pub message: String,
+    pub span: Span,
+}
+
+/// Parses `text` and lowers it. `module` is the file's module path (`["crate", "a"]`) and
+/// `in_test` whether the whole file is test-only code.
+///
+/// Must run on the thread that will drop the result's syn tree, which it does internally.
+pub fn lower_file(
+    text: &str,
+    file: FileId,
+    module: Vec<String>,
+    in_test: bool,
+) -> Result<FileModel, ParseError> {
+    let offset = skipped_prefix_len(text);
+    let body = &text[offset..];
+    let mut cx = Lowerer {
+        file,
+        offset: offset as u32,
+        depth: 0,
+        model: FileModel::default(),
+    };
+    let parsed = syn::parse_file(body).map_err(|e| ParseError {
+        message: e.to_string(),
+        span: cx.span(e.span()),
+    })?;
+    cx.model.id = file;
+    cx.model.module = module.clone();
+    cx.model.in_test = in_test;
+    cx.model.span = Span::new(file, 0, text.len() as u32);
+    cx.items(&parsed.items, &module, &[], in_test);
+    Ok(cx.model)
+}
+
+/// Byte length of a BOM and shebang line, which syn strips before parsing (its spans are
+/// relative to what remains).
+fn skipped_prefix_len(text: &str) -> usize {
+    let mut offset = 0;
+    if text.starts_with('\u{feff}') {
+        offset = '\u{feff}'.len_utf8();
+    }
+    let rest = &text[offset..];
+    if rest.starts_with("#!") && !rest[2..].trim_start().starts_with('[') {
+        offset += rest.find('\n').unwrap_or(rest.len());
+    }
+    offset
+}
+
+struct Lowerer {
+    file: FileId,
+    offset: u32,
+    depth: usize,
+    model: FileModel,
+}
+
+/// Context an item is lowered in.
+#[derive(Clone, Copy)]
+struct ImplCx<'a> {
+    self_ty: Option<&'a Type>,
+    trait_path: Option<&'a Path>,
+}
+
+const NO_IMPL: ImplCx<'static> = ImplCx {
+    self_ty: None,
+    trait_path: None,
+};
+
+impl Lowerer {
+    fn span(&self, s: proc_macro2::Span) -> Span {
+        let r = s.byte_range();
+        Span::new(
+            self.file,
+            r.start as u32 + self.offset,
+            r.end as u32 + self.offset,
+        )
+    }
+
+    fn span_of<T: Spanned>(&self, node: &T) -> Span {
+        self.span(node.span())
+    }
+
+    fn items(&mut self, items: &[syn::Item], module: &[String], inline: &[String], in_test: bool) {
+        for item in items {
+            self.item(item, module, inline, in_test, false);
+        }
+    }
+
+    fn item(
+        &mut self,
+        item: &syn::Item,
+        module: &[String],
+        inline: &[String],
+        in_test: bool,
+        nested: bool,
+    ) {
+        let span = self.span_of(item);
+        let kind = match item {
+            syn::Item::Fn(f) => {
+                let test = in_test || is_test_fn(&f.attrs);
+                let def = self.fn_def(
+                    &f.attrs,
+                    &f.vis,
+                    &f.sig,
+                    Some(&f.block),
+                    module,
+                    NO_IMPL,
+                    test,
+                    nested,
+                    span,
+                );
+                self.model.fns.push(def);
+                ItemKind::Fn
+            }
+            syn::Item::Impl(imp) => {
+                self.impl_block(imp, module, in_test, span);
+                ItemKind::Impl
+            }
+            syn::Item::Trait(t) => {
+                let self_ty = Type::Path {
+                    path: self.ident_path(&t.ident),
+                    args: vec![],
+                };
+                let trait_path = self.ident_path(&t.ident);
+                let cx = ImplCx {
+                    self_ty: Some(&self_ty),
+                    trait_path: Some(&trait_path),
+                };
+                for ti in &t.items {
+                    if let syn::TraitItem::Fn(m) = ti {
+                        let s = self.span_of(m);
+                        let def = self.fn_def(
+                            &m.attrs,
+                            &syn::Visibility::Inherited,
+                            &m.sig,
+                            m.default.as_ref(),
+                            module,
+                            cx,
+                            in_test,
+                            nested,
+                            s,
+                        );
+                        self.model.fns.push(FnDef {
+                            is_pub: matches!(t.vis, syn::Visibility::Public(_)),
+                            ..def
+                        });
+                        self.model.items.push(ItemSpan {
+                            kind: ItemKind::Fn,
+                            span: s,
+                        });
+                    }
+                }
+                ItemKind::Trait
+            }
+            syn::Item::Mod(m) => {
+                self.mod_item(m, module, inline, in_test, span);
+                ItemKind::Mod
+            }
+            syn::Item::Use(u) => {
+                let mut prefix = Vec::new();
+                self.use_tree(&u.tree, &mut prefix, module, span);
+                ItemKind::Other
+            }
+            syn::Item::Struct(s) => {
+                let fields = s
+                    .fields
+                    .iter()
+                    .enumerate()
+                    .map(|(i, f)| {
+                        let name = f
+                            .ident
+                            .as_ref()
+                            .map_or_else(|| i.to_string(), |id| id.to_string());
+                        (name, self.ty(&f.ty))
+                    })
+                    .collect();
+                self.model.structs.push(StructDef {
+                    name: s.ident.to_string(),
+                    module: module.to_vec(),
+                    fields,
+                    span,
+                });
+                ItemKind::Struct
+            }
+            syn::Item::Enum(_) => ItemKind::Enum,
+            syn::Item::Const(_) | syn::Item::Static(_) => ItemKind::Const,
+            _ => ItemKind::Other,
+        };
+        if !nested {
+            self.model.items.push(ItemSpan { kind, span });
+        }
+    }
+
+    fn impl_block(&mut self, imp: &syn::ItemImpl, module: &[String], in_test: bool, _span: Span) {
+        let self_ty = self.ty(&imp.self_ty);
+        let trait_path = imp.trait_.as_ref().map(|(p, _)| self.path(p));
+        let cx = ImplCx {
+            self_ty: Some(&self_ty),
+            trait_path: trait_path.as_ref(),
+        };
+        let mut methods = Vec::new();
+        for ii in &imp.items {
+            if let syn::ImplItem::Fn(m) = ii {
+                let s = self.span_of(m);
+                let test = in_test || is_test_fn(&m.attrs);
+                let mut def = self.fn_def(
+                    &m.attrs,
+                    &m.vis,
+                    &m.sig,
+                    Some(&m.block),
+                    module,
+                    cx,
+                    test,
+                    false,
+                    s,
+                );
+                // Trait impl methods are as visible as the trait.
+                def.is_pub |= trait_path.is_some();
+                methods.push(def.name.clone());
+                self.model.fns.push(def);
+                self.model.items.push(ItemSpan {
+                    kind: ItemKind::Fn,
+                    span: s,
+                });
+            }
+        }
+        self.model.impls.push(ImplDef {
+            module: module.to_vec(),
+            self_ty: self_ty.clone(),
+            trait_path: trait_path.clone(),
+            methods,
+            span: _span,
+        });
+    }
+
+    fn mod_item(
+        &mut self,
+        m: &syn::ItemMod,
+        module: &[String],
+        inline: &[String],
+        in_test: bool,
+        span: Span,
+    ) {
+        let mut child = module.to_vec();
+        child.push(unraw(&m.ident));
+        let cfg_test = is_cfg_test(&m.attrs);
+        let path_attr = m
+            .attrs
+            .iter()
+            .find(|a| a.path().is_ident("path"))
+            .and_then(|a| match &a.meta {
+                syn::Meta::NameValue(nv) => match &nv.value {
+                    syn::Expr::Lit(syn::ExprLit {
+                        lit: syn::Lit::Str(s),
+                        ..
+                    }) => Some(s.value()),
+                    _ => None,
+                },
+                _ => None,
+            });
+        self.model.mods.push(ModDecl {
+            name: unraw(&m.ident),
+            module: child.clone(),
+            inline: m.content.is_some(),
+            path_attr,
+            inline_parents: inline.to_vec(),
+            cfg_test,
+            span,
+        });
+        if let Some((_, items)) = &m.content {
+            let mut inner_inline = inline.to_vec();
+            inner_inline.push(unraw(&m.ident));
+            self.items(items, &child, &inner_inline, in_test || cfg_test);
+        }
+    }
+
+    fn use_tree(
+        &mut self,
+        tree: &syn::UseTree,
+        prefix: &mut Vec<String>,
+        module: &[String],
+        span: Span,
+    ) {
+        match tree {
+            syn::UseTree::Path(p) => {
+                prefix.push(unraw(&p.ident));
+                self.use_tree(&p.tree, prefix, module, span);
+                prefix.pop();
+            }
+            syn::UseTree::Name(n) => {
+                let name = unraw(&n.ident);
+                // `use a::b::{self}` brings `b` itself.
+                let (path, alias) = if name == "self" {
+                    (prefix.clone(), prefix.last().cloned().unwrap_or_default())
+                } else {
+                    let mut p = prefix.clone();
+                    p.push(name.clone());
+                    (p, name)
+                };
+                self.model.uses.push(UseDecl {
+                    module: module.to_vec(),
+                    path,
+                    alias,
+                    glob: false,
+                    span,
+                });
+            }
+            syn::UseTree::Rename(r) => {
+                let name = unraw(&r.ident);
+                let mut path = prefix.clone();
+                if name != "self" {
+                    path.push(name);
+                }
+                let alias = unraw(&r.rename);
+                if alias != "_" {
+                    self.model.uses.push(UseDecl {
+                        module: module.to_vec(),
+                        path,
+                        alias,
+                        glob: false,
+                        span,
+                    });
+                }
+            }
+            syn::UseTree::Glob(_) => {
+                self.model.uses.push(UseDecl {
+                    module: module.to_vec(),
+                    path: prefix.clone(),
+                    alias: String::new(),
+                    glob: true,
+                    span,
+                });
+            }
+            syn::UseTree::Group(g) => {
+                for t in &g.items {
+                    self.use_tree(t, prefix, module, span);
+                }
+            }
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn fn_def(
+        &mut self,
+        attrs: &[syn::Attribute],
+        vis: &syn::Visibility,
+        sig: &syn::Signature,
+        block: Option<&syn::Block>,
+        module: &[String],
+        cx: ImplCx<'_>,
+        in_test: bool,
+        nested: bool,
+        span: Span,
+    ) -> FnDef {
+        let mut self_kind = SelfKind::None;
+        let mut params = Vec::new();
+        for input in &sig.inputs {
+            match input {
+                syn::FnArg::Receiver(r) => {
+                    self_kind = match &r.kind {
+                        syn::ReceiverKind::Reference(_, _, Some(_)) => SelfKind::RefMut,
+                        syn::ReceiverKind::Reference(_, _, None) => SelfKind::Ref,
+                        _ => SelfKind::Value,
+                    };
+                }
+                syn::FnArg::Typed(pt) => params.push(Param {
+                    pat: self.pat(&pt.pat),
+                    ty: self.ty(&pt.ty),
+                    span: self.span_of(pt),
+                }),
+            }
+        }
+        let body = block.map(|b| self.block(b, module, in_test));
+        FnDef {
+            name: unraw(&sig.ident),
+            name_span: self.span_of(&sig.ident),
+            module: module.to_vec(),
+            self_ty: cx.self_ty.cloned(),
+            trait_path: cx.trait_path.cloned(),
+            self_kind,
+            params,
+            ret: match &sig.output {
+                syn::ReturnType::Default => None,
+                syn::ReturnType::Type(_, t) => Some(self.ty(t)),
+            },
+            is_async: sig.asyncness.is_some(),
+            is_pub: !matches!(vis, syn::Visibility::Inherited),
+            attrs: attrs.iter().map(|a| self.attr(a)).collect(),
+            body,
+            span,
+            in_test,
+            nested,
+        }
+    }
+
+    fn attr(&mut self, a: &syn::Attribute) -> Attr {
+        let path = self.path(a.path());
+        let span = self.span_of(a);
+        match &a.meta {
+            syn::Meta::Path(_) => Attr {
+                path,
+                args: vec![],
+                value: None,
+                span,
+            },
+            syn::Meta::NameValue(nv) => {
+                let value = Some(self.expr(&nv.value));
+                Attr {
+                    path,
+                    args: vec![],
+                    value,
+                    span,
+                }
+            }
+            syn::Meta::List(list) => {
+                let args = list
+                    .parse_args_with(Punctuated::<syn::Meta, syn::Token![,]>::parse_terminated)
+                    .map(|metas| metas.iter().map(|m| self.attr_arg(m)).collect())
+                    .or_else(|_| {
+                        // `#[get("/x")]`, `#[route("/x", method = "POST")]`: literal first.
+                        list.parse_args_with(
+                            Punctuated::<syn::Expr, syn::Token![,]>::parse_terminated,
+                        )
+                        .map(|es| es.iter().map(|e| self.expr_attr_arg(e)).collect())
+                    })
+                    .unwrap_or_default();
+                Attr {
+                    path,
+                    args,
+                    value: None,
+                    span,
+                }
+            }
+        }
+    }
+
+    fn attr_arg(&mut self, m: &syn::Meta) -> AttrArg {
+        match m {
+            syn::Meta::Path(p) => AttrArg::Path(self.path(p)),
+            syn::Meta::NameValue(nv) => AttrArg::NameValue {
+                name: nv
+                    .path
+                    .segments
+                    .last()
+                    .map(|s| unraw(&s.ident))
+                    .unwrap_or_default(),
+                value: self.expr(&nv.value),
+            },
+            syn::Meta::List(l) => AttrArg::List {
+                path: self.path(&l.path),
+                args: l
+                    .parse_args_with(Punctuated::<syn::Meta, syn::Token![,]>::parse_terminated)
+                    .map(|ms| ms.iter().map(|m| self.attr_arg(m)).collect())
+                    .unwrap_or_default(),
+            },
+        }
+    }
+
+    fn expr_attr_arg(&mut self, e: &syn::Expr) -> AttrArg {
+        match e {
+            syn::Expr::Assign(a) => match &*a.left {
+                syn::Expr::Path(p) if p.path.get_ident().is_some() => AttrArg::NameValue {
+                    name: unraw(p.path.get_ident().unwrap()),
+                    value: self.expr(&a.right),
+                },
+                _ => AttrArg::Lit(self.expr(e)),
+            },
+            syn::Expr::Path(p) => AttrArg::Path(self.path(&p.path)),
+            _ => AttrArg::Lit(self.expr(e)),
+        }
+    }
+
+    fn ident_path(&self, id: &syn::Ident) -> Path {
+        Path {
+            segments: vec![unraw(id)],
+            leading_colon: false,
+            span: self.span_of(id),
+        }
+    }
+
+    fn path(&self, p: &syn::Path) -> Path {
+        Path {
+            segments: p.segments.iter().map(|s| unraw(&s.ident)).collect(),
+            leading_colon: p.leading_colon.is_some(),
+            span: self.span_of(p),
+        }
+    }
+
+    fn ty(&self, t: &syn::Type) -> Type {
+        match t {
+            syn::Type::Path(tp) => {
+                let path = self.path(&tp.path);
+                let args = tp
+                    .path
+                    .segments
+                    .last()
+                    .map(|seg| match &seg.arguments {
+                        syn::PathArguments::AngleBracketed(a) => a
+                            .args
+                            .iter()
+                            .filter_map(|ga| match ga {
+                                syn::GenericArgument::Type(t) => Some(self.ty(t)),
+                                _ => None,
+                            })
+                            .collect(),
+                        _ => vec![],
+                    })
+                    .unwrap_or_default();
+                Type::Path { path, args }
+            }
+            syn::Type::Reference(r) => Type::Ref {
+                mutable: r.mutability.is_some(),
+                inner: Box::new(self.ty(&r.elem)),
+            },
+            syn::Type::Paren(p) => self.ty(&p.elem),
+            syn::Type::Group(g) => self.ty(&g.elem),
+            syn::Type::Tuple(tt) => Type::Tuple(tt.elems.iter().map(|t| self.ty(t)).collect()),
+            syn::Type::ImplTrait(it) => Type::Bounds(self.bounds(&it.bounds)),
+            syn::Type::TraitObject(to) => Type::Bounds(self.bounds(&to.bounds)),
+            _ => Type::Other,
+        }
+    }
+
+    fn bounds(&self, b: &Punctuated<syn::TypeParamBound, syn::Token![+]>) -> Vec<Path> {
+        b.iter()
+            .filter_map(|b| match b {
+                syn::TypeParamBound::Trait(t) => Some(self.path(&t.path)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn pat(&mut self, p: &syn::Pat) -> Pat {
+        match p {
+            syn::Pat::Ident(pi) => Pat::Ident {
+                name: unraw(&pi.ident),
+                mutable: pi.mutability.is_some(),
+                span: self.span_of(&pi.ident),
+                sub: pi.subpat.as_ref().map(|(_, s)| Box::new(self.pat(s))),
+            },
+            syn::Pat::Tuple(t) => Pat::Tuple(t.elems.iter().map(|p| self.pat(p)).collect()),
+            syn::Pat::TupleStruct(ts) => Pat::TupleStruct {
+                path: self.path(&ts.path),
+                elems: ts.elems.iter().map(|p| self.pat(p)).collect(),
+            },
+            syn::Pat::Struct(s) => Pat::Struct {
+                path: self.path(&s.path),
+                fields: s
+                    .fields
+                    .iter()
+                    .map(|f| (member_name(&f.member), self.pat(&f.pat)))
+                    .collect(),
+            },
+            syn::Pat::Or(o) => Pat::Or(o.cases.iter().map(|p| self.pat(p)).collect()),
+            syn::Pat::Reference(r) => Pat::Ref(Box::new(self.pat(&r.pat))),
+            syn::Pat::Paren(pp) => self.pat(&pp.pat),
+            syn::Pat::Type(pt) => Pat::Typed {
+                pat: Box::new(self.pat(&pt.pat)),
+                ty: self.ty(&pt.ty),
+            },
+            syn::Pat::Path(pp) => Pat::Path(self.path(&pp.path)),
+            syn::Pat::Lit(l) => Pat::Lit(lit(&l.lit)),
+            syn::Pat::Wild(_) | syn::Pat::Rest(_) => Pat::Wild,
+            syn::Pat::Guard(g) => self.pat(&g.pat),
+            syn::Pat::Slice(s) => Pat::Tuple(s.elems.iter().map(|p| self.pat(p)).collect()),
+            _ => Pat::Other,
+        }
+    }
+
+    fn block(&mut self, b: &syn::Block, module: &[String], in_test: bool) -> Block {
+        let mut stmts = Vec::with_capacity(b.stmts.len());
+        for s in &b.stmts {
+            match s {
+                syn::Stmt::Local(l) => stmts.push(Stmt::Let {
+                    pat: self.pat(&l.pat),
+                    init: l.init.as_ref().map(|i| self.expr(&i.expr)),
+                    diverge: l
+                        .init
+                        .as_ref()
+                        .and_then(|i| i.diverge.as_ref())
+                        .map(|(_, e)| {
+                            let e = self.expr(e);
+                            let span = e.span;
+                            Block {
+                                stmts: vec![Stmt::Expr {
+                                    expr: e,
+                                    semi: false,
+                                }],
+                                span,
+                            }
+                        }),
+                    span: self.span_of(l),
+                }),
+                syn::Stmt::Item(item) => {
+                    // Nested fns become functions of the enclosing module.
+                    self.item(item, module, &[], in_test, true);
+                    stmts.push(Stmt::Item {
+                        span: self.span_of(item),
+                    });
+                }
+                syn::Stmt::Expr(e, semi) => stmts.push(Stmt::Expr {
+                    expr: self.expr(e),
+                    semi: semi.is_some(),
+                }),
+                syn::Stmt::Macro(m) => {
+                    let span = self.span_of(m);
+                    let call = self.mac(&m.mac);
+                    stmts.push(Stmt::Expr {
+                        expr: Expr {
+                            kind: ExprKind::Macro(call),
+                            span,
+                        },
+                        semi: m.semi_token.is_some(),
+                    });
+                }
+            }
+        }
+        Block {
+            stmts,
+            span: self.span_of(b),
+        }
+    }
+
+    fn boxed(&mut self, e: &syn::Expr) -> Box<Expr> {
+        Box::new(self.expr(e))
+    }
+
+    fn exprs<'a>(&mut self, es: impl IntoIterator<Item = &'a syn::Expr>) -> Vec<Expr> {
+        es.into_iter().map(|e| self.expr(e)).collect()
+    }
+
+    fn expr(&mut self, e: &syn::Expr) -> Expr {
+        let span = self.span_of(e);
+        if self.depth >= MAX_DEPTH {
+            return Expr {
+                kind: ExprKind::Other(vec![]),
+                span,
+            };
+        }
+        self.depth += 1;
+        let kind = self.expr_kind(e);
+        self.depth -= 1;
+        Expr { kind, span }
+    }
+
+    fn expr_kind(&mut self, e: &syn::Expr) -> ExprKind {
+        // Module path and test-ness of closures' nested items do not matter: items inside
+        // expressions are rare and lowered as part of the enclosing fn's module by `block`.
+        let module = self.model.module.clone();
+        match e {
+            syn::Expr::Path(p) => ExprKind::Path(self.path(&p.path)),
+            syn::Expr::Lit(l) => ExprKind::Lit(lit(&l.lit)),
+            syn::Expr::Call(c) => ExprKind::Call {
+                func: self.boxed(&c.func),
+                args: self.exprs(&c.args),
+            },
+            syn::Expr::MethodCall(m) => ExprKind::MethodCall {
+                receiver: self.boxed(&m.receiver),
+                method: unraw(&m.method),
+                method_span: self.span_of(&m.method),
+                args: self.exprs(&m.args),
+            },
+            syn::Expr::Macro(m) => ExprKind::Macro(self.mac(&m.mac)),
+            syn::Expr::Field(f) => ExprKind::Field {
+                base: self.boxed(&f.base),
+                member: member_name(&f.member),
+            },
+            syn::Expr::Index(i) => ExprKind::Index {
+                base: self.boxed(&i.expr),
+                index: self.boxed(&i.index),
+            },
+            syn::Expr::Unary(u) => match u.op {
+                syn::UnOp::Deref(_) => ExprKind::Deref(self.boxed(&u.expr)),
+                syn::UnOp::Not(_) => ExprKind::Unary {
+                    not: true,
+                    expr: self.boxed(&u.expr),
+                },
+                _ => ExprKind::Unary {
+                    not: false,
+                    expr: self.boxed(&u.expr),
+                },
+            },
+            syn::Expr::Binary(b) => {
+                let lhs = self.boxed(&b.left);
+                let rhs = self.boxed(&b.right);
+                match bin_op(&b.op) {
+                    Some(op) => ExprKind::Binary { op, lhs, rhs },
+                    None => ExprKind::AssignOp { lhs, rhs },
+                }
+            }
+            syn::Expr::Reference(r) => ExprKind::Ref {
+                mutable: r.mutability.is_some(),
+                expr: self.boxed(&r.expr),
+            },
+            syn::Expr::RawAddr(r) => ExprKind::Ref {
+                mutable: false,
+                expr: self.boxed(&r.expr),
+            },
+            syn::Expr::Cast(c) => ExprKind::Cast {
+                expr: self.boxed(&c.expr),
+                ty: self.ty(&c.ty),
+            },
+            syn::Expr::Await(a) => ExprKind::Await(self.boxed(&a.base)),
+            syn::Expr::Try(t) => ExprKind::Try(self.boxed(&t.expr)),
+            syn::Expr::Paren(p) => self.expr(&p.expr).kind,
+            syn::Expr::Group(g) => self.expr(&g.expr).kind,
+            syn::Expr::Block(b) => ExprKind::Block(self.block(&b.block, &module, false)),
+            syn::Expr::Unsafe(u) => ExprKind::Block(self.block(&u.block, &module, false)),
+            syn::Expr::TryBlock(t) => ExprKind::Block(self.block(&t.block, &module, false)),
+            syn::Expr::Const(c) => ExprKind::Block(self.block(&c.block, &module, false)),
+            syn::Expr::Async(a) => ExprKind::Async {
+                block: self.block(&a.block, &module, false),
+                is_move: a.capture.is_some(),
+            },
+            syn::Expr::Closure(c) => ExprKind::Closure {
+                params: c.inputs.iter().map(|p| self.pat(p)).collect(),
+                body: self.boxed(&c.body),
+                is_async: c.asyncness.is_some(),
+            },
+            syn::Expr::If(i) => ExprKind::If {
+                cond: self.boxed(&i.cond),
+                then: self.block(&i.then_branch, &module, false),
+                els: i.else_branch.as_ref().map(|(_, e)| self.boxed(e)),
+            },
+            syn::Expr::Let(l) => ExprKind::Let {
+                pat: self.pat(&l.pat),
+                expr: self.boxed(&l.expr),
+            },
+            syn::Expr::Match(m) => ExprKind::Match {
+                scrutinee: self.boxed(&m.expr),
+                arms: m.arms.iter().map(|a| self.arm(a)).collect(),
+            },
+            syn::Expr::While(w) => ExprKind::Loop {
+                cond: Some(self.boxed(&w.cond)),
+                body: self.block(&w.body, &module, false),
+            },
+            syn::Expr::Loop(l) => ExprKind::Loop {
+                cond: None,
+                body: self.block(&l.body, &module, false),
+            },
+            syn::Expr::ForLoop(f) => ExprKind::For {
+                pat: self.pat(&f.pat),
+                iter: self.boxed(&f.expr),
+                body: self.block(&f.body, &module, false),
+            },
+            syn::Expr::Return(r) => ExprKind::Return(r.expr.as_ref().map(|e| self.boxed(e))),
+            syn::Expr::Break(b) => ExprKind::Break(b.expr.as_ref().map(|e| self.boxed(e))),
+            syn::Expr::Continue(_) => ExprKind::Continue,
+            syn::Expr::Assign(a) => ExprKind::Assign {
+                lhs: self.boxed(&a.left),
+                rhs: self.boxed(&a.right),
+            },
+            syn::Expr::Struct(s) => ExprKind::Struct {
+                path: self.path(&s.path),
+                fields: s
+                    .fields
+                    .iter()
+                    .map(|f| (member_name(&f.member), self.expr(&f.expr)))
+                    .collect(),
+                rest: s.rest.as_ref().map(|r| self.boxed(r)),
+            },
+            syn::Expr::Tuple(t) => ExprKind::Tuple(self.exprs(&t.elems)),
+            syn::Expr::Array(a) => ExprKind::Array(self.exprs(&a.elems)),
+            syn::Expr::Repeat(r) => ExprKind::Array(vec![self.expr(&r.expr)]),
+            syn::Expr::Range(r) => ExprKind::Range {
+                start: r.start.as_ref().map(|e| self.boxed(e)),
+                end: r.end.as_ref().map(|e| self.boxed(e)),
+            },
+            _ => ExprKind::Other(vec![]),
+        }
+    }
+
+    fn arm(&mut self, a: &syn::Arm) -> Arm {
+        let guard = match &a.pat {
+            syn::Pat::Guard(g) => Some(self.expr(&g.guard)),
+            _ => None,
+        };
+        Arm {
+            pat: self.pat(&a.pat),
+            guard,
+            body: self.expr(&a.body),
+        }
+    }
+
+    fn mac(&mut self, m: &syn::Macro) -> MacroCall {
+        let path = self.path(&m.path);
+        let parsed = m.parse_body_with(Punctuated::<syn::Expr, syn::Token![,]>::parse_terminated);
+        let Ok(parsed) = parsed else {
+            return MacroCall {
+                path,
+                args: vec![],
+                parsed: false,
+            };
+        };
+        let mut args = Vec::with_capacity(parsed.len());
+        for e in &parsed {
+            // `write!(f, "{x}", x = value)`: the named argument's value is what flows.
+            let e = match e {
+                syn::Expr::Assign(a) if matches!(&*a.left, syn::Expr::Path(_)) => &*a.right,
+                other => other,
+            };
+            args.push(self.expr(e));
+        }
+        // Inline captures of the format string (`"{order_id}-{stage}"`) are arguments too.
+        if let Some(fmt_idx) = args.iter().position(|a| a.as_str_lit().is_some()) {
+            let fmt = args[fmt_idx].as_str_lit().unwrap_or("").to_owned();
+            let span = args[fmt_idx].span;
+            for name in inline_captures(&fmt) {
+                let p = Path {
+                    segments: vec![name],
+                    leading_colon: false,
+                    span,
+                };
+                args.push(Expr {
+                    kind: ExprKind::Path(p),
+                    span,
+                });
+            }
+        }
+        MacroCall {
+            path,
+            args,
+            parsed: true,
+        }
+    }
+}
+
+/// Names captured inline by a format string: `{id}`, `{id:?}`, `{id:>8}`; not `{}`, `{0}`,
+/// `{{`.
+pub(crate) fn inline_captures(fmt: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut rest = fmt;
+    while let Some(i) = rest.find('{') {
+        rest = &rest[i + 1..];
+        if let Some(r) = rest.strip_prefix('{') {
+            rest = r;
+            continue;
+        }
+        let end = rest.find('}').unwrap_or(rest.len());
+        let inner = &rest[..end];
+        let name = inner.split(':').next().unwrap_or("").trim();
+        let is_ident = name
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_alphabetic() || c == '_')
+            && name.chars().all(|c| c.is_alphanumeric() || c == '_');
+        if is_ident && !out.iter().any(|n| n == name) {
+            out.push(name.to_owned());
+        }
+        rest = &rest[end.min(rest.len())..];
+    }
+    out
+}
+
+fn bin_op(op: &syn::BinOp) -> Option<BinOp> {
+    use syn::BinOp as B;
+    Some(match op {
+        B::And(_) => BinOp::And,
+        B::Or(_) => BinOp::Or,
+        B::Eq(_) | B::Ne(_) | B::Lt(_) | B::Le(_) | B::Gt(_) | B::Ge(_) => BinOp::Compare,
+        B::Add(_)
+        | B::Sub(_)
+        | B::Mul(_)
+        | B::Div(_)
+        | B::Rem(_)
+        | B::BitXor(_)
+        | B::BitAnd(_)
+        | B::BitOr(_)
+        | B::Shl(_)
+        | B::Shr(_) => BinOp::Arith,
+        _ => return None,
+    })
+}
+
+fn lit(l: &syn::Lit) -> Lit {
+    match l {
+        syn::Lit::Str(s) => Lit::Str(s.value()),
+        syn::Lit::Int(i) => Lit::Int(i.base10_digits().to_owned()),
+        syn::Lit::Float(f) => Lit::Float(f.base10_digits().to_owned()),
+        syn::Lit::Bool(b) => Lit::Bool(b.value),
+        syn::Lit::Char(c) => Lit::Char(c.value()),
+        _ => Lit::Other,
+    }
+}
+
+fn member_name(m: &syn::Member) -> String {
+    match m {
+        syn::Member::Named(id) => unraw(id),
+        syn::Member::Unnamed(i) => i.index.to_string(),
+    }
+}
+
+/// `r#type` → `type`: names compare without the raw prefix.
+fn unraw(id: &proc_macro2::Ident) -> String {
+    let s = id.to_string();
+    match s.strip_prefix("r#") {
+        Some(rest) => rest.to_owned(),
+        None => s,
+    }
+}
+
+fn is_test_fn(attrs: &[syn::Attribute]) -> bool {
+    attrs.iter().any(|a| {
+        let p = a.path();
+        p.segments
+            .last()
+            .is_some_and(|s| s.ident == "test" || s.ident == "bench")
+            || is_cfg_test_attr(a)
+    })
+}
+
+fn is_cfg_test(attrs: &[syn::Attribute]) -> bool {
+    attrs.iter().any(is_cfg_test_attr)
+}
+
+/// `#[cfg(test)]` (not `#[cfg(not(test))]`).
+fn is_cfg_test_attr(a: &syn::Attribute) -> bool {
+    a.path().is_ident("cfg")
+        && matches!(&a.meta, syn::Meta::List(l) if l.tokens.to_string().trim() == "test")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lower(src: &str) -> FileModel {
+        lower_file(src, FileId(0), vec!["crate".into()], false).expect("parses")
+    }
+
+    #[test]
+    fn spans_are_byte_offsets_after_bom_and_shebang() {
+        let src = "\u{feff}#!/usr/bin/env run\nfn é() {}\nfn main() {}\n";
+        let m = lower(src);
+        let main = m.fns.iter().find(|f| f.name == "main").unwrap();
+        let s = main.name_span;
+        assert_eq!(&src[s.lo as usize..s.hi as usize], "main");
+    }
+
+    #[test]
+    fn parse_error_points_at_the_error() {
+        let src = "fn main() {\n    let x = ;\n}\n";
+        let err = lower_file(src, FileId(0), vec![], false).unwrap_err();
+        assert_eq!(&src[err.span.lo as usize..err.span.hi as usize], ";");
+    }
+
+    #[test]
+    fn use_trees_are_flattened_with_renames_and_globs() {
+        let m = lower("use uuid::{Uuid as Id, self}; use chrono::prelude::*;");
+        let got: Vec<_> = m
+            .uses
+            .iter()
+            .map(|u| (u.path.join("::"), u.alias.as_str(), u.glob))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                ("uuid::Uuid".to_string(), "Id", false),
+                ("uuid".to_string(), "uuid", false),
+                ("chrono::prelude".to_string(), "", true),
+            ]
+        );
+    }
+
+    #[test]
+    fn format_macros_capture_inline_names() {
+        assert_eq!(
+            inline_captures("{a}-{b:?}-{}-{0}-{{c}}-{a}"),
+            vec!["a", "b"]
+        );
+        let m = lower("fn f(id: u64) { let k = format!(\"order-{id}\"); }");
+        let body = m.fns[0].body.as_ref().unwrap();
+        let Stmt::Let {
+            init: Some(init), ..
+        } = &body.stmts[0]
+        else {
+            panic!()
+        };
+        let ExprKind::Macro(call) = &init.kind else {
+            panic!()
+        };
+        assert!(call
+            .args
+            .iter()
+            .any(|a| a.as_path().and_then(Path::as_ident) == Some("id")));
+    }
+
+    #[test]
+    fn methods_know_their_self_type_and_modules_their_path() {
+        let m =
+            lower("mod a { #[path = \"x.rs\"] mod b; struct S; impl S { pub fn go(&self) {} } }");
+        let go = m.fns.iter().find(|f| f.name == "go").unwrap();
+        assert_eq!(go.module, vec!["crate", "a"]);
+        assert_eq!(go.self_kind, SelfKind::Ref);
+        assert_eq!(go.display_name(), "S::go");
+        let b = m.mods.iter().find(|d| d.name == "b").unwrap();
+        assert_eq!(
+            (b.path_attr.as_deref(), b.inline_parents.as_slice()),
+            (Some("x.rs"), &["a".to_string()][..])
+        );
+    }
+
+    #[test]
+    fn deep_nesting_is_bounded() {
+        let depth = MAX_DEPTH * 2;
+        let src = format!(
+            "fn f() {{ let x = {}1{}; }}",
+            "(".repeat(depth),
+            ")".repeat(depth)
+        );
+        let handle = std::thread::Builder::new()
+            .stack_size(256 << 20)
+            .spawn(move || lower_file(&src, FileId(0), vec![], false).is_ok())
+            .unwrap();
+        assert!(handle.join().unwrap());
+    }
+}

@@ -1,0 +1,298 @@
+//! The source model: a package's files, lowered to [`ir`] on the thread that parsed them.
+//!
+//! The driver (the `cargo-idem-lint` binary) finds the files and calls [`lower_file`] for
+//! each; everything after that reads only these types, which are `Send` and carry byte spans.
+
+pub mod ir;
+mod lower;
+
+pub use lower::{lower_file, ParseError, MAX_DEPTH};
+
+use ir::{Block, Expr, Pat, Path, Type};
+
+/// Index of a file in [`Package::files`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct FileId(pub u32);
+
+/// A byte range in one file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Span {
+    pub file: FileId,
+    pub lo: u32,
+    pub hi: u32,
+}
+
+impl Span {
+    pub const fn new(file: FileId, lo: u32, hi: u32) -> Span {
+        Span { file, lo, hi }
+    }
+
+    /// The smallest span covering both (same file assumed).
+    pub fn to(self, other: Span) -> Span {
+        Span {
+            file: self.file,
+            lo: self.lo.min(other.lo),
+            hi: self.hi.max(other.hi),
+        }
+    }
+
+    pub fn contains(self, other: Span) -> bool {
+        self.file == other.file && self.lo <= other.lo && other.hi <= self.hi
+    }
+
+    /// An empty span at this span's end (where a suggestion inserts text).
+    pub fn shrink_to_hi(self) -> Span {
+        Span {
+            lo: self.hi,
+            ..self
+        }
+    }
+
+    pub fn shrink_to_lo(self) -> Span {
+        Span {
+            hi: self.lo,
+            ..self
+        }
+    }
+}
+
+/// What a target is, as cargo says (`lib`, `bin`, `test`, `bench`, `example`, ...).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TargetInfo {
+    pub name: String,
+    pub kind: Vec<String>,
+    pub root: std::path::PathBuf,
+}
+
+impl TargetInfo {
+    /// Tests and benches: code whose keys are test data, not production keys.
+    pub fn is_test_like(&self) -> bool {
+        self.kind.iter().any(|k| k == "test" || k == "bench")
+    }
+}
+
+/// One package (or, for a plain directory, the set of `.rs` files below it).
+#[derive(Debug, Clone, Default)]
+pub struct Package {
+    pub name: String,
+    /// Crate names of the package's dependencies, `-` replaced by `_` (`aws_sdk_mediaconvert`).
+    pub dependencies: Vec<String>,
+    pub targets: Vec<TargetInfo>,
+    pub files: Vec<FileModel>,
+}
+
+impl Package {
+    pub fn file(&self, id: FileId) -> &FileModel {
+        &self.files[id.0 as usize]
+    }
+
+    pub fn depends_on(&self, krate: &str) -> bool {
+        self.dependencies.iter().any(|d| d == krate)
+    }
+
+    /// Every function of every file, with its file.
+    pub fn fns(&self) -> impl Iterator<Item = (&FileModel, &FnDef)> {
+        self.files
+            .iter()
+            .flat_map(|f| f.fns.iter().map(move |d| (f, d)))
+    }
+}
+
+/// One lowered source file.
+#[derive(Debug, Clone, Default)]
+pub struct FileModel {
+    pub id: FileId,
+    pub path: std::path::PathBuf,
+    /// Index in [`Package::targets`] of the target whose module tree reached this file first.
+    pub target: usize,
+    /// Module path of the file inside its crate: `["crate", "handlers", "refund"]`.
+    pub module: Vec<String>,
+    /// True when the file's module is only compiled for tests (`#[cfg(test)] mod x;`) or the
+    /// target is a test or bench.
+    pub in_test: bool,
+    pub fns: Vec<FnDef>,
+    pub structs: Vec<StructDef>,
+    pub impls: Vec<ImplDef>,
+    pub uses: Vec<UseDecl>,
+    pub mods: Vec<ModDecl>,
+    /// Items with their spans (attributes included), for item-level suppression comments.
+    pub items: Vec<ItemSpan>,
+    /// Inner attributes and their arguments are rarely useful; only the file span is kept.
+    pub span: Span,
+}
+
+impl Default for FileId {
+    fn default() -> Self {
+        FileId(0)
+    }
+}
+
+impl Default for Span {
+    fn default() -> Self {
+        Span::new(FileId(0), 0, 0)
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ItemKind {
+    Fn,
+    Impl,
+    Mod,
+    Struct,
+    Enum,
+    Trait,
+    Const,
+    Other,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ItemSpan {
+    pub kind: ItemKind,
+    /// From the first attribute (or the item keyword) to the end of the item.
+    pub span: Span,
+}
+
+/// An attribute: `#[tokio::main]`, `#[idempotent(key = msg.id, store = s)]`, `#[path = "x.rs"]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Attr {
+    pub path: Path,
+    /// `name = value` and bare arguments of a list attribute, when they parse as such.
+    pub args: Vec<AttrArg>,
+    /// `#[path = "x"]`-style value.
+    pub value: Option<Expr>,
+    pub span: Span,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AttrArg {
+    /// `key = expr`
+    NameValue { name: String, value: Expr },
+    /// `name` or `a::b`
+    Path(Path),
+    /// `name(...)` (nested list; the inner arguments when they parse).
+    List { path: Path, args: Vec<AttrArg> },
+    /// A literal argument: `#[get("/refund")]`.
+    Lit(Expr),
+}
+
+impl Attr {
+    pub fn is(&self, name: &str) -> bool {
+        self.path.last() == name
+    }
+
+    /// The value of `name = value` among the arguments.
+    pub fn arg(&self, name: &str) -> Option<&Expr> {
+        self.args.iter().find_map(|a| match a {
+            AttrArg::NameValue { name: n, value } if n == name => Some(value),
+            _ => None,
+        })
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Param {
+    pub pat: Pat,
+    pub ty: Type,
+    pub span: Span,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SelfKind {
+    /// An associated function (no `self`).
+    None,
+    Value,
+    Ref,
+    RefMut,
+}
+
+/// A function or method with a body (trait methods without a default body are kept too, with
+/// `body: None`, so a call can still be matched to its declaration).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FnDef {
+    pub name: String,
+    pub name_span: Span,
+    /// Module path of the enclosing module.
+    pub module: Vec<String>,
+    /// The `Self` type of an `impl` or trait the fn belongs to.
+    pub self_ty: Option<Type>,
+    /// The trait of `impl Trait for T`, or the trait declaring it.
+    pub trait_path: Option<Path>,
+    pub self_kind: SelfKind,
+    pub params: Vec<Param>,
+    pub ret: Option<Type>,
+    pub is_async: bool,
+    /// `pub` (any `pub(...)` too).
+    pub is_pub: bool,
+    pub attrs: Vec<Attr>,
+    pub body: Option<Block>,
+    /// The whole item, attributes included.
+    pub span: Span,
+    /// `#[test]`-like attribute, or inside a `#[cfg(test)]` module.
+    pub in_test: bool,
+    /// Nested inside another fn's body.
+    pub nested: bool,
+}
+
+impl FnDef {
+    pub fn has_attr(&self, name: &str) -> bool {
+        self.attrs.iter().any(|a| a.is(name))
+    }
+
+    /// `Type::method` for methods, `name` for free fns: for messages.
+    pub fn display_name(&self) -> String {
+        match self.self_ty.as_ref().and_then(Type::core_path) {
+            Some(p) => format!("{}::{}", p.last(), self.name),
+            None => self.name.clone(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StructDef {
+    pub name: String,
+    pub module: Vec<String>,
+    /// Named fields (tuple fields are named `0`, `1`, ...).
+    pub fields: Vec<(String, Type)>,
+    pub span: Span,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ImplDef {
+    pub module: Vec<String>,
+    pub self_ty: Type,
+    pub trait_path: Option<Path>,
+    pub methods: Vec<String>,
+    pub span: Span,
+}
+
+/// One name brought into scope by a `use` (a `use` tree is flattened into these).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UseDecl {
+    /// The module whose scope it is in.
+    pub module: Vec<String>,
+    /// The full path as written: `["aws_sdk_mediaconvert", "Client"]`, `["crate", "db"]`;
+    /// for a glob, the path of the module globbed.
+    pub path: Vec<String>,
+    /// The name it is known by in scope (the last segment or the `as` rename); empty for globs.
+    pub alias: String,
+    pub glob: bool,
+    pub span: Span,
+}
+
+/// `mod name;` or `mod name { ... }`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModDecl {
+    pub name: String,
+    /// The module path of the declared module.
+    pub module: Vec<String>,
+    /// Whether its body is inline in this file.
+    pub inline: bool,
+    /// `#[path = "..."]` value.
+    pub path_attr: Option<String>,
+    /// Names of the inline modules enclosing this declaration in this file (`mod a { mod b; }`
+    /// looks for `a/b.rs`).
+    pub inline_parents: Vec<String>,
+    /// `#[cfg(test)]` on the declaration.
+    pub cfg_test: bool,
+    pub span: Span,
+}
