@@ -1,16 +1,19 @@
 //! What a lint pass sees ([`LintContext`]) and the entry point that runs every pass.
 
+use crate::analysis::Analysis;
 use crate::diagnostic::Diagnostic;
 use crate::lint::Lint;
 use crate::lints::PASSES;
 use crate::model::{Package, Span};
 use crate::settings::Settings;
+use std::cell::OnceCell;
 
 pub struct LintContext<'a> {
     pub package: &'a Package,
     pub settings: &'a Settings,
     enabled: &'a dyn Fn(&'static Lint) -> bool,
     diagnostics: Vec<Diagnostic>,
+    analysis: OnceCell<Analysis>,
 }
 
 impl<'a> LintContext<'a> {
@@ -25,6 +28,11 @@ impl<'a> LintContext<'a> {
             enabled,
             diagnostics: Vec::new(),
         }
+    }
+
+    /// The package's analysis, built on first use and shared by every pass.
+    pub fn analysis(&self) -> &Analysis {
+        self.analysis.get_or_init(|| Analysis::new(self.package))
     }
 
     /// Whether findings of `lint` would be shown; passes skip work for disabled lints.

@@ -5,6 +5,7 @@
 //! - [`lints`]: one module per lint, each opening with its documentation; [`lints::ALL`].
 //! - [`context`]: what a lint sees, and [`check_package`], which runs them all.
 
+pub mod analysis;
 pub mod context;
 pub mod diagnostic;
 pub mod lint;

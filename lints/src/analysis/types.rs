@@ -1,0 +1,339 @@
+//! Local type evidence without type checking: what a receiver is, from a fn parameter's type,
+//! a `let` ascription, a constructor (`Client::new(..)`, `Client::from_conf(..)`), a struct
+//! field's declared type (`self.client`), or a crate fn's declared return type.
+//! No evidence gives `None`; nothing is guessed.
+
+use super::resolve::{DefPath, Resolver};
+use crate::model::ir::{Block, Expr, ExprKind, Pat, Stmt, Type};
+use crate::model::{FileModel, FnDef, Package};
+use std::collections::HashMap;
+
+/// Associated functions that return `Self` (or `Result<Self, _>`) by convention.
+const CONSTRUCTORS: &[&str] = &[
+    "new",
+    "from_conf",
+    "from_config",
+    "from_env",
+    "default",
+    "connect",
+    "connect_lazy",
+    "open",
+    "with_config",
+    "from_client",
+    "create",
+    "build",
+];
+
+/// Methods whose result has the receiver's type (or a reference to it).
+const SAME_TYPE_METHODS: &[&str] = &[
+    "clone",
+    "as_ref",
+    "as_mut",
+    "borrow",
+    "borrow_mut",
+    "lock",
+    "read",
+    "write",
+    "unwrap",
+    "expect",
+    "to_owned",
+    "get_ref",
+    "get_mut",
+    "deref",
+];
+
+/// Package-wide tables for type evidence: struct fields and crate fns' return types.
+#[derive(Debug)]
+pub struct Types {
+    /// Struct path → (file index, struct index in that file).
+    structs: HashMap<DefPath, (usize, usize)>,
+    /// Crate fn path → (file index, fn index), for declared return types.
+    fns: HashMap<DefPath, (usize, usize)>,
+}
+
+impl Types {
+    pub fn new(package: &Package, resolver: &Resolver) -> Types {
+        let mut structs = HashMap::new();
+        let mut fns = HashMap::new();
+        for (fi, file) in package.files.iter().enumerate() {
+            for (si, s) in file.structs.iter().enumerate() {
+                let p =
+                    resolver.resolve_strs(file.target, &s.module, std::slice::from_ref(&s.name));
+                structs.insert(p, (fi, si));
+            }
+            for (ni, f) in file.fns.iter().enumerate() {
+                fns.entry(resolver.fn_path(file, f)).or_insert((fi, ni));
+            }
+        }
+        Types { structs, fns }
+    }
+
+    /// The declared type of field `field` of struct `ty`, resolved in the struct's module.
+    pub fn field_type(
+        &self,
+        package: &Package,
+        resolver: &Resolver,
+        ty: &DefPath,
+        field: &str,
+    ) -> Option<DefPath> {
+        let &(fi, si) = self.structs.get(ty)?;
+        let file = &package.files[fi];
+        let s = &file.structs[si];
+        let (_, fty) = s.fields.iter().find(|(n, _)| n == field)?;
+        resolver.resolve_type(file.target, &s.module, fty, None)
+    }
+
+    /// The crate fn at `path` (file index, fn index).
+    pub fn crate_fn(&self, path: &DefPath) -> Option<(usize, usize)> {
+        self.fns.get(path).copied()
+    }
+}
+
+/// The types known for the locals of one function.
+pub struct TypeEnv<'a> {
+    package: &'a Package,
+    resolver: &'a Resolver,
+    types: &'a Types,
+    target: usize,
+    module: &'a [String],
+    self_ty: Option<&'a Type>,
+    locals: HashMap<String, DefPath>,
+}
+
+impl<'a> TypeEnv<'a> {
+    /// The environment of `f`: its parameters, then every `let` of its body in order (a later
+    /// binding of the same name wins, which is right for the common re-binding of a client).
+    pub fn for_fn(
+        package: &'a Package,
+        resolver: &'a Resolver,
+        types: &'a Types,
+        file: &'a FileModel,
+        f: &'a FnDef,
+    ) -> Self {
+        let mut env = TypeEnv {
+            package,
+            resolver,
+            types,
+            target: file.target,
+            module: &f.module,
+            self_ty: f.self_ty.as_ref(),
+            locals: HashMap::new(),
+        };
+        for p in &f.params {
+            if let (Some(name), Some(ty)) = (p.pat.simple_name(), env.resolve_type(&p.ty)) {
+                env.locals.insert(name.to_owned(), ty);
+            }
+        }
+        if let Some(body) = &f.body {
+            env.scan_block(body);
+        }
+        env
+    }
+
+    fn resolve_type(&self, ty: &Type) -> Option<DefPath> {
+        self.resolver
+            .resolve_type(self.target, self.module, ty, self.self_ty)
+    }
+
+    fn scan_block(&mut self, block: &Block) {
+        for stmt in &block.stmts {
+            if let Stmt::Let { pat, init, .. } = stmt {
+                self.bind(pat, init.as_ref());
+            }
+            stmt.walk(&mut |e| {
+                if let ExprKind::Closure { params, .. } = &e.kind {
+                    for p in params {
+                        if let (Some(n), Some(t)) = (p.simple_name(), p.ascribed_type()) {
+                            if let Some(t) = self.resolver.resolve_type(
+                                self.target,
+                                self.module,
+                                t,
+                                self.self_ty,
+                            ) {
+                                self.locals.insert(n.to_owned(), t);
+                            }
+                        }
+                    }
+                }
+            });
+        }
+        // Lets inside nested blocks (closures, async blocks, branches) bind too.
+        for stmt in &block.stmts {
+            stmt.walk(&mut |e| {
+                let inner = match &e.kind {
+                    ExprKind::Block(b) | ExprKind::Async { block: b, .. } => Some(b),
+                    ExprKind::If { then, .. } => Some(then),
+                    ExprKind::Loop { body, .. } | ExprKind::For { body, .. } => Some(body),
+                    _ => None,
+                };
+                if let Some(b) = inner {
+                    for s in &b.stmts {
+                        if let Stmt::Let { pat, init, .. } = s {
+                            let ty = pat
+                                .ascribed_type()
+                                .and_then(|t| self.resolve_type(t))
+                                .or_else(|| init.as_ref().and_then(|i| self.type_of(i)));
+                            if let (Some(n), Some(t)) = (pat.simple_name(), ty) {
+                                self.locals.insert(n.to_owned(), t);
+                            }
+                        }
+                    }
+                }
+            });
+        }
+    }
+
+    fn bind(&mut self, pat: &Pat, init: Option<&Expr>) {
+        let Some(name) = pat.simple_name() else {
+            return;
+        };
+        let ty = pat
+            .ascribed_type()
+            .and_then(|t| self.resolve_type(t))
+            .or_else(|| init.and_then(|i| self.type_of(i)));
+        match ty {
+            Some(t) => {
+                self.locals.insert(name.to_owned(), t);
+            }
+            None => {
+                // A re-binding to something unknown hides the old type.
+                self.locals.remove(name);
+            }
+        }
+    }
+
+    /// The type of a local variable.
+    pub fn local(&self, name: &str) -> Option<&DefPath> {
+        self.locals.get(name)
+    }
+
+    /// The type of `expr`, when the source gives evidence for it.
+    pub fn type_of(&self, expr: &Expr) -> Option<DefPath> {
+        let expr = expr.peel();
+        match &expr.kind {
+            ExprKind::Path(p) => match p.as_ident() {
+                Some("self") => self.self_ty.and_then(|t| self.resolve_type(t)),
+                Some(name) => self.locals.get(name).cloned(),
+                None => None,
+            },
+            ExprKind::Field { base, member } => {
+                let base_ty = self.type_of(base)?;
+                self.types
+                    .field_type(self.package, self.resolver, &base_ty, member)
+            }
+            ExprKind::Call { func, args } => {
+                let path = func.as_path()?;
+                let callee = self
+                    .resolver
+                    .resolve(self.target, self.module, path, self.self_ty);
+                if let Some((fi, ni)) = self.types.crate_fn(&callee) {
+                    let file = &self.package.files[fi];
+                    let f = &file.fns[ni];
+                    let ret = f.ret.as_ref()?;
+                    return self.resolver.resolve_type(
+                        file.target,
+                        &f.module,
+                        unwrap_result(ret),
+                        f.self_ty.as_ref(),
+                    );
+                }
+                if ["Arc", "Rc", "Box", "Some", "Ok"].contains(&path.last())
+                    && path.segments.len() <= 2
+                {
+                    return args.first().and_then(|a| self.type_of(a));
+                }
+                if CONSTRUCTORS.contains(&path.last()) && callee.segments.len() >= 2 {
+                    let mut ty = callee;
+                    ty.segments.pop();
+                    return Some(ty);
+                }
+                None
+            }
+            ExprKind::MethodCall {
+                receiver, method, ..
+            } if SAME_TYPE_METHODS.contains(&method.as_str()) => self.type_of(receiver),
+            ExprKind::Struct { path, .. } => {
+                Some(
+                    self.resolver
+                        .resolve(self.target, self.module, path, self.self_ty),
+                )
+            }
+            ExprKind::Block(b) => b.tail().and_then(|t| self.type_of(t)),
+            _ => None,
+        }
+    }
+}
+
+/// `Result<T, E>` and `Option<T>` → `T`: constructors are usually fallible.
+fn unwrap_result(ty: &Type) -> &Type {
+    match ty {
+        Type::Path { path, args }
+            if matches!(path.last(), "Result" | "Option") && !args.is_empty() =>
+        {
+            &args[0]
+        }
+        other => other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{lower_file, FileId, TargetInfo};
+
+    #[test]
+    fn receivers_are_typed_from_params_fields_constructors_and_returns() {
+        let src = r#"
+            use aws_sdk_mediaconvert::Client;
+            use aws_sdk_ec2 as ec2;
+            struct Svc { mc: Client, other: std::sync::Arc<ec2::Client> }
+            fn make() -> Result<ec2::Client, ()> { todo!() }
+            impl Svc {
+                fn go(&self, p: &Client) {
+                    let a = Client::from_conf(conf);
+                    let b: ec2::Client = x;
+                    let c = make()?;
+                    let d = self.other.clone();
+                }
+            }
+        "#;
+        let file = lower_file(src, FileId(0), vec!["crate".into()], false).unwrap();
+        let package = Package {
+            name: "app".into(),
+            dependencies: vec![],
+            targets: vec![TargetInfo {
+                name: "app".into(),
+                kind: vec!["lib".into()],
+                root: "src/lib.rs".into(),
+            }],
+            files: vec![file],
+        };
+        let resolver = Resolver::new(&package);
+        let types = Types::new(&package, &resolver);
+        let file = &package.files[0];
+        let go = file.fns.iter().find(|f| f.name == "go").unwrap();
+        let env = TypeEnv::for_fn(&package, &resolver, &types, file, go);
+        let is = |name: &str, pat: &str| env.local(name).is_some_and(|t| t.matches(pat));
+        assert!(is("p", "aws_sdk_mediaconvert::Client"));
+        assert!(is("a", "aws_sdk_mediaconvert::Client"));
+        assert!(is("b", "aws_sdk_ec2::Client"));
+        assert!(is("c", "aws_sdk_ec2::Client"));
+        assert!(is("d", "aws_sdk_ec2::Client"));
+        let field = ExprKind::Field {
+            base: Box::new(Expr {
+                kind: ExprKind::Path(crate::model::ir::Path {
+                    segments: vec!["self".into()],
+                    leading_colon: false,
+                    span: Default::default(),
+                }),
+                span: Default::default(),
+            }),
+            member: "mc".into(),
+        };
+        let t = env.type_of(&Expr {
+            kind: field,
+            span: Default::default(),
+        });
+        assert!(t.is_some_and(|t| t.matches("aws_sdk_mediaconvert::Client")));
+    }
+}
