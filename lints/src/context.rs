@@ -27,6 +27,7 @@ impl<'a> LintContext<'a> {
             settings,
             enabled,
             diagnostics: Vec::new(),
+            analysis: OnceCell::new(),
         }
     }
 
