@@ -12,6 +12,8 @@ pub mod lint;
 pub mod lints;
 pub mod model;
 pub mod settings;
+#[doc(hidden)]
+pub mod testing;
 
 pub use context::{check_package, LintContext};
 pub use diagnostic::{Applicability, Diagnostic, Label, Suggestion};

@@ -1,0 +1,273 @@
+//! Helpers for tests of lints: build a [`Package`] from sources or from a fixture crate on
+//! disk, and compare findings with the `//~ WARN lint_name` annotations in the sources.
+//!
+//! Annotation format (shared with the binary's UI test): a trailing `//~ WARN name` (or
+//! `DENY`/`ERROR`) expects a finding of `name` whose primary span starts on that line;
+//! `//~^ WARN name` expects it on the line above (one `^` per line).
+
+use crate::diagnostic::Diagnostic;
+use crate::model::{lower_file, FileId, Package, TargetInfo};
+use crate::settings::Settings;
+use std::path::{Path, PathBuf};
+
+/// One expected finding: file index, 1-based line, lint name.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Expected {
+    pub file: usize,
+    pub line: usize,
+    pub lint: String,
+}
+
+/// The annotations of one source text, as (line, lint) pairs.
+pub fn parse_annotations(src: &str) -> Vec<(usize, String)> {
+    let mut out = Vec::new();
+    for (i, line) in src.lines().enumerate() {
+        let Some(pos) = line.find("//~") else {
+            continue;
+        };
+        let rest = &line[pos + 3..];
+        let carets = rest.chars().take_while(|c| *c == '^').count();
+        let mut words = rest[carets..].split_whitespace();
+        let (Some(level), Some(name)) = (words.next(), words.next()) else {
+            continue;
+        };
+        if matches!(level, "WARN" | "DENY" | "ERROR") {
+            let name = name.trim_start_matches("idem::").to_owned();
+            out.push(((i + 1).saturating_sub(carets), name));
+        }
+    }
+    out
+}
+
+/// 1-based line of byte offset `lo` in `src`.
+pub fn line_of(src: &str, lo: u32) -> usize {
+    src.as_bytes()[..(lo as usize).min(src.len())]
+        .iter()
+        .filter(|b| **b == b'\n')
+        .count()
+        + 1
+}
+
+/// A package of in-memory sources: `(module path like "crate::a", source)`, one lib target.
+pub fn package(name: &str, deps: &[&str], files: &[(&str, &str)]) -> Package {
+    let files = files
+        .iter()
+        .enumerate()
+        .map(|(i, (module, src))| {
+            let module = module.split("::").map(String::from).collect();
+            let mut f =
+                lower_file(src, FileId(i as u32), module, false).expect("test source parses");
+            f.path = PathBuf::from(format!("src/file{i}.rs"));
+            f
+        })
+        .collect();
+    Package {
+        name: name.to_owned(),
+        dependencies: deps.iter().map(|d| d.replace('-', "_")).collect(),
+        targets: vec![TargetInfo {
+            name: name.replace('-', "_"),
+            kind: vec!["lib".into()],
+            root: "src/lib.rs".into(),
+        }],
+        files,
+    }
+}
+
+/// A fixture crate on disk: every `.rs` under `dir/src` (module path from the file path, all
+/// in one lib target), dependencies from the `[dependencies]` table of `dir/Cargo.toml`.
+/// Returns the package and the texts, in file order.
+pub fn fixture_package(dir: &Path) -> (Package, Vec<String>) {
+    let manifest = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap_or_default();
+    let mut files = Vec::new();
+    collect_rs(&dir.join("src"), &mut files);
+    files.sort();
+    let mut texts = Vec::new();
+    let mut models = Vec::new();
+    for (i, path) in files.iter().enumerate() {
+        let text = std::fs::read_to_string(path).expect("fixture is readable");
+        let rel = path.strip_prefix(dir.join("src")).expect("under src");
+        let mut f =
+            lower_file(&text, FileId(i as u32), module_of(rel), false).expect("fixture parses");
+        f.path = path.clone();
+        models.push(f);
+        texts.push(text);
+    }
+    let name = dir
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or("fixture")
+        .to_owned();
+    let package = Package {
+        name: name.clone(),
+        dependencies: manifest_dependencies(&manifest),
+        targets: vec![TargetInfo {
+            name: name.replace('-', "_"),
+            kind: vec!["lib".into()],
+            root: dir.join("src/lib.rs"),
+        }],
+        files: models,
+    };
+    (package, texts)
+}
+
+fn collect_rs(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            collect_rs(&p, out);
+        } else if p.extension().is_some_and(|x| x == "rs") {
+            out.push(p);
+        }
+    }
+}
+
+/// `lib.rs`/`main.rs` → `crate`; `a/b.rs` and `a/b/mod.rs` → `crate::a::b`.
+fn module_of(rel: &Path) -> Vec<String> {
+    let mut module = vec!["crate".to_owned()];
+    let parts: Vec<String> = rel
+        .iter()
+        .map(|p| p.to_string_lossy().into_owned())
+        .collect();
+    for (i, part) in parts.iter().enumerate() {
+        let last = i + 1 == parts.len();
+        let stem = part.trim_end_matches(".rs");
+        if last && (stem == "lib" || stem == "main" || stem == "mod") {
+            break;
+        }
+        module.push(stem.to_owned());
+    }
+    module
+}
+
+/// Keys of `[dependencies]`, `[dev-dependencies]` and `[build-dependencies]`, `-` as `_`.
+fn manifest_dependencies(manifest: &str) -> Vec<String> {
+    let mut in_deps = false;
+    let mut out = Vec::new();
+    for line in manifest.lines().map(str::trim) {
+        if line.starts_with('[') {
+            in_deps = line.ends_with("dependencies]");
+            continue;
+        }
+        if in_deps {
+            if let Some((key, _)) = line.split_once('=') {
+                out.push(key.trim().trim_matches('"').replace('-', "_"));
+            }
+        }
+    }
+    out
+}
+
+/// Runs every lint with default levels (allow-by-default lints off).
+pub fn check(package: &Package, settings: &Settings) -> Vec<Diagnostic> {
+    crate::check_package(package, settings, &|l| {
+        l.default_level != crate::Level::Allow
+    })
+}
+
+/// Runs the lints over `package` and panics with a readable diff unless the findings are
+/// exactly the annotations of `texts` (restricted to `lints`, when not empty).
+pub fn assert_annotations(
+    package: &Package,
+    texts: &[String],
+    settings: &Settings,
+    lints: &[&str],
+) {
+    let relevant = |name: &str| lints.is_empty() || lints.contains(&name);
+    let mut expected: Vec<Expected> = texts
+        .iter()
+        .enumerate()
+        .flat_map(|(file, t)| {
+            parse_annotations(t)
+                .into_iter()
+                .map(move |(line, lint)| Expected { file, line, lint })
+        })
+        .filter(|e| relevant(&e.lint))
+        .collect();
+    let diags = check(package, settings);
+    let mut got: Vec<Expected> = diags
+        .iter()
+        .filter(|d| relevant(d.lint.name))
+        .map(|d| {
+            let file = d.span.file.0 as usize;
+            Expected {
+                file,
+                line: line_of(&texts[file], d.span.lo),
+                lint: d.lint.name.to_owned(),
+            }
+        })
+        .collect();
+    expected.sort();
+    got.sort();
+    if expected != got {
+        let show = |e: &Expected| {
+            format!(
+                "{}:{} {}",
+                package.files[e.file].path.display(),
+                e.line,
+                e.lint
+            )
+        };
+        let missing: Vec<String> = expected
+            .iter()
+            .filter(|e| !got.contains(e))
+            .map(show)
+            .collect();
+        let extra: Vec<String> = got
+            .iter()
+            .filter(|e| !expected.contains(e))
+            .map(show)
+            .collect();
+        let messages: Vec<String> = diags
+            .iter()
+            .map(|d| format!("{}: {}", d.lint.name, d.message))
+            .collect();
+        panic!("findings differ from annotations\nmissing: {missing:#?}\nextra: {extra:#?}\nall messages: {messages:#?}");
+    }
+}
+
+/// Every fixture crate below `root` (a directory holding `Cargo.toml`), sorted.
+pub fn fixture_crates(root: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        if dir.join("Cargo.toml").is_file() && dir.join("src").is_dir() {
+            out.push(dir);
+            continue;
+        }
+        if let Ok(entries) = std::fs::read_dir(&dir) {
+            stack.extend(entries.flatten().map(|e| e.path()).filter(|p| p.is_dir()));
+        }
+    }
+    out.sort();
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn annotations_point_at_their_line_or_above() {
+        let src = "a //~ WARN check_then_act\nb\n//~^ DENY idem::x\n// //~ not an annotation";
+        assert_eq!(
+            parse_annotations(src),
+            vec![(1, "check_then_act".to_string()), (2, "x".to_string())]
+        );
+    }
+
+    #[test]
+    fn module_paths_follow_file_paths() {
+        assert_eq!(module_of(Path::new("lib.rs")), vec!["crate"]);
+        assert_eq!(module_of(Path::new("a/b.rs")), vec!["crate", "a", "b"]);
+        assert_eq!(module_of(Path::new("a/mod.rs")), vec!["crate", "a"]);
+    }
+
+    #[test]
+    fn dependencies_are_read_from_every_dependency_table() {
+        let m = "[package]\nname = \"x\"\n[dependencies]\naws-sdk-ec2 = \"1\"\n[dev-dependencies]\ntokio = {}\n";
+        assert_eq!(manifest_dependencies(m), vec!["aws_sdk_ec2", "tokio"]);
+    }
+}
