@@ -1,6 +1,7 @@
 //! The analysis layer lints ask questions of: name resolution, local types, value flow,
 //! function summaries, the call graph. Built once per package, on demand.
 
+pub mod callgraph;
 pub mod resolve;
 pub mod types;
 

@@ -200,12 +200,14 @@ impl Resolver {
                 .items
                 .insert(f.name.clone());
         }
-        for s in &file.structs {
+        let structs = file.structs.iter().map(|s| (&s.module, &s.name));
+        let decls = file.decls.iter().map(|d| (&d.module, &d.name));
+        for (module, name) in structs.chain(decls) {
             scopes
-                .entry((t, s.module.clone()))
+                .entry((t, module.clone()))
                 .or_default()
                 .items
-                .insert(s.name.clone());
+                .insert(name.clone());
         }
     }
 
@@ -262,11 +264,14 @@ impl Resolver {
         };
         let rest = &segs[1..];
         if absolute || depth > MAX_USE_CHAIN {
-            return self.crate_path(target, first, rest);
+            return self.crate_path(target, first, rest, depth);
         }
         match first.as_str() {
-            "crate" => return local(target, rest),
-            "self" => return local(target, &[&module[1.min(module.len())..], rest].concat()),
+            "crate" => return self.local_path(target, rest, depth),
+            "self" => {
+                let segs = [&module[1.min(module.len())..], rest].concat();
+                return self.local_path(target, &segs, depth);
+            }
             "super" => {
                 let mut base = module.to_vec();
                 let mut rest = segs;
@@ -276,7 +281,8 @@ impl Resolver {
                     }
                     rest = &rest[1..];
                 }
-                return local(target, &[&base[1.min(base.len())..], rest].concat());
+                let segs = [&base[1.min(base.len())..], rest].concat();
+                return self.local_path(target, &segs, depth);
             }
             "Self" => {
                 if let Some(p) = self_ty.and_then(Type::core_path) {
@@ -309,7 +315,38 @@ impl Resolver {
                 }
             }
         }
-        self.crate_path(target, first, rest)
+        self.crate_path(target, first, rest, depth)
+    }
+
+    /// `crate::segs` of `target`, followed through re-exports: when a module on the way
+    /// names the next segment by a `use` (`pub use send::do_send;` in the crate root), the
+    /// path continues from what that `use` names.
+    fn local_path(&self, target: usize, segs: &[String], depth: usize) -> DefPath {
+        let mut module = vec!["crate".to_owned()];
+        for (i, seg) in segs.iter().enumerate() {
+            let Some(scope) = self.scopes.get(&(target, module.clone())) else {
+                break;
+            };
+            if scope.items.contains(seg) {
+                module.push(seg.clone());
+                continue;
+            }
+            if depth < MAX_USE_CHAIN {
+                if let Some(full) = scope.uses.get(seg) {
+                    let joined: Vec<String> = full.iter().chain(&segs[i + 1..]).cloned().collect();
+                    return self.resolve_use_path(target, &module, &joined, depth + 1);
+                }
+                for glob in &scope.globs {
+                    let found =
+                        self.resolve_through_glob(target, &module, glob, &segs[i..], depth + 1);
+                    if let Some(found) = found {
+                        return found;
+                    }
+                }
+            }
+            break;
+        }
+        local(target, segs)
     }
 
     /// A path from a `use` declaration: `crate::`, `self::`, `super::`, a local module, or an
@@ -333,7 +370,7 @@ impl Resolver {
                 if local_item {
                     local(target, &[&module[1.min(module.len())..], segs].concat())
                 } else {
-                    self.crate_path(target, first, &segs[1..])
+                    self.crate_path(target, first, &segs[1..], depth)
                 }
             }
             None => local(target, &[]),
@@ -381,10 +418,10 @@ impl Resolver {
     }
 
     /// `first::rest` where `first` names a crate: the package's own library, or external.
-    fn crate_path(&self, target: usize, first: &str, rest: &[String]) -> DefPath {
+    fn crate_path(&self, target: usize, first: &str, rest: &[String], depth: usize) -> DefPath {
         match &self.lib {
             Some((lib_target, name)) if name == first && *lib_target != target => {
-                local(*lib_target, rest)
+                self.local_path(*lib_target, rest, depth + 1)
             }
             _ => DefPath {
                 krate: Krate::Extern(first.to_owned()),

@@ -4,8 +4,8 @@
 //! No evidence gives `None`; nothing is guessed.
 
 use super::resolve::{DefPath, Resolver};
-use crate::model::ir::{Block, Expr, ExprKind, Pat, Stmt, Type};
-use crate::model::{FileModel, FnDef, Package};
+use crate::model::ir::{is_marker_trait, Block, Expr, ExprKind, Pat, Stmt, Type};
+use crate::model::{FileModel, FnDef, GenericParam, Package};
 use std::collections::HashMap;
 
 /// Associated functions that return `Self` (or `Result<Self, _>`) by convention.
@@ -83,6 +83,13 @@ impl Types {
         resolver.resolve_type(file.target, &s.module, fty, None)
     }
 
+    /// The declared type of field `field` of struct `ty`, as written, with the struct's module.
+    fn field_decl<'p>(&self, package: &'p Package, ty: &DefPath, field: &str) -> Option<&'p Type> {
+        let &(fi, si) = self.structs.get(ty)?;
+        let s = &package.files[fi].structs[si];
+        s.fields.iter().find(|(n, _)| n == field).map(|(_, t)| t)
+    }
+
     /// The crate fn at `path` (file index, fn index).
     pub fn crate_fn(&self, path: &DefPath) -> Option<(usize, usize)> {
         self.fns.get(path).copied()
@@ -97,6 +104,7 @@ pub struct TypeEnv<'a> {
     target: usize,
     module: &'a [String],
     self_ty: Option<&'a Type>,
+    generics: &'a [GenericParam],
     locals: HashMap<String, DefPath>,
 }
 
@@ -117,6 +125,7 @@ impl<'a> TypeEnv<'a> {
             target: file.target,
             module: &f.module,
             self_ty: f.self_ty.as_ref(),
+            generics: &f.generics,
             locals: HashMap::new(),
         };
         for p in &f.params {
@@ -130,9 +139,24 @@ impl<'a> TypeEnv<'a> {
         env
     }
 
+    /// A type written in this fn; a type parameter stands for its (first non-marker) bound,
+    /// so `s: &S` with `S: Store` is a `Store`.
     fn resolve_type(&self, ty: &Type) -> Option<DefPath> {
+        if let Some(bound) = self.generic_bound(ty) {
+            return Some(bound);
+        }
         self.resolver
             .resolve_type(self.target, self.module, ty, self.self_ty)
+    }
+
+    fn generic_bound(&self, ty: &Type) -> Option<DefPath> {
+        let name = ty.core_path()?.as_ident()?;
+        let param = self.generics.iter().find(|g| g.name == name)?;
+        let bound = param.bounds.iter().find(|b| !is_marker_trait(b.last()))?;
+        Some(
+            self.resolver
+                .resolve(self.target, self.module, bound, self.self_ty),
+        )
     }
 
     fn scan_block(&mut self, block: &Block) {
@@ -218,6 +242,11 @@ impl<'a> TypeEnv<'a> {
             },
             ExprKind::Field { base, member } => {
                 let base_ty = self.type_of(base)?;
+                // A field of a type parameter's type (`store: S`) is bounded in the impl.
+                let decl = self.types.field_decl(self.package, &base_ty, member);
+                if let Some(bound) = decl.and_then(|t| self.generic_bound(t)) {
+                    return Some(bound);
+                }
                 self.types
                     .field_type(self.package, self.resolver, &base_ty, member)
             }

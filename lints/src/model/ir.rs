@@ -76,9 +76,19 @@ impl Type {
                     Some(path)
                 }
             }
+            // `dyn Store + Send + Sync`, `impl Store`: the trait is all that is known.
+            Type::Bounds(bounds) => bounds.iter().find(|b| !is_marker_trait(b.last())),
             _ => None,
         }
     }
+}
+
+/// Auto and marker traits that say nothing about what a value does.
+pub fn is_marker_trait(name: &str) -> bool {
+    matches!(
+        name,
+        "Send" | "Sync" | "Unpin" | "Sized" | "Copy" | "Clone" | "Debug" | "UnwindSafe"
+    )
 }
 
 /// A binding pattern. Only the shapes that bind names are kept structurally.
@@ -382,6 +392,17 @@ impl Expr {
         out
     }
 
+    /// Calls `f` on each direct sub-expression, in evaluation order, without allocating.
+    pub fn for_each_child<'a>(&'a self, f: &mut dyn FnMut(&'a Expr)) {
+        for_each_child(self, f);
+    }
+
+    /// Visits every pattern that binds names inside this expression: `let` statements (in
+    /// blocks and conditions), closure parameters, match arms and `for` loops.
+    pub fn walk_pats<'a>(&'a self, f: &mut dyn FnMut(&'a Pat)) {
+        self.walk(&mut |e| own_pats(e, f));
+    }
+
     /// Visits this expression and every expression inside it, depth first, pre-order,
     /// including expressions inside blocks, closures and async blocks.
     pub fn walk<'a>(&'a self, f: &mut dyn FnMut(&'a Expr)) {
@@ -398,6 +419,31 @@ impl Block {
         }
     }
 
+    /// Visits every pattern that binds names in the block, nested blocks included (see
+    /// [`Expr::walk_pats`]).
+    pub fn walk_pats<'a>(&'a self, f: &mut dyn FnMut(&'a Pat)) {
+        self.let_pats(f);
+        for stmt in &self.stmts {
+            stmt.walk(&mut |e| own_pats(e, f));
+        }
+    }
+
+    /// Calls `f` on the expressions of the block's statements, without descending.
+    pub fn for_each_expr<'a>(&'a self, f: &mut dyn FnMut(&'a Expr)) {
+        for s in &self.stmts {
+            s.for_each_expr(f);
+        }
+    }
+
+    /// The patterns of this block's own `let` statements.
+    fn let_pats<'a>(&'a self, f: &mut dyn FnMut(&'a Pat)) {
+        for stmt in &self.stmts {
+            if let Stmt::Let { pat, .. } = stmt {
+                f(pat);
+            }
+        }
+    }
+
     /// The block's value: its trailing expression without a semicolon.
     pub fn tail(&self) -> Option<&Expr> {
         match self.stmts.last() {
@@ -408,6 +454,23 @@ impl Block {
 }
 
 impl Stmt {
+    /// Calls `f` on the statement's own expressions (a `let`'s initializer and `else` block,
+    /// an expression statement), without descending.
+    pub fn for_each_expr<'a>(&'a self, f: &mut dyn FnMut(&'a Expr)) {
+        match self {
+            Stmt::Let { init, diverge, .. } => {
+                if let Some(i) = init {
+                    f(i);
+                }
+                if let Some(d) = diverge {
+                    d.for_each_expr(f);
+                }
+            }
+            Stmt::Expr { expr, .. } => f(expr),
+            Stmt::Item { .. } => {}
+        }
+    }
+
     pub fn walk<'a>(&'a self, f: &mut dyn FnMut(&'a Expr)) {
         match self {
             Stmt::Let { init, diverge, .. } => {
@@ -431,27 +494,27 @@ impl Stmt {
     }
 }
 
-fn for_each_child<'a>(e: &'a Expr, f: &mut dyn FnMut(&'a Expr)) {
-    let block = |b: &'a Block, f: &mut dyn FnMut(&'a Expr)| {
-        for s in &b.stmts {
-            match s {
-                Stmt::Let { init, diverge, .. } => {
-                    if let Some(i) = init {
-                        f(i);
-                    }
-                    if let Some(d) = diverge {
-                        for s in &d.stmts {
-                            if let Stmt::Expr { expr, .. } = s {
-                                f(expr);
-                            }
-                        }
-                    }
-                }
-                Stmt::Expr { expr, .. } => f(expr),
-                Stmt::Item { .. } => {}
-            }
+/// The binding patterns an expression introduces itself (not those of its sub-expressions,
+/// which [`Expr::walk`] reaches; a block's `let`s are its own, being statements).
+fn own_pats<'a>(e: &'a Expr, f: &mut dyn FnMut(&'a Pat)) {
+    match &e.kind {
+        ExprKind::Closure { params, .. } => params.iter().for_each(f),
+        ExprKind::Let { pat, .. } => f(pat),
+        ExprKind::For { pat, body, .. } => {
+            f(pat);
+            body.let_pats(f);
         }
-    };
+        ExprKind::Match { arms, .. } => arms.iter().for_each(|a| f(&a.pat)),
+        ExprKind::Block(b)
+        | ExprKind::Async { block: b, .. }
+        | ExprKind::If { then: b, .. }
+        | ExprKind::Loop { body: b, .. } => b.let_pats(f),
+        _ => {}
+    }
+}
+
+fn for_each_child<'a>(e: &'a Expr, f: &mut dyn FnMut(&'a Expr)) {
+    let block = |b: &'a Block, f: &mut dyn FnMut(&'a Expr)| b.for_each_expr(f);
     match &e.kind {
         ExprKind::Path(_) | ExprKind::Lit(_) | ExprKind::Continue => {}
         ExprKind::Call { func, args } => {

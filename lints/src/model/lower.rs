@@ -2,8 +2,8 @@
 
 use super::ir::{Arm, BinOp, Block, Expr, ExprKind, Lit, MacroCall, Pat, Path, Stmt, Type};
 use super::{
-    Attr, AttrArg, FileId, FileModel, FnDef, ImplDef, ItemKind, ItemSpan, ModDecl, Param, SelfKind,
-    Span, StructDef, UseDecl,
+    Attr, AttrArg, FileId, FileModel, FnDef, GenericParam, ImplDef, ItemKind, ItemSpan, ModDecl,
+    NamedItem, Param, SelfKind, Span, StructDef, UseDecl, Visibility,
 };
 use syn::punctuated::Punctuated;
 use syn::spanned::Spanned;
@@ -75,11 +75,14 @@ struct Lowerer {
 struct ImplCx<'a> {
     self_ty: Option<&'a Type>,
     trait_path: Option<&'a Path>,
+    /// The impl's or trait's type parameters.
+    generics: &'a [GenericParam],
 }
 
 const NO_IMPL: ImplCx<'static> = ImplCx {
     self_ty: None,
     trait_path: None,
+    generics: &[],
 };
 
 impl Lowerer {
@@ -133,14 +136,17 @@ impl Lowerer {
                 ItemKind::Impl
             }
             syn::Item::Trait(t) => {
+                self.named(module, &t.ident, ItemKind::Trait);
                 let self_ty = Type::Path {
                     path: self.ident_path(&t.ident),
                     args: vec![],
                 };
                 let trait_path = self.ident_path(&t.ident);
+                let generics = self.generics(&t.generics);
                 let cx = ImplCx {
                     self_ty: Some(&self_ty),
                     trait_path: Some(&trait_path),
+                    generics: &generics,
                 };
                 for ti in &t.items {
                     if let syn::TraitItem::Fn(m) = ti {
@@ -157,7 +163,7 @@ impl Lowerer {
                             s,
                         );
                         self.model.fns.push(FnDef {
-                            is_pub: matches!(t.vis, syn::Visibility::Public(_)),
+                            vis: visibility(&t.vis),
                             ..def
                         });
                         self.model.items.push(ItemSpan {
@@ -174,7 +180,8 @@ impl Lowerer {
             }
             syn::Item::Use(u) => {
                 let mut prefix = Vec::new();
-                self.use_tree(&u.tree, &mut prefix, module, span);
+                let is_pub = visibility(&u.vis) == Visibility::Public;
+                self.use_tree(&u.tree, &mut prefix, module, is_pub, span);
                 ItemKind::Other
             }
             syn::Item::Struct(s) => {
@@ -198,8 +205,26 @@ impl Lowerer {
                 });
                 ItemKind::Struct
             }
-            syn::Item::Enum(_) => ItemKind::Enum,
-            syn::Item::Const(_) | syn::Item::Static(_) => ItemKind::Const,
+            syn::Item::Enum(e) => {
+                self.named(module, &e.ident, ItemKind::Enum);
+                ItemKind::Enum
+            }
+            syn::Item::Const(c) => {
+                self.named(module, &c.ident, ItemKind::Const);
+                ItemKind::Const
+            }
+            syn::Item::Static(st) => {
+                self.named(module, &st.ident, ItemKind::Const);
+                ItemKind::Const
+            }
+            syn::Item::Type(t) => {
+                self.named(module, &t.ident, ItemKind::Other);
+                ItemKind::Other
+            }
+            syn::Item::Union(u) => {
+                self.named(module, &u.ident, ItemKind::Other);
+                ItemKind::Other
+            }
             _ => ItemKind::Other,
         };
         if !nested {
@@ -207,12 +232,22 @@ impl Lowerer {
         }
     }
 
+    fn named(&mut self, module: &[String], ident: &syn::Ident, kind: ItemKind) {
+        self.model.decls.push(NamedItem {
+            module: module.to_vec(),
+            name: unraw(ident),
+            kind,
+        });
+    }
+
     fn impl_block(&mut self, imp: &syn::ItemImpl, module: &[String], in_test: bool, _span: Span) {
         let self_ty = self.ty(&imp.self_ty);
         let trait_path = imp.trait_.as_ref().map(|(p, _)| self.path(p));
+        let generics = self.generics(&imp.generics);
         let cx = ImplCx {
             self_ty: Some(&self_ty),
             trait_path: trait_path.as_ref(),
+            generics: &generics,
         };
         let mut methods = Vec::new();
         for ii in &imp.items {
@@ -231,7 +266,9 @@ impl Lowerer {
                     s,
                 );
                 // Trait impl methods are as visible as the trait.
-                def.is_pub |= trait_path.is_some();
+                if trait_path.is_some() {
+                    def.vis = Visibility::Public;
+                }
                 methods.push(def.name.clone());
                 self.model.fns.push(def);
                 self.model.items.push(ItemSpan {
@@ -281,6 +318,7 @@ impl Lowerer {
             path_attr,
             inline_parents: inline.to_vec(),
             cfg_test,
+            is_pub: visibility(&m.vis) == Visibility::Public,
             span,
         });
         if let Some((_, items)) = &m.content {
@@ -295,12 +333,13 @@ impl Lowerer {
         tree: &syn::UseTree,
         prefix: &mut Vec<String>,
         module: &[String],
+        is_pub: bool,
         span: Span,
     ) {
         match tree {
             syn::UseTree::Path(p) => {
                 prefix.push(unraw(&p.ident));
-                self.use_tree(&p.tree, prefix, module, span);
+                self.use_tree(&p.tree, prefix, module, is_pub, span);
                 prefix.pop();
             }
             syn::UseTree::Name(n) => {
@@ -318,6 +357,7 @@ impl Lowerer {
                     path,
                     alias,
                     glob: false,
+                    is_pub,
                     span,
                 });
             }
@@ -334,6 +374,7 @@ impl Lowerer {
                         path,
                         alias,
                         glob: false,
+                        is_pub,
                         span,
                     });
                 }
@@ -344,12 +385,13 @@ impl Lowerer {
                     path: prefix.clone(),
                     alias: String::new(),
                     glob: true,
+                    is_pub,
                     span,
                 });
             }
             syn::UseTree::Group(g) => {
                 for t in &g.items {
-                    self.use_tree(t, prefix, module, span);
+                    self.use_tree(t, prefix, module, is_pub, span);
                 }
             }
         }
@@ -387,6 +429,8 @@ impl Lowerer {
             }
         }
         let body = block.map(|b| self.block(b, module, in_test));
+        let mut generics = cx.generics.to_vec();
+        generics.extend(self.generics(&sig.generics));
         FnDef {
             name: unraw(&sig.ident),
             name_span: self.span_of(&sig.ident),
@@ -400,7 +444,8 @@ impl Lowerer {
                 syn::ReturnType::Type(_, t) => Some(self.ty(t)),
             },
             is_async: sig.asyncness.is_some(),
-            is_pub: !matches!(vis, syn::Visibility::Inherited),
+            vis: visibility(vis),
+            generics,
             attrs: attrs.iter().map(|a| self.attr(a)).collect(),
             body,
             span,
@@ -535,6 +580,35 @@ impl Lowerer {
             syn::Type::TraitObject(to) => Type::Bounds(self.bounds(&to.bounds)),
             _ => Type::Other,
         }
+    }
+
+    /// Type parameters with their bounds, `where T: Bound` clauses merged in.
+    fn generics(&self, g: &syn::Generics) -> Vec<GenericParam> {
+        let mut out: Vec<GenericParam> = g
+            .type_params()
+            .map(|tp| GenericParam {
+                name: unraw(&tp.ident),
+                bounds: self.bounds(&tp.bounds),
+            })
+            .collect();
+        for pred in g.where_clause.iter().flat_map(|w| &w.predicates) {
+            let syn::WherePredicate::Type(pt) = pred else {
+                continue;
+            };
+            let syn::Type::Path(tp) = &pt.bounded_ty else {
+                continue;
+            };
+            let Some(id) = tp.path.get_ident() else {
+                continue;
+            };
+            let name = unraw(id);
+            let bounds = self.bounds(&pt.bounds);
+            match out.iter_mut().find(|p| p.name == name) {
+                Some(p) => p.bounds.extend(bounds),
+                None => out.push(GenericParam { name, bounds }),
+            }
+        }
+        out
     }
 
     fn bounds(&self, b: &Punctuated<syn::TypeParamBound, syn::Token![+]>) -> Vec<Path> {
@@ -903,6 +977,14 @@ fn member_name(m: &syn::Member) -> String {
     match m {
         syn::Member::Named(id) => unraw(id),
         syn::Member::Unnamed(i) => i.index.to_string(),
+    }
+}
+
+fn visibility(v: &syn::Visibility) -> Visibility {
+    match v {
+        syn::Visibility::Public(_) => Visibility::Public,
+        syn::Visibility::Restricted(_) => Visibility::Restricted,
+        syn::Visibility::Inherited => Visibility::Private,
     }
 }
 

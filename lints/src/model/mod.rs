@@ -115,6 +115,9 @@ pub struct FileModel {
     pub impls: Vec<ImplDef>,
     pub uses: Vec<UseDecl>,
     pub mods: Vec<ModDecl>,
+    /// Named items other than fns, structs and modules (traits, enums, consts, statics, type
+    /// aliases, unions), for name resolution.
+    pub decls: Vec<NamedItem>,
     /// Items with their spans (attributes included), for item-level suppression comments.
     pub items: Vec<ItemSpan>,
     /// Inner attributes and their arguments are rarely useful; only the file span is kept.
@@ -137,6 +140,14 @@ pub enum ItemKind {
     Trait,
     Const,
     Other,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NamedItem {
+    /// The module it is declared in.
+    pub module: Vec<String>,
+    pub name: String,
+    pub kind: ItemKind,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -190,6 +201,22 @@ pub struct Param {
     pub span: Span,
 }
 
+/// How far an item is visible: `pub` alone makes it part of a library's public API.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Visibility {
+    Private,
+    /// `pub(crate)`, `pub(super)`, `pub(in path)`.
+    Restricted,
+    Public,
+}
+
+/// A type parameter and the traits bounding it: `S: Store + Send` → `S`, `[Store, Send]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GenericParam {
+    pub name: String,
+    pub bounds: Vec<Path>,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SelfKind {
     /// An associated function (no `self`).
@@ -215,8 +242,10 @@ pub struct FnDef {
     pub params: Vec<Param>,
     pub ret: Option<Type>,
     pub is_async: bool,
-    /// `pub` (any `pub(...)` too).
-    pub is_pub: bool,
+    pub vis: Visibility,
+    /// Type parameters in scope with their trait bounds (the impl's or trait's, then the fn's,
+    /// `where` clauses included), so a receiver of type `S: Store` is known to be a `Store`.
+    pub generics: Vec<GenericParam>,
     pub attrs: Vec<Attr>,
     pub body: Option<Block>,
     /// The whole item, attributes included.
@@ -228,6 +257,11 @@ pub struct FnDef {
 }
 
 impl FnDef {
+    /// `pub`, `pub(crate)` or any other `pub(...)`.
+    pub fn is_pub(&self) -> bool {
+        self.vis != Visibility::Private
+    }
+
     pub fn has_attr(&self, name: &str) -> bool {
         self.attrs.iter().any(|a| a.is(name))
     }
@@ -270,6 +304,8 @@ pub struct UseDecl {
     /// The name it is known by in scope (the last segment or the `as` rename); empty for globs.
     pub alias: String,
     pub glob: bool,
+    /// `pub use`: a re-export (only plain `pub` counts).
+    pub is_pub: bool,
     pub span: Span,
 }
 
@@ -288,5 +324,7 @@ pub struct ModDecl {
     pub inline_parents: Vec<String>,
     /// `#[cfg(test)]` on the declaration.
     pub cfg_test: bool,
+    /// `pub mod` (only plain `pub` counts).
+    pub is_pub: bool,
     pub span: Span,
 }

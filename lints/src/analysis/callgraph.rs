@@ -1,0 +1,568 @@
+//! The crate's call graph: which crate fn each call (or fn passed as a value) reaches.
+//!
+//! Calls resolve through the [`Resolver`] (module paths, `use`, `Self::`), through local type
+//! evidence for method receivers ([`TypeEnv`]: a parameter, a field, a constructor, a type
+//! parameter's bound), and through a crate trait to its only implementing type. Functions
+//! passed as values (`service_fn(handler)`, `post(handler)`, `.to(handler)`, `.map(Self::f)`)
+//! are edges too, since whoever receives them calls them. Anything else stays unknown: no
+//! edge is better than a guessed one.
+//!
+//! Every edge keeps the span of its call and, when the call sits in an argument of an
+//! external call (`tokio::spawn(worker(..))`, `post(handler)`), that call's name, which is
+//! how [`super::entry`] finds handlers and workers.
+
+use super::resolve::{DefPath, Krate, Resolver};
+use super::types::{TypeEnv, Types};
+use crate::model::ir::{Expr, ExprKind, Path};
+use crate::model::{FileModel, FnDef, Package, Span};
+use std::collections::{HashMap, HashSet};
+
+/// A crate fn: an index into [`CallGraph::fns`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct FnId(pub u32);
+
+impl FnId {
+    fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CallKind {
+    /// `f(..)`, `a::f(..)`, `Type::f(..)`, `self.f(..)`, `x.f(..)` with `x`'s type known.
+    Direct,
+    /// A crate trait's method, called on a value known only by the trait, resolved to the
+    /// crate's only implementation.
+    Trait,
+    /// The fn passed as a value; the receiver of the value calls it later.
+    Value,
+}
+
+/// The external call whose arguments an edge sits in (through closures and async blocks):
+/// `tokio::spawn` for `tokio::spawn(async move { worker(rx).await })`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ArgOf {
+    /// A path call that resolved outside the crate: `tokio::spawn`, `axum::routing::post`.
+    Path(DefPath),
+    /// A method call not resolved to a crate fn: `.to(handler)`, `.spawn(..)`.
+    Method(String),
+}
+
+impl ArgOf {
+    /// The called function's own name: `spawn`, `post`, `to`.
+    pub fn name(&self) -> &str {
+        match self {
+            ArgOf::Path(p) => p.last(),
+            ArgOf::Method(m) => m,
+        }
+    }
+}
+
+/// One edge: a call (or reference) in a fn's body that reaches a crate fn.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Call {
+    pub callee: FnId,
+    /// The call expression (for [`CallKind::Value`], the path naming the fn).
+    pub span: Span,
+    pub kind: CallKind,
+    pub arg_of: Option<ArgOf>,
+}
+
+#[derive(Debug)]
+pub struct CallGraph {
+    /// (file index, fn index in the file) of every crate fn, file by file.
+    fns: Vec<(u32, u32)>,
+    /// First [`FnId`] of each file.
+    file_start: Vec<u32>,
+    /// Outgoing edges of each fn, in source order.
+    calls: Vec<Vec<Call>>,
+    /// Incoming edges: (caller, index in the caller's `calls`).
+    callers: Vec<Vec<(FnId, u32)>>,
+}
+
+impl CallGraph {
+    pub fn new(package: &Package, resolver: &Resolver, types: &Types) -> CallGraph {
+        let mut fns = Vec::new();
+        let mut file_start = Vec::with_capacity(package.files.len());
+        for (fi, file) in package.files.iter().enumerate() {
+            file_start.push(fns.len() as u32);
+            fns.extend((0..file.fns.len()).map(|ni| (fi as u32, ni as u32)));
+        }
+        let index = Index::new(package, resolver, &fns);
+        let mut calls = Vec::with_capacity(fns.len());
+        for &(fi, ni) in &fns {
+            let file = &package.files[fi as usize];
+            let f = &file.fns[ni as usize];
+            let mut b = Builder {
+                package,
+                resolver,
+                types,
+                index: &index,
+                file,
+                f,
+                locals: local_names(f),
+                env: None,
+                out: Vec::new(),
+            };
+            if let Some(body) = &f.body {
+                body.for_each_expr(&mut |e| b.expr(e, None));
+            }
+            b.out.sort_by_key(|c| (c.span.lo, c.span.hi));
+            calls.push(b.out);
+        }
+        let mut callers = vec![Vec::new(); fns.len()];
+        for (caller, out) in calls.iter().enumerate() {
+            for (i, c) in out.iter().enumerate() {
+                callers[c.callee.index()].push((FnId(caller as u32), i as u32));
+            }
+        }
+        CallGraph {
+            fns,
+            file_start,
+            calls,
+            callers,
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.fns.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.fns.is_empty()
+    }
+
+    pub fn ids(&self) -> impl Iterator<Item = FnId> {
+        (0..self.fns.len() as u32).map(FnId)
+    }
+
+    /// The id of the `index`-th fn of file `file`.
+    pub fn id(&self, file: usize, index: usize) -> FnId {
+        FnId(self.file_start[file] + index as u32)
+    }
+
+    /// The file and definition of a fn.
+    pub fn def<'p>(&self, package: &'p Package, id: FnId) -> (&'p FileModel, &'p FnDef) {
+        let (fi, ni) = self.fns[id.index()];
+        let file = &package.files[fi as usize];
+        (file, &file.fns[ni as usize])
+    }
+
+    /// The edges out of `id`, in source order.
+    pub fn calls(&self, id: FnId) -> &[Call] {
+        &self.calls[id.index()]
+    }
+
+    /// The edges into `id`: (caller, the edge).
+    pub fn callers(&self, id: FnId) -> impl Iterator<Item = (FnId, &Call)> + '_ {
+        self.callers[id.index()]
+            .iter()
+            .map(|&(caller, i)| (caller, &self.calls[caller.index()][i as usize]))
+    }
+
+    /// The edge whose call expression is exactly `span`, in fn `id`.
+    pub fn call_at(&self, id: FnId, span: Span) -> Option<&Call> {
+        let calls = self.calls(id);
+        let i = calls.partition_point(|c| (c.span.lo, c.span.hi) < (span.lo, span.hi));
+        calls.get(i).filter(|c| c.span == span)
+    }
+}
+
+/// Every crate fn by its path, and the crate's traits and their implementations.
+struct Index {
+    by_path: HashMap<DefPath, Vec<FnId>>,
+    /// Trait path → the resolved `Self` types of its impls in the crate.
+    implementors: HashMap<DefPath, Vec<DefPath>>,
+    /// Type path → traits it implements in the crate.
+    traits_of: HashMap<DefPath, Vec<DefPath>>,
+}
+
+impl Index {
+    fn new(package: &Package, resolver: &Resolver, fns: &[(u32, u32)]) -> Index {
+        let mut by_path: HashMap<DefPath, Vec<FnId>> = HashMap::new();
+        for (id, &(fi, ni)) in fns.iter().enumerate() {
+            let file = &package.files[fi as usize];
+            let f = &file.fns[ni as usize];
+            by_path
+                .entry(resolver.fn_path(file, f))
+                .or_default()
+                .push(FnId(id as u32));
+        }
+        let mut implementors: HashMap<DefPath, Vec<DefPath>> = HashMap::new();
+        let mut traits_of: HashMap<DefPath, Vec<DefPath>> = HashMap::new();
+        for file in &package.files {
+            for imp in &file.impls {
+                let Some(trait_path) = &imp.trait_path else {
+                    continue;
+                };
+                let tr = resolver.resolve(file.target, &imp.module, trait_path, None);
+                let Some(ty) = resolver.resolve_type(file.target, &imp.module, &imp.self_ty, None)
+                else {
+                    continue;
+                };
+                implementors.entry(tr.clone()).or_default().push(ty.clone());
+                traits_of.entry(ty).or_default().push(tr);
+            }
+        }
+        Index {
+            by_path,
+            implementors,
+            traits_of,
+        }
+    }
+
+    /// The one fn at `path`; none when absent or ambiguous (two impls of different traits
+    /// both defining `S::run`).
+    fn unique(&self, path: &DefPath) -> Option<FnId> {
+        match self.by_path.get(path)?.as_slice() {
+            [one] => Some(*one),
+            _ => None,
+        }
+    }
+
+    /// Method `name` called on a value of crate type or trait `ty`.
+    fn method(&self, ty: &DefPath, name: &str) -> Option<(FnId, CallKind)> {
+        let path = child(ty, name);
+        if let Some(impls) = self.implementors.get(ty) {
+            // `ty` is a trait of the crate: dispatch to its only implementing type.
+            return match impls.as_slice() {
+                [only] => self
+                    .unique(&child(only, name))
+                    .or_else(|| self.unique(&path))
+                    .map(|id| (id, CallKind::Trait)),
+                _ => None,
+            };
+        }
+        if let Some(id) = self.unique(&path) {
+            return Some((id, CallKind::Direct));
+        }
+        // A default method of a crate trait the type implements.
+        let defaults: Vec<FnId> = self
+            .traits_of
+            .get(ty)
+            .into_iter()
+            .flatten()
+            .filter_map(|tr| self.unique(&child(tr, name)))
+            .collect();
+        match defaults.as_slice() {
+            [one] => Some((*one, CallKind::Direct)),
+            _ => None,
+        }
+    }
+
+    /// A path call or reference resolved to `path`.
+    fn path(&self, path: &DefPath) -> Option<(FnId, CallKind)> {
+        if let Some(id) = self.unique(path) {
+            // A trait's declaration called as `Trait::m(x)` still dispatches.
+            if let Some((parent, name)) = split_last(path) {
+                if self.implementors.contains_key(&parent) {
+                    return self.method(&parent, name);
+                }
+            }
+            return Some((id, CallKind::Direct));
+        }
+        let (parent, name) = split_last(path)?;
+        self.method(&parent, name)
+    }
+}
+
+fn child(p: &DefPath, name: &str) -> DefPath {
+    let mut c = p.clone();
+    c.segments.push(name.to_owned());
+    c
+}
+
+fn split_last(p: &DefPath) -> Option<(DefPath, &str)> {
+    let (last, rest) = p.segments.split_last()?;
+    Some((
+        DefPath {
+            krate: p.krate.clone(),
+            segments: rest.to_vec(),
+        },
+        last,
+    ))
+}
+
+/// Names bound inside a fn (parameters, `let`s, closure parameters, arms): a call through
+/// one of them is a call of a local value, not of a crate fn of the same name.
+fn local_names(f: &FnDef) -> HashSet<&str> {
+    let mut names = HashSet::new();
+    for p in &f.params {
+        names.extend(p.pat.bindings().into_iter().map(|(n, _)| n));
+    }
+    if let Some(body) = &f.body {
+        body.walk_pats(&mut |p| names.extend(p.bindings().into_iter().map(|(n, _)| n)));
+    }
+    names
+}
+
+struct Builder<'a> {
+    package: &'a Package,
+    resolver: &'a Resolver,
+    types: &'a Types,
+    index: &'a Index,
+    file: &'a FileModel,
+    f: &'a FnDef,
+    locals: HashSet<&'a str>,
+    /// Built on the first method call whose receiver is not `self`.
+    env: Option<TypeEnv<'a>>,
+    out: Vec<Call>,
+}
+
+impl<'a> Builder<'a> {
+    fn expr(&mut self, e: &'a Expr, arg_of: Option<&ArgOf>) {
+        match &e.kind {
+            ExprKind::Call { func, args } => {
+                let resolved = match func.as_path() {
+                    Some(p) => self.resolve_path(p),
+                    None => Err(None),
+                };
+                let context = match &resolved {
+                    Ok((id, kind)) => {
+                        self.push(*id, e.span, *kind, arg_of);
+                        None
+                    }
+                    Err(Some(ext)) => Some(ArgOf::Path(ext.clone())),
+                    Err(None) => None,
+                };
+                if func.as_path().is_none() {
+                    self.expr(func, arg_of);
+                }
+                for a in args {
+                    self.expr(a, context.as_ref());
+                }
+            }
+            ExprKind::MethodCall {
+                receiver,
+                method,
+                args,
+                ..
+            } => {
+                self.expr(receiver, arg_of);
+                let context = match self.resolve_method(receiver, method) {
+                    Some((id, kind)) => {
+                        self.push(id, e.span, kind, arg_of);
+                        None
+                    }
+                    None => Some(ArgOf::Method(method.clone())),
+                };
+                for a in args {
+                    self.expr(a, context.as_ref());
+                }
+            }
+            ExprKind::Path(p) => {
+                if let Ok((id, _)) = self.resolve_path(p) {
+                    self.push(id, e.span, CallKind::Value, arg_of);
+                }
+            }
+            _ => e.for_each_child(&mut |c| self.expr(c, arg_of)),
+        }
+    }
+
+    fn push(&mut self, callee: FnId, span: Span, kind: CallKind, arg_of: Option<&ArgOf>) {
+        self.out.push(Call {
+            callee,
+            span,
+            kind,
+            arg_of: arg_of.cloned(),
+        });
+    }
+
+    /// A path to a crate fn, or `Err` with the external path it names (`Err(None)` for a
+    /// local value or a crate item that is not a fn).
+    fn resolve_path(&self, p: &Path) -> Result<(FnId, CallKind), Option<DefPath>> {
+        if p.as_ident().is_some_and(|n| self.locals.contains(n)) {
+            return Err(None);
+        }
+        let def =
+            self.resolver
+                .resolve(self.file.target, &self.f.module, p, self.f.self_ty.as_ref());
+        if let Krate::Extern(_) = def.krate {
+            return Err(Some(def));
+        }
+        self.index.path(&def).ok_or(None)
+    }
+
+    fn resolve_method(&mut self, receiver: &'a Expr, method: &str) -> Option<(FnId, CallKind)> {
+        let ty = match receiver.peel().as_path().and_then(Path::as_ident) {
+            Some("self") => self.resolver.resolve_type(
+                self.file.target,
+                &self.f.module,
+                self.f.self_ty.as_ref()?,
+                None,
+            )?,
+            _ => {
+                let (package, resolver, types, file, f) =
+                    (self.package, self.resolver, self.types, self.file, self.f);
+                self.env
+                    .get_or_insert_with(|| TypeEnv::for_fn(package, resolver, types, file, f))
+                    .type_of(receiver)?
+            }
+        };
+        if !ty.is_local() {
+            return None;
+        }
+        self.index.method(&ty, method)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing;
+
+    fn graph(files: &[(&str, &str)]) -> (Package, CallGraph) {
+        let package = testing::package("app", &["tokio", "axum"], files);
+        let resolver = Resolver::new(&package);
+        let types = Types::new(&package, &resolver);
+        let g = CallGraph::new(&package, &resolver, &types);
+        (package, g)
+    }
+
+    /// `caller -> callee` names of every edge, with the edge's kind.
+    fn edges(package: &Package, g: &CallGraph) -> Vec<(String, String, CallKind)> {
+        let mut out = Vec::new();
+        for id in g.ids() {
+            for c in g.calls(id) {
+                out.push((
+                    g.def(package, id).1.display_name(),
+                    g.def(package, c.callee).1.display_name(),
+                    c.kind,
+                ));
+            }
+        }
+        out.sort_by(|a, b| (&a.0, &a.1).cmp(&(&b.0, &b.1)));
+        out
+    }
+
+    fn has(edges: &[(String, String, CallKind)], from: &str, to: &str, kind: CallKind) -> bool {
+        edges
+            .iter()
+            .any(|(a, b, k)| a == from && b == to && *k == kind)
+    }
+
+    #[test]
+    fn free_fns_resolve_across_modules_and_uses() {
+        let (p, g) = graph(&[
+            ("crate", "mod api; mod send; pub use send::do_send;"),
+            (
+                "crate::api",
+                "use crate::send::{self, do_send as deliver};
+                 pub async fn send_message() { deliver().await; send::do_send().await; super::do_send().await; }",
+            ),
+            ("crate::send", "pub async fn do_send() {}"),
+        ]);
+        let e = edges(&p, &g);
+        let to_send = e
+            .iter()
+            .filter(|(a, b, _)| a == "send_message" && b == "do_send")
+            .count();
+        assert_eq!(to_send, 3, "{e:?}");
+    }
+
+    #[test]
+    fn methods_resolve_through_self_params_fields_and_constructors() {
+        let (p, g) = graph(&[(
+            "crate",
+            "pub struct Mailer; impl Mailer { pub fn new() -> Self { Mailer } pub async fn send(&self) {} }
+             pub struct Svc { mailer: Mailer }
+             impl Svc {
+                 async fn go(&self, m: &Mailer) {
+                     self.mailer.send().await;
+                     m.send().await;
+                     let fresh = Mailer::new();
+                     fresh.send().await;
+                     Self::helper();
+                     self.helper2();
+                 }
+                 fn helper() {}
+                 fn helper2(&self) {}
+             }",
+        )]);
+        let e = edges(&p, &g);
+        let sends = e
+            .iter()
+            .filter(|(a, b, _)| a == "Svc::go" && b == "Mailer::send")
+            .count();
+        assert_eq!(sends, 3, "{e:?}");
+        assert!(has(&e, "Svc::go", "Mailer::new", CallKind::Direct));
+        assert!(has(&e, "Svc::go", "Svc::helper", CallKind::Direct));
+        assert!(has(&e, "Svc::go", "Svc::helper2", CallKind::Direct));
+    }
+
+    #[test]
+    fn trait_methods_dispatch_only_to_a_single_implementation() {
+        let (p, g) = graph(&[(
+            "crate",
+            "pub trait Sender { fn deliver(&self); }
+             pub struct Ses; impl Sender for Ses { fn deliver(&self) {} }
+             pub trait Twice { fn run(&self); }
+             pub struct A; impl Twice for A { fn run(&self) {} }
+             pub struct B; impl Twice for B { fn run(&self) {} }
+             fn by_dyn(s: &dyn Sender) { s.deliver(); }
+             fn by_generic<S: Sender>(s: S) { s.deliver(); }
+             fn by_where<S>(s: &S) where S: Sender + Send { s.deliver(); }
+             fn by_impl(s: impl Sender) { s.deliver(); }
+             fn ambiguous(t: &dyn Twice) { t.run(); }",
+        )]);
+        let e = edges(&p, &g);
+        for caller in ["by_dyn", "by_generic", "by_where", "by_impl"] {
+            assert!(
+                has(&e, caller, "Ses::deliver", CallKind::Trait),
+                "{caller}: {e:?}"
+            );
+        }
+        assert!(!e.iter().any(|(a, _, _)| a == "ambiguous"), "{e:?}");
+    }
+
+    #[test]
+    fn unknown_receivers_and_local_values_stay_unknown() {
+        let (p, g) = graph(&[(
+            "crate",
+            "fn send() {}
+             fn go(client: reqwest::Client, map: std::collections::HashMap<u8, u8>) {
+                 client.send();
+                 map.send();
+                 let send = || {};
+                 send();
+             }",
+        )]);
+        assert!(edges(&p, &g).is_empty(), "{:?}", edges(&p, &g));
+    }
+
+    #[test]
+    fn fns_passed_as_values_are_edges_with_their_registering_call() {
+        let (p, g) = graph(&[(
+            "crate",
+            "use axum::routing::post;
+             async fn create() {} async fn worker(n: u8) {} async fn index() {}
+             #[tokio::main] async fn main() {
+                 let app = axum::Router::new().route(\"/x\", post(create));
+                 tokio::spawn(worker(1));
+                 tokio::spawn(async move { worker(2).await });
+                 let r = actix_web::web::resource(\"/\").route(actix_web::web::get().to(index));
+             }",
+        )]);
+        let main = g.ids().find(|&id| g.def(&p, id).1.name == "main").unwrap();
+        let by_callee = |name: &str| -> Vec<(&str, CallKind)> {
+            g.calls(main)
+                .iter()
+                .filter(|c| g.def(&p, c.callee).1.name == name)
+                .map(|c| (c.arg_of.as_ref().map_or("", ArgOf::name), c.kind))
+                .collect()
+        };
+        assert_eq!(by_callee("create"), vec![("post", CallKind::Value)]);
+        assert_eq!(
+            by_callee("worker"),
+            vec![("spawn", CallKind::Direct), ("spawn", CallKind::Direct)]
+        );
+        assert_eq!(by_callee("index"), vec![("to", CallKind::Value)]);
+        let spawn = &g.calls(main)[1];
+        assert!(matches!(&spawn.arg_of, Some(ArgOf::Path(p)) if p.matches("tokio::spawn")));
+        assert_eq!(g.call_at(main, spawn.span), Some(spawn));
+        assert_eq!(
+            g.callers(g.calls(main)[0].callee).next().map(|(c, _)| c),
+            Some(main)
+        );
+    }
+}
