@@ -49,10 +49,14 @@ pub enum ArgOf {
 }
 
 impl ArgOf {
-    /// The called function's own name: `spawn`, `post`, `to`.
+    /// The called function's own name: `spawn`, `post`, `to` (an unresolved single-segment
+    /// path is a path of "crate" `post`).
     pub fn name(&self) -> &str {
         match self {
-            ArgOf::Path(p) => p.last(),
+            ArgOf::Path(p) => p
+                .segments
+                .last()
+                .map_or_else(|| p.crate_name().unwrap_or(""), String::as_str),
             ArgOf::Method(m) => m,
         }
     }
@@ -222,12 +226,12 @@ impl Index {
 
     /// Method `name` called on a value of crate type or trait `ty`.
     fn method(&self, ty: &DefPath, name: &str) -> Option<(FnId, CallKind)> {
-        let path = child(ty, name);
+        let path = ty.child(name);
         if let Some(impls) = self.implementors.get(ty) {
             // `ty` is a trait of the crate: dispatch to its only implementing type.
             return match impls.as_slice() {
                 [only] => self
-                    .unique(&child(only, name))
+                    .unique(&only.child(name))
                     .or_else(|| self.unique(&path))
                     .map(|id| (id, CallKind::Trait)),
                 _ => None,
@@ -242,7 +246,7 @@ impl Index {
             .get(ty)
             .into_iter()
             .flatten()
-            .filter_map(|tr| self.unique(&child(tr, name)))
+            .filter_map(|tr| self.unique(&tr.child(name)))
             .collect();
         match defaults.as_slice() {
             [one] => Some((*one, CallKind::Direct)),
@@ -264,12 +268,6 @@ impl Index {
         let (parent, name) = split_last(path)?;
         self.method(&parent, name)
     }
-}
-
-fn child(p: &DefPath, name: &str) -> DefPath {
-    let mut c = p.clone();
-    c.segments.push(name.to_owned());
-    c
 }
 
 fn split_last(p: &DefPath) -> Option<(DefPath, &str)> {

@@ -2,6 +2,8 @@
 //! function summaries, the call graph. Built once per package, on demand.
 
 pub mod callgraph;
+pub mod dominance;
+pub mod entry;
 pub mod resolve;
 pub mod types;
 

@@ -136,7 +136,7 @@ impl Lowerer {
                 ItemKind::Impl
             }
             syn::Item::Trait(t) => {
-                self.named(module, &t.ident, ItemKind::Trait);
+                self.named(module, &t.ident, &t.vis, ItemKind::Trait);
                 let self_ty = Type::Path {
                     path: self.ident_path(&t.ident),
                     args: vec![],
@@ -200,29 +200,30 @@ impl Lowerer {
                 self.model.structs.push(StructDef {
                     name: s.ident.to_string(),
                     module: module.to_vec(),
+                    vis: visibility(&s.vis),
                     fields,
                     span,
                 });
                 ItemKind::Struct
             }
             syn::Item::Enum(e) => {
-                self.named(module, &e.ident, ItemKind::Enum);
+                self.named(module, &e.ident, &e.vis, ItemKind::Enum);
                 ItemKind::Enum
             }
             syn::Item::Const(c) => {
-                self.named(module, &c.ident, ItemKind::Const);
+                self.named(module, &c.ident, &c.vis, ItemKind::Const);
                 ItemKind::Const
             }
             syn::Item::Static(st) => {
-                self.named(module, &st.ident, ItemKind::Const);
+                self.named(module, &st.ident, &st.vis, ItemKind::Const);
                 ItemKind::Const
             }
             syn::Item::Type(t) => {
-                self.named(module, &t.ident, ItemKind::Other);
+                self.named(module, &t.ident, &t.vis, ItemKind::Other);
                 ItemKind::Other
             }
             syn::Item::Union(u) => {
-                self.named(module, &u.ident, ItemKind::Other);
+                self.named(module, &u.ident, &u.vis, ItemKind::Other);
                 ItemKind::Other
             }
             _ => ItemKind::Other,
@@ -232,11 +233,18 @@ impl Lowerer {
         }
     }
 
-    fn named(&mut self, module: &[String], ident: &syn::Ident, kind: ItemKind) {
+    fn named(
+        &mut self,
+        module: &[String],
+        ident: &syn::Ident,
+        vis: &syn::Visibility,
+        kind: ItemKind,
+    ) {
         self.model.decls.push(NamedItem {
             module: module.to_vec(),
             name: unraw(ident),
             kind,
+            vis: visibility(vis),
         });
     }
 

@@ -148,6 +148,7 @@ pub struct NamedItem {
     pub module: Vec<String>,
     pub name: String,
     pub kind: ItemKind,
+    pub vis: Visibility,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -279,6 +280,7 @@ impl FnDef {
 pub struct StructDef {
     pub name: String,
     pub module: Vec<String>,
+    pub vis: Visibility,
     /// Named fields (tuple fields are named `0`, `1`, ...).
     pub fields: Vec<(String, Type)>,
     pub span: Span,

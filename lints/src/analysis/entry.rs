@@ -1,0 +1,531 @@
+//! Entry points: where requests, messages and jobs come into the crate from outside, each
+//! one a way a duplicate delivery can arrive.
+//!
+//! `main` (and `#[tokio::main]`-style attributes), route handlers (`#[post("/x")]`,
+//! `post(handler)`, `.to(handler)`), service fns (`service_fn(handler)`, Lambda's `run`),
+//! tasks and threads (`tokio::spawn(worker(..))`), jobs (`#[job]`, `.build_fn(handler)`, the
+//! methods of a framework's trait that the crate implements), the public functions of a
+//! library, functions named in configuration and `#[idempotent]` handlers.
+
+use super::callgraph::{ArgOf, CallGraph, CallKind, FnId};
+use super::resolve::{DefPath, Krate, Resolver};
+use crate::model::{FileModel, FnDef, Package, Span, Visibility};
+use std::collections::HashSet;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum EntryKind {
+    /// Handlers that guard themselves: `#[idempotent]`.
+    Idempotent,
+    Main,
+    /// An HTTP route handler.
+    Route,
+    /// A `service_fn` handler: Lambda, tower, hyper.
+    Service,
+    /// A job or worker registered with a job runner, or a method of a framework trait.
+    Job,
+    /// Spawned as a task or thread.
+    Spawned,
+    /// Named in `[lints.unguarded_entry_point] entry_points`.
+    Configured,
+    /// A `pub` function of a library's public API.
+    PublicApi,
+}
+
+impl EntryKind {
+    /// How a note names it: "the route handler `refund`".
+    pub fn describe(self) -> &'static str {
+        match self {
+            EntryKind::Idempotent => "the `#[idempotent]` handler",
+            EntryKind::Main => "the program entry",
+            EntryKind::Route => "the route handler",
+            EntryKind::Service => "the service handler",
+            EntryKind::Job => "the job handler",
+            EntryKind::Spawned => "the spawned task",
+            EntryKind::Configured => "the configured entry point",
+            EntryKind::PublicApi => "the public function",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EntryPoint {
+    pub id: FnId,
+    pub kind: EntryKind,
+    /// Where it becomes an entry: the registering call or attribute, else the fn's name.
+    pub span: Span,
+}
+
+/// Attributes that make a fn a route handler when they carry a path literal.
+const ROUTE_ATTRS: &[&str] = &[
+    "get", "post", "put", "delete", "patch", "head", "options", "trace", "connect", "route",
+];
+
+/// Attributes of handler and job frameworks (poem/salvo `#[handler]`, sqlxmq `#[job]`).
+const HANDLER_ATTRS: &[&str] = &["handler", "debug_handler", "job", "task"];
+
+/// Routing functions and methods that take a handler (axum, actix-web, poem, salvo).
+const ROUTE_FNS: &[&str] = &[
+    "get",
+    "post",
+    "put",
+    "delete",
+    "patch",
+    "head",
+    "options",
+    "trace",
+    "any",
+    "on",
+    "to",
+    "route",
+    "get_service",
+    "post_service",
+];
+
+const WEB_CRATES: &[&str] = &[
+    "axum",
+    "actix_web",
+    "poem",
+    "salvo",
+    "warp",
+    "tide",
+    "rocket",
+    "ntex",
+];
+
+const SPAWNS: &[&str] = &[
+    "spawn",
+    "spawn_blocking",
+    "spawn_local",
+    "spawn_with_handle",
+];
+
+const SPAWN_CRATES: &[&str] = &[
+    "tokio",
+    "std",
+    "async_std",
+    "smol",
+    "actix_rt",
+    "actix_web",
+    "futures",
+    "rayon",
+    "tokio_util",
+];
+
+/// Calls that turn a fn into a service: tower/hyper/Lambda `service_fn`, Lambda `run`.
+const SERVICE_FNS: &[&str] = &["service_fn", "handler_fn", "make_service_fn"];
+
+/// Job runners' registration methods (apalis `build_fn`, graphile-worker `define_job`).
+const JOB_METHODS: &[&str] = &["build_fn", "define_job", "register_job"];
+
+/// Crates whose traits a crate implements for data, formatting or plumbing, not as callbacks
+/// that receive deliveries.
+const NON_CALLBACK_CRATES: &[&str] = &[
+    "std",
+    "core",
+    "alloc",
+    "serde",
+    "serde_json",
+    "thiserror",
+    "anyhow",
+    "futures",
+    "futures_util",
+    "tokio",
+    "tracing",
+    "clap",
+    "sqlx",
+    "diesel",
+    "sea_orm",
+    "bytes",
+    "http",
+    "async_trait",
+    "schemars",
+    "utoipa",
+    "validator",
+    "strum",
+    "derive_more",
+];
+
+/// Every entry point of the package, one per fn (the first kind of [`EntryKind`]'s order
+/// that applies). `configured` names fns by name, `Type::method` or path suffix.
+pub fn entry_points(
+    package: &Package,
+    resolver: &Resolver,
+    graph: &CallGraph,
+    configured: &[String],
+) -> Vec<EntryPoint> {
+    let api = PublicApi::new(package, resolver);
+    let mut found: Vec<EntryPoint> = Vec::new();
+    for id in graph.ids() {
+        let (file, f) = graph.def(package, id);
+        if f.in_test || file.in_test {
+            continue;
+        }
+        let mut add = |kind, span| found.push(EntryPoint { id, kind, span });
+        if let Some((kind, span)) = by_attribute(package, file, f) {
+            add(kind, span);
+        }
+        if names_fn(configured, resolver, file, f) {
+            add(EntryKind::Configured, f.name_span);
+        }
+        if is_framework_callback(package, resolver, file, f) {
+            add(EntryKind::Job, f.name_span);
+        }
+        if api.contains(resolver, file, f) {
+            add(EntryKind::PublicApi, f.name_span);
+        }
+        for call in graph.calls(id) {
+            if let Some(kind) = registration(package, call.arg_of.as_ref(), call.kind) {
+                let (callee_file, callee) = graph.def(package, call.callee);
+                if !callee.in_test && !callee_file.in_test {
+                    found.push(EntryPoint {
+                        id: call.callee,
+                        kind,
+                        span: call.span,
+                    });
+                }
+            }
+        }
+    }
+    found.sort_by_key(|e| (e.id, e.kind));
+    found.dedup_by_key(|e| e.id);
+    found
+}
+
+fn by_attribute(package: &Package, file: &FileModel, f: &FnDef) -> Option<(EntryKind, Span)> {
+    for a in &f.attrs {
+        let name = a.path.last();
+        if name == "idempotent" {
+            return Some((EntryKind::Idempotent, a.span));
+        }
+        if name == "main" && a.path.segments.len() > 1 {
+            return Some((EntryKind::Main, a.span));
+        }
+        let has_path_literal = a.args.iter().any(|arg| {
+            matches!(arg, crate::model::AttrArg::Lit(e) if e.as_str_lit().is_some_and(|s| s.starts_with('/')))
+        });
+        if ROUTE_ATTRS.contains(&name) && has_path_literal {
+            return Some((EntryKind::Route, a.span));
+        }
+        if HANDLER_ATTRS.contains(&name) {
+            return Some((EntryKind::Job, a.span));
+        }
+    }
+    let target = package.targets.get(file.target);
+    let runnable = target.is_some_and(|t| t.kind.iter().any(|k| k == "bin" || k == "example"));
+    (f.name == "main" && f.module.len() == 1 && f.self_ty.is_none() && runnable)
+        .then_some((EntryKind::Main, f.name_span))
+}
+
+/// What registering a fn with the external call `arg_of` makes of it.
+fn registration(package: &Package, arg_of: Option<&ArgOf>, kind: CallKind) -> Option<EntryKind> {
+    let arg_of = arg_of?;
+    let name = arg_of.name();
+    let as_value = kind == CallKind::Value;
+    match arg_of {
+        ArgOf::Path(p) => {
+            let krate = p.crate_name()?;
+            // A glob-imported `post` is a path of crate `post`: trust it when the package
+            // uses a web framework.
+            let unresolved = p.segments.is_empty();
+            let web = WEB_CRATES.contains(&krate)
+                || unresolved && WEB_CRATES.iter().any(|c| package.depends_on(c));
+            if SPAWNS.contains(&name) && (SPAWN_CRATES.contains(&krate) || unresolved) {
+                Some(EntryKind::Spawned)
+            } else if SERVICE_FNS.contains(&name) || is_lambda_run(p) {
+                Some(EntryKind::Service)
+            } else if ROUTE_FNS.contains(&name) && web && as_value {
+                Some(EntryKind::Route)
+            } else {
+                None
+            }
+        }
+        ArgOf::Method(m) => {
+            if SPAWNS.contains(&m.as_str()) {
+                Some(EntryKind::Spawned)
+            } else if ROUTE_FNS.contains(&m.as_str())
+                && as_value
+                && WEB_CRATES.iter().any(|c| package.depends_on(c))
+            {
+                Some(EntryKind::Route)
+            } else if JOB_METHODS.contains(&m.as_str()) {
+                Some(EntryKind::Job)
+            } else {
+                None
+            }
+        }
+    }
+}
+
+fn is_lambda_run(p: &DefPath) -> bool {
+    ["lambda_runtime", "lambda_http"].iter().any(|k| {
+        p.matches(&format!("{k}::run")) || p.matches(&format!("{k}::run_with_streaming_response"))
+    })
+}
+
+/// Whether `names` (from configuration) names `f`: by its name, `Type::method`, or a suffix
+/// of its path (`jobs::retry`).
+pub fn names_fn(names: &[String], resolver: &Resolver, file: &FileModel, f: &FnDef) -> bool {
+    if names.is_empty() {
+        return false;
+    }
+    let path = resolver.fn_path(file, f);
+    names.iter().any(|n| {
+        *n == f.name || *n == f.display_name() || {
+            let parts: Vec<&str> = n.split("::").collect();
+            parts.len() > 1
+                && path.segments.len() >= parts.len()
+                && path.segments[path.segments.len() - parts.len()..]
+                    .iter()
+                    .zip(&parts)
+                    .all(|(a, b)| a == b)
+        }
+    })
+}
+
+/// A method of an impl of a framework's trait (`impl AsyncRunnable for SendEmail`), which
+/// the framework calls with each job or message.
+fn is_framework_callback(
+    package: &Package,
+    resolver: &Resolver,
+    file: &FileModel,
+    f: &FnDef,
+) -> bool {
+    let Some(trait_path) = &f.trait_path else {
+        return false;
+    };
+    let declared_here = f
+        .self_ty
+        .as_ref()
+        .and_then(|t| t.core_path())
+        .is_some_and(|p| p.segments == trait_path.segments);
+    if declared_here {
+        return false;
+    }
+    let tr = resolver.resolve(file.target, &f.module, trait_path, f.self_ty.as_ref());
+    match &tr.krate {
+        Krate::Extern(k) => package.depends_on(k) && !NON_CALLBACK_CRATES.contains(&k.as_str()),
+        Krate::Local(_) => false,
+    }
+}
+
+/// The public API of the library target: `pub` items in modules reachable through `pub mod`
+/// from the crate root, items re-exported by a `pub use` in such a module, and `pub` methods
+/// (and trait impls) of public types.
+struct PublicApi {
+    lib: Option<usize>,
+    /// Modules (`["crate", "a"]`) reachable from the root through `pub mod`.
+    modules: HashSet<Vec<String>>,
+    /// Paths named by `pub use` in public modules.
+    reexports: HashSet<DefPath>,
+    /// Modules re-exported whole by `pub use m::*` in public modules.
+    glob_modules: HashSet<DefPath>,
+    /// Public structs, enums and traits.
+    types: HashSet<DefPath>,
+}
+
+impl PublicApi {
+    fn new(package: &Package, resolver: &Resolver) -> PublicApi {
+        let lib = package
+            .targets
+            .iter()
+            .position(|t| t.kind.iter().any(|k| k.contains("lib")));
+        let lib_files: Vec<&FileModel> = package
+            .files
+            .iter()
+            .filter(|f| Some(f.target) == lib)
+            .collect();
+        let pub_decl: HashSet<&[String]> = lib_files
+            .iter()
+            .flat_map(|f| &f.mods)
+            .filter(|m| m.is_pub && !m.cfg_test)
+            .map(|m| m.module.as_slice())
+            .collect();
+        let reachable = |m: &[String]| (2..=m.len()).all(|n| pub_decl.contains(&m[..n]));
+        let modules: HashSet<Vec<String>> = lib_files
+            .iter()
+            .flat_map(|f| std::iter::once(&f.module).chain(f.mods.iter().map(|d| &d.module)))
+            .filter(|m| reachable(m))
+            .cloned()
+            .collect();
+        let mut api = PublicApi {
+            lib,
+            modules,
+            reexports: HashSet::new(),
+            glob_modules: HashSet::new(),
+            types: HashSet::new(),
+        };
+        for file in &lib_files {
+            for u in &file.uses {
+                if !u.is_pub || !api.modules.contains(&u.module) {
+                    continue;
+                }
+                let p = resolver.resolve_strs(file.target, &u.module, &u.path);
+                if u.glob {
+                    api.glob_modules.insert(p);
+                } else {
+                    api.reexports.insert(p);
+                }
+            }
+        }
+        for file in &lib_files {
+            let structs = file.structs.iter().map(|s| (&s.module, &s.name, s.vis));
+            let decls = file.decls.iter().map(|d| (&d.module, &d.name, d.vis));
+            for (module, name, vis) in structs.chain(decls) {
+                let path = resolver.resolve_strs(file.target, module, std::slice::from_ref(name));
+                if vis == Visibility::Public && api.exposes(&path, module) {
+                    api.types.insert(path);
+                }
+            }
+        }
+        api
+    }
+
+    /// Whether the `pub` item at `path`, declared in `module`, can be named from outside.
+    fn exposes(&self, path: &DefPath, module: &[String]) -> bool {
+        let mut parent = path.clone();
+        parent.segments.pop();
+        self.modules.contains(module)
+            || self.reexports.contains(path)
+            || self.glob_modules.contains(&parent)
+    }
+
+    fn contains(&self, resolver: &Resolver, file: &FileModel, f: &FnDef) -> bool {
+        if Some(file.target) != self.lib || f.vis != Visibility::Public || f.nested {
+            return false;
+        }
+        match &f.self_ty {
+            None => self.exposes(&resolver.fn_path(file, f), &f.module),
+            Some(ty) => resolver
+                .resolve_type(file.target, &f.module, ty, None)
+                .is_some_and(|t| self.types.contains(&t)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::Types;
+    use crate::model::TargetInfo;
+    use crate::testing;
+
+    /// Entry points as (fn display name, kind), for a lib of `lib` files and, when given, a
+    /// bin target of one file.
+    fn entries(
+        lib: &[(&str, &str)],
+        bin: Option<&str>,
+        config: &[&str],
+    ) -> Vec<(String, EntryKind)> {
+        let mut files = lib.to_vec();
+        if let Some(b) = bin {
+            files.push(("crate", b));
+        }
+        let mut package = testing::package(
+            "app",
+            &["tokio", "axum", "actix-web", "lambda_runtime", "fang"],
+            &files,
+        );
+        if bin.is_some() {
+            package.targets.push(TargetInfo {
+                name: "app-bin".into(),
+                kind: vec!["bin".into()],
+                root: "src/main.rs".into(),
+            });
+            package.files.last_mut().unwrap().target = 1;
+        }
+        let resolver = Resolver::new(&package);
+        let types = Types::new(&package, &resolver);
+        let graph = CallGraph::new(&package, &resolver, &types);
+        let config: Vec<String> = config.iter().map(|s| s.to_string()).collect();
+        entry_points(&package, &resolver, &graph, &config)
+            .into_iter()
+            .map(|e| (graph.def(&package, e.id).1.display_name(), e.kind))
+            .collect()
+    }
+
+    fn kind_of(es: &[(String, EntryKind)], name: &str) -> Option<EntryKind> {
+        es.iter().find(|(n, _)| n == name).map(|(_, k)| *k)
+    }
+
+    #[test]
+    fn servers_register_routes_services_and_tasks() {
+        let es = entries(
+            &[(
+                "crate",
+                "mod handlers { pub async fn create() {} pub async fn retry_worker() {} pub async fn index() {}
+                     pub async fn lambda(e: u8) {} pub async fn helper() {} }",
+            )],
+            Some(
+                "use app::handlers::{create, retry_worker, index, lambda};
+                 use axum::routing::post;
+                 #[tokio::main]
+                 async fn main() {
+                     let app = axum::Router::new().route(\"/x\", post(create));
+                     tokio::spawn(async move { retry_worker().await });
+                     actix_web::web::resource(\"/\").route(actix_web::web::get().to(index));
+                     lambda_runtime::run(lambda_runtime::service_fn(lambda)).await;
+                 }",
+            ),
+            &[],
+        );
+        assert_eq!(kind_of(&es, "main"), Some(EntryKind::Main));
+        assert_eq!(kind_of(&es, "create"), Some(EntryKind::Route));
+        assert_eq!(kind_of(&es, "retry_worker"), Some(EntryKind::Spawned));
+        assert_eq!(kind_of(&es, "index"), Some(EntryKind::Route));
+        assert_eq!(kind_of(&es, "lambda"), Some(EntryKind::Service));
+        // `mod handlers` is private: not public API, and nothing registers `helper`.
+        assert_eq!(kind_of(&es, "helper"), None);
+    }
+
+    #[test]
+    fn attributes_config_and_framework_traits_make_entries() {
+        let es = entries(
+            &[(
+                "crate",
+                "#[actix_web::post(\"/refund\")] async fn refund() {}
+                 #[idempotent(key = req.id)] async fn charge(req: u8) {}
+                 async fn resend() {}
+                 struct SendEmail;
+                 #[fang::typetag::serde]
+                 impl fang::AsyncRunnable for SendEmail { async fn run(&self) {} }
+                 impl std::fmt::Display for SendEmail { fn fmt(&self) {} }
+                 async fn unrelated() {}",
+            )],
+            None,
+            &["resend"],
+        );
+        assert_eq!(kind_of(&es, "refund"), Some(EntryKind::Route));
+        assert_eq!(kind_of(&es, "charge"), Some(EntryKind::Idempotent));
+        assert_eq!(kind_of(&es, "resend"), Some(EntryKind::Configured));
+        assert_eq!(kind_of(&es, "SendEmail::run"), Some(EntryKind::Job));
+        assert_eq!(kind_of(&es, "SendEmail::fmt"), None);
+        assert_eq!(kind_of(&es, "unrelated"), None);
+    }
+
+    #[test]
+    fn public_api_is_what_pub_mod_and_pub_use_reach() {
+        let es = entries(
+            &[
+                (
+                    "crate",
+                    "pub mod api; mod inner; pub use inner::exported; pub fn root() {} fn private() {}
+                     pub(crate) fn restricted() {}",
+                ),
+                ("crate::api", "pub fn open() {} pub struct Client; impl Client { pub fn send(&self) {} }"),
+                ("crate::inner", "pub fn exported() {} pub fn hidden() {}"),
+            ],
+            None,
+            &[],
+        );
+        for name in ["root", "open", "Client::send", "exported"] {
+            assert_eq!(
+                kind_of(&es, name),
+                Some(EntryKind::PublicApi),
+                "{name}: {es:?}"
+            );
+        }
+        for name in ["private", "restricted", "hidden"] {
+            assert_eq!(kind_of(&es, name), None, "{name}");
+        }
+    }
+}
