@@ -5,6 +5,7 @@ pub mod callgraph;
 pub mod dominance;
 pub mod entry;
 pub mod resolve;
+pub mod transactions;
 pub mod types;
 
 pub use resolve::{DefPath, Krate, Resolver};

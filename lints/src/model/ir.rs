@@ -435,6 +435,29 @@ impl Block {
         }
     }
 
+    /// Visits every `let` statement of the block and of the blocks nested in it (branches,
+    /// loops, closures, async blocks), with its initializer.
+    pub fn walk_lets<'a>(&'a self, f: &mut dyn FnMut(&'a Pat, Option<&'a Expr>)) {
+        let own = |b: &'a Block, f: &mut dyn FnMut(&'a Pat, Option<&'a Expr>)| {
+            for s in &b.stmts {
+                if let Stmt::Let { pat, init, .. } = s {
+                    f(pat, init.as_ref());
+                }
+            }
+        };
+        own(self, f);
+        for stmt in &self.stmts {
+            stmt.walk(&mut |e| match &e.kind {
+                ExprKind::Block(b)
+                | ExprKind::Async { block: b, .. }
+                | ExprKind::If { then: b, .. }
+                | ExprKind::Loop { body: b, .. }
+                | ExprKind::For { body: b, .. } => own(b, f),
+                _ => {}
+            });
+        }
+    }
+
     /// The patterns of this block's own `let` statements.
     fn let_pats<'a>(&'a self, f: &mut dyn FnMut(&'a Pat)) {
         for stmt in &self.stmts {
