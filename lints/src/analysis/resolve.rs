@@ -73,7 +73,8 @@ impl DefPath {
             .join("::")
     }
 
-    fn child(&self, name: &str) -> DefPath {
+    /// The path of item `name` inside this one (`crate::db::Repo` → `crate::db::Repo::get`).
+    pub fn child(&self, name: &str) -> DefPath {
         let mut segments = self.segments.clone();
         segments.push(name.to_owned());
         DefPath {
