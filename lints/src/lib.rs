@@ -3,9 +3,12 @@
 //! - [`model`]: each file lowered to a `Send` tree with byte spans ([`model::lower_file`]).
 //! - [`diagnostic`], [`lint`]: the finding model and the lint declarations.
 //! - [`lints`]: one module per lint, each opening with its documentation; [`lints::ALL`].
+//! - [`analysis`], [`catalog`]: the analysis layer (resolution, value flow, store operations,
+//!   function summaries) and the catalogs of sources and sinks it looks for.
 //! - [`context`]: what a lint sees, and [`check_package`], which runs them all.
 
 pub mod analysis;
+pub mod catalog;
 pub mod context;
 pub mod diagnostic;
 pub mod lint;

@@ -118,6 +118,23 @@ impl<'a> TypeEnv<'a> {
         file: &'a FileModel,
         f: &'a FnDef,
     ) -> Self {
+        let mut env = Self::for_params(package, resolver, types, file, f);
+        if let Some(body) = &f.body {
+            env.scan_block(body);
+        }
+        env
+    }
+
+    /// The environment of `f` with only its parameters bound, for a caller that walks the
+    /// body in order and binds each `let` itself with [`Self::bind_let`] (flow-sensitive,
+    /// and no second walk of the body).
+    pub fn for_params(
+        package: &'a Package,
+        resolver: &'a Resolver,
+        types: &'a Types,
+        file: &'a FileModel,
+        f: &'a FnDef,
+    ) -> Self {
         let mut env = TypeEnv {
             package,
             resolver,
@@ -133,10 +150,13 @@ impl<'a> TypeEnv<'a> {
                 env.locals.insert(name.to_owned(), ty);
             }
         }
-        if let Some(body) = &f.body {
-            env.scan_block(body);
-        }
         env
+    }
+
+    /// Binds `let pat = init` (or a closure parameter `pat`): the ascribed type, else the
+    /// type of `init`; a binding without evidence hides an older binding of the name.
+    pub fn bind_let(&mut self, pat: &Pat, init: Option<&Expr>) {
+        self.bind(pat, init);
     }
 
     /// A type written in this fn; a type parameter stands for its (first non-marker) bound,
