@@ -11,21 +11,12 @@
 //! external call (`tokio::spawn(worker(..))`, `post(handler)`), that call's name, which is
 //! how [`super::entry`] finds handlers and workers.
 
+use super::flow::FnId;
 use super::resolve::{DefPath, Krate, Resolver};
 use super::types::{TypeEnv, Types};
 use crate::model::ir::{Expr, ExprKind, Path};
 use crate::model::{FileModel, FnDef, Package, Span};
 use std::collections::{HashMap, HashSet};
-
-/// A crate fn: an index into [`CallGraph::fns`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct FnId(pub u32);
-
-impl FnId {
-    fn index(self) -> usize {
-        self.0 as usize
-    }
-}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CallKind {
@@ -74,9 +65,9 @@ pub struct Call {
 
 #[derive(Debug)]
 pub struct CallGraph {
-    /// (file index, fn index in the file) of every crate fn, file by file.
-    fns: Vec<(u32, u32)>,
-    /// First [`FnId`] of each file.
+    /// Every crate fn, file by file.
+    fns: Vec<FnId>,
+    /// Index in `fns` of the first fn of each file.
     file_start: Vec<u32>,
     /// Outgoing edges of each fn, in source order.
     calls: Vec<Vec<Call>>,
@@ -90,13 +81,12 @@ impl CallGraph {
         let mut file_start = Vec::with_capacity(package.files.len());
         for (fi, file) in package.files.iter().enumerate() {
             file_start.push(fns.len() as u32);
-            fns.extend((0..file.fns.len()).map(|ni| (fi as u32, ni as u32)));
+            fns.extend((0..file.fns.len()).map(|ni| FnId::new(fi, ni)));
         }
         let index = Index::new(package, resolver, &fns);
         let mut calls = Vec::with_capacity(fns.len());
-        for &(fi, ni) in &fns {
-            let file = &package.files[fi as usize];
-            let f = &file.fns[ni as usize];
+        for &id in &fns {
+            let (file, f) = id.def(package);
             let mut b = Builder {
                 package,
                 resolver,
@@ -117,7 +107,8 @@ impl CallGraph {
         let mut callers = vec![Vec::new(); fns.len()];
         for (caller, out) in calls.iter().enumerate() {
             for (i, c) in out.iter().enumerate() {
-                callers[c.callee.index()].push((FnId(caller as u32), i as u32));
+                let callee = (file_start[c.callee.file as usize] + c.callee.index) as usize;
+                callers[callee].push((fns[caller], i as u32));
             }
         }
         CallGraph {
@@ -136,32 +127,26 @@ impl CallGraph {
         self.fns.is_empty()
     }
 
-    pub fn ids(&self) -> impl Iterator<Item = FnId> {
-        (0..self.fns.len() as u32).map(FnId)
+    /// Every fn of the package, file by file.
+    pub fn ids(&self) -> impl Iterator<Item = FnId> + '_ {
+        self.fns.iter().copied()
     }
 
-    /// The id of the `index`-th fn of file `file`.
-    pub fn id(&self, file: usize, index: usize) -> FnId {
-        FnId(self.file_start[file] + index as u32)
-    }
-
-    /// The file and definition of a fn.
-    pub fn def<'p>(&self, package: &'p Package, id: FnId) -> (&'p FileModel, &'p FnDef) {
-        let (fi, ni) = self.fns[id.index()];
-        let file = &package.files[fi as usize];
-        (file, &file.fns[ni as usize])
+    /// A dense index of `id` in `0..self.len()`, for per-fn tables.
+    pub fn index(&self, id: FnId) -> usize {
+        (self.file_start[id.file as usize] + id.index) as usize
     }
 
     /// The edges out of `id`, in source order.
     pub fn calls(&self, id: FnId) -> &[Call] {
-        &self.calls[id.index()]
+        &self.calls[self.index(id)]
     }
 
     /// The edges into `id`: (caller, the edge).
     pub fn callers(&self, id: FnId) -> impl Iterator<Item = (FnId, &Call)> + '_ {
-        self.callers[id.index()]
+        self.callers[self.index(id)]
             .iter()
-            .map(|&(caller, i)| (caller, &self.calls[caller.index()][i as usize]))
+            .map(|&(caller, i)| (caller, &self.calls[self.index(caller)][i as usize]))
     }
 
     /// The edge whose call expression is exactly `span`, in fn `id`.
@@ -182,15 +167,14 @@ struct Index {
 }
 
 impl Index {
-    fn new(package: &Package, resolver: &Resolver, fns: &[(u32, u32)]) -> Index {
+    fn new(package: &Package, resolver: &Resolver, fns: &[FnId]) -> Index {
         let mut by_path: HashMap<DefPath, Vec<FnId>> = HashMap::new();
-        for (id, &(fi, ni)) in fns.iter().enumerate() {
-            let file = &package.files[fi as usize];
-            let f = &file.fns[ni as usize];
+        for &id in fns {
+            let (file, f) = id.def(package);
             by_path
                 .entry(resolver.fn_path(file, f))
                 .or_default()
-                .push(FnId(id as u32));
+                .push(id);
         }
         let mut implementors: HashMap<DefPath, Vec<DefPath>> = HashMap::new();
         let mut traits_of: HashMap<DefPath, Vec<DefPath>> = HashMap::new();
@@ -423,8 +407,8 @@ mod tests {
         for id in g.ids() {
             for c in g.calls(id) {
                 out.push((
-                    g.def(package, id).1.display_name(),
-                    g.def(package, c.callee).1.display_name(),
+                    id.def(package).1.display_name(),
+                    c.callee.def(package).1.display_name(),
                     c.kind,
                 ));
             }
@@ -541,11 +525,11 @@ mod tests {
                  let r = actix_web::web::resource(\"/\").route(actix_web::web::get().to(index));
              }",
         )]);
-        let main = g.ids().find(|&id| g.def(&p, id).1.name == "main").unwrap();
+        let main = g.ids().find(|&id| id.def(&p).1.name == "main").unwrap();
         let by_callee = |name: &str| -> Vec<(&str, CallKind)> {
             g.calls(main)
                 .iter()
-                .filter(|c| g.def(&p, c.callee).1.name == name)
+                .filter(|c| c.callee.def(&p).1.name == name)
                 .map(|c| (c.arg_of.as_ref().map_or("", ArgOf::name), c.kind))
                 .collect()
         };

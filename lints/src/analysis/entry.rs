@@ -7,7 +7,8 @@
 //! methods of a framework's trait that the crate implements), the public functions of a
 //! library, functions named in configuration and `#[idempotent]` handlers.
 
-use super::callgraph::{ArgOf, CallGraph, CallKind, FnId};
+use super::callgraph::{ArgOf, CallGraph, CallKind};
+use super::flow::FnId;
 use super::resolve::{DefPath, Krate, Resolver};
 use crate::model::{FileModel, FnDef, Package, Span, Visibility};
 use std::collections::HashSet;
@@ -156,7 +157,7 @@ pub fn entry_points(
     let api = PublicApi::new(package, resolver);
     let mut found: Vec<EntryPoint> = Vec::new();
     for id in graph.ids() {
-        let (file, f) = graph.def(package, id);
+        let (file, f) = id.def(package);
         if f.in_test || file.in_test {
             continue;
         }
@@ -175,7 +176,7 @@ pub fn entry_points(
         }
         for call in graph.calls(id) {
             if let Some(kind) = registration(package, call.arg_of.as_ref(), call.kind) {
-                let (callee_file, callee) = graph.def(package, call.callee);
+                let (callee_file, callee) = call.callee.def(package);
                 if !callee.in_test && !callee_file.in_test {
                     found.push(EntryPoint {
                         id: call.callee,
@@ -439,7 +440,7 @@ mod tests {
         let config: Vec<String> = config.iter().map(|s| s.to_string()).collect();
         entry_points(&package, &resolver, &graph, &config)
             .into_iter()
-            .map(|e| (graph.def(&package, e.id).1.display_name(), e.kind))
+            .map(|e| (e.id.def(&package).1.display_name(), e.kind))
             .collect()
     }
 

@@ -23,6 +23,7 @@
 //! branch adds to the variable's value instead of replacing it, so after the `if` the
 //! variable holds what either arm gave it. Loop bodies and closures are walked once.
 
+use super::callgraph::{CallGraph, CallKind};
 use super::resolve::{DefPath, Resolver};
 use super::store_ops::{self, Access, OpEnv, Store, StoreOp};
 use super::summary::{FnSummary, StoreAccess};
@@ -428,8 +429,8 @@ pub struct FlowCx<'a> {
     pub resolver: &'a Resolver,
     pub types: &'a Types,
     pub catalog: &'a Catalog,
-    /// Methods of the crate by name, for receivers whose type is not known.
-    pub methods: &'a HashMap<String, Vec<FnId>>,
+    /// Which crate fn each call reaches.
+    pub graph: &'a CallGraph,
 }
 
 /// Gives the summary of a crate function (computing it first if need be).
@@ -443,6 +444,7 @@ pub fn walk(cx: &FlowCx<'_>, id: FnId, callees: &dyn Callees) -> FnFlow {
     let mut w = Walker {
         cx,
         callees,
+        id,
         file,
         f,
         types: TypeEnv::for_params(cx.package, cx.resolver, cx.types, file, f),
@@ -482,6 +484,7 @@ pub fn walk(cx: &FlowCx<'_>, id: FnId, callees: &dyn Callees) -> FnFlow {
 struct Walker<'a, 'c> {
     cx: &'c FlowCx<'a>,
     callees: &'c dyn Callees,
+    id: FnId,
     file: &'a FileModel,
     f: &'a FnDef,
     types: TypeEnv<'a>,
@@ -1115,10 +1118,8 @@ impl<'a> Walker<'a, '_> {
         if let Some(src) = self.cx.catalog.sources.find(&def) {
             return self.source(e.span, &format!("{}()", path.segments.join("::")), src.kind);
         }
-        if def.is_local() {
-            if let Some(id) = self.crate_fn(&def) {
-                return self.apply(id, e, None, args, arg_vals);
-            }
+        if let Some(id) = self.callee(e) {
+            return self.apply(id, e, None, args, arg_vals);
         }
         // A tuple struct or variant keeps its fields apart; `Some`/`Ok`/wrappers pass through.
         let mut out = Value::joined(arg_vals.iter().cloned());
@@ -1132,9 +1133,13 @@ impl<'a> Walker<'a, '_> {
         out
     }
 
-    fn crate_fn(&self, def: &DefPath) -> Option<FnId> {
-        let (fi, ni) = self.cx.types.crate_fn(def)?;
-        Some(FnId::new(fi, ni))
+    /// The crate fn the call `e` runs, from the call graph.
+    fn callee(&self, e: &Expr) -> Option<FnId> {
+        self.cx
+            .graph
+            .call_at(self.id, e.span)
+            .filter(|c| c.kind != CallKind::Value)
+            .map(|c| c.callee)
     }
 
     fn eval_method(
@@ -1153,7 +1158,7 @@ impl<'a> Walker<'a, '_> {
             return self.store_op(op);
         }
         self.method_sinks(receiver, method, method_span, args, &arg_vals);
-        if let Some(id) = self.resolve_method(receiver, method, args.len()) {
+        if let Some(id) = self.callee(e) {
             return self.apply(id, e, Some(rv), args, arg_vals);
         }
         let mut out = rv;
@@ -1232,35 +1237,6 @@ impl<'a> Walker<'a, '_> {
             } if matches!(method.as_str(), "parse" | "try_into" | "into") => {
                 self.header_name(receiver)
             }
-            _ => None,
-        }
-    }
-
-    /// The crate method a method call runs: by the receiver's type (`self`, typed locals
-    /// and fields), else the only crate method of that name and arity.
-    fn resolve_method(&self, receiver: &Expr, method: &str, nargs: usize) -> Option<FnId> {
-        let candidates = self.cx.methods.get(method)?;
-        let by_type = self
-            .types
-            .type_of(receiver)
-            .filter(DefPath::is_local)
-            .and_then(|t| self.crate_fn(&t.child(method)));
-        if let Some(id) = by_type {
-            let (_, f) = id.def(self.cx.package);
-            if f.body.is_some() {
-                return Some(id);
-            }
-        }
-        let with_body: Vec<FnId> = candidates
-            .iter()
-            .copied()
-            .filter(|id| {
-                let (_, f) = id.def(self.cx.package);
-                f.body.is_some() && f.params.len() == nargs
-            })
-            .collect();
-        match with_body.as_slice() {
-            [one] if by_type.is_some() || !is_common_method(method) => Some(*one),
             _ => None,
         }
     }
@@ -1720,74 +1696,4 @@ fn expr_diverges(e: &Expr) -> bool {
         } => diverges(then) && expr_diverges(els),
         _ => false,
     }
-}
-
-/// Method names so common in std that a crate method of the same name is not assumed.
-fn is_common_method(name: &str) -> bool {
-    matches!(
-        name,
-        "new"
-            | "get"
-            | "set"
-            | "insert"
-            | "remove"
-            | "push"
-            | "pop"
-            | "len"
-            | "is_empty"
-            | "iter"
-            | "next"
-            | "clone"
-            | "into"
-            | "from"
-            | "map"
-            | "send"
-            | "recv"
-            | "call"
-            | "poll"
-            | "read"
-            | "write"
-            | "flush"
-            | "close"
-            | "run"
-            | "start"
-            | "stop"
-            | "build"
-            | "with"
-            | "default"
-            | "as_ref"
-            | "as_mut"
-            | "to_string"
-            | "fmt"
-            | "eq"
-            | "cmp"
-            | "hash"
-            | "drop"
-            | "deref"
-            | "lock"
-            | "take"
-            | "replace"
-            | "contains"
-            | "find"
-            | "filter"
-            | "load"
-            | "store"
-            | "execute"
-            | "query"
-            | "exists"
-            | "update"
-            | "delete"
-            | "create"
-            | "handle"
-            | "process"
-            | "wait"
-            | "spawn"
-            | "connect"
-            | "open"
-            | "parse"
-            | "unwrap"
-            | "expect"
-            | "ok"
-            | "err"
-    )
 }

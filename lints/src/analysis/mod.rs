@@ -2,6 +2,10 @@
 //! store operations, function summaries. Built once per package, on demand.
 //!
 //! - [`resolve`]: paths to definitions ([`Resolver`], [`DefPath`]).
+//! - [`callgraph`]: which crate fn each call reaches ([`CallGraph`], reached with
+//!   [`Analysis::call_graph`]); [`entry`]: where deliveries come in.
+//! - [`dominance`]: what happened on every path to a point of a function.
+//! - [`transactions`]: transactions of a function and where each store operation runs.
 //! - [`types`]: local type evidence ([`TypeEnv`]).
 //! - [`store_ops`]: is this call a Redis/DynamoDB/SQL read, write or atomic claim, with
 //!   which key ([`store_ops::classify`]); [`sql`] reads SQL text.
@@ -20,6 +24,7 @@ pub mod summary;
 pub mod transactions;
 pub mod types;
 
+pub use callgraph::{Call, CallGraph, CallKind};
 pub use flow::{FnFlow, FnId, KeyDesc, Value};
 pub use resolve::{DefPath, Krate, Resolver};
 pub use store_ops::{Access, Store, StoreOp};
@@ -36,6 +41,7 @@ pub struct Analysis {
     pub resolver: Resolver,
     pub types: Types,
     pub catalog: Catalog,
+    call_graph: OnceCell<CallGraph>,
     summaries: OnceCell<Summaries>,
 }
 
@@ -54,14 +60,24 @@ impl Analysis {
             resolver,
             types,
             catalog,
+            call_graph: OnceCell::new(),
             summaries: OnceCell::new(),
         }
+    }
+
+    /// The crate's call graph, built on first use. `package` must be the package this
+    /// analysis was built for.
+    pub fn call_graph(&self, package: &Package) -> &CallGraph {
+        self.call_graph
+            .get_or_init(|| CallGraph::new(package, &self.resolver, &self.types))
     }
 
     /// Every function's summary and flow facts, computed on first use. `package` must be
     /// the package this analysis was built for.
     pub fn summaries(&self, package: &Package) -> &Summaries {
-        self.summaries
-            .get_or_init(|| Summaries::compute(package, &self.resolver, &self.types, &self.catalog))
+        self.summaries.get_or_init(|| {
+            let graph = self.call_graph(package);
+            Summaries::compute(package, &self.resolver, &self.types, &self.catalog, graph)
+        })
     }
 }

@@ -15,12 +15,13 @@
 //!   placeholders), whether it is a guard (an atomic claim whose result is checked or
 //!   returned), whether it has effects.
 
+use super::callgraph::CallGraph;
 use super::flow::{self, Callees, FlowCx, FnFlow, FnId, KeyDesc, Source, Trail};
 use super::resolve::Resolver;
 use super::store_ops::{Access, Store};
 use super::types::Types;
 use crate::catalog::{Catalog, SinkKind};
-use crate::model::{Package, SelfKind, Span};
+use crate::model::{Package, Span};
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -172,24 +173,14 @@ impl Summaries {
         resolver: &Resolver,
         types: &Types,
         catalog: &Catalog,
+        graph: &CallGraph,
     ) -> Summaries {
-        let mut methods: HashMap<String, Vec<FnId>> = HashMap::new();
-        for (fi, file) in package.files.iter().enumerate() {
-            for (ni, f) in file.fns.iter().enumerate() {
-                if f.self_kind != SelfKind::None {
-                    methods
-                        .entry(f.name.clone())
-                        .or_default()
-                        .push(FnId::new(fi, ni));
-                }
-            }
-        }
         let cx = FlowCx {
             package,
             resolver,
             types,
             catalog,
-            methods: &methods,
+            graph,
         };
         fn shape<T>(package: &Package, f: impl Fn() -> T) -> Vec<Vec<T>> {
             package
