@@ -454,11 +454,13 @@ mod tests {
                      m.send().await;
                      let fresh = Mailer::new();
                      fresh.send().await;
+                     self.mailer().send().await;
                      Self::helper();
                      self.helper2();
                  }
                  fn helper() {}
                  fn helper2(&self) {}
+                 fn mailer(&self) -> &Mailer { &self.mailer }
              }",
         )]);
         let e = edges(&p, &g);
@@ -466,7 +468,7 @@ mod tests {
             .iter()
             .filter(|(a, b, _)| a == "Svc::go" && b == "Mailer::send")
             .count();
-        assert_eq!(sends, 3, "{e:?}");
+        assert_eq!(sends, 4, "{e:?}");
         assert!(has(&e, "Svc::go", "Mailer::new", CallKind::Direct));
         assert!(has(&e, "Svc::go", "Svc::helper", CallKind::Direct));
         assert!(has(&e, "Svc::go", "Svc::helper2", CallKind::Direct));

@@ -252,6 +252,15 @@ impl<'a> TypeEnv<'a> {
     }
 
     /// The type of `expr`, when the source gives evidence for it.
+    /// The declared return type of crate fn `(file, index)`, `Result`/`Option` unwrapped.
+    fn return_type(&self, (fi, ni): (usize, usize)) -> Option<DefPath> {
+        let file = &self.package.files[fi];
+        let f = &file.fns[ni];
+        let ret = f.ret.as_ref()?;
+        self.resolver
+            .resolve_type(file.target, &f.module, unwrap_result(ret), f.self_ty.as_ref())
+    }
+
     pub fn type_of(&self, expr: &Expr) -> Option<DefPath> {
         let expr = expr.peel();
         match &expr.kind {
@@ -275,16 +284,8 @@ impl<'a> TypeEnv<'a> {
                 let callee = self
                     .resolver
                     .resolve(self.target, self.module, path, self.self_ty);
-                if let Some((fi, ni)) = self.types.crate_fn(&callee) {
-                    let file = &self.package.files[fi];
-                    let f = &file.fns[ni];
-                    let ret = f.ret.as_ref()?;
-                    return self.resolver.resolve_type(
-                        file.target,
-                        &f.module,
-                        unwrap_result(ret),
-                        f.self_ty.as_ref(),
-                    );
+                if let Some(crate_fn) = self.types.crate_fn(&callee) {
+                    return self.return_type(crate_fn);
                 }
                 if ["Arc", "Rc", "Box", "Some", "Ok"].contains(&path.last())
                     && path.segments.len() <= 2
@@ -301,6 +302,13 @@ impl<'a> TypeEnv<'a> {
             ExprKind::MethodCall {
                 receiver, method, ..
             } if SAME_TYPE_METHODS.contains(&method.as_str()) => self.type_of(receiver),
+            // A method of a crate type returns what it declares (`state.repo()`).
+            ExprKind::MethodCall {
+                receiver, method, ..
+            } => {
+                let ty = self.type_of(receiver).filter(DefPath::is_local)?;
+                self.return_type(self.types.crate_fn(&ty.child(method))?)
+            }
             ExprKind::Struct { path, .. } => {
                 Some(
                     self.resolver
