@@ -7,6 +7,8 @@ use serde::Deserialize;
 #[derive(Debug, Clone, Default)]
 pub struct Settings {
     pub nondeterministic_key: NondeterministicKeySettings,
+    pub unguarded_entry_point: UnguardedEntryPointSettings,
+    pub mark_outside_transaction: MarkOutsideTransactionSettings,
 }
 
 /// `[lints.nondeterministic_key]`: extends the built-in catalogs.
@@ -20,6 +22,27 @@ pub struct NondeterministicKeySettings {
     pub key_names: Vec<String>,
 }
 
+/// `[lints.unguarded_entry_point]`: names the analysis cannot infer. Fns are named by their
+/// name, `Type::method` or a path suffix (`jobs::retry`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct UnguardedEntryPointSettings {
+    /// More entry points (handlers registered in ways the analysis does not see).
+    pub entry_points: Vec<String>,
+    /// More guards: fns whose call makes a duplicate stop (`"assert_not_duplicate"`).
+    pub guards: Vec<String>,
+    /// More side effects: fns whose call a duplicate must not repeat (`"push_notification"`).
+    pub effects: Vec<String>,
+}
+
+/// `[lints.mark_outside_transaction]`
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct MarkOutsideTransactionSettings {
+    /// More completion marks: fns that record a key as processed (`"mark_processed"`).
+    pub marks: Vec<String>,
+}
+
 impl Settings {
     /// Applies the settings table of lint `lint` (its `level` key already removed by the
     /// driver). Errors name the offending key.
@@ -27,6 +50,14 @@ impl Settings {
         match lint {
             "nondeterministic_key" => {
                 self.nondeterministic_key = parse(value)?;
+                Ok(())
+            }
+            "unguarded_entry_point" => {
+                self.unguarded_entry_point = parse(value)?;
+                Ok(())
+            }
+            "mark_outside_transaction" => {
+                self.mark_outside_transaction = parse(value)?;
                 Ok(())
             }
             _ if value.as_object().is_some_and(|o| o.is_empty()) => Ok(()),

@@ -15,8 +15,10 @@
 
 pub mod callgraph;
 pub mod dominance;
+pub mod effects;
 pub mod entry;
 pub mod flow;
+pub mod guards;
 pub mod resolve;
 pub mod sql;
 pub mod store_ops;

@@ -278,7 +278,7 @@ fn is_redis_receiver(env: &dyn OpEnv, receiver: &Expr, method: &str) -> bool {
 
 /// The name a receiver is known by: `conn` of `&mut conn`, `redis` of `self.redis`,
 /// `pool` of `self.pool.get().await?`.
-fn receiver_name(e: &Expr) -> Option<&str> {
+pub(crate) fn receiver_name(e: &Expr) -> Option<&str> {
     match &e.peel().kind {
         ExprKind::Path(p) => p.as_ident(),
         ExprKind::Field { member, .. } => Some(member),

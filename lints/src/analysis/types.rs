@@ -257,8 +257,12 @@ impl<'a> TypeEnv<'a> {
         let file = &self.package.files[fi];
         let f = &file.fns[ni];
         let ret = f.ret.as_ref()?;
-        self.resolver
-            .resolve_type(file.target, &f.module, unwrap_result(ret), f.self_ty.as_ref())
+        self.resolver.resolve_type(
+            file.target,
+            &f.module,
+            unwrap_result(ret),
+            f.self_ty.as_ref(),
+        )
     }
 
     pub fn type_of(&self, expr: &Expr) -> Option<DefPath> {

@@ -1,0 +1,313 @@
+//! Side effects a duplicate delivery repeats: calls that change something outside the
+//! process. An AWS SDK operation that is not a read (`send_email`, `publish`, `create_job`),
+//! an HTTP request that is not a `GET`, an e-mail sent through `lettre`, a payment API call,
+//! a store write found by [`super::store_ops`], or a fn named in configuration; and, over the
+//! call graph, every fn that reaches one.
+//!
+//! Reads (`get_item`, `list_*`, `describe_*`, HTTP `GET`) are not effects: repeating them is
+//! harmless.
+
+use super::callgraph::CallGraph;
+use super::entry::names_fn;
+use super::flow::FnId;
+use super::resolve::{DefPath, Resolver};
+use super::store_ops::{receiver_name, Access};
+use super::summary::Summaries;
+use super::types::{TypeEnv, Types};
+use crate::model::ir::{Expr, ExprKind};
+use crate::model::{FileModel, FnDef, Package, Span};
+
+/// One side effect performed directly by a fn.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Effect {
+    pub span: Span,
+    /// How a label names it: "`send_email` through the AWS SDK", "an HTTP `POST`".
+    pub what: String,
+}
+
+/// How a fn comes to have side effects.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reason {
+    /// It performs this one itself (the first in source order).
+    Direct(Effect),
+    /// Through the callee of its `call`-th edge.
+    Call(u32),
+}
+
+/// Which fns of the package have side effects, directly or through callees.
+#[derive(Debug)]
+pub struct Effects {
+    /// Indexed by [`CallGraph::index`].
+    reasons: Vec<Option<Reason>>,
+}
+
+/// Operation-name prefixes of AWS SDK calls that only read.
+const AWS_READS: &[&str] = &[
+    "get_",
+    "list_",
+    "describe_",
+    "head_",
+    "query",
+    "scan",
+    "batch_get",
+    "search",
+    "lookup_",
+    "select_",
+    "check_",
+    "validate_",
+    "estimate_",
+    "preview_",
+    "test_",
+    "verify_",
+];
+
+/// Payment and messaging crates whose calls of these names change something.
+const PAYMENT_CRATES: &[&str] = &["stripe", "async_stripe", "paypal_rs", "square"];
+const PAYMENT_VERBS: &[&str] = &[
+    "create", "update", "delete", "capture", "confirm", "cancel", "refund", "pay", "attach",
+];
+
+impl Effects {
+    /// The effects of every fn of the package. `configured` names more effect fns
+    /// (`[lints.unguarded_entry_point] effects`), crate fns or external ones by name.
+    pub fn compute(
+        package: &Package,
+        resolver: &Resolver,
+        types: &Types,
+        graph: &CallGraph,
+        summaries: &Summaries,
+        configured: &[String],
+    ) -> Effects {
+        let mut reasons: Vec<Option<Reason>> = vec![None; graph.len()];
+        let mut queue = Vec::new();
+        for id in graph.ids() {
+            let (file, f) = id.def(package);
+            let direct = if names_fn(configured, resolver, file, f) {
+                Some(Effect {
+                    span: f.name_span,
+                    what: format!("`{}`, configured as an effect", f.display_name()),
+                })
+            } else {
+                direct_effect(package, resolver, types, summaries, configured, id)
+            };
+            if let Some(e) = direct {
+                reasons[graph.index(id)] = Some(Reason::Direct(e));
+                queue.push(id);
+            }
+        }
+        // Callers of an effectful fn have that effect too.
+        while let Some(callee) = queue.pop() {
+            for (caller, call) in graph.callers(callee) {
+                let i = graph.index(caller);
+                if reasons[i].is_none() {
+                    let n = graph
+                        .calls(caller)
+                        .iter()
+                        .position(|c| c == call)
+                        .unwrap_or(0);
+                    reasons[i] = Some(Reason::Call(n as u32));
+                    queue.push(caller);
+                }
+            }
+        }
+        Effects { reasons }
+    }
+
+    pub fn has_effects(&self, graph: &CallGraph, id: FnId) -> bool {
+        self.reasons[graph.index(id)].is_some()
+    }
+
+    /// The effect `id` ends up performing, with the chain of calls that leads to it from
+    /// `id` (empty when `id` performs it itself).
+    pub fn witness(&self, graph: &CallGraph, id: FnId) -> Option<(Vec<FnId>, &Effect)> {
+        let mut chain = Vec::new();
+        let mut cur = id;
+        loop {
+            match self.reasons[graph.index(cur)].as_ref()? {
+                Reason::Direct(e) => return Some((chain, e)),
+                Reason::Call(n) => {
+                    cur = graph.calls(cur)[*n as usize].callee;
+                    if chain.contains(&cur) || chain.len() > graph.len() {
+                        return None;
+                    }
+                    chain.push(cur);
+                }
+            }
+        }
+    }
+}
+
+/// The first side effect `id` performs itself.
+fn direct_effect(
+    package: &Package,
+    resolver: &Resolver,
+    types: &Types,
+    summaries: &Summaries,
+    configured: &[String],
+    id: FnId,
+) -> Option<Effect> {
+    let (file, f) = id.def(package);
+    let body = f.body.as_ref()?;
+    let write = summaries.flow(id).store_events.iter().find(|ev| {
+        ev.via.is_none()
+            && matches!(
+                ev.access.access,
+                Access::Write | Access::Upsert | Access::Delete
+            )
+    });
+    let mut found: Option<Effect> = write.map(|ev| Effect {
+        span: ev.span,
+        what: format!(
+            "a {} write (`{}`)",
+            ev.access.store.name(),
+            ev.access.command
+        ),
+    });
+    let mut cx = CallCx {
+        package,
+        resolver,
+        types,
+        file,
+        f,
+        configured,
+        env: None,
+    };
+    body.walk(&mut |e| {
+        if found.as_ref().is_some_and(|x| x.span.lo <= e.span.lo) {
+            return;
+        }
+        if let Some(what) = cx.external_call(e) {
+            found = Some(Effect { span: e.span, what });
+        }
+    });
+    found
+}
+
+/// What classifying a call in one fn needs; the type environment is built on first need.
+struct CallCx<'a> {
+    package: &'a Package,
+    resolver: &'a Resolver,
+    types: &'a Types,
+    file: &'a FileModel,
+    f: &'a FnDef,
+    configured: &'a [String],
+    env: Option<TypeEnv<'a>>,
+}
+
+impl<'a> CallCx<'a> {
+    fn type_of(&mut self, e: &Expr) -> Option<DefPath> {
+        let (package, resolver, types, file, f) =
+            (self.package, self.resolver, self.types, self.file, self.f);
+        self.env
+            .get_or_insert_with(|| TypeEnv::for_fn(package, resolver, types, file, f))
+            .type_of(e)
+    }
+
+    /// Whether `e` is a call that changes something outside: what it is, for a label.
+    fn external_call(&mut self, e: &Expr) -> Option<String> {
+        match &e.kind {
+            ExprKind::MethodCall {
+                receiver,
+                method,
+                args,
+                ..
+            } => {
+                if self.configured.iter().any(|n| n == method) {
+                    return Some(format!("`{method}`, configured as an effect"));
+                }
+                if method == "send" && args.is_empty() {
+                    return aws_operation(self.package, receiver)
+                        .or_else(|| http_request(receiver));
+                }
+                if method == "send" && args.len() == 1 && self.package.depends_on("lettre") {
+                    let typed = self
+                        .type_of(receiver)
+                        .is_some_and(|t| t.crate_name() == Some("lettre"));
+                    let named = receiver_name(receiver).is_some_and(|n| {
+                        let n = n.to_ascii_lowercase();
+                        n.contains("mail") || n.contains("smtp") || n.contains("transport")
+                    });
+                    if typed || named {
+                        return Some("an e-mail sent through `lettre`".to_owned());
+                    }
+                }
+                None
+            }
+            ExprKind::Call { func, .. } => {
+                let path = func.as_path()?;
+                let def = self.resolver.resolve(
+                    self.file.target,
+                    &self.f.module,
+                    path,
+                    self.f.self_ty.as_ref(),
+                );
+                let krate = def.crate_name()?;
+                if self
+                    .configured
+                    .iter()
+                    .any(|n| n == def.last() || *n == def.display())
+                {
+                    return Some(format!("`{}`, configured as an effect", def.display()));
+                }
+                let payment = PAYMENT_CRATES.contains(&krate)
+                    && PAYMENT_VERBS.iter().any(|v| def.last().starts_with(v));
+                payment.then(|| format!("the payment API call `{}`", path.segments.join("::")))
+            }
+            _ => None,
+        }
+    }
+}
+
+/// `client.send_email().destination(d).send()`: the operation method right on the client
+/// takes no arguments, in a package that depends on an AWS SDK crate.
+fn aws_operation(package: &Package, receiver: &Expr) -> Option<String> {
+    let aws = package
+        .dependencies
+        .iter()
+        .any(|d| d.starts_with("aws_sdk_"));
+    if !aws {
+        return None;
+    }
+    let mut cur = receiver.peel();
+    let mut op = None;
+    while let ExprKind::MethodCall {
+        receiver,
+        method,
+        args,
+        ..
+    } = &cur.kind
+    {
+        op = Some((method.as_str(), args.is_empty()));
+        cur = receiver.peel();
+    }
+    let (op, no_args) = op?;
+    let client_like = matches!(cur.kind, ExprKind::Path(_) | ExprKind::Field { .. });
+    let read = AWS_READS.iter().any(|p| op.starts_with(p));
+    (no_args && client_like && !read).then(|| format!("`{op}` through the AWS SDK"))
+}
+
+/// `client.post(url)...send()`: an HTTP request that is not a `GET`/`HEAD`.
+fn http_request(receiver: &Expr) -> Option<String> {
+    let mut cur = receiver.peel();
+    while let ExprKind::MethodCall {
+        receiver,
+        method,
+        args,
+        ..
+    } = &cur.kind
+    {
+        let verb = match method.as_str() {
+            "post" | "put" | "patch" | "delete" if args.len() == 1 => Some(method.to_uppercase()),
+            "request" if args.len() == 2 => args[0]
+                .as_path()
+                .map(|p| p.last().to_uppercase())
+                .filter(|m| !matches!(m.as_str(), "GET" | "HEAD" | "OPTIONS")),
+            _ => None,
+        };
+        if let Some(verb) = verb {
+            return Some(format!("an HTTP `{verb}`"));
+        }
+        cur = receiver.peel();
+    }
+    None
+}

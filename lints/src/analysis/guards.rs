@@ -1,0 +1,342 @@
+//! Idempotency guards and the paths they cover.
+//!
+//! A guard is a call that makes a duplicate delivery stop: a call of an `#[idempotent]` fn, an
+//! atomic reservation whose result is checked ([`super::store_ops`]'s claims, found by the
+//! flow walk), a crate fn whose summary says it is one (it makes such a reservation and
+//! returns or checks the result), or a fn named in configuration. A guard covers a call when
+//! it dominates it: every path from the fn's start to the call passes the guard
+//! ([`super::dominance`]).
+//!
+//! [`GuardedPaths`] follows the call graph from every entry point and records, for each fn,
+//! how it is first reached without any guard on the way and how it is first reached after
+//! one, so a lint can show both paths.
+
+use super::callgraph::{CallGraph, CallKind};
+use super::dominance::{self, Events, Facts};
+use super::entry::{names_fn, EntryKind, EntryPoint};
+use super::flow::FnId;
+use super::resolve::Resolver;
+use super::store_ops::Access;
+use super::summary::Summaries;
+use crate::model::ir::{Expr, ExprKind};
+use crate::model::{Package, Span};
+use std::collections::{HashMap, VecDeque};
+
+/// A guard call in a fn.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Guard {
+    pub span: Span,
+    /// What it is called in messages: `assert_not_duplicate`, `SET NX`.
+    pub name: String,
+}
+
+/// The guards of one fn and, for each of its call-graph edges, the first guard that
+/// dominates it.
+#[derive(Debug, Clone, Default)]
+pub struct FnGuards {
+    pub guards: Vec<Guard>,
+    /// Indexed like [`CallGraph::calls`]: an index into `guards`.
+    pub dominated_by: Vec<Option<u32>>,
+}
+
+/// What counts as a guard in a package.
+pub struct GuardFinder<'a> {
+    package: &'a Package,
+    resolver: &'a Resolver,
+    graph: &'a CallGraph,
+    summaries: &'a Summaries,
+    /// Configured guard names (`[lints.unguarded_entry_point] guards`).
+    names: &'a [String],
+}
+
+impl<'a> GuardFinder<'a> {
+    pub fn new(
+        package: &'a Package,
+        resolver: &'a Resolver,
+        graph: &'a CallGraph,
+        summaries: &'a Summaries,
+        names: &'a [String],
+    ) -> Self {
+        GuardFinder {
+            package,
+            resolver,
+            graph,
+            summaries,
+            names,
+        }
+    }
+
+    /// Whether calling crate fn `callee` guards what follows: its name for messages.
+    fn guarding_callee(&self, callee: FnId) -> Option<String> {
+        let (file, f) = callee.def(self.package);
+        let guards = f.has_attr("idempotent")
+            || self.summaries.summary(callee).is_guard()
+            || names_fn(self.names, self.resolver, file, f);
+        guards.then(|| f.display_name())
+    }
+
+    /// The guards of `id` and the edges they dominate.
+    pub fn of_fn(&self, id: FnId) -> FnGuards {
+        let calls = self.graph.calls(id);
+        let mut out = FnGuards {
+            guards: Vec::new(),
+            dominated_by: vec![None; calls.len()],
+        };
+        let claims: HashMap<Span, &str> = self
+            .summaries
+            .flow(id)
+            .store_events
+            .iter()
+            .filter(|ev| ev.via.is_none() && ev.access.access == Access::Claim && ev.checked)
+            .map(|ev| (ev.span, ev.access.command.as_str()))
+            .collect();
+        let has_candidate = !claims.is_empty()
+            || !self.names.is_empty()
+            || calls
+                .iter()
+                .any(|c| c.kind != CallKind::Value && self.guarding_callee(c.callee).is_some());
+        let Some(body) = id
+            .def(self.package)
+            .1
+            .body
+            .as_ref()
+            .filter(|_| has_candidate)
+        else {
+            return out;
+        };
+        let mut walk = GuardWalk {
+            finder: self,
+            id,
+            claims,
+            out: &mut out,
+        };
+        dominance::walk(body, Facts::default(), &mut walk);
+        out
+    }
+}
+
+struct GuardWalk<'f, 'a> {
+    finder: &'f GuardFinder<'a>,
+    id: FnId,
+    claims: HashMap<Span, &'f str>,
+    out: &'f mut FnGuards,
+}
+
+impl GuardWalk<'_, '_> {
+    fn guard_name(&self, e: &Expr) -> Option<String> {
+        if let Some(cmd) = self.claims.get(&e.span) {
+            return Some((*cmd).to_owned());
+        }
+        if let Some(call) = self.finder.graph.call_at(self.id, e.span) {
+            if call.kind == CallKind::Value {
+                return None;
+            }
+            return self.finder.guarding_callee(call.callee);
+        }
+        // A configured guard outside the crate: `idem::assert_not_duplicate(..)`.
+        let name = match &e.kind {
+            ExprKind::Call { func, .. } => func.as_path()?.last(),
+            ExprKind::MethodCall { method, .. } => method,
+            _ => return None,
+        };
+        self.finder
+            .names
+            .iter()
+            .any(|n| n == name)
+            .then(|| name.to_owned())
+    }
+}
+
+impl Events for GuardWalk<'_, '_> {
+    fn at(&mut self, e: &Expr, facts: &mut Facts) {
+        let graph = self.finder.graph;
+        let calls = graph.calls(self.id);
+        if let Some(call) = graph.call_at(self.id, e.span) {
+            let i =
+                calls.partition_point(|c| (c.span.lo, c.span.hi) < (call.span.lo, call.span.hi));
+            self.out.dominated_by[i] = facts.iter().next();
+        }
+        if let Some(name) = self.guard_name(e) {
+            facts.insert(self.out.guards.len() as u32);
+            self.out.guards.push(Guard { span: e.span, name });
+        }
+    }
+}
+
+/// How a fn is first reached on one kind of path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    /// It is the `i`-th entry point.
+    Entry(u32),
+    /// Through edge `call` of `caller`, itself reached guarded or not.
+    Call {
+        caller: FnId,
+        call: u32,
+        from_guarded: bool,
+    },
+}
+
+/// One edge of a path: the caller, the index of the edge, and whether the caller was
+/// reached under a guard.
+pub type PathEdge = (FnId, u32, bool);
+
+/// Every fn's first unguarded and first guarded path from the entry points.
+#[derive(Debug)]
+pub struct GuardedPaths {
+    entries: Vec<EntryPoint>,
+    /// Indexed by [`CallGraph::index`]; computed for the fns reached.
+    guards: Vec<Option<FnGuards>>,
+    unguarded: Vec<Option<Step>>,
+    guarded: Vec<Option<Step>>,
+}
+
+/// Where a guarded path passes its guard.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GuardSite {
+    /// The fn holding the guard (or the `#[idempotent]` fn entered).
+    pub holder: FnId,
+    pub guard: Guard,
+    /// The guarded call in `holder` on the path, if the guard is a call before it.
+    pub call: Option<u32>,
+}
+
+impl GuardedPaths {
+    pub fn compute(finder: &GuardFinder<'_>, entries: Vec<EntryPoint>) -> GuardedPaths {
+        let graph = finder.graph;
+        let n = graph.len();
+        let mut paths = GuardedPaths {
+            entries,
+            guards: vec![None; n],
+            unguarded: vec![None; n],
+            guarded: vec![None; n],
+        };
+        let mut queue = VecDeque::new();
+        for i in 0..paths.entries.len() {
+            let (id, guarded) = (
+                paths.entries[i].id,
+                paths.entries[i].kind == EntryKind::Idempotent,
+            );
+            let slot = paths.slot(graph, id, guarded);
+            if slot.is_none() {
+                *slot = Some(Step::Entry(i as u32));
+                queue.push_back((id, guarded));
+            }
+        }
+        while let Some((id, guarded)) = queue.pop_front() {
+            let gi = graph.index(id);
+            if paths.guards[gi].is_none() {
+                paths.guards[gi] = Some(finder.of_fn(id));
+            }
+            for (ci, call) in graph.calls(id).iter().enumerate() {
+                let covered = guarded
+                    || paths.guards[gi]
+                        .as_ref()
+                        .is_some_and(|g| g.dominated_by[ci].is_some())
+                    || call.callee.def(finder.package).1.has_attr("idempotent");
+                let slot = paths.slot(graph, call.callee, covered);
+                if slot.is_none() {
+                    *slot = Some(Step::Call {
+                        caller: id,
+                        call: ci as u32,
+                        from_guarded: guarded,
+                    });
+                    queue.push_back((call.callee, covered));
+                }
+            }
+        }
+        paths
+    }
+
+    fn slot(&mut self, graph: &CallGraph, id: FnId, guarded: bool) -> &mut Option<Step> {
+        let i = graph.index(id);
+        if guarded {
+            &mut self.guarded[i]
+        } else {
+            &mut self.unguarded[i]
+        }
+    }
+
+    pub fn entries(&self) -> &[EntryPoint] {
+        &self.entries
+    }
+
+    pub fn reached_unguarded(&self, graph: &CallGraph, id: FnId) -> bool {
+        self.unguarded[graph.index(id)].is_some()
+    }
+
+    pub fn reached_guarded(&self, graph: &CallGraph, id: FnId) -> bool {
+        self.guarded[graph.index(id)].is_some()
+    }
+
+    /// The guards of a reached fn.
+    pub fn guards(&self, graph: &CallGraph, id: FnId) -> Option<&FnGuards> {
+        self.guards[graph.index(id)].as_ref()
+    }
+
+    /// The path of the given kind to `id`: its entry point and the edges from it, in order.
+    pub fn path(
+        &self,
+        graph: &CallGraph,
+        id: FnId,
+        guarded: bool,
+    ) -> Option<(&EntryPoint, Vec<PathEdge>)> {
+        let mut edges = Vec::new();
+        let (mut cur, mut g) = (id, guarded);
+        loop {
+            let slots = if g { &self.guarded } else { &self.unguarded };
+            match slots[graph.index(cur)]? {
+                Step::Entry(e) => {
+                    edges.reverse();
+                    return Some((&self.entries[e as usize], edges));
+                }
+                Step::Call {
+                    caller,
+                    call,
+                    from_guarded,
+                } => {
+                    edges.push((caller, call, from_guarded));
+                    if edges.len() > graph.len() {
+                        return None;
+                    }
+                    (cur, g) = (caller, from_guarded);
+                }
+            }
+        }
+    }
+
+    /// Where the guarded path to `id` passes its guard.
+    pub fn guard_site(&self, package: &Package, graph: &CallGraph, id: FnId) -> Option<GuardSite> {
+        let (entry, edges) = self.path(graph, id, true)?;
+        let attr_site = |holder: FnId| {
+            let attr = holder
+                .def(package)
+                .1
+                .attrs
+                .iter()
+                .find(|a| a.is("idempotent"))?;
+            Some(GuardSite {
+                holder,
+                guard: Guard {
+                    span: attr.span,
+                    name: "#[idempotent]".to_owned(),
+                },
+                call: None,
+            })
+        };
+        // The edge where the path turns guarded: a dominated call or an `#[idempotent]` callee.
+        let Some(&(caller, call, _)) = edges.iter().rev().find(|(_, _, from)| !from) else {
+            return attr_site(entry.id);
+        };
+        match self
+            .guards(graph, caller)
+            .and_then(|g| g.dominated_by[call as usize].map(|i| &g.guards[i as usize]))
+        {
+            Some(guard) => Some(GuardSite {
+                holder: caller,
+                guard: guard.clone(),
+                call: Some(call),
+            }),
+            None => attr_site(graph.calls(caller)[call as usize].callee),
+        }
+    }
+}

@@ -1,0 +1,261 @@
+use crate::analysis::effects::Effects;
+use crate::analysis::entry::entry_points;
+use crate::analysis::guards::{GuardFinder, GuardedPaths};
+use crate::analysis::{CallGraph, FnId};
+use crate::context::LintContext;
+use crate::declare_lint;
+use crate::model::{Package, Span};
+
+declare_lint! {
+    /// ### What it does
+    /// Finds a side effect (a send, a charge, a refund, a write, an external API call) that one
+    /// entry point reaches only after an idempotency guard and another entry point reaches with
+    /// no guard at all: a retry worker, an admin "resend" handler or a second route that calls
+    /// the effect directly.
+    ///
+    /// Entry points are `main`, route handlers, Lambda and tower `service_fn` handlers, spawned
+    /// tasks, job handlers, the public functions of a library, `#[idempotent]` handlers and the
+    /// functions named in `[lints.unguarded_entry_point] entry_points`. Guards are calls of
+    /// `#[idempotent]` functions, atomic reservations whose result is checked (`SET NX`, a
+    /// conditional `put_item`, `INSERT .. ON CONFLICT DO NOTHING`), helpers that make one, and
+    /// the functions named in `guards`; a guard counts when every path to the call passes it.
+    ///
+    /// ### Why is this bad?
+    /// A guard that only the happy path passes is no guard. Queues, Lambda retries and
+    /// operators re-deliver the same request through the other path, and the e-mail goes out
+    /// twice, the card is charged twice.
+    ///
+    /// ### Known problems
+    /// Calls are followed only where the callee is known without type checking (paths, `self`,
+    /// receivers of known type, a trait with a single implementation, functions passed as
+    /// values); a path through an unknown call is not seen. A path guarded by a check the
+    /// analysis does not recognize is reported: name the check in `guards`.
+    ///
+    /// ### Example
+    /// ```rust
+    /// pub async fn send_message(req: SendRequest) -> Result<()> {
+    ///     assert_not_duplicate(&req.message_id).await?;
+    ///     do_send(&req).await
+    /// }
+    ///
+    /// pub async fn retry_failed_message(job: RetryJob) -> Result<()> {
+    ///     let req = load_failed_request(&job.message_id).await?;
+    ///     do_send(&req).await // skips the guard
+    /// }
+    /// ```
+    ///
+    /// ### Use instead
+    /// ```rust
+    /// pub async fn retry_failed_message(job: RetryJob) -> Result<()> {
+    ///     let req = load_failed_request(&job.message_id).await?;
+    ///     // A retry is the same request: the same key.
+    ///     assert_not_duplicate(&req.message_id).await?;
+    ///     do_send(&req).await
+    /// }
+    ///
+    /// pub async fn admin_resend(cmd: ResendCommand) -> Result<()> {
+    ///     // A manual resend is a new command: its own key.
+    ///     assert_not_duplicate(&cmd.command_id).await?;
+    ///     do_send(&load_request(&cmd.message_id).await?).await
+    /// }
+    /// ```
+    pub UNGUARDED_ENTRY_POINT, "unguarded_entry_point", Warn,
+    "a side effect is guarded on one entry path and reached without a guard on another"
+}
+
+/// A call that leaves the unguarded part of the crate for a side effect that another path
+/// reaches only under a guard.
+struct Finding {
+    call: Span,
+    callee: String,
+    entry: String,
+    entry_kind: &'static str,
+    unguarded_chain: Vec<String>,
+    guarded_chain: Vec<String>,
+    guarded_entry: String,
+    /// The guard on the guarded path, and its label.
+    guard: (Span, String),
+    effect: (Span, String),
+}
+
+pub fn check(cx: &mut LintContext<'_>) {
+    for f in find(cx) {
+        cx.span_lint(
+            &UNGUARDED_ENTRY_POINT,
+            f.call,
+            format!(
+                "`{}` is reached here without the idempotency guard that `{}` passes",
+                f.callee, f.guarded_entry
+            ),
+            |d| {
+                d.primary_label(format!(
+                    "{} `{}` gets here with no guard on the way",
+                    f.entry_kind, f.entry
+                ));
+                d.span_label(f.guard.0, f.guard.1);
+                d.span_label(f.effect.0, format!("the side effect a duplicate repeats: {}", f.effect.1));
+                d.note(format!("unguarded path: {}", f.unguarded_chain.join(" → ")));
+                d.note(format!("guarded path: {}", f.guarded_chain.join(" → ")));
+                d.help(format!(
+                    "pass a guard before this call too: a retry reuses the original request's key; a manual resend is a new command with its own id, guarded by that id; or make `{}` `#[idempotent]`",
+                    f.callee
+                ));
+            },
+        );
+    }
+}
+
+fn find(cx: &LintContext<'_>) -> Vec<Finding> {
+    let package = cx.package;
+    let settings = &cx.settings.unguarded_entry_point;
+    let analysis = cx.analysis();
+    let graph = analysis.call_graph(package);
+    let summaries = analysis.summaries(package);
+    let entries = entry_points(package, &analysis.resolver, graph, &settings.entry_points);
+    if entries.is_empty() {
+        return Vec::new();
+    }
+    let finder = GuardFinder::new(
+        package,
+        &analysis.resolver,
+        graph,
+        summaries,
+        &settings.guards,
+    );
+    let paths = GuardedPaths::compute(&finder, entries);
+    let effects = Effects::compute(
+        package,
+        &analysis.resolver,
+        &analysis.types,
+        graph,
+        summaries,
+        &settings.effects,
+    );
+    let mut out = Vec::new();
+    for id in graph.ids() {
+        if !is_unguarded_only(&paths, graph, id) {
+            continue;
+        }
+        let Some(guards) = paths.guards(graph, id) else {
+            continue;
+        };
+        for (i, call) in graph.calls(id).iter().enumerate() {
+            let callee = call.callee;
+            let skips_guard = guards.dominated_by[i].is_none()
+                && !callee.def(package).1.has_attr("idempotent")
+                && paths.reached_guarded(graph, callee)
+                && effects.has_effects(graph, callee);
+            if skips_guard {
+                out.extend(finding(package, graph, &paths, &effects, id, i));
+            }
+        }
+    }
+    out
+}
+
+/// Reached from an entry point, and never under a guard.
+fn is_unguarded_only(paths: &GuardedPaths, graph: &CallGraph, id: FnId) -> bool {
+    paths.reached_unguarded(graph, id) && !paths.reached_guarded(graph, id)
+}
+
+fn name(package: &Package, id: FnId) -> String {
+    id.def(package).1.display_name()
+}
+
+/// The fns of a path from its entry point to `last`, as `a → b → c`.
+fn chain(
+    package: &Package,
+    graph: &CallGraph,
+    paths: &GuardedPaths,
+    last: FnId,
+    guarded: bool,
+) -> Option<(FnId, Vec<String>)> {
+    let (entry, edges) = paths.path(graph, last, guarded)?;
+    let mut names = vec![format!("`{}`", name(package, entry.id))];
+    for (caller, call, _) in edges {
+        names.push(format!(
+            "`{}`",
+            name(package, graph.calls(caller)[call as usize].callee)
+        ));
+    }
+    Some((entry.id, names))
+}
+
+fn finding(
+    package: &Package,
+    graph: &CallGraph,
+    paths: &GuardedPaths,
+    effects: &Effects,
+    id: FnId,
+    call: usize,
+) -> Option<Finding> {
+    let edge = &graph.calls(id)[call];
+    let callee = edge.callee;
+    let (entry, _) = paths.path(graph, id, false)?;
+    let (_, mut unguarded_chain) = chain(package, graph, paths, id, false)?;
+    unguarded_chain.push(format!("`{}`", name(package, callee)));
+    let (guarded_entry, guarded_chain) = chain(package, graph, paths, callee, true)?;
+    let site = paths.guard_site(package, graph, callee)?;
+    let (_, effect) = effects.witness(graph, callee)?;
+    let holder = name(package, site.holder);
+    let callee_name = name(package, callee);
+    let guard_label = match site.call {
+        Some(_) => format!(
+            "`{holder}` reaches `{callee_name}` only after `{}`",
+            site.guard.name
+        ),
+        None => format!("`{holder}` is `#[idempotent]`: it reaches `{callee_name}` guarded"),
+    };
+    Some(Finding {
+        call: edge.span,
+        callee: callee_name,
+        entry: name(package, entry.id),
+        entry_kind: entry.kind.describe(),
+        unguarded_chain,
+        guarded_chain,
+        guarded_entry: name(package, guarded_entry),
+        guard: (site.guard.span, guard_label),
+        effect: (effect.span, effect.what.clone()),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::settings::{Settings, UnguardedEntryPointSettings};
+    use crate::testing;
+
+    /// Names the analysis cannot infer come from configuration: an external guard, an effect
+    /// with no recognizable call, an entry point registered by a macro.
+    #[test]
+    fn configured_guards_effects_and_entry_points() {
+        let src = "
+            async fn push_notification(user: &str) {}
+            pub async fn send_message(id: String) {
+                shared_idem::assert_not_duplicate(&id).await;
+                push_notification(&id).await;
+            }
+            async fn replay(id: String) {
+                push_notification(&id).await; //~ WARN unguarded_entry_point
+            }
+        ";
+        let package = testing::package("app", &["shared_idem"], &[("crate", src)]);
+        let texts = vec![src.to_owned()];
+        let configured = Settings {
+            unguarded_entry_point: UnguardedEntryPointSettings {
+                entry_points: vec!["replay".into()],
+                guards: vec!["assert_not_duplicate".into()],
+                effects: vec!["push_notification".into()],
+            },
+            ..Settings::default()
+        };
+        testing::assert_annotations(&package, &texts, &configured, &["unguarded_entry_point"]);
+        // Without the configuration nothing is known to guard, so nothing is reported.
+        let none = vec![src.replace("//~ WARN unguarded_entry_point", "")];
+        testing::assert_annotations(
+            &package,
+            &none,
+            &Settings::default(),
+            &["unguarded_entry_point"],
+        );
+    }
+}
