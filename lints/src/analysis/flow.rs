@@ -1152,6 +1152,12 @@ impl<'a> Walker<'a, '_> {
         if let Some(op) = store_ops::classify(self, e) {
             return self.store_op(op);
         }
+        // A source method on a typed receiver: `generator.generate()` of a `ulid::Generator`.
+        if let Some(ty) = self.types.type_of(receiver).filter(|t| !t.is_local()) {
+            if let Some(src) = self.cx.catalog.sources.find(&ty.child(method)) {
+                return self.source(e.span, &format!("{}::{method}()", ty.last()), src.kind);
+            }
+        }
         self.method_sinks(receiver, method, method_span, args, &arg_vals);
         if let Some(id) = self.resolve_method(receiver, method, args.len()) {
             return self.apply(id, e, Some(rv), args, arg_vals);
@@ -1340,7 +1346,8 @@ impl<'a> Walker<'a, '_> {
                 parts.map(|p| KeyDesc::combine("key", &p))
             }
         };
-        let guard_key = op.access == Access::Claim || op.dedupe_table && op.access.is_write();
+        let guard_key = op.keys_certain
+            && (op.access == Access::Claim || op.dedupe_table && op.access.is_write());
         if guard_key {
             for (k, v) in op.keys.iter().zip(key_vals) {
                 self.key_use(SinkKind::GuardKey(op.command.clone()), k.span, v, None);
