@@ -577,6 +577,17 @@ const LOCAL_MUTATIONS: &[&str] = &[
     "reserve",
 ];
 
+/// Methods that append their arguments to the receiver.
+const APPENDERS: &[&str] = &[
+    "push_str",
+    "push",
+    "extend",
+    "extend_from_slice",
+    "append",
+    "write_str",
+    "write_fmt",
+];
+
 /// Macros that diverge.
 const DIVERGING_MACROS: &[&str] = &["panic", "bail", "unreachable", "todo", "unimplemented"];
 
@@ -760,6 +771,17 @@ impl<'a> Walker<'a, '_> {
             ExprKind::Index { base, .. } => self.assign(base, v),
             _ => {}
         }
+    }
+
+    /// Adds `v` to the local a receiver expression names (`key`, `&mut key`, `self.key`).
+    fn append_to(&mut self, dest: &'a Expr, v: Value) {
+        if v.is_empty() {
+            return;
+        }
+        let keep = self.branch_depth;
+        self.branch_depth += 1;
+        self.assign(dest, v);
+        self.branch_depth = keep;
     }
 
     // ------------------------------------------------------------ recording
@@ -1133,7 +1155,11 @@ impl<'a> Walker<'a, '_> {
     }
 
     fn crate_fn(&self, def: &DefPath) -> Option<FnId> {
-        let (fi, ni) = self.cx.types.crate_fn(def)?;
+        let (fi, ni) = self
+            .cx
+            .types
+            .crate_fn(def)
+            .or_else(|| self.cx.types.crate_fn(&self.cx.resolver.canonical(def)))?;
         Some(FnId::new(fi, ni))
     }
 
@@ -1159,6 +1185,10 @@ impl<'a> Walker<'a, '_> {
             }
         }
         self.method_sinks(receiver, method, method_span, args, &arg_vals);
+        if APPENDERS.contains(&method) {
+            // `key.push_str(&id)`: the receiver now holds the argument too.
+            self.append_to(receiver, Value::joined(arg_vals.iter().cloned()));
+        }
         if let Some(id) = self.resolve_method(receiver, method, args.len()) {
             return self.apply(id, e, Some(rv), args, arg_vals);
         }
@@ -1427,6 +1457,12 @@ impl<'a> Walker<'a, '_> {
             );
         }
         let vals = self.eval_args(&m.args);
+        if matches!(name, "write" | "writeln") {
+            // `write!(key, "{}", id)` writes into its first argument.
+            if let Some(dest) = m.args.first() {
+                self.append_to(dest, Value::joined(vals.iter().skip(1).cloned()));
+            }
+        }
         if FORMAT_MACROS.contains(&name) {
             let v = Value::joined(vals);
             return v.stepped(|| Step {

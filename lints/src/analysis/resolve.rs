@@ -394,6 +394,42 @@ impl Resolver {
         }
     }
 
+    /// Follows re-exports of the crate's own modules: `crate::keys::new_key` where `keys`
+    /// has `pub use fresh::*` (or `pub use fresh::new_key`) is `crate::keys::fresh::new_key`.
+    /// Paths that are not re-exported are returned as they are.
+    pub fn canonical(&self, path: &DefPath) -> DefPath {
+        let mut cur = path.clone();
+        for _ in 0..MAX_USE_CHAIN {
+            let Krate::Local(t) = cur.krate else {
+                return cur;
+            };
+            let Some((name, parent)) = cur.segments.split_last() else {
+                return cur;
+            };
+            let module: Vec<String> = std::iter::once("crate".to_owned())
+                .chain(parent.iter().cloned())
+                .collect();
+            let Some(scope) = self.scopes.get(&(t, module.clone())) else {
+                return cur;
+            };
+            if scope.items.contains(name) {
+                return cur;
+            }
+            let next = if let Some(full) = scope.uses.get(name) {
+                Some(self.resolve_use_path(t, &module, full, 0))
+            } else {
+                scope.globs.iter().find_map(|g| {
+                    self.resolve_through_glob(t, &module, g, std::slice::from_ref(name), 0)
+                })
+            };
+            match next {
+                Some(n) if n != cur => cur = n,
+                _ => return cur,
+            }
+        }
+        cur
+    }
+
     /// The path of a function's definition: `crate::a::f`, or `crate::a::S::f` for methods
     /// (the `Self` type resolved), or `crate::a::Trait::f` for trait declarations.
     pub fn fn_path(&self, file: &FileModel, f: &FnDef) -> DefPath {

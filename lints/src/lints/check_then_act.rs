@@ -224,7 +224,7 @@ fn report(cx: &mut LintContext<'_>, f: Finding) {
             Some(_) => "claimed here, after the work",
         });
         d.span_label(f.read.span, "the store is checked here");
-        if f.branch != f.read.span {
+        if !f.branch.contains(f.read.span) {
             d.span_label(f.branch, "and the check decides here");
         }
         if let Some(e) = f.late_after {
