@@ -7,7 +7,7 @@ use std::path::Path;
 #[test]
 fn fixtures() {
     let crates = testing::fixture_crates(Path::new("../fixtures/nondeterministic_key"));
-    assert!(crates.len() >= 2, "fixtures found: {crates:?}");
+    assert!(crates.len() >= 4, "fixtures found: {crates:?}");
     for dir in crates {
         let (package, texts) = testing::fixture_package(&dir);
         testing::assert_annotations(
