@@ -580,6 +580,17 @@ const LOCAL_MUTATIONS: &[&str] = &[
     "reserve",
 ];
 
+/// Methods that append their arguments to the receiver.
+const APPENDERS: &[&str] = &[
+    "push_str",
+    "push",
+    "extend",
+    "extend_from_slice",
+    "append",
+    "write_str",
+    "write_fmt",
+];
+
 /// Macros that diverge.
 const DIVERGING_MACROS: &[&str] = &["panic", "bail", "unreachable", "todo", "unimplemented"];
 
@@ -763,6 +774,17 @@ impl<'a> Walker<'a, '_> {
             ExprKind::Index { base, .. } => self.assign(base, v),
             _ => {}
         }
+    }
+
+    /// Adds `v` to the local a receiver expression names (`key`, `&mut key`, `self.key`).
+    fn append_to(&mut self, dest: &'a Expr, v: Value) {
+        if v.is_empty() {
+            return;
+        }
+        let keep = self.branch_depth;
+        self.branch_depth += 1;
+        self.assign(dest, v);
+        self.branch_depth = keep;
     }
 
     // ------------------------------------------------------------ recording
@@ -1157,7 +1179,17 @@ impl<'a> Walker<'a, '_> {
         if let Some(op) = store_ops::classify(self, e) {
             return self.store_op(op);
         }
+        // A source method on a typed receiver: `generator.generate()` of a `ulid::Generator`.
+        if let Some(ty) = self.types.type_of(receiver).filter(|t| !t.is_local()) {
+            if let Some(src) = self.cx.catalog.sources.find(&ty.child(method)) {
+                return self.source(e.span, &format!("{}::{method}()", ty.last()), src.kind);
+            }
+        }
         self.method_sinks(receiver, method, method_span, args, &arg_vals);
+        if APPENDERS.contains(&method) {
+            // `key.push_str(&id)`: the receiver now holds the argument too.
+            self.append_to(receiver, Value::joined(arg_vals.iter().cloned()));
+        }
         if let Some(id) = self.callee(e) {
             return self.apply(id, e, Some(rv), args, arg_vals);
         }
@@ -1316,7 +1348,8 @@ impl<'a> Walker<'a, '_> {
                 parts.map(|p| KeyDesc::combine("key", &p))
             }
         };
-        let guard_key = op.access == Access::Claim || op.dedupe_table && op.access.is_write();
+        let guard_key = op.keys_certain
+            && (op.access == Access::Claim || op.dedupe_table && op.access.is_write());
         if guard_key {
             for (k, v) in op.keys.iter().zip(key_vals) {
                 self.key_use(SinkKind::GuardKey(op.command.clone()), k.span, v, None);
@@ -1396,6 +1429,12 @@ impl<'a> Walker<'a, '_> {
             );
         }
         let vals = self.eval_args(&m.args);
+        if matches!(name, "write" | "writeln") {
+            // `write!(key, "{}", id)` writes into its first argument.
+            if let Some(dest) = m.args.first() {
+                self.append_to(dest, Value::joined(vals.iter().skip(1).cloned()));
+            }
+        }
         if FORMAT_MACROS.contains(&name) {
             let v = Value::joined(vals);
             return v.stepped(|| Step {

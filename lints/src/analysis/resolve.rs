@@ -308,7 +308,8 @@ impl Resolver {
                 return self.resolve_use_path(target, module, &joined, depth + 1);
             }
             if scope.items.contains(first) {
-                return local(target, &[&module[1.min(module.len())..], segs].concat());
+                let segs = [&module[1.min(module.len())..], segs].concat();
+                return self.local_path(target, &segs, depth);
             }
             for glob in &scope.globs {
                 if let Some(found) = self.resolve_through_glob(target, module, glob, segs, depth) {
@@ -369,7 +370,8 @@ impl Resolver {
                     .get(&(target, module.to_vec()))
                     .is_some_and(|s| s.items.contains(first));
                 if local_item {
-                    local(target, &[&module[1.min(module.len())..], segs].concat())
+                    let segs = [&module[1.min(module.len())..], segs].concat();
+                    self.local_path(target, &segs, depth)
                 } else {
                     self.crate_path(target, first, &segs[1..], depth)
                 }
@@ -395,9 +397,8 @@ impl Resolver {
                     .collect();
                 let scope = self.scopes.get(&(*t, key))?;
                 if scope.items.contains(first) || scope.uses.contains_key(first) {
-                    let mut p = base;
-                    p.segments.extend(segs.iter().cloned());
-                    return Some(p);
+                    let segs: Vec<String> = base.segments.iter().chain(segs).cloned().collect();
+                    return Some(self.local_path(*t, &segs, depth + 1));
                 }
                 None
             }

@@ -87,6 +87,10 @@ pub struct StoreOp<'a> {
     pub locking: bool,
     /// A SQL insert into a table named like a dedupe/idempotency table.
     pub dedupe_table: bool,
+    /// Whether `keys` are certainly the key the store compares: a Redis key, a DynamoDB
+    /// key attribute, a SQL conflict target, `WHERE` placeholders or a dedupe table's key
+    /// column. False for a guess (an `INSERT` whose unique column is not in the text).
+    pub keys_certain: bool,
 }
 
 /// What [`classify`] needs from the code around the expression.
@@ -251,6 +255,7 @@ fn redis_method<'a>(
         span,
         locking: false,
         dedupe_table: false,
+        keys_certain: true,
     })
 }
 
@@ -365,6 +370,7 @@ fn redis_cmd<'a>(env: &dyn OpEnv, receiver: &'a Expr, span: Span) -> Option<Stor
         span,
         locking: false,
         dedupe_table: false,
+        keys_certain: true,
     })
 }
 
@@ -491,6 +497,7 @@ fn dynamodb<'a>(env: &dyn OpEnv, receiver: &'a Expr, span: Span) -> Option<Store
         span,
         locking: false,
         dedupe_table: false,
+        keys_certain: true,
     })
 }
 
@@ -607,6 +614,9 @@ fn sql_statement_op(root: SqlRoot<'_>, span: Span) -> StoreOp<'_> {
         span,
         locking: st.locking,
         dedupe_table: st.verb == SqlVerb::Insert && st.is_dedupe_table(),
+        keys_certain: st.verb != SqlVerb::Insert
+            || !st.conflict_columns.is_empty()
+            || st.is_dedupe_table(),
     }
 }
 

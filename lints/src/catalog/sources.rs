@@ -20,13 +20,13 @@ pub enum SourceKind {
 }
 
 impl SourceKind {
-    /// "a random id", "the current time", ...: what the key was made from.
+    /// The label at the source: "a random id is made here", "the clock is read here".
     pub fn describe(self) -> &'static str {
         match self {
-            SourceKind::RandomId => "a random id",
-            SourceKind::Clock => "the current time",
-            SourceKind::Random => "a random value",
-            SourceKind::Configured => "a configured nondeterministic source",
+            SourceKind::RandomId => "a random id is made here, a new one on every run",
+            SourceKind::Clock => "the clock is read here, a new value on every run",
+            SourceKind::Random => "a random value is drawn here, a new one on every run",
+            SourceKind::Configured => "a configured nondeterministic source is called here",
         }
     }
 }

@@ -1,11 +1,15 @@
 //! One module per lint, each opening with its documentation. [`ALL`] lists every lint and
 //! [`PASSES`] the checks that report them.
 
+pub mod check_then_act;
+pub mod nondeterministic_key;
 pub mod unguarded_entry_point;
 
 use crate::context::LintContext;
 use crate::lint::{Lint, PARSE_ERROR};
-use unguarded_entry_point::UNGUARDED_ENTRY_POINT;
+pub use check_then_act::CHECK_THEN_ACT;
+pub use nondeterministic_key::NONDETERMINISTIC_KEY;
+pub use unguarded_entry_point::UNGUARDED_ENTRY_POINT;
 
 /// A check over a package that reports the listed lints.
 pub struct LintPass {
@@ -14,12 +18,27 @@ pub struct LintPass {
 }
 
 /// Every lint, the input lints first, then the idempotency lints in DESIGN.md's order.
-pub static ALL: &[&Lint] = &[&PARSE_ERROR, &UNGUARDED_ENTRY_POINT];
+pub static ALL: &[&Lint] = &[
+    &PARSE_ERROR,
+    &NONDETERMINISTIC_KEY,
+    &CHECK_THEN_ACT,
+    &UNGUARDED_ENTRY_POINT,
+];
 
-pub static PASSES: &[LintPass] = &[LintPass {
-    lints: &[&UNGUARDED_ENTRY_POINT],
-    check: unguarded_entry_point::check,
-}];
+pub static PASSES: &[LintPass] = &[
+    LintPass {
+        lints: &[&NONDETERMINISTIC_KEY],
+        check: nondeterministic_key::check,
+    },
+    LintPass {
+        lints: &[&CHECK_THEN_ACT],
+        check: check_then_act::check,
+    },
+    LintPass {
+        lints: &[&UNGUARDED_ENTRY_POINT],
+        check: unguarded_entry_point::check,
+    },
+];
 
 /// The lint called `name` (`check_then_act`; an `idem::` prefix is accepted).
 pub fn find(name: &str) -> Option<&'static Lint> {

@@ -1,0 +1,126 @@
+//! Runs this branch's lints over crate directories and prints every finding with its labels,
+//! for reading the findings on real crates: `cargo run -p idem-lints --example lint_dir --
+//! DIR...` (each DIR holds `Cargo.toml` and `src/`). Files that do not parse are skipped.
+
+use idem_lints::model::{lower_file, FileId, FileModel, Package, TargetInfo};
+use idem_lints::testing::line_of;
+use idem_lints::Settings;
+use std::path::{Path, PathBuf};
+
+fn main() {
+    let mut total = 0;
+    for dir in std::env::args().skip(1) {
+        let dir = PathBuf::from(dir);
+        let (package, texts) = load(&dir);
+        let diags = idem_lints::testing::check(&package, &Settings::default());
+        println!(
+            "== {} ({} files): {} findings",
+            dir.display(),
+            texts.len(),
+            diags.len()
+        );
+        total += diags.len();
+        for d in &diags {
+            let at = |s: idem_lints::model::Span| {
+                let f = &package.files[s.file.0 as usize];
+                let text = &texts[s.file.0 as usize];
+                let line = line_of(text, s.lo);
+                let snippet = text.lines().nth(line - 1).unwrap_or("").trim();
+                format!("{}:{line}: {snippet}", f.path.display())
+            };
+            println!("{}: {}", d.lint.name, d.message);
+            println!(
+                "   --> {}  [{}]",
+                at(d.span),
+                d.label.as_deref().unwrap_or("")
+            );
+            for l in &d.labels {
+                println!("   - {}  [{}]", at(l.span), l.message);
+            }
+            for h in &d.help {
+                println!("   = help: {h}");
+            }
+        }
+    }
+    println!("total findings: {total}");
+}
+
+fn load(dir: &Path) -> (Package, Vec<String>) {
+    let manifest = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap_or_default();
+    let mut paths = Vec::new();
+    collect(&dir.join("src"), &mut paths);
+    paths.sort();
+    let mut files: Vec<FileModel> = Vec::new();
+    let mut texts = Vec::new();
+    for p in paths {
+        let Ok(text) = std::fs::read_to_string(&p) else {
+            continue;
+        };
+        let rel = p.strip_prefix(dir.join("src")).unwrap();
+        let id = FileId(files.len() as u32);
+        if let Ok(mut m) = lower_file(&text, id, module_of(rel), false) {
+            m.path = p.clone();
+            files.push(m);
+            texts.push(text);
+        }
+    }
+    let deps = manifest
+        .lines()
+        .scan(false, |in_deps, line| {
+            let line = line.trim();
+            if line.starts_with('[') {
+                *in_deps = line.contains("dependencies");
+                return Some(None);
+            }
+            Some(if *in_deps {
+                line.split_once('=')
+                    .map(|(k, _)| k.trim().trim_matches('"').replace('-', "_"))
+            } else {
+                None
+            })
+        })
+        .flatten()
+        .collect();
+    let name = dir.file_name().unwrap().to_string_lossy().into_owned();
+    let package = Package {
+        name: name.clone(),
+        dependencies: deps,
+        targets: vec![TargetInfo {
+            name: name.replace('-', "_"),
+            kind: vec!["lib".into()],
+            root: dir.join("src/lib.rs"),
+        }],
+        files,
+    };
+    (package, texts)
+}
+
+fn collect(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in rd.flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            collect(&p, out);
+        } else if p.extension().is_some_and(|x| x == "rs") {
+            out.push(p);
+        }
+    }
+}
+
+fn module_of(rel: &Path) -> Vec<String> {
+    let mut module = vec!["crate".to_owned()];
+    let parts: Vec<String> = rel
+        .iter()
+        .map(|p| p.to_string_lossy().into_owned())
+        .collect();
+    for (i, part) in parts.iter().enumerate() {
+        let stem = part.trim_end_matches(".rs");
+        if i + 1 == parts.len() && matches!(stem, "lib" | "main" | "mod") {
+            break;
+        }
+        module.push(stem.to_owned());
+    }
+    module
+}
