@@ -1366,6 +1366,7 @@ impl<'a> Walker<'a, '_> {
             value_is_marker,
             locking: op.locking,
             dedupe_table: op.dedupe_table,
+            shape: op.shape,
             span: op.span,
         };
         let i = self.event(access, op.span, None);

@@ -47,6 +47,23 @@ pub struct SqlStatement {
     pub returning: bool,
     /// Number of distinct placeholders.
     pub params: usize,
+    /// Columns given a value: `UPDATE .. SET` (and `DO UPDATE SET`) assignments, `INSERT`
+    /// columns with their `VALUES` item.
+    pub assigned: Vec<(String, Assigned)>,
+}
+
+/// The value a statement gives a column.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Assigned {
+    /// A literal: `'done'`, `true`, `1`.
+    Literal(String),
+    /// A placeholder (0-based bind index).
+    Param(usize),
+    /// A function call: `now()`.
+    Call(String),
+    /// An expression of the column itself: `balance = balance + $1`.
+    SelfRef,
+    Other,
 }
 
 impl SqlStatement {
@@ -148,7 +165,8 @@ enum Tok {
     /// A placeholder with its 0-based bind index.
     Param(usize),
     Op(String),
-    Str,
+    /// A string literal's content.
+    Str(String),
 }
 
 fn tokenize(text: &str) -> (Vec<Tok>, usize) {
@@ -175,6 +193,7 @@ fn tokenize(text: &str) -> (Vec<Tok>, usize) {
             }
             b'\'' => {
                 i += 1;
+                let start = i;
                 while i < b.len() {
                     if b[i] == b'\'' {
                         if b.get(i + 1) == Some(&b'\'') {
@@ -185,8 +204,8 @@ fn tokenize(text: &str) -> (Vec<Tok>, usize) {
                     }
                     i += 1;
                 }
+                out.push(Tok::Str(text[start..i.min(b.len())].replace("''", "'")));
                 i += 1;
-                out.push(Tok::Str);
             }
             b'(' => {
                 out.push(Tok::Open);
@@ -309,6 +328,7 @@ pub fn parse(text: &str) -> SqlStatement {
             || all_words.iter().any(|w| w.starts_with("pg_advisory")),
         returning: all_words.contains(&"returning"),
         params,
+        assigned: Vec::new(),
     };
     match verb {
         SqlVerb::Insert => {
@@ -318,6 +338,7 @@ pub fn parse(text: &str) -> SqlStatement {
             }
             if let Some(into) = into {
                 st.columns = insert_columns(&toks, into + 2);
+                st.assigned = insert_values(&toks, into + 2);
             }
             let ignore = has_seq(&["insert", "ignore"]) || has_seq(&["or", "ignore"]);
             let replace = verb_word == "replace" || has_seq(&["or", "replace"]);
@@ -355,6 +376,9 @@ pub fn parse(text: &str) -> SqlStatement {
         }
         SqlVerb::Other => {}
     }
+    for set in top_after(verb_at).filter(|&i| is_word(i, "set")) {
+        st.assigned.extend(set_clause(&toks, set + 1));
+    }
     if let Some(w) = top_after(verb_at).find(|&i| is_word(i, "where")) {
         let end = top_after(w)
             .find(|&i| {
@@ -379,6 +403,96 @@ pub fn parse(text: &str) -> SqlStatement {
         });
     }
     st
+}
+
+/// `a = 'done', b = b + $1, c = now()` from `at` to the end of the clause.
+fn set_clause(toks: &[Tok], at: usize) -> Vec<(String, Assigned)> {
+    let mut out = Vec::new();
+    let mut i = at;
+    while let (Some(Tok::Word(col)), Some(Tok::Op(eq))) = (toks.get(i), toks.get(i + 1)) {
+        if eq != "=" {
+            break;
+        }
+        let col = table_name(col);
+        let mut depth = 0;
+        let mut j = i + 2;
+        while let Some(t) = toks.get(j) {
+            match t {
+                Tok::Open => depth += 1,
+                Tok::Close if depth == 0 => break,
+                Tok::Close => depth -= 1,
+                Tok::Comma if depth == 0 => break,
+                Tok::Word(w)
+                    if depth == 0 && matches!(w.as_str(), "where" | "returning" | "from") =>
+                {
+                    break
+                }
+                _ => {}
+            }
+            j += 1;
+        }
+        out.push((col.clone(), assigned(&toks[i + 2..j], &col)));
+        if toks.get(j) != Some(&Tok::Comma) {
+            break;
+        }
+        i = j + 1;
+    }
+    out
+}
+
+/// What one value expression gives column `col`.
+fn assigned(expr: &[Tok], col: &str) -> Assigned {
+    // `EXCLUDED.col` is the new row's value, not the stored one.
+    let refers_to_col = expr
+        .iter()
+        .any(|t| matches!(t, Tok::Word(w) if !w.starts_with("excluded.") && table_name(w) == col));
+    match expr {
+        _ if refers_to_col => Assigned::SelfRef,
+        [Tok::Str(s)] => Assigned::Literal(s.clone()),
+        [Tok::Word(w)] if matches!(w.as_str(), "true" | "false") || w.parse::<f64>().is_ok() => {
+            Assigned::Literal(w.clone())
+        }
+        [Tok::Param(p)] => Assigned::Param(*p),
+        [Tok::Word(f), Tok::Open, ..] => Assigned::Call(f.clone()),
+        [Tok::Word(w)] if matches!(w.as_str(), "current_timestamp" | "now") => {
+            Assigned::Call(w.clone())
+        }
+        _ => Assigned::Other,
+    }
+}
+
+/// `(a, b) VALUES ($1, 'done')`: each column with its value.
+fn insert_values(toks: &[Tok], at: usize) -> Vec<(String, Assigned)> {
+    let cols: Vec<String> = insert_columns(toks, at)
+        .into_iter()
+        .map(|(c, _)| c)
+        .collect();
+    let Some(values) = (at..toks.len()).find(|&i| word(toks.get(i)) == Some("values")) else {
+        return Vec::new();
+    };
+    if toks.get(values + 1) != Some(&Tok::Open) {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    let (mut depth, mut start, mut col) = (0, values + 2, 0);
+    for j in values + 2..toks.len() {
+        match &toks[j] {
+            Tok::Open => depth += 1,
+            Tok::Close | Tok::Comma if depth == 0 => {
+                if let Some(c) = cols.get(col) {
+                    out.push((c.clone(), assigned(&toks[start..j], c)));
+                }
+                col += 1;
+                start = j + 1;
+                if toks[j] == Tok::Close {
+                    break;
+                }
+            }
+            Tok::Close => depth -= 1,
+            _ => {}
+        }
+    }
+    out
 }
 
 /// `(a, b, c) VALUES ($1, $2, now())` starting at the `(` after the table.
@@ -477,6 +591,27 @@ mod tests {
         let c = parse("WITH x AS (SELECT id FROM a) INSERT INTO b (id) SELECT id FROM x");
         assert_eq!((c.verb, c.table.as_deref()), (SqlVerb::Insert, Some("b")));
         assert!(looks_like_sql("  select 1"));
+        let u = parse("UPDATE accounts SET balance = balance + $1, status = 'done', seen_at = now() WHERE id = $2");
+        assert_eq!(
+            u.assigned,
+            vec![
+                ("balance".to_owned(), Assigned::SelfRef),
+                ("status".to_owned(), Assigned::Literal("done".to_owned())),
+                ("seen_at".to_owned(), Assigned::Call("now".to_owned())),
+            ]
+        );
+        let i = parse("INSERT INTO processed (id, status, at) VALUES ($1, 'it''s done', now())");
+        assert_eq!(
+            i.assigned,
+            vec![
+                ("id".to_owned(), Assigned::Param(0)),
+                (
+                    "status".to_owned(),
+                    Assigned::Literal("it's done".to_owned())
+                ),
+                ("at".to_owned(), Assigned::Call("now".to_owned())),
+            ]
+        );
         assert!(!looks_like_sql("hello world"));
     }
 }

@@ -19,7 +19,7 @@
 //! Without evidence, a `get`/`set` is not a store operation.
 
 use super::resolve::DefPath;
-use super::sql::{self, OnConflict, SqlStatement, SqlVerb};
+use super::sql::{self, Assigned, OnConflict, SqlStatement, SqlVerb};
 use crate::model::ir::{Expr, ExprKind, Path};
 use crate::model::Span;
 
@@ -91,6 +91,8 @@ pub struct StoreOp<'a> {
     /// key attribute, a SQL conflict target, `WHERE` placeholders or a dedupe table's key
     /// column. False for a guess (an `INSERT` whose unique column is not in the text).
     pub keys_certain: bool,
+    /// What the write records (a done status, an increment).
+    pub shape: WriteShape,
 }
 
 /// What [`classify`] needs from the code around the expression.
@@ -256,6 +258,7 @@ fn redis_method<'a>(
         locking: false,
         dedupe_table: false,
         keys_certain: true,
+        shape: WriteShape::of_redis_value(env, value_idx.and_then(|i| args.get(i))),
     })
 }
 
@@ -371,6 +374,7 @@ fn redis_cmd<'a>(env: &dyn OpEnv, receiver: &'a Expr, span: Span) -> Option<Stor
         locking: false,
         dedupe_table: false,
         keys_certain: true,
+        shape: WriteShape::of_redis_value(env, value.and_then(|i| args.get(i).copied())),
     })
 }
 
@@ -487,6 +491,13 @@ fn dynamodb<'a>(env: &dyn OpEnv, receiver: &'a Expr, span: Span) -> Option<Store
             (access, keys, values)
         }
     };
+    let update_text = setter("update_expression")
+        .chain(setter("set_update_expression"))
+        .find_map(|(_, a)| a.first().and_then(|e| env.string_of(e)));
+    let attributes: Vec<(Option<String>, &Expr)> = pairs("item")
+        .chain(pairs("expression_attribute_values"))
+        .collect();
+    let shape = WriteShape::of_dynamodb(env, update_text.as_deref(), &attributes);
     Some(StoreOp {
         store: Store::DynamoDb,
         access,
@@ -498,6 +509,7 @@ fn dynamodb<'a>(env: &dyn OpEnv, receiver: &'a Expr, span: Span) -> Option<Store
         locking: false,
         dedupe_table: false,
         keys_certain: true,
+        shape,
     })
 }
 
@@ -571,10 +583,10 @@ fn sql_op<'a>(
         }
         None => return None,
     };
-    Some(sql_statement_op(root, span))
+    Some(sql_statement_op(env, root, span))
 }
 
-fn sql_statement_op(root: SqlRoot<'_>, span: Span) -> StoreOp<'_> {
+fn sql_statement_op<'a>(env: &dyn OpEnv, root: SqlRoot<'a>, span: Span) -> StoreOp<'a> {
     let st: SqlStatement = sql::parse(&root.text);
     let access = match st.verb {
         SqlVerb::Select => Access::Read,
@@ -614,6 +626,7 @@ fn sql_statement_op(root: SqlRoot<'_>, span: Span) -> StoreOp<'_> {
         span,
         locking: st.locking,
         dedupe_table: st.verb == SqlVerb::Insert && st.is_dedupe_table(),
+        shape: WriteShape::of_sql(env, &st, &root.binds),
         keys_certain: st.verb != SqlVerb::Insert
             || !st.conflict_columns.is_empty()
             || st.is_dedupe_table(),
@@ -704,6 +717,143 @@ fn param_list(e: &Expr) -> Vec<&Expr> {
         ExprKind::Array(items) | ExprKind::Tuple(items) => items.iter().collect(),
         ExprKind::Macro(m) => m.args.iter().collect(),
         _ => vec![],
+    }
+}
+
+// ---------------------------------------------------------------- what a write records
+
+/// What a write records, which tells a completion mark ("this key is done") from a business
+/// write, and a naturally idempotent write from one a retry must not repeat.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct WriteShape {
+    /// Sets a status to a done-like value (`status = 'done'`, `"COMPLETED"`), or a
+    /// processed/completed timestamp or flag (`processed_at = now()`).
+    pub marks_done: bool,
+    /// Adds to what is stored (`balance = balance + $1`, DynamoDB `ADD`): repeating it
+    /// changes the result.
+    pub increments: bool,
+}
+
+/// Values that say "finished".
+const DONE_VALUES: &[&str] = &[
+    "done",
+    "processed",
+    "completed",
+    "complete",
+    "succeeded",
+    "success",
+    "finished",
+    "sent",
+    "handled",
+    "delivered",
+    "applied",
+    "fulfilled",
+];
+
+fn is_done_value(v: &str) -> bool {
+    let v = v.trim().to_ascii_lowercase();
+    DONE_VALUES.contains(&v.as_str())
+}
+
+fn is_status_name(name: &str) -> bool {
+    let n = name.trim_start_matches(['#', ':']).to_ascii_lowercase();
+    n == "status" || n == "state" || n.ends_with("_status") || n.ends_with("_state")
+}
+
+/// Columns and attributes whose setting, to anything, records completion.
+fn is_completion_name(name: &str) -> bool {
+    let n = name.trim_start_matches(['#', ':']).to_ascii_lowercase();
+    let stem = n
+        .trim_start_matches("is_")
+        .trim_end_matches("_at")
+        .trim_end_matches("_on");
+    [
+        "processed",
+        "completed",
+        "done",
+        "finished",
+        "handled",
+        "delivered",
+    ]
+    .contains(&stem)
+}
+
+/// Whether `e` holds a done-like value: a string literal, a local bound to one, or an enum
+/// variant (`JobStatus::Done`).
+fn holds_done_value(env: &dyn OpEnv, e: &Expr) -> bool {
+    if env.string_of(e).is_some_and(|s| is_done_value(&s)) {
+        return true;
+    }
+    let mut found = false;
+    e.walk(&mut |x| match &x.kind {
+        ExprKind::Lit(crate::model::ir::Lit::Str(s)) => found |= is_done_value(s),
+        ExprKind::Path(p) if p.segments.len() > 1 => found |= is_done_value(p.last()),
+        _ => {}
+    });
+    found
+}
+
+impl WriteShape {
+    /// `SET key "done"`.
+    fn of_redis_value(env: &dyn OpEnv, value: Option<&Expr>) -> WriteShape {
+        WriteShape {
+            marks_done: value.is_some_and(|v| holds_done_value(env, v)),
+            increments: false,
+        }
+    }
+
+    /// An `UPDATE`'s assignments or an `INSERT`'s values, with the bound expressions.
+    fn of_sql(env: &dyn OpEnv, st: &SqlStatement, binds: &[&Expr]) -> WriteShape {
+        let done = |col: &str, v: &Assigned| match v {
+            _ if is_completion_name(col) => {
+                !matches!(v, Assigned::Literal(l) if l == "false" || l == "null")
+            }
+            Assigned::Literal(l) => is_status_name(col) && is_done_value(l),
+            Assigned::Param(p) => {
+                is_status_name(col) && binds.get(*p).is_some_and(|b| holds_done_value(env, b))
+            }
+            _ => false,
+        };
+        WriteShape {
+            marks_done: st.assigned.iter().any(|(c, v)| done(c, v)),
+            increments: st.assigned.iter().any(|(_, v)| *v == Assigned::SelfRef),
+        }
+    }
+
+    /// A DynamoDB item or update: status attributes set to done-like values, `ADD` or
+    /// `x = x + :n` updates.
+    fn of_dynamodb(
+        env: &dyn OpEnv,
+        update: Option<&str>,
+        attributes: &[(Option<String>, &Expr)],
+    ) -> WriteShape {
+        let text = update.unwrap_or("").to_ascii_lowercase();
+        let words: Vec<&str> = text
+            .split(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '#' | ':')))
+            .filter(|w| !w.is_empty())
+            .collect();
+        // `ADD n :inc`, or `SET n = n + :inc` / `SET n = if_not_exists(n, :z) + :inc`.
+        let increments = words.contains(&"add")
+            || text.split(',').any(|part| {
+                part.split_once('=').is_some_and(|(lhs, rhs)| {
+                    let lhs = lhs.trim().trim_start_matches("set").trim();
+                    rhs.contains('+') && rhs.contains(lhs) && !lhs.is_empty()
+                })
+            });
+        let status_in_update = words
+            .iter()
+            .any(|w| is_status_name(w) || is_completion_name(w));
+        let marks_done = attributes.iter().any(|(name, v)| {
+            let named = name
+                .as_deref()
+                .is_some_and(|n| is_status_name(n) || is_completion_name(n));
+            let by_name = name.as_deref().is_some_and(is_completion_name);
+            by_name || (named || status_in_update) && holds_done_value(env, v)
+        });
+        WriteShape {
+            marks_done,
+            increments,
+        }
     }
 }
 
@@ -834,6 +984,62 @@ mod tests {
                 (Store::Sql, Claim, "UPDATE jobs".into(), 1),
                 (Store::Sql, Upsert, "INSERT INTO seen".into(), 1),
             ]
+        );
+    }
+
+    /// The write shapes of the statements of `f`'s body, as (marks_done, increments).
+    fn shapes(deps: &[&'static str], body: &str) -> Vec<(bool, bool)> {
+        let src = format!("async fn f() {{ {body} }}");
+        let file = lower_file(&src, FileId(0), vec!["crate".into()], false).unwrap();
+        let env = Env {
+            deps: deps.to_vec(),
+        };
+        let mut out = Vec::new();
+        file.fns[0].body.as_ref().unwrap().walk(&mut |e| {
+            if let Some(op) = classify(&env, e) {
+                out.push((op.shape.marks_done, op.shape.increments));
+            }
+        });
+        out
+    }
+
+    #[test]
+    fn writes_know_whether_they_mark_done_or_increment() {
+        let sql = shapes(
+            &["sqlx"],
+            r#"sqlx::query("UPDATE jobs SET status = 'done' WHERE id = $1").bind(id).execute(&pool).await?;
+               sqlx::query("UPDATE events SET processed_at = now() WHERE id = $1").bind(id).execute(&pool).await?;
+               sqlx::query("UPDATE jobs SET status = $1 WHERE id = $2").bind(JobStatus::Completed).bind(id).execute(&pool).await?;
+               sqlx::query("UPDATE accounts SET balance = balance + $1 WHERE id = $2").bind(n).bind(id).execute(&pool).await?;
+               sqlx::query("UPDATE accounts SET balance = $1 WHERE id = $2").bind(n).bind(id).execute(&pool).await?;
+               sqlx::query("INSERT INTO t (id, n) VALUES ($1, $2) ON CONFLICT (id) DO UPDATE SET n = EXCLUDED.n").bind(id).bind(n).execute(&pool).await?;"#,
+        );
+        assert_eq!(
+            sql,
+            vec![
+                (true, false),
+                (true, false),
+                (true, false),
+                (false, true),
+                (false, false),
+                (false, false)
+            ]
+        );
+        let redis = shapes(
+            &["redis"],
+            r#"conn.set(&key, "done").await?; conn.set(&key, payload).await?;"#,
+        );
+        assert_eq!(redis, vec![(true, false), (false, false)]);
+        let ddb = shapes(
+            &["aws_sdk_dynamodb"],
+            r#"ddb.update_item().table_name("balances").key("pk", k).update_expression("ADD points :n").expression_attribute_values(":n", n).send().await?;
+               ddb.put_item().table_name("requests").item("pk", k).item("status", AttributeValue::S("COMPLETED".into())).send().await?;
+               ddb.update_item().table_name("t").key("pk", k).update_expression("SET total = total + :n").send().await?;
+               ddb.put_item().table_name("orders").item("pk", k).item("total", n).send().await?;"#,
+        );
+        assert_eq!(
+            ddb,
+            vec![(false, true), (true, false), (false, true), (false, false)]
         );
     }
 }

@@ -18,7 +18,7 @@
 use super::callgraph::CallGraph;
 use super::flow::{self, Callees, FlowCx, FnFlow, FnId, KeyDesc, Source, Trail};
 use super::resolve::Resolver;
-use super::store_ops::{Access, Store};
+use super::store_ops::{Access, Store, WriteShape};
 use super::types::Types;
 use crate::catalog::{Catalog, SinkKind};
 use crate::model::{Package, Span};
@@ -45,6 +45,8 @@ pub struct StoreAccess {
     pub locking: bool,
     /// A write into a table named like a dedupe table.
     pub dedupe_table: bool,
+    /// What the write records (a done status, an increment).
+    pub shape: WriteShape,
     /// The operation itself (in the function that performs it).
     pub span: Span,
 }
