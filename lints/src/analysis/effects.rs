@@ -1,8 +1,8 @@
 //! Side effects a duplicate delivery repeats: calls that change something outside the
 //! process. An AWS SDK operation that is not a read (`send_email`, `publish`, `create_job`),
 //! an HTTP request that is not a `GET`, an e-mail sent through `lettre`, a payment API call,
-//! a store write found by [`super::store_ops`], or a fn named in configuration; and, over the
-//! call graph, every fn that reaches one.
+//! a store write that changes the state again when repeated (an increment, a plain insert),
+//! or a fn named in configuration; and, over the call graph, every fn that reaches one.
 //!
 //! Reads (`get_item`, `list_*`, `describe_*`, HTTP `GET`) are not effects: repeating them is
 //! harmless.
@@ -148,12 +148,13 @@ fn direct_effect(
 ) -> Option<Effect> {
     let (file, f) = id.def(package);
     let body = f.body.as_ref()?;
+    // A write that is harmless to repeat (an upsert, `SET x = value`, a completion mark's
+    // status) is no effect a duplicate must not repeat.
     let write = summaries.flow(id).store_events.iter().find(|ev| {
         ev.via.is_none()
-            && matches!(
-                ev.access.access,
-                Access::Write | Access::Upsert | Access::Delete
-            )
+            && matches!(ev.access.access, Access::Write | Access::Upsert)
+            && ev.access.changes_on_repeat()
+            && !ev.access.dedupe_table
     });
     let mut found: Option<Effect> = write.map(|ev| Effect {
         span: ev.span,

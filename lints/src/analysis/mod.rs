@@ -14,6 +14,7 @@
 //!   with [`Analysis::summaries`].
 
 pub mod callgraph;
+pub mod completion;
 pub mod dominance;
 pub mod effects;
 pub mod entry;

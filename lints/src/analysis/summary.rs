@@ -51,6 +51,18 @@ pub struct StoreAccess {
     pub span: Span,
 }
 
+impl StoreAccess {
+    /// Whether running the write twice leaves a different state than running it once: an
+    /// increment, or a plain `INSERT` (a second row, or a failure). Upserts, `SET x = value`
+    /// updates, overwriting puts and deletes are naturally idempotent.
+    pub fn changes_on_repeat(&self) -> bool {
+        let plain_insert = self.store == Store::Sql
+            && self.access == Access::Write
+            && self.command.starts_with("INSERT");
+        self.shape.increments || plain_insert
+    }
+}
+
 /// A parameter that reaches a key sink inside the function (or a callee).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ParamSink {

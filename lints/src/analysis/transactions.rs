@@ -15,6 +15,7 @@
 //! database client; an executor that is neither a handle nor a parameter is "another
 //! connection" ([`Executor::Other`]).
 
+use super::flow::FnId;
 use crate::model::ir::{Expr, ExprKind, Pat};
 use crate::model::{FnDef, Package, Span};
 
@@ -58,6 +59,8 @@ pub enum Executor {
     Param(usize),
     /// On a connection, pool or client named so (`pool`, `self.db`): autocommit.
     Other(String),
+    /// In a transaction of the called helper, committed before it returns.
+    InCallee(FnId),
     /// Not known.
     Unknown,
 }
@@ -66,6 +69,7 @@ pub enum Executor {
 #[derive(Debug, Clone, Default)]
 pub struct Transactions {
     pub txs: Vec<Tx>,
+    /// The fn's parameters that can carry the caller's transaction (not pools).
     params: Vec<Option<String>>,
 }
 
@@ -125,10 +129,12 @@ impl Transactions {
     pub fn of_fn(package: &Package, f: &FnDef) -> Transactions {
         let mut out = Transactions {
             txs: Vec::new(),
+            // A pool parameter hands out autocommit connections, whatever the caller has: a
+            // write on it is on "another connection", not the caller's transaction.
             params: f
                 .params
                 .iter()
-                .map(|p| p.pat.simple_name().map(str::to_owned))
+                .map(|p| p.pat.simple_name().filter(|_| !is_pool_type(&p.ty)).map(str::to_owned))
                 .collect(),
         };
         let Some(body) = &f.body else {
@@ -266,6 +272,14 @@ impl Transactions {
             None => Executor::Unknown,
         }
     }
+}
+
+/// `&PgPool`, `Pool<Postgres>`, `&DatabaseConnection` (sea-orm's pool), `deadpool_postgres::Pool`.
+fn is_pool_type(ty: &crate::model::ir::Type) -> bool {
+    ty.core_path().is_some_and(|p| {
+        let last = p.last();
+        last.ends_with("Pool") || last == "DatabaseConnection"
+    })
 }
 
 /// `pool.begin().await?`, `client.transaction().await?`, `conn.transaction()?`,
@@ -446,7 +460,8 @@ mod tests {
                 Executor::Tx(TxId(0)),
                 Executor::Tx(TxId(0)),
                 Executor::Tx(TxId(0)),
-                Executor::Param(0),
+                // A pool parameter autocommits whatever the caller holds.
+                Executor::Other("pool".into()),
                 Executor::Param(1),
             ]
         );

@@ -2,12 +2,14 @@
 //! [`PASSES`] the checks that report them.
 
 pub mod check_then_act;
+pub mod mark_outside_transaction;
 pub mod nondeterministic_key;
 pub mod unguarded_entry_point;
 
 use crate::context::LintContext;
 use crate::lint::{Lint, PARSE_ERROR};
 pub use check_then_act::CHECK_THEN_ACT;
+pub use mark_outside_transaction::MARK_OUTSIDE_TRANSACTION;
 pub use nondeterministic_key::NONDETERMINISTIC_KEY;
 pub use unguarded_entry_point::UNGUARDED_ENTRY_POINT;
 
@@ -23,6 +25,7 @@ pub static ALL: &[&Lint] = &[
     &NONDETERMINISTIC_KEY,
     &CHECK_THEN_ACT,
     &UNGUARDED_ENTRY_POINT,
+    &MARK_OUTSIDE_TRANSACTION,
 ];
 
 pub static PASSES: &[LintPass] = &[
@@ -37,6 +40,10 @@ pub static PASSES: &[LintPass] = &[
     LintPass {
         lints: &[&UNGUARDED_ENTRY_POINT],
         check: unguarded_entry_point::check,
+    },
+    LintPass {
+        lints: &[&MARK_OUTSIDE_TRANSACTION],
+        check: mark_outside_transaction::check,
     },
 ];
 

@@ -1,0 +1,301 @@
+//! Completion marks and business writes: what a function writes, whether each write records a
+//! key as processed (a mark) or is the work itself, and on which connection or transaction it
+//! runs, directly or through crate helpers.
+//!
+//! A write is a completion mark when it
+//! - writes to a table that the crate claims somewhere (the guard's table: `INSERT .. ON
+//!   CONFLICT DO NOTHING` into `processed_events`, then `UPDATE processed_events ..`), or to a
+//!   Redis key the same function claims;
+//! - inserts into a table named like a dedupe table (`processed_messages`, `inbox`);
+//! - sets a status to a done-like value or a completion timestamp ([`WriteShape`]);
+//! - is a call of a helper whose writes are all marks, or of a fn named in configuration
+//!   (`[lints.mark_outside_transaction] marks`).
+//!
+//! Every other write is a business write; it is naturally idempotent unless it increments or
+//! inserts a new row (an upsert, `SET x = value`, a DynamoDB `put_item` overwrite, a delete
+//! can run twice with the same result).
+
+use super::callgraph::{CallGraph, CallKind};
+use super::entry::names_fn;
+use super::flow::FnId;
+use super::resolve::Resolver;
+use super::sql::is_dedupe_table_name;
+use super::store_ops::{Access, Store, WriteShape};
+use super::summary::{StoreAccess, Summaries};
+use super::transactions::{base_name, Executor, Transactions};
+use crate::model::ir::{Expr, ExprKind};
+use crate::model::{FnDef, Package, SelfKind, Span};
+use std::cell::RefCell;
+use std::collections::{HashMap, HashSet};
+use std::rc::Rc;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// Records the key as processed.
+    Mark,
+    /// The work itself; `idempotent` when running it twice leaves the same state.
+    Business { idempotent: bool },
+}
+
+/// A write a function performs, directly or through a helper.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Write {
+    pub role: Role,
+    pub store: Store,
+    /// `INSERT INTO processed`, `put_item`, `SET`, or the configured mark's name.
+    pub command: String,
+    /// Where it happens in this function: the operation, or the call of the helper.
+    pub span: Span,
+    /// The operation itself (in the helper, for a write through one).
+    pub origin: Span,
+    /// Where it runs, seen from this function.
+    pub executor: Executor,
+    /// The helper it goes through, when it does.
+    pub via: Option<FnId>,
+}
+
+/// Writes kept per function summary: callers need the kinds and executors, not every one.
+const MAX_WRITES: usize = 8;
+
+/// Names of connections, pools and transactions, for telling an executor argument of a
+/// configured mark from its other arguments.
+fn is_connection_name(name: &str) -> bool {
+    let n = name.rsplit('.').next().unwrap_or(name).to_ascii_lowercase();
+    ["pool", "conn", "db", "tx", "txn", "client", "executor", "connection", "transaction"]
+        .iter()
+        .any(|w| n == *w || n.starts_with(&format!("{w}_")) || n.ends_with(&format!("_{w}")))
+}
+
+/// The completion model of a package, with per-function write summaries computed on demand.
+pub struct Completion<'a> {
+    package: &'a Package,
+    resolver: &'a Resolver,
+    graph: &'a CallGraph,
+    summaries: &'a Summaries,
+    /// Configured mark names.
+    marks: &'a [String],
+    /// Tables some guard of the crate claims.
+    claimed: HashSet<(Store, String)>,
+    /// Per fn ([`CallGraph::index`]): its writes, `None` while being computed.
+    writes: RefCell<HashMap<usize, Option<Rc<Vec<Write>>>>>,
+    txs: RefCell<HashMap<usize, Rc<Transactions>>>,
+}
+
+impl<'a> Completion<'a> {
+    pub fn new(
+        package: &'a Package,
+        resolver: &'a Resolver,
+        graph: &'a CallGraph,
+        summaries: &'a Summaries,
+        marks: &'a [String],
+    ) -> Self {
+        let claimed = graph
+            .ids()
+            .flat_map(|id| summaries.flow(id).store_events.iter())
+            .filter(|ev| ev.access.access == Access::Claim)
+            .filter_map(|ev| Some((ev.access.store, ev.access.table.clone()?)))
+            .collect();
+        Completion {
+            package,
+            resolver,
+            graph,
+            summaries,
+            marks,
+            claimed,
+            writes: RefCell::new(HashMap::new()),
+            txs: RefCell::new(HashMap::new()),
+        }
+    }
+
+    /// The transactions of `id`.
+    pub fn transactions(&self, id: FnId) -> Rc<Transactions> {
+        let i = self.graph.index(id);
+        if let Some(t) = self.txs.borrow().get(&i) {
+            return t.clone();
+        }
+        let t = Rc::new(Transactions::of_fn(self.package, id.def(self.package).1));
+        self.txs.borrow_mut().insert(i, t.clone());
+        t
+    }
+
+    /// Whether function `id` is worth walking: it writes a mark, directly or through a call.
+    pub fn has_mark(&self, id: FnId) -> bool {
+        self.writes(id).iter().any(|w| w.role == Role::Mark)
+    }
+
+    /// What `id` writes, directly or through helpers, executors seen from `id` (bounded).
+    pub fn writes(&self, id: FnId) -> Rc<Vec<Write>> {
+        let i = self.graph.index(id);
+        if let Some(done) = self.writes.borrow().get(&i) {
+            // A recursive call sees nothing of the function being computed.
+            return done.clone().unwrap_or_default();
+        }
+        self.writes.borrow_mut().insert(i, None);
+        let mut out = Vec::new();
+        if let Some(body) = &id.def(self.package).1.body {
+            let tx = self.transactions(id);
+            body.walk(&mut |e| {
+                if out.len() < MAX_WRITES {
+                    out.extend(self.writes_at(id, &tx, e));
+                }
+            });
+        }
+        out.truncate(MAX_WRITES);
+        let out = Rc::new(out);
+        self.writes.borrow_mut().insert(i, Some(out.clone()));
+        out
+    }
+
+    /// The writes expression `e` of fn `id` performs: a store operation, or a call of a
+    /// helper (its writes seen from here), or a configured mark.
+    pub fn writes_at(&self, id: FnId, tx: &Transactions, e: &Expr) -> Vec<Write> {
+        if let Some(ev) = self
+            .summaries
+            .flow(id)
+            .store_events
+            .iter()
+            .find(|ev| ev.via.is_none() && ev.span == e.span)
+        {
+            return self.direct(id, tx, e, &ev.access).into_iter().collect();
+        }
+        let Some(call) = self.graph.call_at(id, e.span).filter(|c| c.kind != CallKind::Value)
+        else {
+            return self.configured_external(tx, e).into_iter().collect();
+        };
+        let (callee_file, callee) = call.callee.def(self.package);
+        if names_fn(self.marks, self.resolver, callee_file, callee) {
+            return vec![Write {
+                role: Role::Mark,
+                store: Store::Sql,
+                command: callee.display_name(),
+                span: e.span,
+                origin: callee.name_span,
+                executor: self.connection_arg(tx, e),
+                via: Some(call.callee),
+            }];
+        }
+        let inner = self.writes(call.callee);
+        let marks_only = inner.iter().all(|w| w.role == Role::Mark);
+        inner
+            .iter()
+            .map(|w| Write {
+                // A helper that writes only marks is a mark helper; a helper that writes both
+                // is judged inside itself, and its business writes count here.
+                role: if marks_only { Role::Mark } else { w.role },
+                executor: self.map_executor(tx, e, callee, call.callee, &w.executor),
+                span: e.span,
+                via: Some(call.callee),
+                ..w.clone()
+            })
+            .filter(|w| marks_only || w.role != Role::Mark)
+            .collect()
+    }
+
+    fn direct(&self, id: FnId, tx: &Transactions, e: &Expr, a: &StoreAccess) -> Option<Write> {
+        if !matches!(a.access, Access::Write | Access::Upsert | Access::Delete) {
+            return None;
+        }
+        let role = if self.is_mark(id, a) {
+            Role::Mark
+        } else {
+            Role::Business {
+                idempotent: !a.changes_on_repeat(),
+            }
+        };
+        Some(Write {
+            role,
+            store: a.store,
+            command: a.command.clone(),
+            span: e.span,
+            origin: e.span,
+            executor: tx.executor(e),
+            via: None,
+        })
+    }
+
+    fn is_mark(&self, id: FnId, a: &StoreAccess) -> bool {
+        let WriteShape { marks_done, .. } = a.shape;
+        let claimed_table = a
+            .table
+            .as_ref()
+            .is_some_and(|t| self.claimed.contains(&(a.store, t.clone())));
+        let dedupe_named = a.dedupe_table || a.table.as_deref().is_some_and(is_dedupe_table_name);
+        let claimed_key = a.store == Store::Redis
+            && a.key.as_ref().is_some_and(|k| {
+                self.summaries.flow(id).store_events.iter().any(|ev| {
+                    ev.access.access == Access::Claim
+                        && ev.access.key.as_ref().is_some_and(|c| c.same_key(k))
+                })
+            });
+        marks_done || claimed_table || dedupe_named || claimed_key
+    }
+
+    /// A configured mark outside the crate: `idem::mark_processed(&pool, key)`.
+    fn configured_external(&self, tx: &Transactions, e: &Expr) -> Option<Write> {
+        let name = match &e.kind {
+            ExprKind::Call { func, .. } => func.as_path()?.last(),
+            ExprKind::MethodCall { method, .. } => method,
+            _ => return None,
+        };
+        self.marks.iter().any(|m| m == name).then(|| Write {
+            role: Role::Mark,
+            store: Store::Sql,
+            command: name.to_owned(),
+            span: e.span,
+            origin: e.span,
+            executor: self.connection_arg(tx, e),
+            via: None,
+        })
+    }
+
+    /// The executor among a call's receiver and arguments: a transaction handle, else an
+    /// argument named like a connection.
+    fn connection_arg(&self, tx: &Transactions, e: &Expr) -> Executor {
+        let (receiver, args): (Option<&Expr>, &[Expr]) = match &e.kind {
+            ExprKind::Call { args, .. } => (None, args),
+            ExprKind::MethodCall { receiver, args, .. } => (Some(receiver), args),
+            _ => return Executor::Unknown,
+        };
+        let candidates: Vec<&Expr> = receiver.into_iter().chain(args).collect();
+        let execs: Vec<(Executor, Option<String>)> = candidates
+            .iter()
+            .map(|a| (tx.executor_of_arg(a), base_name(a)))
+            .collect();
+        execs
+            .iter()
+            .find(|(x, _)| matches!(x, Executor::Tx(_)))
+            .or_else(|| {
+                execs
+                    .iter()
+                    .find(|(_, n)| n.as_deref().is_some_and(is_connection_name))
+            })
+            .map_or(Executor::Unknown, |(x, _)| x.clone())
+    }
+
+    /// A helper's executor seen from the caller: its parameter becomes the argument given,
+    /// its own transaction a transaction committed inside it.
+    fn map_executor(
+        &self,
+        tx: &Transactions,
+        call: &Expr,
+        callee: &FnDef,
+        callee_id: FnId,
+        exec: &Executor,
+    ) -> Executor {
+        match exec {
+            Executor::Param(i) => {
+                let arg = match &call.kind {
+                    ExprKind::MethodCall { args, .. } => args.get(*i),
+                    ExprKind::Call { args, .. } => {
+                        let shift = usize::from(callee.self_kind != SelfKind::None);
+                        args.get(i + shift)
+                    }
+                    _ => None,
+                };
+                arg.map_or(Executor::Unknown, |a| tx.executor_of_arg(a))
+            }
+            Executor::Tx(_) => Executor::InCallee(callee_id),
+            other => other.clone(),
+        }
+    }
+}

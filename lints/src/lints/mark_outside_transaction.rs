@@ -1,0 +1,303 @@
+use crate::analysis::completion::{Completion, Role, Write};
+use crate::analysis::dominance::{self, Events, Facts};
+use crate::analysis::store_ops::Store;
+use crate::analysis::transactions::{Executor, Transactions, TxId, TxKind};
+use crate::analysis::FnId;
+use crate::context::LintContext;
+use crate::declare_lint;
+use crate::model::ir::Expr;
+use crate::model::{Package, Span};
+use std::collections::HashSet;
+
+declare_lint! {
+    /// ### What it does
+    /// Finds a completion mark (the write that records a message, command or event as
+    /// processed) that is not in the same transaction as the business write it vouches for:
+    /// written after that transaction committed, on another connection, with no transaction at
+    /// all, in another store, or as a second DynamoDB request where one `TransactWriteItems`
+    /// would hold both.
+    ///
+    /// Marks are writes to the table the crate's guard claims, inserts into dedupe-named
+    /// tables, statuses set to a done-like value or completion timestamps, helpers that only
+    /// write marks, and the functions named in `[lints.mark_outside_transaction] marks`.
+    ///
+    /// ### Why is this bad?
+    /// A crash, a timeout or a lost connection between the two writes leaves the work done but
+    /// not marked. The retry finds no mark and does the work again: a second refund, a second
+    /// credit. The mark and the write must commit together, or the write must be naturally
+    /// idempotent.
+    ///
+    /// ### Known problems
+    /// Transactions are recognized by their usual shapes (`begin()`/`commit()`,
+    /// `transaction(|tx| ..)`, `transact_write_items`, `pipe().atomic()`); a transaction opened
+    /// through a wrapper of the crate's own is not seen, nor a mark whose executor cannot be
+    /// told. A business write that is idempotent by a constraint the code does not show (a
+    /// unique key that makes the retry fail) is reported.
+    ///
+    /// ### Example
+    /// ```rust
+    /// let mut tx = pool.begin().await?;
+    /// sqlx::query("UPDATE accounts SET balance = balance + $1 WHERE id = $2")
+    ///     .bind(refund.amount).bind(refund.account).execute(&mut *tx).await?;
+    /// tx.commit().await?;
+    /// sqlx::query("UPDATE refunds SET status = 'done' WHERE id = $1")
+    ///     .bind(refund.id).execute(&pool).await?;
+    /// ```
+    ///
+    /// ### Use instead
+    /// ```rust
+    /// let mut tx = pool.begin().await?;
+    /// sqlx::query("UPDATE accounts SET balance = balance + $1 WHERE id = $2")
+    ///     .bind(refund.amount).bind(refund.account).execute(&mut *tx).await?;
+    /// sqlx::query("UPDATE refunds SET status = 'done' WHERE id = $1")
+    ///     .bind(refund.id).execute(&mut *tx).await?;
+    /// tx.commit().await?;
+    /// ```
+    pub MARK_OUTSIDE_TRANSACTION, "mark_outside_transaction", Warn,
+    "a completion mark is not written in the same transaction as the business write"
+}
+
+/// Why the mark and the business write do not commit together.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Gap {
+    /// The write's transaction committed before the mark: here, or inside a helper.
+    AfterCommit(Option<Span>, Option<FnId>),
+    /// The write is in a transaction, the mark on another connection.
+    OtherConnection,
+    /// Neither is in a transaction: each statement commits on its own.
+    Autocommit,
+    /// Different stores.
+    OtherStore,
+    /// Two requests to a store whose requests are the unit of atomicity (DynamoDB, Redis).
+    SeparateRequests,
+}
+
+struct Finding {
+    mark: Write,
+    write: Write,
+    gap: Gap,
+}
+
+pub fn check(cx: &mut LintContext<'_>) {
+    let findings = find(cx);
+    let package = cx.package;
+    for f in findings {
+        let (message, label, note, help) = describe(package, &f);
+        cx.span_lint(&MARK_OUTSIDE_TRANSACTION, f.mark.span, message, |d| {
+            d.primary_label(label);
+            d.span_label(f.write.span, business_label(package, &f.write));
+            if let Gap::AfterCommit(Some(commit), _) = f.gap {
+                d.span_label(commit, "the transaction commits here");
+            }
+            if f.mark.via.is_some() {
+                d.span_label(f.mark.origin, "the mark is written here");
+            }
+            d.note(note);
+            d.help(help);
+        });
+    }
+}
+
+fn find(cx: &LintContext<'_>) -> Vec<Finding> {
+    let package = cx.package;
+    let analysis = cx.analysis();
+    let graph = analysis.call_graph(package);
+    let summaries = analysis.summaries(package);
+    let marks = &cx.settings.mark_outside_transaction.marks;
+    let completion = Completion::new(package, &analysis.resolver, graph, summaries, marks);
+    let mut out = Vec::new();
+    for id in graph.ids() {
+        let (file, f) = id.def(package);
+        let Some(body) = f.body.as_ref() else {
+            continue;
+        };
+        if f.in_test || file.in_test || !completion.has_mark(id) {
+            continue;
+        }
+        let tx = completion.transactions(id);
+        let mut walk = MarkWalk {
+            completion: &completion,
+            id,
+            tx: &tx,
+            facts: Vec::new(),
+            seen: HashSet::new(),
+            out: &mut out,
+        };
+        dominance::walk(body, Facts::default(), &mut walk);
+    }
+    out
+}
+
+/// What a fact of the walk stands for.
+enum Fact {
+    /// A business write that a retry would repeat.
+    Business(Write),
+    Commit(TxId, Span),
+}
+
+struct MarkWalk<'w, 'a> {
+    completion: &'w Completion<'a>,
+    id: FnId,
+    tx: &'w Transactions,
+    facts: Vec<Fact>,
+    seen: HashSet<Span>,
+    out: &'w mut Vec<Finding>,
+}
+
+impl Events for MarkWalk<'_, '_> {
+    fn at(&mut self, e: &Expr, facts: &mut Facts) {
+        let writes = self.completion.writes_at(self.id, self.tx, e);
+        for mark in writes.iter().filter(|w| w.role == Role::Mark) {
+            if let Some(f) = self.finding(mark, facts) {
+                if self.seen.insert(f.mark.span) {
+                    self.out.push(f);
+                }
+            }
+        }
+        for w in writes {
+            if w.role == (Role::Business { idempotent: false }) {
+                facts.insert(self.facts.len() as u32);
+                self.facts.push(Fact::Business(w));
+            }
+        }
+        if let Some(t) = self.tx.commit_at(e) {
+            facts.insert(self.facts.len() as u32);
+            self.facts.push(Fact::Commit(t, e.span));
+        }
+    }
+
+    fn runs_arguments(&self, call: &Expr) -> bool {
+        self.tx
+            .txs
+            .iter()
+            .any(|t| t.kind == TxKind::Closure && t.begin == call.span)
+    }
+}
+
+impl MarkWalk<'_, '_> {
+    /// The latest business write before `mark` on every path that does not commit with it.
+    fn finding(&self, mark: &Write, facts: &Facts) -> Option<Finding> {
+        let holding: Vec<&Fact> = facts.iter().map(|i| &self.facts[i as usize]).collect();
+        let committed = |t: TxId| {
+            holding.iter().find_map(|f| match f {
+                Fact::Commit(c, span) if *c == t => Some(*span),
+                _ => None,
+            })
+        };
+        holding.iter().rev().find_map(|f| {
+            let Fact::Business(write) = f else {
+                return None;
+            };
+            let gap = gap(write, mark, committed)?;
+            Some(Finding {
+                mark: mark.clone(),
+                write: write.clone(),
+                gap,
+            })
+        })
+    }
+}
+
+/// Why `write` and `mark` do not commit together, if they do not, on the evidence there is.
+fn gap(write: &Write, mark: &Write, committed: impl Fn(TxId) -> Option<Span>) -> Option<Gap> {
+    use Executor::*;
+    if write.store != mark.store {
+        return Some(Gap::OtherStore);
+    }
+    if write.store != Store::Sql {
+        let same_request = matches!((&write.executor, &mark.executor), (Tx(a), Tx(b)) if a == b);
+        return (!same_request).then_some(Gap::SeparateRequests);
+    }
+    match (&write.executor, &mark.executor) {
+        (Tx(a), _) if committed(*a).is_some() => Some(Gap::AfterCommit(committed(*a), None)),
+        (Tx(a), Tx(b)) if a == b => None,
+        (InCallee(h), _) => Some(Gap::AfterCommit(None, Some(*h))),
+        (_, Unknown) | (Unknown, _) => None,
+        (Tx(_), _) => Some(Gap::OtherConnection),
+        (Other(_), _) => Some(Gap::Autocommit),
+        // The caller's connection: whether it is a transaction is the caller's to say.
+        (Param(i), Param(j)) if i == j => None,
+        (Param(_), _) => Some(Gap::OtherConnection),
+    }
+}
+
+fn name(package: &Package, id: FnId) -> String {
+    id.def(package).1.display_name()
+}
+
+fn business_label(package: &Package, w: &Write) -> String {
+    match w.via {
+        Some(h) => format!("the business write (`{}`, in `{}`)", w.command, name(package, h)),
+        None => format!("the business write (`{}`)", w.command),
+    }
+}
+
+fn executor_name(e: &Executor) -> Option<&str> {
+    match e {
+        Executor::Other(n) => Some(n),
+        _ => None,
+    }
+}
+
+/// Message, primary label, note and help of a finding.
+fn describe(package: &Package, f: &Finding) -> (String, String, String, String) {
+    let mark = match f.mark.via {
+        Some(h) => format!("`{}`", name(package, h)),
+        None => format!("`{}`", f.mark.command),
+    };
+    let crash = "a crash between the two leaves the work done but not marked, and the retry does it again";
+    let sql_help = "write the mark on the business write's transaction, before it commits: `sqlx::query(\"UPDATE .. SET status = 'done' ..\").execute(&mut *tx).await?; tx.commit().await?;` (or `transaction(|tx| ..)` around both)".to_owned();
+    match &f.gap {
+        Gap::AfterCommit(_, helper) => (
+            "completion mark is written after the business write's transaction has committed".to_owned(),
+            format!("{mark} marks the work done only after the commit"),
+            match helper {
+                Some(h) => format!("the transaction commits inside `{}`; {crash}", name(package, *h)),
+                None => crash.to_owned(),
+            },
+            sql_help,
+        ),
+        Gap::OtherConnection => (
+            "completion mark is written outside the business write's transaction".to_owned(),
+            match executor_name(&f.mark.executor) {
+                Some(n) => format!("{mark} runs on `{n}`, which commits on its own"),
+                None => format!("{mark} runs on another connection, which commits on its own"),
+            },
+            crash.to_owned(),
+            sql_help,
+        ),
+        Gap::Autocommit => (
+            "business write and completion mark commit separately, with no transaction".to_owned(),
+            format!("{mark} commits on its own"),
+            format!("each statement on a pool commits by itself; {crash}"),
+            "open a transaction and run both on it: `let mut tx = pool.begin().await?; ..execute(&mut *tx).await?; ..execute(&mut *tx).await?; tx.commit().await?;`, or make the business write idempotent (an upsert, `SET x = value`)".to_owned(),
+        ),
+        Gap::OtherStore => (
+            format!(
+                "completion mark goes to {} but the business write to {}",
+                f.mark.store.name(),
+                f.write.store.name()
+            ),
+            format!("{mark} writes to {}", f.mark.store.name()),
+            format!("no transaction spans two stores; {crash}"),
+            format!(
+                "record the mark in {} in the business write's transaction, or make the business write idempotent (an upsert, `SET x = value`)",
+                f.write.store.name()
+            ),
+        ),
+        Gap::SeparateRequests => match f.write.store {
+            Store::DynamoDb => (
+                "business write and completion mark are two separate DynamoDB writes".to_owned(),
+                format!("{mark} is a second request"),
+                crash.to_owned(),
+                "send both in one `transact_write_items()` request (an `Update` and a `Put` item, the mark with `attribute_not_exists`), with a `client_request_token` taken from the message".to_owned(),
+            ),
+            _ => (
+                "business write and completion mark are two separate Redis writes".to_owned(),
+                format!("{mark} is a second command"),
+                crash.to_owned(),
+                "send both in one `MULTI`/`EXEC`: `redis::pipe().atomic().cmd(..).cmd(..).query_async(&mut conn)`".to_owned(),
+            ),
+        },
+    }
+}
