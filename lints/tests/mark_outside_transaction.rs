@@ -8,6 +8,11 @@ fn fixtures_match_their_annotations() {
     assert!(!crates.is_empty());
     for dir in crates {
         let (package, texts) = fixture_package(&dir);
-        assert_annotations(&package, &texts, &Settings::default(), &["mark_outside_transaction"]);
+        assert_annotations(
+            &package,
+            &texts,
+            &Settings::default(),
+            &["mark_outside_transaction"],
+        );
     }
 }

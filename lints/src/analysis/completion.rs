@@ -61,9 +61,19 @@ const MAX_WRITES: usize = 8;
 /// configured mark from its other arguments.
 fn is_connection_name(name: &str) -> bool {
     let n = name.rsplit('.').next().unwrap_or(name).to_ascii_lowercase();
-    ["pool", "conn", "db", "tx", "txn", "client", "executor", "connection", "transaction"]
-        .iter()
-        .any(|w| n == *w || n.starts_with(&format!("{w}_")) || n.ends_with(&format!("_{w}")))
+    [
+        "pool",
+        "conn",
+        "db",
+        "tx",
+        "txn",
+        "client",
+        "executor",
+        "connection",
+        "transaction",
+    ]
+    .iter()
+    .any(|w| n == *w || n.starts_with(&format!("{w}_")) || n.ends_with(&format!("_{w}")))
 }
 
 /// The completion model of a package, with per-function write summaries computed on demand.
@@ -158,7 +168,10 @@ impl<'a> Completion<'a> {
         {
             return self.direct(id, tx, e, &ev.access).into_iter().collect();
         }
-        let Some(call) = self.graph.call_at(id, e.span).filter(|c| c.kind != CallKind::Value)
+        let Some(call) = self
+            .graph
+            .call_at(id, e.span)
+            .filter(|c| c.kind != CallKind::Value)
         else {
             return self.configured_external(tx, e).into_iter().collect();
         };

@@ -134,7 +134,12 @@ impl Transactions {
             params: f
                 .params
                 .iter()
-                .map(|p| p.pat.simple_name().filter(|_| !is_pool_type(&p.ty)).map(str::to_owned))
+                .map(|p| {
+                    p.pat
+                        .simple_name()
+                        .filter(|_| !is_pool_type(&p.ty))
+                        .map(str::to_owned)
+                })
                 .collect(),
         };
         let Some(body) = &f.body else {

@@ -227,7 +227,11 @@ fn name(package: &Package, id: FnId) -> String {
 
 fn business_label(package: &Package, w: &Write) -> String {
     match w.via {
-        Some(h) => format!("the business write (`{}`, in `{}`)", w.command, name(package, h)),
+        Some(h) => format!(
+            "the business write (`{}`, in `{}`)",
+            w.command,
+            name(package, h)
+        ),
         None => format!("the business write (`{}`)", w.command),
     }
 }
@@ -245,7 +249,8 @@ fn describe(package: &Package, f: &Finding) -> (String, String, String, String) 
         Some(h) => format!("`{}`", name(package, h)),
         None => format!("`{}`", f.mark.command),
     };
-    let crash = "a crash between the two leaves the work done but not marked, and the retry does it again";
+    let crash =
+        "a crash between the two leaves the work done but not marked, and the retry does it again";
     let sql_help = "write the mark on the business write's transaction, before it commits: `sqlx::query(\"UPDATE .. SET status = 'done' ..\").execute(&mut *tx).await?; tx.commit().await?;` (or `transaction(|tx| ..)` around both)".to_owned();
     match &f.gap {
         Gap::AfterCommit(_, helper) => (
