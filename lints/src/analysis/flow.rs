@@ -965,13 +965,19 @@ impl<'a> Walker<'a, '_> {
             | ExprKind::Ref { expr, .. }
             | ExprKind::Cast { expr, .. } => self.eval(expr),
             ExprKind::Await(inner) => {
-                let v = self.eval(inner);
-                if matches!(
-                    inner.peel().kind,
-                    ExprKind::Call { .. } | ExprKind::MethodCall { .. }
-                ) && v.ops().next().is_none()
-                {
-                    self.effect(inner.span);
+                let mut v = self.eval(inner);
+                let call = inner.peel();
+                if matches!(call.kind, ExprKind::Call { .. } | ExprKind::MethodCall { .. }) {
+                    if v.ops().next().is_none() {
+                        self.effect(inner.span);
+                    }
+                    // What an awaited call of another crate returns comes from the outside
+                    // world (a response, rows read back), not from the arguments it was sent.
+                    let crate_call = self.out.calls.last().is_some_and(|c| c.span == call.span);
+                    if !crate_call {
+                        v.facts.retain(|f| matches!(f, Fact::Op(_)));
+                        v.fields.clear();
+                    }
                 }
                 v
             }

@@ -614,9 +614,7 @@ fn sql_statement_op(root: SqlRoot<'_>, span: Span) -> StoreOp<'_> {
         span,
         locking: st.locking,
         dedupe_table: st.verb == SqlVerb::Insert && st.is_dedupe_table(),
-        keys_certain: st.verb != SqlVerb::Insert
-            || !st.conflict_columns.is_empty()
-            || st.is_dedupe_table(),
+        keys_certain: st.keys_certain(),
     }
 }
 
