@@ -46,9 +46,13 @@ fn main() {
 }
 
 fn load(dir: &Path) -> (Package, Vec<String>) {
-    let manifest = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap_or_default();
+    let manifest = std::fs::read_to_string(dir.join("Cargo.toml"))
+        .or_else(|_| std::fs::read_to_string(dir.join("../Cargo.toml")))
+        .unwrap_or_default();
+    // A crate's `src/`, or a directory of `.rs` files (an `examples/` folder).
+    let src = if dir.join("src").is_dir() { dir.join("src") } else { dir.to_path_buf() };
     let mut paths = Vec::new();
-    collect(&dir.join("src"), &mut paths);
+    collect(&src, &mut paths);
     paths.sort();
     let mut files: Vec<FileModel> = Vec::new();
     let mut texts = Vec::new();
@@ -56,7 +60,7 @@ fn load(dir: &Path) -> (Package, Vec<String>) {
         let Ok(text) = std::fs::read_to_string(&p) else {
             continue;
         };
-        let rel = p.strip_prefix(dir.join("src")).unwrap();
+        let rel = p.strip_prefix(&src).unwrap();
         let id = FileId(files.len() as u32);
         if let Ok(mut m) = lower_file(&text, id, module_of(rel), false) {
             m.path = p.clone();

@@ -462,7 +462,12 @@ pub fn walk(cx: &FlowCx<'_>, id: FnId, callees: &dyn Callees) -> FnFlow {
             index: i,
             field: None,
         });
-        w.bind_pat(&p.pat, v, Some(KeyDesc::root(format!("${i}$"))), None);
+        w.bind_pat(
+            &p.pat,
+            v,
+            Some(DescSrc::Desc(KeyDesc::root(format!("${i}$")))),
+            None,
+        );
     }
     for attr in f.attrs.iter().filter(|a| a.is("idempotent")) {
         if let Some(key) = attr.arg("key") {
@@ -489,11 +494,12 @@ struct Walker<'a, 'c> {
     f: &'a FnDef,
     types: TypeEnv<'a>,
     vals: HashMap<String, Value>,
-    descs: HashMap<String, KeyDesc>,
+    /// How each local is derived, described on demand (most locals are never keys).
+    descs: HashMap<String, DescSrc<'a>>,
     /// Locals bound to string literals (SQL text, table and header names).
     strs: HashMap<String, String>,
     /// Per block: names bound in it and what they shadowed, restored on exit.
-    scopes: Vec<Vec<Saved>>,
+    scopes: Vec<Vec<Saved<'a>>>,
     branch_depth: usize,
     /// The value closure parameters get: the receiver of the method the closure is passed to.
     closure_arg: Option<Value>,
@@ -502,7 +508,18 @@ struct Walker<'a, 'c> {
     out: FnFlow,
 }
 
-type Saved = (String, Option<Value>, Option<KeyDesc>, Option<String>);
+type Saved<'a> = (String, Option<Value>, Option<DescSrc<'a>>, Option<String>);
+
+/// What a local's [`KeyDesc`] is made from.
+#[derive(Debug, Clone)]
+enum DescSrc<'a> {
+    Desc(KeyDesc),
+    /// The initializer, described when a key needs it.
+    Expr(&'a Expr),
+}
+
+/// How many locals deep a description follows initializers (`let a = b; let b = ..`).
+const MAX_DESC_DEPTH: usize = 8;
 
 /// Methods whose result is a lookup by the argument, not a value derived from it.
 const LOOKUP_METHODS: &[&str] = &[
@@ -657,7 +674,7 @@ impl<'a> Walker<'a, '_> {
         ));
     }
 
-    fn bind_name(&mut self, name: &str, v: Value, desc: Option<KeyDesc>, s: Option<String>) {
+    fn bind_name(&mut self, name: &str, v: Value, desc: Option<DescSrc<'a>>, s: Option<String>) {
         self.save(name);
         self.vals.insert(name.to_owned(), v);
         match desc {
@@ -670,7 +687,7 @@ impl<'a> Walker<'a, '_> {
         };
     }
 
-    fn bind_pat(&mut self, pat: &'a Pat, v: Value, desc: Option<KeyDesc>, s: Option<String>) {
+    fn bind_pat(&mut self, pat: &'a Pat, v: Value, desc: Option<DescSrc<'a>>, s: Option<String>) {
         match pat {
             Pat::Ident {
                 name, span, sub, ..
@@ -686,9 +703,7 @@ impl<'a> Walker<'a, '_> {
             Pat::Typed { pat, .. } | Pat::Ref(pat) => self.bind_pat(pat, v, desc, s),
             Pat::Tuple(ps) => {
                 for (i, p) in ps.iter().enumerate() {
-                    let d = desc
-                        .as_ref()
-                        .map(|d| KeyDesc::root(format!("{}.{i}", d.text)));
+                    let d = self.part_desc(desc.as_ref(), &i.to_string());
                     self.bind_pat(p, v.field(&i.to_string()), d, None);
                 }
             }
@@ -706,9 +721,7 @@ impl<'a> Walker<'a, '_> {
             }
             Pat::Struct { fields, .. } => {
                 for (name, p) in fields {
-                    let d = desc
-                        .as_ref()
-                        .map(|d| KeyDesc::root(format!("{}.{name}", d.text)));
+                    let d = self.part_desc(desc.as_ref(), name);
                     self.bind_pat(p, v.field(name), d, None);
                 }
             }
@@ -719,6 +732,15 @@ impl<'a> Walker<'a, '_> {
             }
             Pat::Path(_) | Pat::Lit(_) | Pat::Wild | Pat::Other => {}
         }
+    }
+
+    /// The description of field `part` of a destructured value.
+    fn part_desc(&self, whole: Option<&DescSrc<'a>>, part: &str) -> Option<DescSrc<'a>> {
+        let d = match whole? {
+            DescSrc::Desc(d) => d.clone(),
+            DescSrc::Expr(e) => self.describe(e)?,
+        };
+        Some(DescSrc::Desc(KeyDesc::root(format!("{}.{part}", d.text))))
     }
 
     fn enter_block(&mut self, span: Span) {
@@ -866,7 +888,7 @@ impl<'a> Walker<'a, '_> {
         if let Some(block) = diverge {
             self.let_else_decision(pat, &v, init, block);
         }
-        let desc = self.describe(init);
+        let desc = Some(DescSrc::Expr(init));
         let s = self.string_of(init);
         if let Some(name) = pat.simple_name() {
             let direct = v
@@ -946,13 +968,19 @@ impl<'a> Walker<'a, '_> {
             | ExprKind::Ref { expr, .. }
             | ExprKind::Cast { expr, .. } => self.eval(expr),
             ExprKind::Await(inner) => {
-                let v = self.eval(inner);
-                if matches!(
-                    inner.peel().kind,
-                    ExprKind::Call { .. } | ExprKind::MethodCall { .. }
-                ) && v.ops().next().is_none()
-                {
-                    self.effect(inner.span);
+                let mut v = self.eval(inner);
+                let call = inner.peel();
+                if matches!(call.kind, ExprKind::Call { .. } | ExprKind::MethodCall { .. }) {
+                    if v.ops().next().is_none() {
+                        self.effect(inner.span);
+                    }
+                    // What an awaited call of another crate returns comes from the outside
+                    // world (a response, rows read back), not from the arguments it was sent.
+                    let crate_call = self.out.calls.last().is_some_and(|c| c.span == call.span);
+                    if !crate_call {
+                        v.facts.retain(|f| matches!(f, Fact::Op(_)));
+                        v.fields.clear();
+                    }
                 }
                 v
             }
@@ -1003,8 +1031,7 @@ impl<'a> Walker<'a, '_> {
             ExprKind::If { cond, then, els } => self.eval_if(cond, then, els.as_deref()),
             ExprKind::Let { pat, expr } => {
                 let v = self.eval(expr);
-                let d = self.describe(expr);
-                self.bind_pat(pat, v.clone(), d, None);
+                self.bind_pat(pat, v.clone(), Some(DescSrc::Expr(expr)), None);
                 v.only_ops()
             }
             ExprKind::Match { scrutinee, arms } => self.eval_match(scrutinee, arms),
@@ -1486,7 +1513,7 @@ impl<'a> Walker<'a, '_> {
 
     fn eval_match(&mut self, scrutinee: &'a Expr, arms: &'a [crate::model::ir::Arm]) -> Value {
         let sv = self.eval(scrutinee);
-        let sd = self.describe(scrutinee);
+        let sd = Some(DescSrc::Expr(scrutinee));
         let ops: Vec<usize> = sv.ops().collect();
         let mut out = Value::default();
         let mut branches = Vec::new();
@@ -1545,22 +1572,29 @@ impl<'a> Walker<'a, '_> {
     // ------------------------------------------------------------ key descriptions
 
     /// How `e` is derived, for comparing keys.
-    pub fn describe(&self, e: &Expr) -> Option<KeyDesc> {
+    fn describe(&self, e: &Expr) -> Option<KeyDesc> {
+        self.describe_at(e, 0)
+    }
+
+    fn describe_at(&self, e: &Expr, depth: usize) -> Option<KeyDesc> {
+        if depth > MAX_DESC_DEPTH {
+            return None;
+        }
+        let d = depth + 1;
         let e = e.peel();
         match &e.kind {
             ExprKind::Path(p) => match p.as_ident() {
-                Some(name) => Some(
-                    self.descs
-                        .get(name)
-                        .cloned()
-                        .unwrap_or_else(|| KeyDesc::root(name.to_owned())),
-                ),
+                Some(name) => match self.descs.get(name) {
+                    Some(DescSrc::Desc(k)) => Some(k.clone()),
+                    Some(DescSrc::Expr(init)) => self.describe_at(init, d),
+                    None => Some(KeyDesc::root(name.to_owned())),
+                },
                 None => Some(KeyDesc::lit(p.segments.join("::"))),
             },
             ExprKind::Lit(Lit::Str(s)) => Some(KeyDesc::lit(s.clone())),
             ExprKind::Lit(_) => Some(KeyDesc::lit(String::from("lit"))),
             ExprKind::Field { base, member } => {
-                let b = self.describe(base)?;
+                let b = self.describe_at(base, d)?;
                 let text = format!("{}.{member}", b.text);
                 if b.roots.len() == 1 && b.roots[0] == b.text {
                     Some(KeyDesc::root(text))
@@ -1575,11 +1609,11 @@ impl<'a> Walker<'a, '_> {
                 ..
             } => {
                 if CONVERSIONS.contains(&method.as_str()) {
-                    return self.describe(receiver);
+                    return self.describe_at(receiver, d);
                 }
-                let mut parts = vec![self.describe(receiver)?];
+                let mut parts = vec![self.describe_at(receiver, d)?];
                 for a in args {
-                    parts.push(self.describe(a)?);
+                    parts.push(self.describe_at(a, d)?);
                 }
                 Some(KeyDesc::combine(method, &parts))
             }
@@ -1589,9 +1623,10 @@ impl<'a> Walker<'a, '_> {
                 if args.len() == 1
                     && (p.last().starts_with(char::is_uppercase) || p.last() == "from")
                 {
-                    return self.describe(&args[0]);
+                    return self.describe_at(&args[0], d);
                 }
-                let parts: Option<Vec<KeyDesc>> = args.iter().map(|a| self.describe(a)).collect();
+                let parts: Option<Vec<KeyDesc>> =
+                    args.iter().map(|a| self.describe_at(a, d)).collect();
                 Some(KeyDesc::combine(&p.segments.join("::"), &parts?))
             }
             ExprKind::Macro(m) if FORMAT_MACROS.contains(&m.path.last()) => {
@@ -1602,7 +1637,7 @@ impl<'a> Walker<'a, '_> {
                             parts.push(KeyDesc::lit(normalize_template(s)))
                         }
                         Some(_) => {}
-                        None => parts.push(self.describe(a)?),
+                        None => parts.push(self.describe_at(a, d)?),
                     }
                 }
                 // Inline captures share the format string's span; they were already counted
@@ -1611,7 +1646,7 @@ impl<'a> Walker<'a, '_> {
             }
             ExprKind::Binary { lhs, rhs, .. } => Some(KeyDesc::combine(
                 "op",
-                &[self.describe(lhs)?, self.describe(rhs)?],
+                &[self.describe_at(lhs, d)?, self.describe_at(rhs, d)?],
             )),
             _ => None,
         }

@@ -42,6 +42,8 @@ pub struct SqlStatement {
     pub conditional_where: bool,
     /// Placeholders (0-based bind indices) in the `WHERE` clause.
     pub where_params: Vec<usize>,
+    /// `column = $n` equalities of the `WHERE` clause.
+    pub where_eq: Vec<(String, usize)>,
     /// `FOR UPDATE`/`FOR SHARE`, advisory locks: the read holds a lock.
     pub locking: bool,
     pub returning: bool,
@@ -102,8 +104,27 @@ impl SqlStatement {
                     .take(1)
                     .collect()
             }
+            _ if !self.where_key_params().is_empty() => self.where_key_params(),
             _ if !self.where_params.is_empty() => self.where_params.clone(),
             _ => (0..self.params).collect(),
+        }
+    }
+
+    /// Placeholders the `WHERE` clause compares with key-like columns (`id = $1`), not with
+    /// times or states (`lock_at < $2`, `status = $3`).
+    pub fn where_key_params(&self) -> Vec<usize> {
+        self.where_eq
+            .iter()
+            .filter(|(c, _)| is_key_column(c))
+            .map(|(_, p)| *p)
+            .collect()
+    }
+
+    /// Whether [`Self::key_params`] are certainly the row's key rather than a guess.
+    pub fn keys_certain(&self) -> bool {
+        match self.verb {
+            SqlVerb::Insert => !self.conflict_columns.is_empty() || self.is_dedupe_table(),
+            _ => !self.where_key_params().is_empty(),
         }
     }
 
@@ -322,6 +343,7 @@ pub fn parse(text: &str) -> SqlStatement {
         on_conflict: OnConflict::None,
         conditional_where: false,
         where_params: Vec::new(),
+        where_eq: Vec::new(),
         locking: has_seq(&["for", "update"])
             || has_seq(&["for", "share"])
             || has_seq(&["for", "no", "key", "update"])
@@ -396,6 +418,16 @@ pub fn parse(text: &str) -> SqlStatement {
                 _ => None,
             })
             .collect();
+        for w in clause.windows(3) {
+            match w {
+                [Tok::Word(c), Tok::Op(o), Tok::Param(p)] | [Tok::Param(p), Tok::Op(o), Tok::Word(c)]
+                    if o == "=" =>
+                {
+                    st.where_eq.push((table_name(c), *p))
+                }
+                _ => {}
+            }
+        }
         st.conditional_where = clause.iter().any(|t| match t {
             Tok::Word(w) => matches!(w.as_str(), "and" | "or" | "not" | "is" | "in"),
             Tok::Op(o) => o != "=",
@@ -587,6 +619,12 @@ mod tests {
         assert_eq!(u.table.as_deref(), Some("jobs"));
         assert!(u.conditional_where);
         assert_eq!(u.where_params, vec![1]);
+        assert_eq!(u.key_params(), vec![1]);
+        let orphans = parse(
+            "UPDATE jobs SET status = 'Pending' WHERE id IN (SELECT id FROM jobs \
+             WHERE status = 'Running' AND lock_at < $1)",
+        );
+        assert!(orphans.conditional_where && !orphans.keys_certain());
         assert!(!parse("UPDATE jobs SET status = $1 WHERE id = $2").conditional_where);
         let c = parse("WITH x AS (SELECT id FROM a) INSERT INTO b (id) SELECT id FROM x");
         assert_eq!((c.verb, c.table.as_deref()), (SqlVerb::Insert, Some("b")));

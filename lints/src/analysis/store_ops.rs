@@ -627,9 +627,7 @@ fn sql_statement_op<'a>(env: &dyn OpEnv, root: SqlRoot<'a>, span: Span) -> Store
         locking: st.locking,
         dedupe_table: st.verb == SqlVerb::Insert && st.is_dedupe_table(),
         shape: WriteShape::of_sql(env, &st, &root.binds),
-        keys_certain: st.verb != SqlVerb::Insert
-            || !st.conflict_columns.is_empty()
-            || st.is_dedupe_table(),
+        keys_certain: st.keys_certain(),
     }
 }
 

@@ -23,7 +23,7 @@ use super::types::Types;
 use crate::catalog::{Catalog, SinkKind};
 use crate::model::{Package, Span};
 use std::cell::{Cell, RefCell};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 /// A store access as a summary states it (and as [`flow::StoreEvent`] records it).
@@ -213,6 +213,7 @@ impl Summaries {
             stack: RefCell::new(Vec::new()),
             depth: Cell::new(0),
             worklist: RefCell::new(Vec::new()),
+            queued: RefCell::new(HashSet::new()),
         };
         for (fi, file) in package.files.iter().enumerate() {
             for ni in 0..file.fns.len() {
@@ -225,7 +226,12 @@ impl Summaries {
         // Cycles and depth-limited reads: walk again until nothing changes. Summaries only
         // grow and are bounded, so this ends; the bound on rounds is a safety net.
         let mut rounds = 0;
-        while let Some(id) = b.worklist.borrow_mut().pop() {
+        loop {
+            let next = b.worklist.borrow_mut().pop();
+            let Some(id) = next else {
+                break;
+            };
+            b.queued.borrow_mut().remove(&id);
             rounds += 1;
             if rounds > 50_000 {
                 break;
@@ -282,6 +288,8 @@ struct Builder<'a, 'c> {
     stack: RefCell<Vec<FnId>>,
     depth: Cell<usize>,
     worklist: RefCell<Vec<FnId>>,
+    /// What `worklist` holds, for constant-time membership.
+    queued: RefCell<HashSet<FnId>>,
 }
 
 impl Builder<'_, '_> {
@@ -328,8 +336,9 @@ impl Builder<'_, '_> {
             );
         }
         let mut wl = self.worklist.borrow_mut();
+        let mut queued = self.queued.borrow_mut();
         for r in requeue {
-            if !wl.contains(&r) {
+            if queued.insert(r) {
                 wl.push(r);
             }
         }

@@ -5,6 +5,7 @@
 //! hashing, seeded RNGs (`StdRng::seed_from_u64`): they are functions of their input.
 
 use crate::analysis::DefPath;
+use std::collections::HashMap;
 
 /// What kind of nondeterminism, for messages.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -40,10 +41,14 @@ pub struct SourcePattern {
 }
 
 /// Function paths (and a few value paths such as `OsRng`) that produce a fresh value on every
-/// call.
+/// call. Looked up by last segment, since a lookup happens for every call of every crate.
 #[derive(Debug, Clone)]
 pub struct SourceCatalog {
     patterns: Vec<SourcePattern>,
+    /// Last segment → indices into `patterns`.
+    by_last: HashMap<String, Vec<usize>>,
+    /// Crate name → index, for `krate::*` patterns.
+    crates: HashMap<String, usize>,
 }
 
 const BUILTIN: &[(&str, SourceKind)] = &[
@@ -94,31 +99,59 @@ const BUILTIN: &[(&str, SourceKind)] = &[
 
 impl Default for SourceCatalog {
     fn default() -> Self {
-        SourceCatalog {
-            patterns: BUILTIN
+        SourceCatalog::from_patterns(
+            BUILTIN
                 .iter()
                 .map(|(p, k)| SourcePattern {
                     pattern: (*p).to_owned(),
                     kind: *k,
                 })
                 .collect(),
-        }
+        )
     }
 }
 
 impl SourceCatalog {
+    fn from_patterns(patterns: Vec<SourcePattern>) -> Self {
+        let mut by_last: HashMap<String, Vec<usize>> = HashMap::new();
+        let mut crates = HashMap::new();
+        for (i, p) in patterns.iter().enumerate() {
+            match p.pattern.strip_suffix("::*") {
+                Some(krate) => {
+                    crates.entry(krate.to_owned()).or_insert(i);
+                }
+                None => {
+                    let last = p.pattern.rsplit("::").next().unwrap_or("").to_owned();
+                    by_last.entry(last).or_default().push(i);
+                }
+            }
+        }
+        SourceCatalog {
+            patterns,
+            by_last,
+            crates,
+        }
+    }
+
     /// Adds configured patterns (`"my_ids::fresh"`, `"snowflake::*"`).
     pub fn with_extra(mut self, extra: &[String]) -> Self {
         self.patterns.extend(extra.iter().map(|p| SourcePattern {
             pattern: p.clone(),
             kind: SourceKind::Configured,
         }));
-        self
+        SourceCatalog::from_patterns(self.patterns)
     }
 
     /// The entry `path` (a called function, a macro or a value path) matches.
     pub fn find(&self, path: &DefPath) -> Option<&SourcePattern> {
-        self.patterns.iter().find(|p| matches(path, &p.pattern))
+        if let Some(&i) = path.crate_name().and_then(|k| self.crates.get(k)) {
+            return Some(&self.patterns[i]);
+        }
+        self.by_last
+            .get(path.last())?
+            .iter()
+            .map(|&i| &self.patterns[i])
+            .find(|p| matches(path, &p.pattern))
     }
 }
 
