@@ -1,8 +1,12 @@
-//! Runs this branch's lints over crate directories and prints every finding with its labels,
-//! for reading the findings on real crates: `cargo run -p idem-lints --example lint_dir --
-//! DIR...` (each DIR holds `Cargo.toml` and `src/`). Files that do not parse are skipped.
+//! Runs the lints over crate directories and prints every finding with its labels, notes and
+//! help, for reading the findings on real crates: `cargo run -p idem-lints --example lint_dir
+//! -- DIR...` (each DIR holds `Cargo.toml` and `src/`, or is a directory of `.rs` files).
+//! Files that do not parse are skipped.
+//!
+//! Targets come from the layout: `src/lib.rs` and the modules below it, and `src/main.rs`,
+//! `src/bin/*.rs` and `examples/*.rs` as binaries (so `main` is an entry point).
 
-use idem_lints::model::{lower_file, FileId, FileModel, Package, TargetInfo};
+use idem_lints::model::{lower_file, FileId, Package, TargetInfo};
 use idem_lints::testing::line_of;
 use idem_lints::Settings;
 use std::path::{Path, PathBuf};
@@ -37,6 +41,9 @@ fn main() {
             for l in &d.labels {
                 println!("   - {}  [{}]", at(l.span), l.message);
             }
+            for n in &d.notes {
+                println!("   = note: {n}");
+            }
             for h in &d.help {
                 println!("   = help: {h}");
             }
@@ -49,61 +56,94 @@ fn load(dir: &Path) -> (Package, Vec<String>) {
     let manifest = std::fs::read_to_string(dir.join("Cargo.toml"))
         .or_else(|_| std::fs::read_to_string(dir.join("../Cargo.toml")))
         .unwrap_or_default();
-    // A crate's `src/`, or a directory of `.rs` files (an `examples/` folder).
-    let src = if dir.join("src").is_dir() { dir.join("src") } else { dir.to_path_buf() };
-    let mut paths = Vec::new();
-    collect(&src, &mut paths);
-    paths.sort();
-    let mut files: Vec<FileModel> = Vec::new();
+    let name = dir
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or("x")
+        .trim_end_matches(|c: char| c.is_ascii_digit() || c == '.' || c == '-')
+        .replace('-', "_");
+    let mut package = Package {
+        name: name.clone(),
+        dependencies: dependencies(&manifest),
+        ..Package::default()
+    };
     let mut texts = Vec::new();
-    for p in paths {
-        let Ok(text) = std::fs::read_to_string(&p) else {
+    let mut add = |package: &mut Package, path: &Path, module: Vec<String>, target: usize| {
+        let Ok(text) = std::fs::read_to_string(path) else {
+            return;
+        };
+        let id = FileId(package.files.len() as u32);
+        let Ok(mut f) = lower_file(&text, id, module, false) else {
+            return;
+        };
+        f.path = path.to_path_buf();
+        f.target = target;
+        package.files.push(f);
+        texts.push(text);
+    };
+    // A crate's `src/`, or a directory of `.rs` files (an `examples/` folder) as one library.
+    let src = if dir.join("src").is_dir() {
+        dir.join("src")
+    } else {
+        dir.to_path_buf()
+    };
+    let mut files = Vec::new();
+    collect(&src, &mut files);
+    files.sort();
+    // The library owns the module tree below `src/`; without one, `src/main.rs` does.
+    let has_lib = src.join("lib.rs").is_file() || !dir.join("src").is_dir();
+    let main = src.join("main.rs");
+    let mut roots: Vec<(PathBuf, &str)> = Vec::new();
+    if has_lib {
+        roots.push((src.join("lib.rs"), "lib"));
+    }
+    if main.is_file() {
+        roots.push((main.clone(), "bin"));
+    }
+    for extra in ["src/bin", "examples"] {
+        let Ok(rd) = std::fs::read_dir(dir.join(extra)) else {
             continue;
         };
-        let rel = p.strip_prefix(&src).unwrap();
-        let id = FileId(files.len() as u32);
-        if let Ok(mut m) = lower_file(&text, id, module_of(rel), false) {
-            m.path = p.clone();
-            files.push(m);
-            texts.push(text);
+        let mut bins: Vec<PathBuf> = rd
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|x| x == "rs"))
+            .collect();
+        bins.sort();
+        roots.extend(bins.into_iter().map(|b| (b, "bin")));
+    }
+    for (t, (root, kind)) in roots.iter().enumerate() {
+        let target_name = match *kind {
+            "lib" => name.clone(),
+            _ => root
+                .file_stem()
+                .unwrap()
+                .to_string_lossy()
+                .replace('-', "_"),
+        };
+        package.targets.push(TargetInfo {
+            name: target_name,
+            kind: vec![kind.to_string()],
+            root: root.clone(),
+        });
+        let owns_tree = t == 0 && (has_lib || *root == main);
+        if !owns_tree {
+            add(&mut package, root, vec!["crate".into()], t);
+            continue;
+        }
+        for p in &files {
+            let rel = p.strip_prefix(&src).unwrap();
+            let other_root = rel.starts_with("bin") || has_lib && rel == Path::new("main.rs");
+            if !other_root {
+                add(&mut package, p, module_of(rel), t);
+            }
         }
     }
-    let deps = manifest
-        .lines()
-        .scan(false, |in_deps, line| {
-            let line = line.trim();
-            if line.starts_with('[') {
-                *in_deps = line.contains("dependencies");
-                return Some(None);
-            }
-            Some(if *in_deps {
-                line.split_once('=')
-                    .map(|(k, _)| k.trim().trim_matches('"').replace('-', "_"))
-            } else {
-                None
-            })
-        })
-        .flatten()
-        .collect();
-    let name = dir.file_name().unwrap().to_string_lossy().into_owned();
-    let package = Package {
-        name: name.clone(),
-        dependencies: deps,
-        targets: vec![TargetInfo {
-            name: name.replace('-', "_"),
-            kind: vec!["lib".into()],
-            root: dir.join("src/lib.rs"),
-        }],
-        files,
-    };
     (package, texts)
 }
 
 fn collect(dir: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(rd) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for e in rd.flatten() {
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
         let p = e.path();
         if p.is_dir() {
             collect(&p, out);
@@ -127,4 +167,24 @@ fn module_of(rel: &Path) -> Vec<String> {
         module.push(stem.to_owned());
     }
     module
+}
+
+fn dependencies(manifest: &str) -> Vec<String> {
+    let mut in_deps = false;
+    let mut out = Vec::new();
+    for line in manifest.lines().map(str::trim) {
+        if line.starts_with('[') {
+            in_deps = line.contains("dependencies");
+            if let Some(rest) = line.strip_prefix("[dependencies.") {
+                out.push(rest.trim_end_matches(']').replace('-', "_"));
+            }
+            continue;
+        }
+        if in_deps {
+            if let Some((key, _)) = line.split_once('=') {
+                out.push(key.trim().trim_matches('"').replace('-', "_"));
+            }
+        }
+    }
+    out
 }

@@ -2,10 +2,10 @@
 //! key as processed (a mark) or is the work itself, and on which connection or transaction it
 //! runs, directly or through crate helpers.
 //!
-//! A write is a completion mark when it
-//! - writes to a table that the crate claims somewhere (the guard's table: `INSERT .. ON
-//!   CONFLICT DO NOTHING` into `processed_events`, then `UPDATE processed_events ..`), or to a
-//!   Redis key the same function claims;
+//! A write (not a delete) is a completion mark when it
+//! - writes the row or key the same function claimed (`INSERT .. ON CONFLICT DO NOTHING`
+//!   into `processed_events`, then `UPDATE processed_events .. WHERE id = $1` with the same
+//!   key; `SET NX` then `SET` of the same Redis key);
 //! - inserts into a table named like a dedupe table (`processed_messages`, `inbox`);
 //! - sets a status to a done-like value or a completion timestamp ([`WriteShape`]);
 //! - is a call of a helper whose writes are all marks, or of a fn named in configuration
@@ -26,7 +26,7 @@ use super::transactions::{base_name, Executor, Transactions};
 use crate::model::ir::{Expr, ExprKind};
 use crate::model::{FnDef, Package, SelfKind, Span};
 use std::cell::RefCell;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::rc::Rc;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -84,8 +84,6 @@ pub struct Completion<'a> {
     summaries: &'a Summaries,
     /// Configured mark names.
     marks: &'a [String],
-    /// Tables some guard of the crate claims.
-    claimed: HashSet<(Store, String)>,
     /// Per fn ([`CallGraph::index`]): its writes, `None` while being computed.
     writes: RefCell<HashMap<usize, Option<Rc<Vec<Write>>>>>,
     txs: RefCell<HashMap<usize, Rc<Transactions>>>,
@@ -99,19 +97,12 @@ impl<'a> Completion<'a> {
         summaries: &'a Summaries,
         marks: &'a [String],
     ) -> Self {
-        let claimed = graph
-            .ids()
-            .flat_map(|id| summaries.flow(id).store_events.iter())
-            .filter(|ev| ev.access.access == Access::Claim)
-            .filter_map(|ev| Some((ev.access.store, ev.access.table.clone()?)))
-            .collect();
         Completion {
             package,
             resolver,
             graph,
             summaries,
             marks,
-            claimed,
             writes: RefCell::new(HashMap::new()),
             txs: RefCell::new(HashMap::new()),
         }
@@ -227,20 +218,22 @@ impl<'a> Completion<'a> {
     }
 
     fn is_mark(&self, id: FnId, a: &StoreAccess) -> bool {
+        if a.access == Access::Delete {
+            return false;
+        }
         let WriteShape { marks_done, .. } = a.shape;
-        let claimed_table = a
-            .table
-            .as_ref()
-            .is_some_and(|t| self.claimed.contains(&(a.store, t.clone())));
         let dedupe_named = a.dedupe_table || a.table.as_deref().is_some_and(is_dedupe_table_name);
-        let claimed_key = a.store == Store::Redis
-            && a.key.as_ref().is_some_and(|k| {
-                self.summaries.flow(id).store_events.iter().any(|ev| {
-                    ev.access.access == Access::Claim
-                        && ev.access.key.as_ref().is_some_and(|c| c.same_key(k))
-                })
-            });
-        marks_done || claimed_table || dedupe_named || claimed_key
+        // A job queue claims, inserts and fails rows of one table: only the claimed row (same
+        // table, same key, same function) is its completion record.
+        let claimed_here = a.key.as_ref().is_some_and(|k| {
+            self.summaries.flow(id).store_events.iter().any(|ev| {
+                ev.access.access == Access::Claim
+                    && ev.access.store == a.store
+                    && ev.access.table == a.table
+                    && ev.access.key.as_ref().is_some_and(|c| c.same_key(k))
+            })
+        });
+        marks_done || dedupe_named || claimed_here
     }
 
     /// A configured mark outside the crate: `idem::mark_processed(&pool, key)`.

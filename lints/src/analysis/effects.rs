@@ -50,6 +50,7 @@ const AWS_READS: &[&str] = &[
     "query",
     "scan",
     "batch_get",
+    "transact_get",
     "search",
     "lookup_",
     "select_",
@@ -60,6 +61,14 @@ const AWS_READS: &[&str] = &[
     "test_",
     "verify_",
 ];
+
+/// Methods that hand out the SDK client rather than start an operation.
+const AWS_CLIENT_GETTERS: &[&str] = &["client", "clone", "as_ref", "inner", "get_client", "sdk"];
+
+/// DynamoDB item writes: [`super::store_ops`] judges single items by whether they repeat
+/// harmlessly; `batch_write_item` only puts whole items or deletes, which repeat harmlessly.
+const DYNAMODB_ITEM_WRITES: &[&str] =
+    &["put_item", "update_item", "delete_item", "batch_write_item"];
 
 /// Payment and messaging crates whose calls of these names change something.
 const PAYMENT_CRATES: &[&str] = &["stripe", "async_stripe", "paypal_rs", "square"];
@@ -278,13 +287,18 @@ fn aws_operation(package: &Package, receiver: &Expr) -> Option<String> {
         ..
     } = &cur.kind
     {
-        op = Some((method.as_str(), args.is_empty()));
+        // `table.client().get_item()`: the getter that yields the client is no operation.
+        if !AWS_CLIENT_GETTERS.contains(&method.as_str()) {
+            op = Some((method.as_str(), args.is_empty()));
+        }
         cur = receiver.peel();
     }
     let (op, no_args) = op?;
     let client_like = matches!(cur.kind, ExprKind::Path(_) | ExprKind::Field { .. });
     let read = AWS_READS.iter().any(|p| op.starts_with(p));
-    (no_args && client_like && !read).then(|| format!("`{op}` through the AWS SDK"))
+    // DynamoDB item writes are store operations, judged by whether they repeat harmlessly.
+    let item_write = DYNAMODB_ITEM_WRITES.contains(&op);
+    (no_args && client_like && !read && !item_write).then(|| format!("`{op}` through the AWS SDK"))
 }
 
 /// `client.post(url)...send()`: an HTTP request that is not a `GET`/`HEAD`.
@@ -311,4 +325,82 @@ fn http_request(receiver: &Expr) -> Option<String> {
         cur = receiver.peel();
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::Analysis;
+    use crate::testing;
+
+    /// The fns of `src` with a side effect of their own, with what it is.
+    fn direct(deps: &[&str], src: &str) -> Vec<(String, String)> {
+        let package = testing::package("app", deps, &[("crate", src)]);
+        let a = Analysis::new(&package);
+        let graph = a.call_graph(&package);
+        let effects = Effects::compute(
+            &package,
+            &a.resolver,
+            &a.types,
+            graph,
+            a.summaries(&package),
+            &[],
+        );
+        graph
+            .ids()
+            .filter_map(|id| {
+                let (chain, e) = effects.witness(graph, id)?;
+                chain
+                    .is_empty()
+                    .then(|| (id.def(&package).1.name.clone(), e.what.clone()))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn aws_operations_that_change_something_are_effects() {
+        let got = direct(
+            &["aws-sdk-sesv2", "aws-sdk-dynamodb"],
+            "async fn send(ses: &Client) { ses.send_email().content(c).send().await; }
+             async fn read(t: &Table) { t.client().get_item().table_name(n).send().await; }
+             async fn tget(c: &Client) { c.transact_get_items().send().await; }
+             async fn batch(c: &Client) { c.batch_write_item().send().await; }
+             async fn tx(c: &Client) { c.transact_write_items().send().await; }
+             async fn local_builder(c: &Client) { let q = c.put_item(); q.send().await; }",
+        );
+        let names: Vec<&str> = got.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, vec!["send", "tx"], "{got:?}");
+        assert_eq!(got[0].1, "`send_email` through the AWS SDK");
+    }
+
+    #[test]
+    fn http_writes_mail_payments_and_callers_have_effects() {
+        let src = "
+            async fn post(http: &reqwest::Client) { http.post(url).json(&b).send().await; }
+            async fn get(http: &reqwest::Client) { http.get(url).send().await; }
+            async fn mail(mailer: &SmtpTransport) { mailer.send(&email); }
+            async fn pay(c: &stripe::Client) { stripe::Refund::create(c, p).await; }
+            async fn caller(http: &reqwest::Client) { post(http).await; }
+        ";
+        let package = testing::package("app", &["reqwest", "lettre", "stripe"], &[("crate", src)]);
+        let a = Analysis::new(&package);
+        let graph = a.call_graph(&package);
+        let effects = Effects::compute(
+            &package,
+            &a.resolver,
+            &a.types,
+            graph,
+            a.summaries(&package),
+            &[],
+        );
+        let has = |name: &str| {
+            let id = graph
+                .ids()
+                .find(|id| id.def(&package).1.name == name)
+                .unwrap();
+            effects.has_effects(graph, id)
+        };
+        assert!(has("post") && has("mail") && has("pay") && has("caller"));
+        assert!(!has("get"));
+    }
 }

@@ -970,7 +970,10 @@ impl<'a> Walker<'a, '_> {
             ExprKind::Await(inner) => {
                 let mut v = self.eval(inner);
                 let call = inner.peel();
-                if matches!(call.kind, ExprKind::Call { .. } | ExprKind::MethodCall { .. }) {
+                if matches!(
+                    call.kind,
+                    ExprKind::Call { .. } | ExprKind::MethodCall { .. }
+                ) {
                     if v.ops().next().is_none() {
                         self.effect(inner.span);
                     }

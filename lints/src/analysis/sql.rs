@@ -420,7 +420,8 @@ pub fn parse(text: &str) -> SqlStatement {
             .collect();
         for w in clause.windows(3) {
             match w {
-                [Tok::Word(c), Tok::Op(o), Tok::Param(p)] | [Tok::Param(p), Tok::Op(o), Tok::Word(c)]
+                [Tok::Word(c), Tok::Op(o), Tok::Param(p)]
+                | [Tok::Param(p), Tok::Op(o), Tok::Word(c)]
                     if o == "=" =>
                 {
                     st.where_eq.push((table_name(c), *p))
@@ -481,7 +482,9 @@ fn assigned(expr: &[Tok], col: &str) -> Assigned {
     match expr {
         _ if refers_to_col => Assigned::SelfRef,
         [Tok::Str(s)] => Assigned::Literal(s.clone()),
-        [Tok::Word(w)] if matches!(w.as_str(), "true" | "false") || w.parse::<f64>().is_ok() => {
+        [Tok::Word(w)]
+            if matches!(w.as_str(), "true" | "false" | "null") || w.parse::<f64>().is_ok() =>
+        {
             Assigned::Literal(w.clone())
         }
         [Tok::Param(p)] => Assigned::Param(*p),

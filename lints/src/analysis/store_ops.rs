@@ -791,6 +791,33 @@ fn holds_done_value(env: &dyn OpEnv, e: &Expr) -> bool {
     found
 }
 
+/// SQL functions that read the clock (`to_timestamp($1)` converts a given value instead).
+const SQL_CLOCKS: &[&str] = &[
+    "now",
+    "current_timestamp",
+    "clock_timestamp",
+    "statement_timestamp",
+    "transaction_timestamp",
+    "localtimestamp",
+    "utc_timestamp",
+    "getdate",
+    "getutcdate",
+    "sysdate",
+    "unixepoch",
+];
+
+/// `Utc::now()`, `SystemTime::now()`, `OffsetDateTime::now_utc()`, `true`.
+fn is_now_or_true(e: &Expr) -> bool {
+    match &e.peel().kind {
+        ExprKind::Lit(crate::model::ir::Lit::Bool(true)) => true,
+        ExprKind::Call { func, .. } => func.as_path().is_some_and(|p| p.last().starts_with("now")),
+        ExprKind::MethodCall {
+            receiver, method, ..
+        } => method.starts_with("now") || is_now_or_true(receiver),
+        _ => false,
+    }
+}
+
 impl WriteShape {
     /// `SET key "done"`.
     fn of_redis_value(env: &dyn OpEnv, value: Option<&Expr>) -> WriteShape {
@@ -803,9 +830,14 @@ impl WriteShape {
     /// An `UPDATE`'s assignments or an `INSERT`'s values, with the bound expressions.
     fn of_sql(env: &dyn OpEnv, st: &SqlStatement, binds: &[&Expr]) -> WriteShape {
         let done = |col: &str, v: &Assigned| match v {
-            _ if is_completion_name(col) => {
-                !matches!(v, Assigned::Literal(l) if l == "false" || l == "null")
-            }
+            // `processed_at = now()`, `done = true`; a bound value only when it is the clock
+            // or `true` (a generic `done_at = $3` may as well clear it).
+            _ if is_completion_name(col) => match v {
+                Assigned::Literal(l) => l != "false" && l != "null",
+                Assigned::Call(f) => SQL_CLOCKS.contains(&f.as_str()),
+                Assigned::Param(p) => binds.get(*p).is_some_and(|b| is_now_or_true(b)),
+                _ => false,
+            },
             Assigned::Literal(l) => is_status_name(col) && is_done_value(l),
             Assigned::Param(p) => {
                 is_status_name(col) && binds.get(*p).is_some_and(|b| holds_done_value(env, b))
