@@ -1,7 +1,9 @@
-//! Measures the cost of the flow lints against parsing: lowers every `.rs` file of a crate
-//! (tokio by default, found in the cargo registry), then runs `check_package` with
-//! `nondeterministic_key` and `check_then_act` on, and prints medians of several runs.
-//! `cargo run --release -p idem-lints --example flow_bench [-- SRC_DIR [RUNS]]`.
+//! Measures the cost of lints against parsing: lowers every `.rs` file of a crate (tokio by
+//! default, found in the cargo registry), then runs `check_package` with the chosen lints on,
+//! and prints medians of several runs.
+//! `cargo run --release -p idem-lints --example flow_bench [-- SRC_DIR [RUNS]]`; the lints are
+//! `nondeterministic_key` and `check_then_act` unless `BENCH_LINTS` lists others
+//! (`BENCH_LINTS=unguarded_entry_point,mark_outside_transaction`, or `all`).
 
 use idem_lints::model::{lower_file, FileId, Package, TargetInfo};
 use idem_lints::Settings;
@@ -12,6 +14,9 @@ fn main() {
     let mut args = std::env::args().skip(1);
     let dir = args.next().map(PathBuf::from).unwrap_or_else(find_tokio);
     let runs: usize = args.next().and_then(|r| r.parse().ok()).unwrap_or(7);
+    let lints = std::env::var("BENCH_LINTS")
+        .unwrap_or_else(|_| "nondeterministic_key,check_then_act".to_owned());
+    let enabled = |name: &str| lints == "all" || lints.split(',').any(|l| l == name);
     let mut paths = Vec::new();
     collect(&dir, &mut paths);
     paths.sort();
@@ -52,15 +57,13 @@ fn main() {
             );
         }
         let t = Instant::now();
-        let diags = idem_lints::check_package(&package, &Settings::default(), &|l| {
-            matches!(l.name, "nondeterministic_key" | "check_then_act")
-        });
+        let diags = idem_lints::check_package(&package, &Settings::default(), &|l| enabled(l.name));
         lint.push(t.elapsed());
         findings = diags.len();
     }
     let (p, l) = (median(&mut parse), median(&mut lint));
     println!(
-        "{} files; parse+lower median {:?}; lints median {:?}; findings {findings}",
+        "{} files; lints {lints}; parse+lower median {:?}; lints median {:?}; findings {findings}",
         texts.len(),
         p,
         l

@@ -16,6 +16,7 @@ use super::resolve::{DefPath, Krate, Resolver};
 use super::types::{TypeEnv, Types};
 use crate::model::ir::{Expr, ExprKind, Path};
 use crate::model::{FileModel, FnDef, Package, Span};
+use std::cell::OnceCell;
 use std::collections::{HashMap, HashSet};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -160,6 +161,9 @@ impl CallGraph {
 /// Every crate fn by its path, and the crate's traits and their implementations.
 struct Index {
     by_path: HashMap<DefPath, Vec<FnId>>,
+    /// Names of the crate's fns and of every `use` alias: a call by any other name needs no
+    /// resolution.
+    names: HashSet<String>,
     /// Trait path → the resolved `Self` types of its impls in the crate.
     implementors: HashMap<DefPath, Vec<DefPath>>,
     /// Type path → traits it implements in the crate.
@@ -169,13 +173,23 @@ struct Index {
 impl Index {
     fn new(package: &Package, resolver: &Resolver, fns: &[FnId]) -> Index {
         let mut by_path: HashMap<DefPath, Vec<FnId>> = HashMap::new();
+        let mut names = HashSet::new();
         for &id in fns {
             let (file, f) = id.def(package);
             by_path
                 .entry(resolver.fn_path(file, f))
                 .or_default()
                 .push(id);
+            names.insert(f.name.clone());
         }
+        // `use send::do_send as deliver;` calls the fn by another name.
+        names.extend(
+            package
+                .files
+                .iter()
+                .flat_map(|f| &f.uses)
+                .map(|u| u.alias.clone()),
+        );
         let mut implementors: HashMap<DefPath, Vec<DefPath>> = HashMap::new();
         let mut traits_of: HashMap<DefPath, Vec<DefPath>> = HashMap::new();
         for file in &package.files {
@@ -194,6 +208,7 @@ impl Index {
         }
         Index {
             by_path,
+            names,
             implementors,
             traits_of,
         }
@@ -291,25 +306,47 @@ struct Builder<'a> {
     out: Vec<Call>,
 }
 
+/// The external call an expression sits in as an argument, resolved only when an edge needs
+/// it (most calls have no crate fn among their arguments).
+struct Context<'a> {
+    call: Pending<'a>,
+    resolved: OnceCell<Option<ArgOf>>,
+}
+
+enum Pending<'a> {
+    Path(&'a Path),
+    Method(&'a str),
+    Resolved(ArgOf),
+}
+
+impl<'a> Context<'a> {
+    fn new(call: Pending<'a>) -> Self {
+        Context {
+            call,
+            resolved: OnceCell::new(),
+        }
+    }
+}
+
 impl<'a> Builder<'a> {
-    fn expr(&mut self, e: &'a Expr, arg_of: Option<&ArgOf>) {
+    fn expr(&mut self, e: &'a Expr, cx: Option<&Context<'a>>) {
         match &e.kind {
             ExprKind::Call { func, args } => {
-                let resolved = match func.as_path() {
-                    Some(p) => self.resolve_path(p),
-                    None => Err(None),
-                };
-                let context = match &resolved {
-                    Ok((id, kind)) => {
-                        self.push(*id, e.span, *kind, arg_of);
+                let context = match func.as_path() {
+                    Some(p) => match self.resolve_path(p) {
+                        Ok((id, kind)) => {
+                            self.push(id, e.span, kind, cx);
+                            None
+                        }
+                        Err(Some(ext)) => Some(Context::new(Pending::Resolved(ArgOf::Path(ext)))),
+                        Err(None) if self.index.names.contains(p.last()) => None,
+                        Err(None) => Some(Context::new(Pending::Path(p))),
+                    },
+                    None => {
+                        self.expr(func, cx);
                         None
                     }
-                    Err(Some(ext)) => Some(ArgOf::Path(ext.clone())),
-                    Err(None) => None,
                 };
-                if func.as_path().is_none() {
-                    self.expr(func, arg_of);
-                }
                 for a in args {
                     self.expr(a, context.as_ref());
                 }
@@ -320,13 +357,13 @@ impl<'a> Builder<'a> {
                 args,
                 ..
             } => {
-                self.expr(receiver, arg_of);
+                self.expr(receiver, cx);
                 let context = match self.resolve_method(receiver, method) {
                     Some((id, kind)) => {
-                        self.push(id, e.span, kind, arg_of);
+                        self.push(id, e.span, kind, cx);
                         None
                     }
-                    None => Some(ArgOf::Method(method.clone())),
+                    None => Some(Context::new(Pending::Method(method))),
                 };
                 for a in args {
                     self.expr(a, context.as_ref());
@@ -334,26 +371,45 @@ impl<'a> Builder<'a> {
             }
             ExprKind::Path(p) => {
                 if let Ok((id, _)) = self.resolve_path(p) {
-                    self.push(id, e.span, CallKind::Value, arg_of);
+                    self.push(id, e.span, CallKind::Value, cx);
                 }
             }
-            _ => e.for_each_child(&mut |c| self.expr(c, arg_of)),
+            _ => e.for_each_child(&mut |c| self.expr(c, cx)),
         }
     }
 
-    fn push(&mut self, callee: FnId, span: Span, kind: CallKind, arg_of: Option<&ArgOf>) {
+    fn push(&mut self, callee: FnId, span: Span, kind: CallKind, cx: Option<&Context<'a>>) {
+        let arg_of = cx.and_then(|c| {
+            c.resolved
+                .get_or_init(|| match &c.call {
+                    Pending::Resolved(a) => Some(a.clone()),
+                    Pending::Method(m) => Some(ArgOf::Method((*m).to_owned())),
+                    Pending::Path(p) => {
+                        let def = self.resolver.resolve(
+                            self.file.target,
+                            &self.f.module,
+                            p,
+                            self.f.self_ty.as_ref(),
+                        );
+                        matches!(def.krate, Krate::Extern(_)).then_some(ArgOf::Path(def))
+                    }
+                })
+                .clone()
+        });
         self.out.push(Call {
             callee,
             span,
             kind,
-            arg_of: arg_of.cloned(),
+            arg_of,
         });
     }
 
     /// A path to a crate fn, or `Err` with the external path it names (`Err(None)` for a
-    /// local value or a crate item that is not a fn).
+    /// local value, a crate item that is not a fn, or a name no crate fn has, which is not
+    /// resolved at all).
     fn resolve_path(&self, p: &Path) -> Result<(FnId, CallKind), Option<DefPath>> {
-        if p.as_ident().is_some_and(|n| self.locals.contains(n)) {
+        let local_value = p.as_ident().is_some_and(|n| self.locals.contains(n));
+        if local_value || !self.index.names.contains(p.last()) {
             return Err(None);
         }
         let def =
@@ -366,6 +422,9 @@ impl<'a> Builder<'a> {
     }
 
     fn resolve_method(&mut self, receiver: &'a Expr, method: &str) -> Option<(FnId, CallKind)> {
+        if !self.index.names.contains(method) {
+            return None;
+        }
         let ty = match receiver.peel().as_path().and_then(Path::as_ident) {
             Some("self") => self.resolver.resolve_type(
                 self.file.target,

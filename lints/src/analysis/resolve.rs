@@ -141,14 +141,28 @@ const KNOWN_GLOB_EXPORTS: &[(&str, &[&str])] = &[
 struct Scope {
     uses: HashMap<String, Vec<String>>,
     globs: Vec<Vec<String>>,
+    /// What each glob names, resolved once when the resolver is built (`None` before).
+    glob_bases: Option<Vec<GlobBase>>,
     /// Names of items and child modules defined in the module.
     items: HashSet<String>,
+}
+
+/// The module or external path a glob import brings the names of.
+#[derive(Debug, Clone)]
+enum GlobBase {
+    /// A module of the package: its target and module path (`["crate", "a"]`).
+    Local(usize, Vec<String>),
+    /// An external path (`chrono::prelude`), with the names it is known to export.
+    Extern(DefPath, &'static [&'static str]),
+    /// An external path whose exports are not known.
+    Unknown,
 }
 
 /// The package's scopes and definitions, built once per package.
 #[derive(Debug)]
 pub struct Resolver {
-    scopes: HashMap<(usize, Vec<String>), Scope>,
+    /// Per target, each module's scope (looked up by `&[String]` without allocating).
+    scopes: Vec<HashMap<Vec<String>, Scope>>,
     /// The library target's index and crate name, which other targets import by name.
     lib: Option<(usize, String)>,
 }
@@ -158,9 +172,17 @@ const MAX_USE_CHAIN: usize = 16;
 
 impl Resolver {
     pub fn new(package: &Package) -> Resolver {
-        let mut scopes: HashMap<(usize, Vec<String>), Scope> = HashMap::new();
+        let targets = package
+            .files
+            .iter()
+            .map(|f| f.target + 1)
+            .chain([package.targets.len()])
+            .max()
+            .unwrap_or(0);
+        let mut scopes: Vec<HashMap<Vec<String>, Scope>> =
+            (0..targets).map(|_| HashMap::new()).collect();
         for file in &package.files {
-            Self::add_file(&mut scopes, file);
+            Self::add_file(&mut scopes[file.target], file);
         }
         let lib = package
             .targets
@@ -171,14 +193,73 @@ impl Resolver {
                     .any(|k| k.contains("lib") || k == "proc-macro")
             })
             .map(|i| (i, package.targets[i].name.replace('-', "_")));
-        Resolver { scopes, lib }
+        let mut resolver = Resolver { scopes, lib };
+        let bases: Vec<Vec<(Vec<String>, Vec<GlobBase>)>> = resolver
+            .scopes
+            .iter()
+            .enumerate()
+            .map(|(t, scopes)| {
+                scopes
+                    .iter()
+                    .filter(|(_, s)| !s.globs.is_empty())
+                    .map(|(m, s)| {
+                        let bases = s
+                            .globs
+                            .iter()
+                            .map(|g| resolver.glob_base(t, m, g, 0))
+                            .collect();
+                        (m.clone(), bases)
+                    })
+                    .collect()
+            })
+            .collect();
+        for (t, per_target) in bases.into_iter().enumerate() {
+            for (m, b) in per_target {
+                if let Some(scope) = resolver.scopes[t].get_mut(&m) {
+                    scope.glob_bases = Some(b);
+                }
+            }
+        }
+        resolver
     }
 
-    fn add_file(scopes: &mut HashMap<(usize, Vec<String>), Scope>, file: &FileModel) {
-        let t = file.target;
-        scopes.entry((t, file.module.clone())).or_default();
+    fn glob_base(
+        &self,
+        target: usize,
+        module: &[String],
+        glob: &[String],
+        depth: usize,
+    ) -> GlobBase {
+        let base = self.resolve_use_path(target, module, glob, depth + 1);
+        match &base.krate {
+            Krate::Local(t) => {
+                let module = std::iter::once("crate".to_owned())
+                    .chain(base.segments.iter().cloned())
+                    .collect();
+                GlobBase::Local(*t, module)
+            }
+            Krate::Extern(name) => {
+                let glob_path = std::iter::once(name.as_str())
+                    .chain(base.segments.iter().map(String::as_str))
+                    .collect::<Vec<_>>()
+                    .join("::");
+                match KNOWN_GLOB_EXPORTS.iter().find(|(g, _)| *g == glob_path) {
+                    Some((_, names)) => GlobBase::Extern(base, names),
+                    None => GlobBase::Unknown,
+                }
+            }
+        }
+    }
+
+    /// The scope of `module` in `target`.
+    fn scope(&self, target: usize, module: &[String]) -> Option<&Scope> {
+        self.scopes.get(target)?.get(module)
+    }
+
+    fn add_file(scopes: &mut HashMap<Vec<String>, Scope>, file: &FileModel) {
+        scopes.entry(file.module.clone()).or_default();
         for u in &file.uses {
-            let scope = scopes.entry((t, u.module.clone())).or_default();
+            let scope = scopes.entry(u.module.clone()).or_default();
             if u.glob {
                 scope.globs.push(u.path.clone());
             } else {
@@ -188,15 +269,15 @@ impl Resolver {
         for m in &file.mods {
             let parent = &m.module[..m.module.len().saturating_sub(1)];
             scopes
-                .entry((t, parent.to_vec()))
+                .entry(parent.to_vec())
                 .or_default()
                 .items
                 .insert(m.name.clone());
-            scopes.entry((t, m.module.clone())).or_default();
+            scopes.entry(m.module.clone()).or_default();
         }
         for f in file.fns.iter().filter(|f| f.self_ty.is_none()) {
             scopes
-                .entry((t, f.module.clone()))
+                .entry(f.module.clone())
                 .or_default()
                 .items
                 .insert(f.name.clone());
@@ -205,7 +286,7 @@ impl Resolver {
         let decls = file.decls.iter().map(|d| (&d.module, &d.name));
         for (module, name) in structs.chain(decls) {
             scopes
-                .entry((t, module.clone()))
+                .entry(module.clone())
                 .or_default()
                 .items
                 .insert(name.clone());
@@ -301,7 +382,7 @@ impl Resolver {
             }
             _ => {}
         }
-        if let Some(scope) = self.scopes.get(&(target, module.to_vec())) {
+        if let Some(scope) = self.scope(target, module) {
             if let Some(full) = scope.uses.get(first) {
                 // A `use` path is relative to the module it is written in (2018 paths).
                 let joined: Vec<String> = full.iter().chain(rest).cloned().collect();
@@ -311,10 +392,8 @@ impl Resolver {
                 let segs = [&module[1.min(module.len())..], segs].concat();
                 return self.local_path(target, &segs, depth);
             }
-            for glob in &scope.globs {
-                if let Some(found) = self.resolve_through_glob(target, module, glob, segs, depth) {
-                    return found;
-                }
+            if let Some(found) = self.through_globs(target, module, scope, segs, depth) {
+                return found;
             }
         }
         self.crate_path(target, first, rest, depth)
@@ -326,7 +405,7 @@ impl Resolver {
     fn local_path(&self, target: usize, segs: &[String], depth: usize) -> DefPath {
         let mut module = vec!["crate".to_owned()];
         for (i, seg) in segs.iter().enumerate() {
-            let Some(scope) = self.scopes.get(&(target, module.clone())) else {
+            let Some(scope) = self.scope(target, &module) else {
                 break;
             };
             if scope.items.contains(seg) {
@@ -338,12 +417,9 @@ impl Resolver {
                     let joined: Vec<String> = full.iter().chain(&segs[i + 1..]).cloned().collect();
                     return self.resolve_use_path(target, &module, &joined, depth + 1);
                 }
-                for glob in &scope.globs {
-                    let found =
-                        self.resolve_through_glob(target, &module, glob, &segs[i..], depth + 1);
-                    if let Some(found) = found {
-                        return found;
-                    }
+                let found = self.through_globs(target, &module, scope, &segs[i..], depth + 1);
+                if let Some(found) = found {
+                    return found;
                 }
             }
             break;
@@ -366,8 +442,7 @@ impl Resolver {
             }
             Some(first) => {
                 let local_item = self
-                    .scopes
-                    .get(&(target, module.to_vec()))
+                    .scope(target, module)
                     .is_some_and(|s| s.items.contains(first));
                 if local_item {
                     let segs = [&module[1.min(module.len())..], segs].concat();
@@ -380,42 +455,44 @@ impl Resolver {
         }
     }
 
-    fn resolve_through_glob(
-        &self,
-        target: usize,
-        module: &[String],
-        glob: &[String],
-        segs: &[String],
-        depth: usize,
-    ) -> Option<DefPath> {
-        let base = self.resolve_use_path(target, module, glob, depth + 1);
-        let first = &segs[0];
-        match &base.krate {
-            Krate::Local(t) => {
-                let key: Vec<String> = std::iter::once("crate".to_owned())
-                    .chain(base.segments.iter().cloned())
-                    .collect();
-                let scope = self.scopes.get(&(*t, key))?;
+    /// `segs` through one glob import of a scope.
+    fn through_glob(&self, base: &GlobBase, segs: &[String], depth: usize) -> Option<DefPath> {
+        let first = segs.first()?;
+        match base {
+            GlobBase::Local(t, module) => {
+                let scope = self.scope(*t, module)?;
                 if scope.items.contains(first) || scope.uses.contains_key(first) {
-                    let segs: Vec<String> = base.segments.iter().chain(segs).cloned().collect();
+                    let segs: Vec<String> = module[1..].iter().chain(segs).cloned().collect();
                     return Some(self.local_path(*t, &segs, depth + 1));
                 }
                 None
             }
-            Krate::Extern(name) => {
-                let glob_path = std::iter::once(name.clone())
-                    .chain(base.segments.iter().cloned())
-                    .collect::<Vec<_>>()
-                    .join("::");
-                let exported = KNOWN_GLOB_EXPORTS
-                    .iter()
-                    .any(|(g, names)| *g == glob_path && names.contains(&first.as_str()));
-                exported.then(|| {
-                    let mut p = base.clone();
-                    p.segments.extend(segs.iter().cloned());
-                    p
-                })
-            }
+            GlobBase::Extern(path, names) => names.contains(&first.as_str()).then(|| {
+                let mut p = path.clone();
+                p.segments.extend(segs.iter().cloned());
+                p
+            }),
+            GlobBase::Unknown => None,
+        }
+    }
+
+    /// `segs` through the glob imports of `scope` (resolved now while the resolver is being
+    /// built, once built from the bases).
+    fn through_globs(
+        &self,
+        target: usize,
+        module: &[String],
+        scope: &Scope,
+        segs: &[String],
+        depth: usize,
+    ) -> Option<DefPath> {
+        match &scope.glob_bases {
+            Some(bases) => bases.iter().find_map(|b| self.through_glob(b, segs, depth)),
+            None if depth < MAX_USE_CHAIN => scope.globs.iter().find_map(|g| {
+                let base = self.glob_base(target, module, g, depth + 1);
+                self.through_glob(&base, segs, depth + 1)
+            }),
+            None => None,
         }
     }
 
