@@ -339,7 +339,13 @@ impl<'a> Builder<'a> {
                             None
                         }
                         Err(Some(ext)) => Some(Context::new(Pending::Resolved(ArgOf::Path(ext)))),
-                        Err(None) if self.index.names.contains(p.last()) => None,
+                        // A local closure, or a crate item that is not a fn: no context.
+                        Err(None)
+                            if self.index.names.contains(p.last())
+                                || p.as_ident().is_some_and(|n| self.locals.contains(n)) =>
+                        {
+                            None
+                        }
                         Err(None) => Some(Context::new(Pending::Path(p))),
                     },
                     None => {
