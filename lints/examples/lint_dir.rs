@@ -50,7 +50,11 @@ fn load(dir: &Path) -> (Package, Vec<String>) {
         .or_else(|_| std::fs::read_to_string(dir.join("../Cargo.toml")))
         .unwrap_or_default();
     // A crate's `src/`, or a directory of `.rs` files (an `examples/` folder).
-    let src = if dir.join("src").is_dir() { dir.join("src") } else { dir.to_path_buf() };
+    let src = if dir.join("src").is_dir() {
+        dir.join("src")
+    } else {
+        dir.to_path_buf()
+    };
     let mut paths = Vec::new();
     collect(&src, &mut paths);
     paths.sort();

@@ -547,4 +547,31 @@ mod tests {
             want
         );
     }
+
+    #[test]
+    fn re_exports_lead_to_the_definition() {
+        let p = package(&[
+            ("mod keys;", &["crate"]),
+            (
+                "mod fresh; mod named; pub use fresh::*; pub use named::make as build;",
+                &["crate", "keys"],
+            ),
+            ("pub fn new_key() {}", &["crate", "keys", "fresh"]),
+            ("pub fn make() {}", &["crate", "keys", "named"]),
+        ]);
+        let r = Resolver::new(&p);
+        let m = vec!["crate".to_string()];
+        let glob = r.resolve(0, &m, &path("keys::new_key"), None);
+        assert_eq!(
+            r.canonical(&glob),
+            local(0, &["keys".into(), "fresh".into(), "new_key".into()])
+        );
+        let renamed = r.resolve(0, &m, &path("crate::keys::build"), None);
+        assert_eq!(
+            r.canonical(&renamed),
+            local(0, &["keys".into(), "named".into(), "make".into()])
+        );
+        let ext = r.resolve(0, &m, &path("uuid::Uuid::new_v4"), None);
+        assert_eq!(r.canonical(&ext), ext);
+    }
 }

@@ -396,7 +396,8 @@ pub fn parse(text: &str) -> SqlStatement {
             .collect();
         for w in clause.windows(3) {
             match w {
-                [Tok::Word(c), Tok::Op(o), Tok::Param(p)] | [Tok::Param(p), Tok::Op(o), Tok::Word(c)]
+                [Tok::Word(c), Tok::Op(o), Tok::Param(p)]
+                | [Tok::Param(p), Tok::Op(o), Tok::Word(c)]
                     if o == "=" =>
                 {
                     st.where_eq.push((table_name(c), *p))

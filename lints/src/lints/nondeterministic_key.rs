@@ -1,5 +1,5 @@
 use crate::analysis::flow::{FnFlow, KeyUse, Source, Step};
-use crate::analysis::{FnId, Summaries};
+use crate::analysis::FnId;
 use crate::catalog::SinkKind;
 use crate::context::LintContext;
 use crate::declare_lint;
@@ -69,7 +69,7 @@ pub fn check(cx: &mut LintContext<'_>) {
     let mut findings = Vec::new();
     let mut seen = HashSet::new();
     for id in summaries.ids() {
-        if is_test_code(summaries, id, package) {
+        if is_test_code(id, package) {
             continue;
         }
         for f in fn_findings(summaries.flow(id)) {
@@ -84,7 +84,7 @@ pub fn check(cx: &mut LintContext<'_>) {
 }
 
 /// Keys in tests are test data.
-fn is_test_code(_: &Summaries, id: FnId, package: &crate::model::Package) -> bool {
+fn is_test_code(id: FnId, package: &crate::model::Package) -> bool {
     id.def(package).1.in_test
 }
 
