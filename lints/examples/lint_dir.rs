@@ -9,9 +9,15 @@ use std::path::{Path, PathBuf};
 
 fn main() {
     let mut total = 0;
-    for dir in std::env::args().skip(1) {
+    // `--stats`: also count what the analysis saw (store operations by kind, branches on
+    // them, key sinks reached), to check that real code is understood, not only linted.
+    let stats = std::env::args().any(|a| a == "--stats");
+    for dir in std::env::args().skip(1).filter(|a| a != "--stats") {
         let dir = PathBuf::from(dir);
         let (package, texts) = load(&dir);
+        if stats {
+            print_stats(&dir, &package);
+        }
         let diags = idem_lints::testing::check(&package, &Settings::default());
         println!(
             "== {} ({} files): {} findings",
@@ -43,6 +49,54 @@ fn main() {
         }
     }
     println!("total findings: {total}");
+}
+
+fn print_stats(dir: &Path, package: &Package) {
+    let analysis = idem_lints::analysis::Analysis::new(package);
+    let summaries = analysis.summaries(package);
+    let mut ops = std::collections::BTreeMap::new();
+    let (mut decisions, mut key_uses, mut guards) = (0, 0, 0);
+    for id in summaries.ids() {
+        let flow = summaries.flow(id);
+        for e in flow.store_events.iter().filter(|e| e.via.is_none()) {
+            *ops.entry(format!("{:?}/{:?}", e.access.store, e.access.access))
+                .or_insert(0) += 1;
+        }
+        decisions += flow.decisions.len();
+        if std::env::var_os("FLOW_DUMP").is_some() && !flow.decisions.is_empty() {
+            let (file, f) = id.def(package);
+            println!("  fn {} ({})", f.display_name(), file.path.display());
+            for e in &flow.store_events {
+                let a = &e.access;
+                println!(
+                    "    {:?} {:?} `{}` key={:?} marker={} checked={} via={}",
+                    a.store,
+                    a.access,
+                    a.command,
+                    a.key.as_ref().map(|k| k.text.as_str()),
+                    a.value_is_marker,
+                    e.checked,
+                    e.via.is_some()
+                );
+            }
+            for d in &flow.decisions {
+                let b: Vec<_> = d
+                    .branches
+                    .iter()
+                    .map(|b| (b.diverges, b.when_present))
+                    .collect();
+                println!("    decision on {:?}: branches {b:?}", d.ops);
+            }
+        }
+        key_uses += flow.key_uses.len();
+        guards += usize::from(summaries.summary(id).is_guard());
+    }
+    if !ops.is_empty() || key_uses > 0 {
+        println!(
+            "stats {}: ops {ops:?}, decisions on ops {decisions}, key sinks reached by params or sources {key_uses}, guard fns {guards}",
+            dir.display()
+        );
+    }
 }
 
 fn load(dir: &Path) -> (Package, Vec<String>) {

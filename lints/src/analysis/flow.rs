@@ -594,6 +594,10 @@ const LOCAL_MUTATIONS: &[&str] = &[
     "reserve",
 ];
 
+/// Constructors that wrap a marker without making it data: `Some(1)`,
+/// `AttributeValue::Bool(true)`, `AttributeValue::N(now.to_string())`.
+const MARKER_WRAPPERS: &[&str] = &["Some", "Ok", "S", "N", "Bool", "from", "new"];
+
 /// Methods that append their arguments to the receiver.
 const APPENDERS: &[&str] = &[
     "push_str",
@@ -1449,16 +1453,18 @@ impl<'a> Walker<'a, '_> {
                 p.segments.len() > 1 || p.last().chars().all(|c| !c.is_lowercase())
             }
             ExprKind::Call { func, args } => {
-                let name = func.as_path().map(|p| p.last().to_ascii_lowercase());
-                let wrapper = name.as_deref().is_some_and(|n| {
-                    n.len() <= 4 || n == "from" || n == "new" || n == "bool" || n == "n"
-                });
-                let clock = func
-                    .as_path()
-                    .map(|p| self.resolve(p))
-                    .and_then(|d| self.cx.catalog.sources.find(&d).map(|s| s.kind))
-                    == Some(SourceKind::Clock);
-                clock || wrapper && args.iter().all(|a| self.is_marker(a))
+                let Some(path) = func.as_path() else {
+                    return false;
+                };
+                let clock = self
+                    .cx
+                    .catalog
+                    .sources
+                    .find(&self.resolve(path))
+                    .is_some_and(|s| s.kind == SourceKind::Clock);
+                clock
+                    || MARKER_WRAPPERS.contains(&path.last())
+                        && args.iter().all(|a| self.is_marker(a))
             }
             ExprKind::MethodCall {
                 receiver, method, ..
@@ -1623,6 +1629,7 @@ impl<'a> Walker<'a, '_> {
             },
             ExprKind::Lit(Lit::Str(s)) => Some(KeyDesc::lit(s.clone())),
             ExprKind::Lit(_) => Some(KeyDesc::lit(String::from("lit"))),
+            ExprKind::Cast { expr, .. } => self.describe_at(expr, d),
             ExprKind::Field { base, member } => {
                 let b = self.describe_at(base, d)?;
                 let text = format!("{}.{member}", b.text);
