@@ -547,6 +547,17 @@ const LOOKUP_METHODS: &[&str] = &[
     "signed_duration_since",
 ];
 
+/// Methods whose argument is a default used when the receiver has no value.
+const FALLBACK_METHODS: &[&str] = &[
+    "unwrap_or",
+    "unwrap_or_else",
+    "or",
+    "or_else",
+    "get_or_insert_with",
+    "map_or",
+    "map_or_else",
+];
+
 /// Conversions that keep a key's identity (for [`KeyDesc`]).
 const CONVERSIONS: &[&str] = &[
     "to_string",
@@ -1228,7 +1239,15 @@ impl<'a> Walker<'a, '_> {
         }
         let mut out = rv;
         out.fields.clear();
-        if !LOOKUP_METHODS.contains(&method) && !method.starts_with("is_") {
+        if FALLBACK_METHODS.contains(&method) {
+            // `given.unwrap_or_else(|| Uuid::new_v4())`: a default for a missing value is
+            // deliberate; only what the receiver carries flows as the value.
+            for a in &arg_vals {
+                let mut a = a.clone();
+                a.facts.retain(|f| !matches!(f, Fact::Nondet { .. }));
+                out.union(&a);
+            }
+        } else if !LOOKUP_METHODS.contains(&method) && !method.starts_with("is_") {
             for a in &arg_vals {
                 out.union(a);
             }

@@ -29,7 +29,9 @@ declare_lint! {
     /// Values are followed through the crate's own code but not through other crates: a
     /// key built by a dependency from a random value is not seen. A timestamp stored as
     /// data, an expiry computed from `now()` and a fresh id for a new record are not keys
-    /// and are not reported; neither is test code. Configure more sources with
+    /// and are not reported; neither is test code, nor a random default used only when no
+    /// key was given (`given.unwrap_or_else(|| Uuid::new_v4().to_string())`), which is
+    /// deliberate: the place to fix is the caller that gives none. Configure more sources with
     /// `sources = ["my_ids::fresh"]` and more key names with `key_names = ["job_key"]` in
     /// `[lints.nondeterministic_key]`.
     ///
