@@ -13,9 +13,15 @@ use std::path::{Path, PathBuf};
 
 fn main() {
     let mut total = 0;
-    for dir in std::env::args().skip(1) {
+    // `--stats`: also count what the analysis saw (store operations by kind, branches on
+    // them, key sinks reached), to check that real code is understood, not only linted.
+    let stats = std::env::args().any(|a| a == "--stats");
+    for dir in std::env::args().skip(1).filter(|a| a != "--stats") {
         let dir = PathBuf::from(dir);
         let (package, texts) = load(&dir);
+        if stats {
+            print_stats(&dir, &package);
+        }
         let diags = idem_lints::testing::check(&package, &Settings::default());
         println!(
             "== {} ({} files): {} findings",
@@ -50,6 +56,120 @@ fn main() {
         }
     }
     println!("total findings: {total}");
+}
+
+fn print_stats(dir: &Path, package: &Package) {
+    let analysis = idem_lints::analysis::Analysis::new(package);
+    let summaries = analysis.summaries(package);
+    let mut ops = std::collections::BTreeMap::new();
+    let (mut decisions, mut key_uses, mut guards) = (0, 0, 0);
+    for id in summaries.ids() {
+        let flow = summaries.flow(id);
+        for e in flow.store_events.iter().filter(|e| e.via.is_none()) {
+            *ops.entry(format!("{:?}/{:?}", e.access.store, e.access.access))
+                .or_insert(0) += 1;
+        }
+        decisions += flow.decisions.len();
+        if std::env::var_os("FLOW_DUMP").is_some() && !flow.decisions.is_empty() {
+            let (file, f) = id.def(package);
+            println!("  fn {} ({})", f.display_name(), file.path.display());
+            for e in &flow.store_events {
+                let a = &e.access;
+                println!(
+                    "    {:?} {:?} `{}` key={:?} marker={} checked={} via={}",
+                    a.store,
+                    a.access,
+                    a.command,
+                    a.key.as_ref().map(|k| k.text.as_str()),
+                    a.value_is_marker,
+                    e.checked,
+                    e.via.is_some()
+                );
+            }
+            for d in &flow.decisions {
+                let b: Vec<_> = d
+                    .branches
+                    .iter()
+                    .map(|b| (b.diverges, b.when_present))
+                    .collect();
+                println!("    decision on {:?}: branches {b:?}", d.ops);
+            }
+        }
+        key_uses += flow.key_uses.len();
+        guards += usize::from(summaries.summary(id).is_guard());
+    }
+    if !ops.is_empty() || key_uses > 0 {
+        println!(
+            "stats {}: ops {ops:?}, decisions on ops {decisions}, key sinks reached by params or sources {key_uses}, guard fns {guards}",
+            dir.display()
+        );
+    }
+    print_path_stats(dir, package, &analysis);
+}
+
+/// What the call-graph lints saw: entry points by kind, fns reached with and without a guard,
+/// fns with side effects of their own, completion marks and transactions.
+fn print_path_stats(dir: &Path, package: &Package, analysis: &idem_lints::analysis::Analysis) {
+    use idem_lints::analysis::completion::{Completion, Role};
+    use idem_lints::analysis::effects::Effects;
+    use idem_lints::analysis::entry::entry_points;
+    use idem_lints::analysis::guards::{GuardFinder, GuardedPaths};
+    let graph = analysis.call_graph(package);
+    let summaries = analysis.summaries(package);
+    let entries = entry_points(package, &analysis.resolver, graph, &[]);
+    let mut kinds = std::collections::BTreeMap::new();
+    for e in &entries {
+        *kinds.entry(format!("{:?}", e.kind)).or_insert(0) += 1;
+    }
+    let finder = GuardFinder::new(package, &analysis.resolver, graph, summaries, &[]);
+    let paths = GuardedPaths::compute(&finder, entries);
+    let reached = |guarded: bool| {
+        graph
+            .ids()
+            .filter(|&id| match guarded {
+                true => paths.reached_guarded(graph, id),
+                false => paths.reached_unguarded(graph, id),
+            })
+            .count()
+    };
+    let effects = Effects::compute(
+        package,
+        &analysis.resolver,
+        &analysis.types,
+        graph,
+        summaries,
+        &[],
+    );
+    let own_effects = graph
+        .ids()
+        .filter(|&id| {
+            effects
+                .witness(graph, id)
+                .is_some_and(|(chain, _)| chain.is_empty())
+        })
+        .count();
+    let completion = Completion::new(package, &analysis.resolver, graph, summaries, &[]);
+    let marks = graph
+        .ids()
+        .filter(|&id| {
+            completion
+                .writes(id)
+                .iter()
+                .any(|w| w.role == Role::Mark && w.via.is_none())
+        })
+        .count();
+    let txs = graph
+        .ids()
+        .filter(|&id| !completion.transactions(id).is_empty())
+        .count();
+    let edges: usize = graph.ids().map(|id| graph.calls(id).len()).sum();
+    println!(
+        "paths {}: {} fns, {edges} edges, entries {kinds:?}, reached guarded/unguarded {}/{}, fns with own effects {own_effects}, with marks {marks}, with transactions {txs}",
+        dir.display(),
+        graph.len(),
+        reached(true),
+        reached(false)
+    );
 }
 
 fn load(dir: &Path) -> (Package, Vec<String>) {

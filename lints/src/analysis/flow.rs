@@ -550,6 +550,17 @@ const LOOKUP_METHODS: &[&str] = &[
     "signed_duration_since",
 ];
 
+/// Methods whose argument is a default used when the receiver has no value.
+const FALLBACK_METHODS: &[&str] = &[
+    "unwrap_or",
+    "unwrap_or_else",
+    "or",
+    "or_else",
+    "get_or_insert_with",
+    "map_or",
+    "map_or_else",
+];
+
 /// Conversions that keep a key's identity (for [`KeyDesc`]).
 const CONVERSIONS: &[&str] = &[
     "to_string",
@@ -596,6 +607,10 @@ const LOCAL_MUTATIONS: &[&str] = &[
     "drain",
     "reserve",
 ];
+
+/// Constructors that wrap a marker without making it data: `Some(1)`,
+/// `AttributeValue::Bool(true)`, `AttributeValue::N(now.to_string())`.
+const MARKER_WRAPPERS: &[&str] = &["Some", "Ok", "S", "N", "Bool", "from", "new"];
 
 /// Methods that append their arguments to the receiver.
 const APPENDERS: &[&str] = &[
@@ -1225,7 +1240,15 @@ impl<'a> Walker<'a, '_> {
         }
         let mut out = rv;
         out.fields.clear();
-        if !LOOKUP_METHODS.contains(&method) && !method.starts_with("is_") {
+        if FALLBACK_METHODS.contains(&method) {
+            // `given.unwrap_or_else(|| Uuid::new_v4())`: a default for a missing value is
+            // deliberate; only what the receiver carries flows as the value.
+            for a in &arg_vals {
+                let mut a = a.clone();
+                a.facts.retain(|f| !matches!(f, Fact::Nondet { .. }));
+                out.union(&a);
+            }
+        } else if !LOOKUP_METHODS.contains(&method) && !method.starts_with("is_") {
             for a in &arg_vals {
                 out.union(a);
             }
@@ -1422,16 +1445,18 @@ impl<'a> Walker<'a, '_> {
                 p.segments.len() > 1 || p.last().chars().all(|c| !c.is_lowercase())
             }
             ExprKind::Call { func, args } => {
-                let name = func.as_path().map(|p| p.last().to_ascii_lowercase());
-                let wrapper = name.as_deref().is_some_and(|n| {
-                    n.len() <= 4 || n == "from" || n == "new" || n == "bool" || n == "n"
-                });
-                let clock = func
-                    .as_path()
-                    .map(|p| self.resolve(p))
-                    .and_then(|d| self.cx.catalog.sources.find(&d).map(|s| s.kind))
-                    == Some(SourceKind::Clock);
-                clock || wrapper && args.iter().all(|a| self.is_marker(a))
+                let Some(path) = func.as_path() else {
+                    return false;
+                };
+                let clock = self
+                    .cx
+                    .catalog
+                    .sources
+                    .find(&self.resolve(path))
+                    .is_some_and(|s| s.kind == SourceKind::Clock);
+                clock
+                    || MARKER_WRAPPERS.contains(&path.last())
+                        && args.iter().all(|a| self.is_marker(a))
             }
             ExprKind::MethodCall {
                 receiver, method, ..
@@ -1596,6 +1621,7 @@ impl<'a> Walker<'a, '_> {
             },
             ExprKind::Lit(Lit::Str(s)) => Some(KeyDesc::lit(s.clone())),
             ExprKind::Lit(_) => Some(KeyDesc::lit(String::from("lit"))),
+            ExprKind::Cast { expr, .. } => self.describe_at(expr, d),
             ExprKind::Field { base, member } => {
                 let b = self.describe_at(base, d)?;
                 let text = format!("{}.{member}", b.text);
@@ -1633,19 +1659,18 @@ impl<'a> Walker<'a, '_> {
                 Some(KeyDesc::combine(&p.segments.join("::"), &parts?))
             }
             ExprKind::Macro(m) if FORMAT_MACROS.contains(&m.path.last()) => {
-                let mut parts = Vec::new();
-                for a in &m.args {
-                    match a.as_str_lit() {
-                        Some(s) if a.span != m.args.first()?.span || parts.is_empty() => {
-                            parts.push(KeyDesc::lit(normalize_template(s)))
-                        }
-                        Some(_) => {}
-                        None => parts.push(self.describe_at(a, d)?),
-                    }
-                }
-                // Inline captures share the format string's span; they were already counted
-                // in the template's holes and are kept as plain parts.
-                Some(KeyDesc::combine("fmt", &parts))
+                // `format!("seen:{id}")` and `format!("seen:{}", id)` lower to the same
+                // arguments (an inline capture is an extra path argument), and templates
+                // compare with `{}` holes.
+                let parts: Option<Vec<KeyDesc>> = m
+                    .args
+                    .iter()
+                    .map(|a| match a.as_str_lit() {
+                        Some(s) => Some(KeyDesc::lit(normalize_template(s))),
+                        None => self.describe_at(a, d),
+                    })
+                    .collect();
+                Some(KeyDesc::combine("fmt", &parts?))
             }
             ExprKind::Binary { lhs, rhs, .. } => Some(KeyDesc::combine(
                 "op",
@@ -1773,5 +1798,131 @@ fn expr_diverges(e: &Expr) -> bool {
             ..
         } => diverges(then) && expr_diverges(els),
         _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::Analysis;
+    use crate::testing;
+
+    /// The flow of the package's only function called `name`.
+    fn flow_of(src: &str, name: &str) -> (Package, FnFlow) {
+        let package = testing::package("app", &["uuid", "redis"], &[("crate", src)]);
+        let analysis = Analysis::new(&package);
+        let s = analysis.summaries(&package);
+        let id = s
+            .ids()
+            .find(|id| id.def(&package).1.name == name)
+            .expect("fn exists");
+        let flow = s.flow(id).clone();
+        (package, flow)
+    }
+
+    fn text(src: &str, span: Span) -> &str {
+        &src[span.lo as usize..span.hi as usize]
+    }
+
+    #[test]
+    fn trails_name_each_step_from_source_to_sink() {
+        let src = r#"
+            fn f(c: &aws_sdk_sqs::Client) {
+                let id = uuid::Uuid::new_v4();
+                let token = format!("job-{id}");
+                let copy = token.clone();
+                c.send_message().message_deduplication_id(copy);
+            }"#;
+        let (_, flow) = flow_of(src, "f");
+        assert_eq!(flow.key_uses.len(), 1);
+        let ku = &flow.key_uses[0];
+        assert_eq!(text(src, ku.span), "copy");
+        let (source, trail) = ku.value.nondet().next().unwrap();
+        assert_eq!(text(src, source.span), "uuid::Uuid::new_v4()");
+        let steps: Vec<&str> = trail.steps().iter().map(|s| text(src, s.span)).collect();
+        assert_eq!(steps, vec!["format!(\"job-{id}\")", "token", "copy"]);
+    }
+
+    #[test]
+    fn reads_decisions_and_writes_are_recorded_with_comparable_keys() {
+        let src = r#"
+            async fn f(conn: &mut redis::aio::ConnectionManager, msg: &Msg) {
+                let key = format!("done:{}", msg.id);
+                if conn.exists(&key).await.unwrap() {
+                    return;
+                }
+                conn.set(format!("done:{}", msg.id), 1).await.unwrap();
+            }"#;
+        let (_, flow) = flow_of(src, "f");
+        let kinds: Vec<Access> = flow.store_events.iter().map(|e| e.access.access).collect();
+        assert_eq!(kinds, vec![Access::Read, Access::Write]);
+        let (r, w) = (&flow.store_events[0].access, &flow.store_events[1].access);
+        assert!(r.key.as_ref().unwrap().same_key(w.key.as_ref().unwrap()));
+        assert_eq!(flow.decisions.len(), 1);
+        let d = &flow.decisions[0];
+        assert_eq!(d.ops, vec![0]);
+        assert!(d.branches[0].diverges);
+        assert_eq!(d.branches[0].when_present, Some(true));
+        assert!(flow.store_events[0].checked);
+    }
+
+    #[test]
+    fn key_descriptions_compare_derivations_not_spellings() {
+        let src = r#"
+            fn f(id: &str, other: &str) {
+                let a = format!("seen:{id}");
+                let b = format!("seen:{}", id.to_string());
+                let c = format!("lock:{}", id);
+                let d = format!("seen:{}", other);
+                let _ = (a, b, c, d);
+            }"#;
+        let package = testing::package("app", &[], &[("crate", src)]);
+        let analysis = Analysis::new(&package);
+        let file = &package.files[0];
+        let f = &file.fns[0];
+        let body = f.body.as_ref().unwrap();
+        let inits: Vec<&Expr> = body
+            .stmts
+            .iter()
+            .filter_map(|s| match s {
+                Stmt::Let { init: Some(i), .. } => Some(i),
+                _ => None,
+            })
+            .collect();
+        let cx = FlowCx {
+            package: &package,
+            resolver: &analysis.resolver,
+            types: &analysis.types,
+            catalog: &analysis.catalog,
+            graph: analysis.call_graph(&package),
+        };
+        struct NoCallees;
+        impl Callees for NoCallees {
+            fn summary(&self, _: FnId) -> Arc<FnSummary> {
+                Arc::new(FnSummary::default())
+            }
+        }
+        let w = Walker {
+            cx: &cx,
+            callees: &NoCallees,
+            id: FnId::new(0, 0),
+            file,
+            f,
+            types: TypeEnv::for_params(&package, &analysis.resolver, &analysis.types, file, f),
+            vals: HashMap::new(),
+            descs: HashMap::new(),
+            strs: HashMap::new(),
+            scopes: vec![Vec::new()],
+            branch_depth: 0,
+            closure_arg: None,
+            blocks: Vec::new(),
+            out: FnFlow::default(),
+        };
+        let d: Vec<KeyDesc> = inits[..4].iter().map(|e| w.describe(e).unwrap()).collect();
+        assert!(d[0].same_key(&d[1]));
+        assert!(!d[0].same_key(&d[2]));
+        assert!(!d[0].same_key(&d[3]));
+        let inst = KeyDesc::root("$0$".into()).instantiate(&[Some(d[0].clone())]);
+        assert_eq!(inst.text, d[0].text);
     }
 }

@@ -626,4 +626,31 @@ mod tests {
             want
         );
     }
+
+    #[test]
+    fn re_exports_lead_to_the_definition() {
+        let p = package(&[
+            ("mod keys;", &["crate"]),
+            (
+                "mod fresh; mod named; pub use fresh::*; pub use named::make as build;",
+                &["crate", "keys"],
+            ),
+            ("pub fn new_key() {}", &["crate", "keys", "fresh"]),
+            ("pub fn make() {}", &["crate", "keys", "named"]),
+        ]);
+        let r = Resolver::new(&p);
+        let m = vec!["crate".to_string()];
+        // Resolution follows re-exports itself: the result is the definition's path.
+        assert_eq!(
+            r.resolve(0, &m, &path("keys::new_key"), None),
+            local(0, &["keys".into(), "fresh".into(), "new_key".into()])
+        );
+        assert_eq!(
+            r.resolve(0, &m, &path("crate::keys::build"), None),
+            local(0, &["keys".into(), "named".into(), "make".into()])
+        );
+        assert!(r
+            .resolve(0, &m, &path("uuid::Uuid::new_v4"), None)
+            .matches("uuid::Uuid::new_v4"));
+    }
 }

@@ -347,7 +347,7 @@ pub fn parse(text: &str) -> SqlStatement {
         locking: has_seq(&["for", "update"])
             || has_seq(&["for", "share"])
             || has_seq(&["for", "no", "key", "update"])
-            || all_words.iter().any(|w| w.starts_with("pg_advisory")),
+            || all_words.iter().any(|w| w.contains("advisory")),
         returning: all_words.contains(&"returning"),
         params,
         assigned: Vec::new(),
@@ -429,11 +429,7 @@ pub fn parse(text: &str) -> SqlStatement {
                 _ => {}
             }
         }
-        st.conditional_where = clause.iter().any(|t| match t {
-            Tok::Word(w) => matches!(w.as_str(), "and" | "or" | "not" | "is" | "in"),
-            Tok::Op(o) => o != "=",
-            _ => false,
-        });
+        st.conditional_where = tests_state(clause);
     }
     st
 }
@@ -528,6 +524,42 @@ fn insert_values(toks: &[Tok], at: usize) -> Vec<(String, Assigned)> {
         }
     }
     out
+}
+
+/// Whether a `WHERE` clause tests the row's state, not only which row: `IS NULL`, an
+/// ordering comparison (`lock_at < $2`, `attempts < 3`), `NOT`, or any comparison of a
+/// state-like column (`status = 'new'`, `processed = false`, `version = $3`). `id = $1 AND
+/// queue = $2` only selects the row.
+fn tests_state(clause: &[Tok]) -> bool {
+    let state_column = |c: &str| {
+        let c = c.rsplit('.').next().unwrap_or(c);
+        [
+            "status",
+            "state",
+            "lock",
+            "claim",
+            "processed",
+            "done",
+            "handled",
+            "version",
+            "attempt",
+            "owner",
+            "lease",
+        ]
+        .iter()
+        .any(|w| c.contains(w))
+            || c.ends_with("_at")
+            || c.ends_with("_until")
+    };
+    clause.iter().enumerate().any(|(i, t)| match t {
+        Tok::Word(w) if matches!(w.as_str(), "is" | "not" | "exists") => true,
+        Tok::Op(o) if matches!(o.as_str(), "<" | ">" | "<=" | ">=" | "<>" | "!=") => true,
+        Tok::Op(o) if o == "=" => {
+            let side = |t: Option<&Tok>| matches!(t, Some(Tok::Word(c)) if state_column(c));
+            side(i.checked_sub(1).and_then(|j| clause.get(j))) || side(clause.get(i + 1))
+        }
+        _ => false,
+    })
 }
 
 /// `(a, b, c) VALUES ($1, $2, now())` starting at the `(` after the table.
@@ -629,6 +661,20 @@ mod tests {
         );
         assert!(orphans.conditional_where && !orphans.keys_certain());
         assert!(!parse("UPDATE jobs SET status = $1 WHERE id = $2").conditional_where);
+        assert!(
+            !parse("UPDATE task SET state = $3 WHERE id = $1 AND queue_name = $2")
+                .conditional_where
+        );
+        assert!(
+            parse("UPDATE task SET state = 'run' WHERE id = $1 AND state = 'pending'")
+                .conditional_where
+        );
+        assert!(
+            parse("UPDATE t SET done_at = now() WHERE id = $1 AND done_at IS NULL")
+                .conditional_where
+        );
+        assert!(parse("SELECT pg_try_advisory_xact_lock($1)").locking);
+        assert!(!parse("UPDATE t SET x = 1 WHERE id = $1::uuid").conditional_where);
         let c = parse("WITH x AS (SELECT id FROM a) INSERT INTO b (id) SELECT id FROM x");
         assert_eq!((c.verb, c.table.as_deref()), (SqlVerb::Insert, Some("b")));
         assert!(looks_like_sql("  select 1"));

@@ -455,7 +455,8 @@ fn dynamodb<'a>(env: &dyn OpEnv, receiver: &'a Expr, span: Span) -> Option<Store
         ),
         _ => {
             // put_item: the key attribute is the one the condition tests, else a key-like
-            // attribute name, else the first attribute.
+            // attribute name, else the first attribute written (`calls` runs from `.send()`
+            // back to `put_item()`, so that is the last one here).
             let items: Vec<(Option<String>, &Expr)> = pairs("item").collect();
             let tested = |n: &str| {
                 condition_text

@@ -227,6 +227,19 @@ fn report(cx: &mut LintContext<'_>, f: Finding) {
         if !f.branch.contains(f.read.span) {
             d.span_label(f.branch, "and the check decides here");
         }
+        // Through a helper: where the helper touches the store.
+        if f.read.via.is_some() {
+            d.span_label(
+                f.read.access.span,
+                format!("`{}` reads the store here", r.command),
+            );
+        }
+        if f.write.via.is_some() {
+            d.span_label(
+                f.write.access.span,
+                format!("`{}` writes it here", w.command),
+            );
+        }
         if let Some(e) = f.late_after {
             d.span_label(e, "the work starts here, before the claim");
         }
