@@ -505,6 +505,33 @@ mod tests {
     }
 
     #[test]
+    fn sea_orm_begin_and_closure_transactions() {
+        let (t, ex) = txs(
+            &["sea-orm"],
+            "async fn f(db: &DatabaseConnection) {
+                 let txn = db.begin().await?;
+                 txn.execute(a).await?;
+                 txn.commit().await?;
+                 db.transaction::<_, (), DbErr>(|t| Box::pin(async move {
+                     t.execute(b).await?;
+                     Ok(())
+                 })).await?;
+                 db.execute(c).await?;
+             }",
+        );
+        let kinds: Vec<TxKind> = t.txs.iter().map(|t| t.kind).collect();
+        assert_eq!(kinds, vec![TxKind::Begun, TxKind::Closure]);
+        assert_eq!(
+            ex,
+            vec![
+                Executor::Tx(TxId(0)),
+                Executor::Tx(TxId(1)),
+                Executor::Other("db".into())
+            ]
+        );
+    }
+
+    #[test]
     fn one_request_transactions_cover_their_items() {
         let (t, ex) = txs(
             &["aws-sdk-dynamodb", "redis"],

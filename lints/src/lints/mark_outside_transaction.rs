@@ -76,13 +76,16 @@ struct Finding {
     mark: Write,
     write: Write,
     gap: Gap,
+    /// The business write's transaction in this fn: its kind and handle name.
+    tx: Option<(TxKind, String)>,
 }
 
 pub fn check(cx: &mut LintContext<'_>) {
     let findings = find(cx);
     let package = cx.package;
     for f in findings {
-        let (message, label, note, help) = describe(package, &f);
+        let (message, label, note) = describe(package, &f);
+        let help = help(package, &f);
         cx.span_lint(&MARK_OUTSIDE_TRANSACTION, f.mark.span, message, |d| {
             d.primary_label(label);
             d.span_label(f.write.span, business_label(package, &f.write));
@@ -189,10 +192,18 @@ impl MarkWalk<'_, '_> {
                 return None;
             };
             let gap = gap(write, mark, committed)?;
+            let tx = match write.executor {
+                Executor::Tx(t) => {
+                    let tx = self.tx.get(t);
+                    Some((tx.kind, tx.handles.first().cloned().unwrap_or_default()))
+                }
+                _ => None,
+            };
             Some(Finding {
                 mark: mark.clone(),
                 write: write.clone(),
                 gap,
+                tx,
             })
         })
     }
@@ -243,24 +254,26 @@ fn executor_name(e: &Executor) -> Option<&str> {
     }
 }
 
-/// Message, primary label, note and help of a finding.
-fn describe(package: &Package, f: &Finding) -> (String, String, String, String) {
+/// Message, primary label and note of a finding.
+fn describe(package: &Package, f: &Finding) -> (String, String, String) {
     let mark = match f.mark.via {
         Some(h) => format!("`{}`", name(package, h)),
         None => format!("`{}`", f.mark.command),
     };
     let crash =
         "a crash between the two leaves the work done but not marked, and the retry does it again";
-    let sql_help = "write the mark on the business write's transaction, before it commits: `sqlx::query(\"UPDATE .. SET status = 'done' ..\").execute(&mut *tx).await?; tx.commit().await?;` (or `transaction(|tx| ..)` around both)".to_owned();
     match &f.gap {
         Gap::AfterCommit(_, helper) => (
-            "completion mark is written after the business write's transaction has committed".to_owned(),
+            "completion mark is written after the business write's transaction has committed"
+                .to_owned(),
             format!("{mark} marks the work done only after the commit"),
             match helper {
-                Some(h) => format!("the transaction commits inside `{}`; {crash}", name(package, *h)),
+                Some(h) => format!(
+                    "the transaction commits inside `{}`; {crash}",
+                    name(package, *h)
+                ),
                 None => crash.to_owned(),
             },
-            sql_help,
         ),
         Gap::OtherConnection => (
             "completion mark is written outside the business write's transaction".to_owned(),
@@ -269,13 +282,11 @@ fn describe(package: &Package, f: &Finding) -> (String, String, String, String) 
                 None => format!("{mark} runs on another connection, which commits on its own"),
             },
             crash.to_owned(),
-            sql_help,
         ),
         Gap::Autocommit => (
             "business write and completion mark commit separately, with no transaction".to_owned(),
             format!("{mark} commits on its own"),
             format!("each statement on a pool commits by itself; {crash}"),
-            "open a transaction and run both on it: `let mut tx = pool.begin().await?; ..execute(&mut *tx).await?; ..execute(&mut *tx).await?; tx.commit().await?;`, or make the business write idempotent (an upsert, `SET x = value`)".to_owned(),
         ),
         Gap::OtherStore => (
             format!(
@@ -285,24 +296,79 @@ fn describe(package: &Package, f: &Finding) -> (String, String, String, String) 
             ),
             format!("{mark} writes to {}", f.mark.store.name()),
             format!("no transaction spans two stores; {crash}"),
+        ),
+        Gap::SeparateRequests => (
             format!(
-                "record the mark in {} in the business write's transaction, or make the business write idempotent (an upsert, `SET x = value`)",
+                "business write and completion mark are two separate {} writes",
                 f.write.store.name()
             ),
+            format!("{mark} is a second request"),
+            crash.to_owned(),
         ),
-        Gap::SeparateRequests => match f.write.store {
-            Store::DynamoDb => (
-                "business write and completion mark are two separate DynamoDB writes".to_owned(),
-                format!("{mark} is a second request"),
-                crash.to_owned(),
-                "send both in one `transact_write_items()` request (an `Update` and a `Put` item, the mark with `attribute_not_exists`), with a `client_request_token` taken from the message".to_owned(),
-            ),
-            _ => (
-                "business write and completion mark are two separate Redis writes".to_owned(),
-                format!("{mark} is a second command"),
-                crash.to_owned(),
-                "send both in one `MULTI`/`EXEC`: `redis::pipe().atomic().cmd(..).cmd(..).query_async(&mut conn)`".to_owned(),
-            ),
-        },
+    }
+}
+
+/// The in-transaction form, for the transaction the business write uses.
+fn help(package: &Package, f: &Finding) -> String {
+    let idempotent = "or make the business write naturally idempotent (an upsert, `SET x = value`)";
+    match (&f.gap, &f.tx) {
+        (Gap::SeparateRequests, _) if f.write.store == Store::DynamoDb => "send both in one `transact_write_items()` request (an `Update` and a `Put` item, the mark with `attribute_not_exists`), with a `client_request_token` taken from the message".to_owned(),
+        (Gap::SeparateRequests, _) => "send both in one `MULTI`/`EXEC`: `redis::pipe().atomic().cmd(..).cmd(..).query_async(&mut conn)`".to_owned(),
+        (Gap::OtherStore, _) => format!(
+            "record the mark in {} in the business write's transaction, {idempotent}",
+            f.write.store.name()
+        ),
+        (_, Some((TxKind::Closure, c))) if !c.is_empty() => format!(
+            "write the mark inside the transaction closure, on `{c}`, so both commit when it returns"
+        ),
+        (_, Some((_, h))) if !h.is_empty() => format!(
+            "write the mark on `{h}` before `{h}.commit()`, so both commit together"
+        ),
+        (Gap::AfterCommit(_, Some(helper)), _) => format!(
+            "open the transaction here and pass it to `{}` and to the mark, committing after both, {idempotent}",
+            name(package, *helper)
+        ),
+        _ => format!(
+            "run both on one transaction (`let mut tx = pool.begin().await?; ..; ..; tx.commit().await?;`), {idempotent}"
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::settings::{MarkOutsideTransactionSettings, Settings};
+    use crate::testing;
+
+    /// A mark helper from another crate is known only by configuration.
+    #[test]
+    fn configured_marks() {
+        let src = r#"
+            pub async fn handle(pool: &sqlx::PgPool, id: &str, n: i64) -> sqlx::Result<()> {
+                let mut tx = pool.begin().await?;
+                sqlx::query("UPDATE wallets SET credits = credits + $1").bind(n).execute(&mut *tx).await?;
+                tx.commit().await?;
+                idem_common::mark_processed(pool, id).await //~ WARN mark_outside_transaction
+            }
+        "#;
+        let package = testing::package("app", &["sqlx", "idem-common"], &[("crate", src)]);
+        let configured = Settings {
+            mark_outside_transaction: MarkOutsideTransactionSettings {
+                marks: vec!["mark_processed".into()],
+            },
+            ..Settings::default()
+        };
+        testing::assert_annotations(
+            &package,
+            &[src.to_owned()],
+            &configured,
+            &["mark_outside_transaction"],
+        );
+        let unmarked = src.replace("//~ WARN mark_outside_transaction", "");
+        testing::assert_annotations(
+            &package,
+            &[unmarked],
+            &Settings::default(),
+            &["mark_outside_transaction"],
+        );
     }
 }
