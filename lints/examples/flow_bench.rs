@@ -18,7 +18,7 @@ fn main() {
         .unwrap_or_else(|_| "nondeterministic_key,check_then_act".to_owned());
     let enabled = |name: &str| lints == "all" || lints.split(',').any(|l| l == name);
     let mut paths = Vec::new();
-    collect(&dir, &mut paths);
+    idem_lints::testing::collect_rs(&dir, &mut paths);
     paths.sort();
     let texts: Vec<String> = paths
         .iter()
@@ -100,15 +100,4 @@ fn find_tokio() -> PathBuf {
         }
     }
     panic!("tokio not found in the cargo registry; pass a source directory")
-}
-
-fn collect(dir: &Path, out: &mut Vec<PathBuf>) {
-    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-        let p = e.path();
-        if p.is_dir() {
-            collect(&p, out);
-        } else if p.extension().is_some_and(|x| x == "rs") {
-            out.push(p);
-        }
-    }
 }

@@ -7,7 +7,7 @@
 //! `src/bin/*.rs` and `examples/*.rs` as binaries (so `main` is an entry point).
 
 use idem_lints::model::{lower_file, FileId, Package, TargetInfo};
-use idem_lints::testing::line_of;
+use idem_lints::testing::{collect_rs, line_of, manifest_dependencies, module_of};
 use idem_lints::Settings;
 use std::path::{Path, PathBuf};
 
@@ -184,7 +184,7 @@ fn load(dir: &Path) -> (Package, Vec<String>) {
         .replace('-', "_");
     let mut package = Package {
         name: name.clone(),
-        dependencies: dependencies(&manifest),
+        dependencies: manifest_dependencies(&manifest),
         ..Package::default()
     };
     let mut texts = Vec::new();
@@ -208,7 +208,7 @@ fn load(dir: &Path) -> (Package, Vec<String>) {
         dir.to_path_buf()
     };
     let mut files = Vec::new();
-    collect(&src, &mut files);
+    collect_rs(&src, &mut files);
     files.sort();
     // The library owns the module tree below `src/`; without one, `src/main.rs` does.
     let has_lib = src.join("lib.rs").is_file() || !dir.join("src").is_dir();
@@ -260,51 +260,4 @@ fn load(dir: &Path) -> (Package, Vec<String>) {
         }
     }
     (package, texts)
-}
-
-fn collect(dir: &Path, out: &mut Vec<PathBuf>) {
-    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-        let p = e.path();
-        if p.is_dir() {
-            collect(&p, out);
-        } else if p.extension().is_some_and(|x| x == "rs") {
-            out.push(p);
-        }
-    }
-}
-
-fn module_of(rel: &Path) -> Vec<String> {
-    let mut module = vec!["crate".to_owned()];
-    let parts: Vec<String> = rel
-        .iter()
-        .map(|p| p.to_string_lossy().into_owned())
-        .collect();
-    for (i, part) in parts.iter().enumerate() {
-        let stem = part.trim_end_matches(".rs");
-        if i + 1 == parts.len() && matches!(stem, "lib" | "main" | "mod") {
-            break;
-        }
-        module.push(stem.to_owned());
-    }
-    module
-}
-
-fn dependencies(manifest: &str) -> Vec<String> {
-    let mut in_deps = false;
-    let mut out = Vec::new();
-    for line in manifest.lines().map(str::trim) {
-        if line.starts_with('[') {
-            in_deps = line.contains("dependencies");
-            if let Some(rest) = line.strip_prefix("[dependencies.") {
-                out.push(rest.trim_end_matches(']').replace('-', "_"));
-            }
-            continue;
-        }
-        if in_deps {
-            if let Some((key, _)) = line.split_once('=') {
-                out.push(key.trim().trim_matches('"').replace('-', "_"));
-            }
-        }
-    }
-    out
 }

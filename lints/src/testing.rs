@@ -110,7 +110,8 @@ pub fn fixture_package(dir: &Path) -> (Package, Vec<String>) {
     (package, texts)
 }
 
-fn collect_rs(dir: &Path, out: &mut Vec<PathBuf>) {
+/// Every `.rs` file below `dir`, recursively (unsorted).
+pub fn collect_rs(dir: &Path, out: &mut Vec<PathBuf>) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
     };
@@ -125,7 +126,7 @@ fn collect_rs(dir: &Path, out: &mut Vec<PathBuf>) {
 }
 
 /// `lib.rs`/`main.rs` → `crate`; `a/b.rs` and `a/b/mod.rs` → `crate::a::b`.
-fn module_of(rel: &Path) -> Vec<String> {
+pub fn module_of(rel: &Path) -> Vec<String> {
     let mut module = vec!["crate".to_owned()];
     let parts: Vec<String> = rel
         .iter()
@@ -142,13 +143,19 @@ fn module_of(rel: &Path) -> Vec<String> {
     module
 }
 
-/// Keys of `[dependencies]`, `[dev-dependencies]` and `[build-dependencies]`, `-` as `_`.
-fn manifest_dependencies(manifest: &str) -> Vec<String> {
+/// Keys of `[dependencies]`, `[dev-dependencies]` and `[build-dependencies]` (and
+/// `[dependencies.name]` tables), `-` as `_`.
+pub fn manifest_dependencies(manifest: &str) -> Vec<String> {
     let mut in_deps = false;
     let mut out = Vec::new();
     for line in manifest.lines().map(str::trim) {
         if line.starts_with('[') {
             in_deps = line.ends_with("dependencies]");
+            // `[dependencies.sqlx]`: one dependency's own table.
+            let table = line.trim_matches(|c| c == '[' || c == ']');
+            if let Some((_, name)) = table.split_once("dependencies.") {
+                out.push(name.trim_matches('"').replace('-', "_"));
+            }
             continue;
         }
         if in_deps {
@@ -228,6 +235,17 @@ pub fn assert_annotations(
     }
 }
 
+/// Checks every fixture crate below `root` against its annotations of `lints` (all lints when
+/// empty) with default settings; returns how many crates were checked.
+pub fn assert_fixture_crates(root: &Path, lints: &[&str]) -> usize {
+    let crates = fixture_crates(root);
+    for dir in &crates {
+        let (package, texts) = fixture_package(dir);
+        assert_annotations(&package, &texts, &Settings::default(), lints);
+    }
+    crates.len()
+}
+
 /// Every fixture crate below `root` (a directory holding `Cargo.toml`), sorted.
 pub fn fixture_crates(root: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
@@ -267,7 +285,10 @@ mod tests {
 
     #[test]
     fn dependencies_are_read_from_every_dependency_table() {
-        let m = "[package]\nname = \"x\"\n[dependencies]\naws-sdk-ec2 = \"1\"\n[dev-dependencies]\ntokio = {}\n";
-        assert_eq!(manifest_dependencies(m), vec!["aws_sdk_ec2", "tokio"]);
+        let m = "[package]\nname = \"x\"\n[dependencies]\naws-sdk-ec2 = \"1\"\n[dev-dependencies]\ntokio = {}\n[dependencies.tokio-postgres]\nversion = \"0.7\"\n";
+        assert_eq!(
+            manifest_dependencies(m),
+            vec!["aws_sdk_ec2", "tokio", "tokio_postgres"]
+        );
     }
 }
