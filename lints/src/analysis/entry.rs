@@ -48,6 +48,22 @@ impl EntryKind {
     }
 }
 
+impl EntryKind {
+    /// How a label at [`EntryPoint::span`] says what happens there.
+    pub fn at_span(self) -> &'static str {
+        match self {
+            EntryKind::Idempotent => "guarded by `#[idempotent]` here",
+            EntryKind::Main => "the program starts here",
+            EntryKind::Route => "registered as a route handler here",
+            EntryKind::Service => "registered as a service handler here",
+            EntryKind::Job => "registered as a job handler here",
+            EntryKind::Spawned => "spawned as a task here",
+            EntryKind::Configured => "named as an entry point in the configuration",
+            EntryKind::PublicApi => "public: callers outside the crate come in here",
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EntryPoint {
     pub id: FnId,

@@ -256,10 +256,6 @@ impl GuardedPaths {
         }
     }
 
-    pub fn entries(&self) -> &[EntryPoint] {
-        &self.entries
-    }
-
     pub fn reached_unguarded(&self, graph: &CallGraph, id: FnId) -> bool {
         self.unguarded[graph.index(id)].is_some()
     }

@@ -70,6 +70,8 @@ struct Finding {
     callee: String,
     entry: String,
     entry_kind: &'static str,
+    /// Where the unguarded path's entry point is registered, and what happens there.
+    entry_at: (Span, &'static str),
     unguarded_chain: Vec<String>,
     guarded_chain: Vec<String>,
     guarded_entry: String,
@@ -92,6 +94,7 @@ pub fn check(cx: &mut LintContext<'_>) {
                     "{} `{}` gets here with no guard on the way",
                     f.entry_kind, f.entry
                 ));
+                d.span_label(f.entry_at.0, f.entry_at.1);
                 d.span_label(f.guard.0, f.guard.1);
                 d.span_label(f.effect.0, format!("the side effect a duplicate repeats: {}", f.effect.1));
                 d.note(format!("unguarded path: {}", f.unguarded_chain.join(" → ")));
@@ -211,6 +214,7 @@ fn finding(
         callee: callee_name,
         entry: name(package, entry.id),
         entry_kind: entry.kind.describe(),
+        entry_at: (entry.span, entry.kind.at_span()),
         unguarded_chain,
         guarded_chain,
         guarded_entry: name(package, guarded_entry),
