@@ -3,7 +3,7 @@
 //! DIR...` (each DIR holds `Cargo.toml` and `src/`). Files that do not parse are skipped.
 
 use idem_lints::model::{lower_file, FileId, FileModel, Package, TargetInfo};
-use idem_lints::testing::line_of;
+use idem_lints::testing::{line_of, manifest_dependencies, module_of};
 use idem_lints::Settings;
 use std::path::{Path, PathBuf};
 
@@ -126,23 +126,7 @@ fn load(dir: &Path) -> (Package, Vec<String>) {
             texts.push(text);
         }
     }
-    let deps = manifest
-        .lines()
-        .scan(false, |in_deps, line| {
-            let line = line.trim();
-            if line.starts_with('[') {
-                *in_deps = line.contains("dependencies");
-                return Some(None);
-            }
-            Some(if *in_deps {
-                line.split_once('=')
-                    .map(|(k, _)| k.trim().trim_matches('"').replace('-', "_"))
-            } else {
-                None
-            })
-        })
-        .flatten()
-        .collect();
+    let deps = manifest_dependencies(&manifest);
     let name = dir.file_name().unwrap().to_string_lossy().into_owned();
     let package = Package {
         name: name.clone(),
@@ -169,20 +153,4 @@ fn collect(dir: &Path, out: &mut Vec<PathBuf>) {
             out.push(p);
         }
     }
-}
-
-fn module_of(rel: &Path) -> Vec<String> {
-    let mut module = vec!["crate".to_owned()];
-    let parts: Vec<String> = rel
-        .iter()
-        .map(|p| p.to_string_lossy().into_owned())
-        .collect();
-    for (i, part) in parts.iter().enumerate() {
-        let stem = part.trim_end_matches(".rs");
-        if i + 1 == parts.len() && matches!(stem, "lib" | "main" | "mod") {
-            break;
-        }
-        module.push(stem.to_owned());
-    }
-    module
 }
