@@ -671,6 +671,13 @@ impl OpEnv for Walker<'_, '_> {
     fn depends_on(&self, krate: &str) -> bool {
         self.cx.package.depends_on(krate)
     }
+
+    fn local_init(&self, name: &str) -> Option<&Expr> {
+        match self.descs.get(name)? {
+            DescSrc::Expr(e) => Some(e),
+            DescSrc::Desc(_) => None,
+        }
+    }
 }
 
 impl<'a> Walker<'a, '_> {

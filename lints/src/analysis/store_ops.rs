@@ -105,6 +105,11 @@ pub trait OpEnv {
     fn string_of(&self, expr: &Expr) -> Option<String>;
     /// Whether the package depends on crate `krate` (`redis`, `aws_sdk_dynamodb`).
     fn depends_on(&self, krate: &str) -> bool;
+    /// The initializer of local `name` (`opts` of `let opts = SetOptions::default()..`),
+    /// when known, so options built before the call are read too.
+    fn local_init(&self, _name: &str) -> Option<&Expr> {
+        None
+    }
 }
 
 const REDIS_CRATES: &[&str] = &[
@@ -240,7 +245,11 @@ fn redis_method<'a>(
     }
     // `set_options(k, v, SetOptions::default().conditional_set(ExistenceCheck::NX))` and
     // fred's `set(k, v, expire, Some(SetOptions::NX), get)`.
-    if matches!(name, "set" | "set_options") && args[2.min(args.len())..].iter().any(mentions_nx) {
+    if matches!(name, "set" | "set_options")
+        && args[2.min(args.len())..]
+            .iter()
+            .any(|a| mentions_nx(env, a, 0))
+    {
         access = Access::Claim;
     }
     Some(StoreOp {
@@ -303,15 +312,25 @@ pub(crate) fn receiver_name(e: &Expr) -> Option<&str> {
     }
 }
 
-fn mentions_nx(e: &Expr) -> bool {
+/// Whether set options say `NX`, following locals they were built in (a few deep).
+fn mentions_nx(env: &dyn OpEnv, e: &Expr, depth: usize) -> bool {
     let mut found = false;
+    let mut locals = Vec::new();
     e.walk(&mut |x| match &x.kind {
-        ExprKind::Path(p) => found |= p.segments.iter().any(|s| s == "NX" || s == "nx"),
+        ExprKind::Path(p) => {
+            found |= p.segments.iter().any(|s| s == "NX" || s == "nx");
+            locals.extend(p.as_ident().map(str::to_owned));
+        }
         ExprKind::MethodCall { method, .. } => found |= method == "nx",
         ExprKind::Lit(crate::model::ir::Lit::Str(s)) => found |= s.eq_ignore_ascii_case("nx"),
         _ => {}
     });
     found
+        || depth < 4
+            && locals.iter().any(|n| {
+                env.local_init(n)
+                    .is_some_and(|init| mentions_nx(env, init, depth + 1))
+            })
 }
 
 /// `redis::cmd("SET").arg(&key).arg(1).arg("NX").query_async(&mut conn)`.

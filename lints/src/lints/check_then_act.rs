@@ -1,4 +1,5 @@
 use crate::analysis::flow::{Decision, FnFlow, StoreEvent};
+use crate::analysis::sql::is_dedupe_table_name;
 use crate::analysis::{Access, Store};
 use crate::context::LintContext;
 use crate::declare_lint;
@@ -151,22 +152,13 @@ fn same_record(read: &StoreEvent, write: &StoreEvent) -> bool {
 /// The write records that the work was done (a marker, an idempotency or dedupe record),
 /// rather than caching computed data under the key (cache-aside).
 fn is_guard_marker(read: &StoreEvent, write: &StoreEvent) -> bool {
+    // A dedupe table's name, or a key that says what it marks (`done:{id}`, `lock:{id}`).
     let names_a_guard = |text: &str| {
         let t = text.to_ascii_lowercase();
-        [
-            "idempot",
-            "dedup",
-            "processed",
-            "seen",
-            "done",
-            "handled",
-            "lock",
-            "claim",
-            "inbox",
-            "consumed",
-        ]
-        .iter()
-        .any(|w| t.contains(w))
+        is_dedupe_table_name(&t)
+            || ["seen", "done", "lock", "claim"]
+                .iter()
+                .any(|w| t.contains(w))
     };
     let key_named = [&read.access, &write.access].iter().any(|a| {
         a.key.as_ref().is_some_and(|k| names_a_guard(&k.text))
