@@ -2,7 +2,7 @@
 //!
 //! - `// idem-lint: allow(a, b)` after code: findings starting on that line.
 //! - The same on its own line(s) directly above an item (`fn`, `impl`, `mod`, ...; doc
-//!   comments and attributes may sit between): findings inside the item. Above any other
+//!   comments and attributes may sit before or after it): findings inside the item. Above any other
 //!   line: findings starting on that line.
 //! - `// idem-lint: allow-file(a, b)` among a file's first lines (before the first line that
 //!   is not blank, a comment or an inner attribute): the whole file.
@@ -157,14 +157,24 @@ fn attach_to_next(
     if source.line_text(target).trim().is_empty() {
         return;
     }
-    // Items start at their first attribute, doc comments included, so an item that begins
-    // anywhere between the comment and the code line is the one annotated.
+    // Items start at their first attribute, and doc comments are attributes: the annotated
+    // item is one that starts between the comment and the code line, or starts above the
+    // comment with only doc comments and attributes before it.
+    let header_only = |from: usize| {
+        (from..comment_line).all(|i| {
+            let t = source.line_text(i).trim_start();
+            t.starts_with("//") || t.starts_with('#')
+        })
+    };
+    let target_start = source.line_range(target).start as u32;
     let item = model
         .items
         .iter()
         .filter(|it| {
             let start = source.line_index(it.span.lo as usize);
-            start > comment_line && start <= target
+            start <= target
+                && it.span.hi > target_start
+                && (start > comment_line || header_only(start))
         })
         .max_by_key(|it| it.span.hi - it.span.lo);
     match item {

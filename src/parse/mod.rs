@@ -263,7 +263,13 @@ fn load_file(id: FileId, p: &Pending, opts: &ParseOptions) -> Loaded {
         }
         worker::Outcome::Invalid(e) => {
             let mut d = Diagnostic::new(&PARSE_ERROR, e.span, "file does not parse");
-            d.primary_label(e.message).note(
+            // proc_macro2's lexer error says nothing about the cause it always has.
+            let label = if e.message == "cannot parse string into token stream" {
+                "unbalanced delimiter or invalid token".to_string()
+            } else {
+                e.message
+            };
+            d.primary_label(label).note(
                 "the rest of the package is linted; findings that depend on this file may be missed",
             );
             d
