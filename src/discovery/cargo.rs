@@ -138,25 +138,32 @@ fn linted(t: &Target) -> bool {
     !t.kind.iter().any(|k| matches!(k, TargetKind::CustomBuild))
 }
 
-/// Cargo's multi-line error (with `Caused by:` sections and source snippets) as one line.
+/// Cargo's multi-line error (with `Caused by:` sections and source snippets) as one line;
+/// a snippet's `--> file:line:col` is kept, in front.
 fn one_line(stderr: &str) -> String {
-    let parts: Vec<&str> = stderr
-        .lines()
-        .map(str::trim)
-        .filter(|l| {
-            !l.is_empty()
-                && *l != "Caused by:"
-                && !l.starts_with('|')
-                && !l.starts_with("-->")
-                && !l.starts_with(|c: char| c.is_ascii_digit())
-                && !l.starts_with('^')
-        })
-        .map(|l| l.strip_prefix("error: ").unwrap_or(l))
-        .collect();
-    if parts.is_empty() {
+    let mut location = None;
+    let mut parts: Vec<&str> = Vec::new();
+    for line in stderr.lines().map(str::trim) {
+        if let Some(at) = line.strip_prefix("-->") {
+            location.get_or_insert(at.trim());
+            continue;
+        }
+        let snippet = line.starts_with('|')
+            || line.starts_with('^')
+            || line.starts_with(|c: char| c.is_ascii_digit());
+        if line.is_empty() || line == "Caused by:" || snippet {
+            continue;
+        }
+        parts.push(line.strip_prefix("error: ").unwrap_or(line));
+    }
+    let message = if parts.is_empty() {
         "`cargo metadata` failed".to_string()
     } else {
         parts.join(": ")
+    };
+    match location {
+        Some(at) => format!("{at}: {message}"),
+        None => message,
     }
 }
 
@@ -166,6 +173,8 @@ mod tests {
 
     #[test]
     fn cargo_errors_become_one_line() {
+        let stderr = "error: unclosed table, expected `]`\n --> bm/Cargo.toml:1:9\n  |\n1 | [package\n  |         ^\n";
+        assert_eq!(one_line(stderr), "bm/Cargo.toml:1:9: unclosed table, expected `]`");
         let stderr = "error: failed to parse manifest at `/x/Cargo.toml`\n\nCaused by:\n  TOML parse error at line 1, column 5\n    |\n  1 | [package\n    |     ^\n  invalid table header\n";
         assert_eq!(
             one_line(stderr),
