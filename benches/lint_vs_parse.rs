@@ -17,7 +17,10 @@ use std::time::{Duration, Instant};
 
 fn main() {
     // Cargo passes `--bench` to harness-less benches.
-    let args: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with("--")).collect();
+    let args: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with("--"))
+        .collect();
     let Some(dir) = args.first().map(PathBuf::from).or_else(tokio_sources) else {
         eprintln!(
             "no tokio sources under $CARGO_HOME/registry/src: run `cargo fetch` in this repository \
@@ -26,7 +29,11 @@ fn main() {
         );
         return;
     };
-    let iterations: usize = args.get(1).and_then(|n| n.parse().ok()).unwrap_or(10).max(1);
+    let iterations: usize = args
+        .get(1)
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(10)
+        .max(1);
     let ws = match discovery::discover(&Selection::dir(&dir)) {
         Ok(ws) => ws,
         Err(e) => {
@@ -47,7 +54,11 @@ fn main() {
 
     let warm = parse::load_workspace(&ws, &opts);
     let files: usize = warm.iter().map(|p| p.sources.len()).sum();
-    let bytes: usize = warm.iter().flat_map(|p| &p.sources).map(|s| s.text.len()).sum();
+    let bytes: usize = warm
+        .iter()
+        .flat_map(|p| &p.sources)
+        .map(|s| s.text.len())
+        .sum();
     drop(warm);
     let mut findings = 0;
     let (mut parse_times, mut full_times) = (Vec::new(), Vec::new());
@@ -63,11 +74,24 @@ fn main() {
         findings = report.findings.len();
     }
     let (a, b) = (median(&mut parse_times), median(&mut full_times));
-    println!("input: {} ({files} files, {:.1} MiB)", dir.display(), bytes as f64 / (1 << 20) as f64);
-    println!("iterations: {iterations}, lints: {}", idem_lints::lints::ALL.len());
+    println!(
+        "input: {} ({files} files, {:.1} MiB)",
+        dir.display(),
+        bytes as f64 / (1 << 20) as f64
+    );
+    println!(
+        "iterations: {iterations}, lints: {}",
+        idem_lints::lints::ALL.len()
+    );
     println!("(a) read + parse + lower: median {:.1} ms", ms(a));
-    println!("(b) full lint pipeline:   median {:.1} ms ({findings} findings)", ms(b));
-    println!("ratio b/a: {:.2}", b.as_secs_f64() / a.as_secs_f64().max(f64::EPSILON));
+    println!(
+        "(b) full lint pipeline:   median {:.1} ms ({findings} findings)",
+        ms(b)
+    );
+    println!(
+        "ratio b/a: {:.2}",
+        b.as_secs_f64() / a.as_secs_f64().max(f64::EPSILON)
+    );
 }
 
 fn median(times: &mut [Duration]) -> Duration {

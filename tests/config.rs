@@ -16,17 +16,31 @@ fn idem_lint_toml_sets_levels() {
     ]);
     let out = run(&[s(dir.path()), "--message-format", "short"]);
     out.assert_code(1);
-    assert!(out.stdout.contains("error[idem::parse_error]"), "{}", out.stdout);
+    assert!(
+        out.stdout.contains("error[idem::parse_error]"),
+        "{}",
+        out.stdout
+    );
     // The command line overrides the config.
     run(&[s(dir.path()), "-W", "parse_error"]).assert_code(0);
-    run(&[s(dir.path()), "-A", "parse_error", "--message-format", "json"]).assert_code(0);
+    run(&[
+        s(dir.path()),
+        "-A",
+        "parse_error",
+        "--message-format",
+        "json",
+    ])
+    .assert_code(0);
 }
 
 #[test]
 fn table_form_with_level() {
     let dir = tree(&[
         ("Cargo.toml", &manifest("cfg", "")),
-        ("idem-lint.toml", "file-timeout-ms = 20_000\n[lints.parse_error]\nlevel = \"allow\"\n"),
+        (
+            "idem-lint.toml",
+            "file-timeout-ms = 20_000\n[lints.parse_error]\nlevel = \"allow\"\n",
+        ),
         ("src/lib.rs", BROKEN),
     ]);
     let out = run(&[s(dir.path()), "--message-format", "short"]);
@@ -53,37 +67,70 @@ fn workspace_metadata_applies_to_members_and_package_metadata_overrides() {
     out.assert_code(1);
     let lines: Vec<&str> = out.stdout.lines().collect();
     assert_eq!(lines.len(), 2, "{}", out.stdout);
-    assert!(lines.iter().any(|l| l.contains("a/src/lib.rs") && l.contains("error[")), "{}", out.stdout);
-    assert!(lines.iter().any(|l| l.contains("b/src/lib.rs") && l.contains("warning[")), "{}", out.stdout);
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("a/src/lib.rs") && l.contains("error[")),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("b/src/lib.rs") && l.contains("warning[")),
+        "{}",
+        out.stdout
+    );
 }
 
 #[test]
 fn unknown_lint_names_file_and_key() {
     let dir = tree(&[
         ("Cargo.toml", &manifest("cfg", "")),
-        ("idem-lint.toml", "[lints]\nparse_error = \"warn\"\nno_such_lint = \"deny\"\n"),
+        (
+            "idem-lint.toml",
+            "[lints]\nparse_error = \"warn\"\nno_such_lint = \"deny\"\n",
+        ),
         ("src/lib.rs", ""),
     ]);
     let out = run(&[s(dir.path())]);
-    out.assert_one_line_error("idem-lint.toml:3:1: key `lints.no_such_lint`: unknown lint `no_such_lint`");
+    out.assert_one_line_error(
+        "idem-lint.toml:3:1: key `lints.no_such_lint`: unknown lint `no_such_lint`",
+    );
 }
 
 #[test]
 fn unknown_lint_in_package_metadata() {
     let dir = tree(&[
-        ("Cargo.toml", &manifest("cfg", "\n[package.metadata.idem-lint.lints]\nnope = \"deny\"\n")),
+        (
+            "Cargo.toml",
+            &manifest(
+                "cfg",
+                "\n[package.metadata.idem-lint.lints]\nnope = \"deny\"\n",
+            ),
+        ),
         ("src/lib.rs", ""),
     ]);
-    run(&[s(dir.path())]).assert_one_line_error("Cargo.toml:7:1: key `package.metadata.idem-lint.lints.nope`");
+    run(&[s(dir.path())])
+        .assert_one_line_error("Cargo.toml:7:1: key `package.metadata.idem-lint.lints.nope`");
 }
 
 #[test]
 fn malformed_configs_are_one_line_errors() {
     let cases: &[(&str, &str)] = &[
         ("[lints\nparse_error = \"deny\"\n", "idem-lint.toml:1:"),
-        ("[lints]\nparse_error = \"loud\"\n", "key `lints.parse_error`: invalid level `loud`"),
-        ("[lints]\nparse_error = 3\n", "key `lints.parse_error`: expected a level"),
-        ("[lints.parse_error]\nlevel = \"deny\"\nthreshold = 3\n", "key `lints.parse_error`: lint `parse_error` takes no settings"),
+        (
+            "[lints]\nparse_error = \"loud\"\n",
+            "key `lints.parse_error`: invalid level `loud`",
+        ),
+        (
+            "[lints]\nparse_error = 3\n",
+            "key `lints.parse_error`: expected a level",
+        ),
+        (
+            "[lints.parse_error]\nlevel = \"deny\"\nthreshold = 3\n",
+            "key `lints.parse_error`: lint `parse_error` takes no settings",
+        ),
         ("lints = 1\n", "key `lints`: expected a table"),
         ("[linst]\n", "key `linst`: unknown key"),
         ("file-timeout-ms = \"x\"\n", "key `file-timeout-ms`"),
@@ -101,7 +148,13 @@ fn malformed_configs_are_one_line_errors() {
 #[test]
 fn two_workspace_configs_are_an_error() {
     let dir = tree(&[
-        ("Cargo.toml", &manifest("cfg", "\n[workspace.metadata.idem-lint.lints]\nparse_error = \"deny\"\n[workspace]\n")),
+        (
+            "Cargo.toml",
+            &manifest(
+                "cfg",
+                "\n[workspace.metadata.idem-lint.lints]\nparse_error = \"deny\"\n[workspace]\n",
+            ),
+        ),
         ("idem-lint.toml", "[lints]\n"),
         ("src/lib.rs", ""),
     ]);
@@ -116,8 +169,18 @@ fn config_timeout_is_used_and_the_flag_wins() {
         ("src/lib.rs", "pub fn f() {}\n"),
     ]);
     let out = run(&[s(dir.path()), "--message-format", "short"]);
-    assert!(out.stdout.contains("parsing took longer than 0 ms"), "{}", out.stdout);
-    let out = run(&[s(dir.path()), "--message-format", "short", "--file-timeout-ms", "60000"]);
+    assert!(
+        out.stdout.contains("parsing took longer than 0 ms"),
+        "{}",
+        out.stdout
+    );
+    let out = run(&[
+        s(dir.path()),
+        "--message-format",
+        "short",
+        "--file-timeout-ms",
+        "60000",
+    ]);
     assert_eq!(out.stdout, "");
 }
 
@@ -130,11 +193,19 @@ fn list_shows_default_and_effective_levels() {
     ]);
     let out = run(&[s(dir.path()), "--list"]);
     out.assert_code(0);
-    let line = out.stdout.lines().find(|l| l.starts_with("parse_error")).expect("listed");
+    let line = out
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("parse_error"))
+        .expect("listed");
     let cols: Vec<&str> = line.split_whitespace().collect();
     assert_eq!(&cols[1..3], ["warn", "allow"], "{line}");
     let out = run(&[s(dir.path()), "--list", "-D", "parse_error"]);
-    let line = out.stdout.lines().find(|l| l.starts_with("parse_error")).expect("listed");
+    let line = out
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("parse_error"))
+        .expect("listed");
     assert_eq!(line.split_whitespace().nth(2), Some("deny"));
     for lint in idem_lints::lints::ALL {
         assert!(out.stdout.contains(lint.name));

@@ -12,7 +12,10 @@ fn check_snapshot(name: &str, actual: &str) {
         return;
     }
     let expected = std::fs::read_to_string(&path).unwrap_or_else(|e| {
-        panic!("{}: {e} (run with IDEM_LINT_BLESS=1 to create it)", path.display())
+        panic!(
+            "{}: {e} (run with IDEM_LINT_BLESS=1 to create it)",
+            path.display()
+        )
     });
     if expected != actual {
         let diff: Vec<String> = diff_lines(&expected, actual);
@@ -81,16 +84,26 @@ fn color_always_adds_escapes_and_never_removes_them() {
 
 #[test]
 fn paths_are_relative_to_the_current_directory() {
-    let out = run_in(&common::repo(), &["fixtures/parse_errors", "--message-format", "short"]);
+    let out = run_in(
+        &common::repo(),
+        &["fixtures/parse_errors", "--message-format", "short"],
+    );
     assert!(
-        out.stdout.starts_with("fixtures/parse_errors/src/broken.rs:2:13: warning[idem::parse_error]"),
+        out.stdout
+            .starts_with("fixtures/parse_errors/src/broken.rs:2:13: warning[idem::parse_error]"),
         "{}",
         out.stdout
     );
     // Outside the current directory a path stays absolute.
     let elsewhere = tempfile::tempdir().expect("tempdir");
-    let out = run_in(elsewhere.path(), &[common::s(&fixture()), "--message-format", "short"]);
-    let expected = format!("{}:2:13: warning", fixture().join("src/broken.rs").display());
+    let out = run_in(
+        elsewhere.path(),
+        &[common::s(&fixture()), "--message-format", "short"],
+    );
+    let expected = format!(
+        "{}:2:13: warning",
+        fixture().join("src/broken.rs").display()
+    );
     assert!(out.stdout.starts_with(&expected), "{}", out.stdout);
 }
 
@@ -100,7 +113,14 @@ fn labels_notes_help_and_suggestions() {
     let dir = common::decorated_crate();
     let (ws, report) = common::decorated_report(dir.path());
     let mut buf = Vec::new();
-    let input = emit::Input { ws: &ws, report: &report, cwd: dir.path() };
+    let input = emit::Input {
+        ws: &ws,
+        report: &report,
+        cwd: dir.path(),
+    };
     emit::emit(MessageFormat::Human, &input, &mut buf).expect("emits");
-    check_snapshot("decorated.human.txt", &String::from_utf8(buf).expect("utf-8"));
+    check_snapshot(
+        "decorated.human.txt",
+        &String::from_utf8(buf).expect("utf-8"),
+    );
 }

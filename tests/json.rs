@@ -39,21 +39,34 @@ fn every_line_deserializes_as_cargo_check_output() {
     let m = &broken.message;
     let code = m.code.as_ref().expect("code");
     assert_eq!(code.code, "idem::parse_error");
-    assert!(code.explanation.as_deref().is_some_and(|e| e.contains("### What it does")));
+    assert!(code
+        .explanation
+        .as_deref()
+        .is_some_and(|e| e.contains("### What it does")));
     assert_eq!(m.level, DiagnosticLevel::Warning);
     assert_eq!(m.message, "file does not parse");
     let span = &m.spans[0];
     assert!(span.is_primary);
-    assert!(Path::new(&span.file_name).is_absolute(), "{}", span.file_name);
+    assert!(
+        Path::new(&span.file_name).is_absolute(),
+        "{}",
+        span.file_name
+    );
     assert!(Path::new(&span.file_name).is_file());
     assert_eq!((span.line_start, span.line_end), (2, 2));
     assert_eq!((span.column_start, span.column_end), (13, 14));
     assert_eq!((span.byte_start, span.byte_end), (31, 32));
     assert_eq!(span.text[0].text, "    let x = ; //~ WARN parse_error");
-    assert_eq!((span.text[0].highlight_start, span.text[0].highlight_end), (13, 14));
+    assert_eq!(
+        (span.text[0].highlight_start, span.text[0].highlight_end),
+        (13, 14)
+    );
     assert_eq!(span.label.as_deref(), Some("expected an expression"));
     let rendered = m.rendered.as_deref().expect("rendered");
-    assert!(rendered.starts_with("warning[idem::parse_error]: file does not parse"), "{rendered}");
+    assert!(
+        rendered.starts_with("warning[idem::parse_error]: file does not parse"),
+        "{rendered}"
+    );
     assert!(rendered.contains("src/broken.rs:2:13"), "{rendered}");
     assert_eq!(m.children[0].level, DiagnosticLevel::Note);
     // A complete target: rust-analyzer drops a line whose target it cannot read.
@@ -61,7 +74,7 @@ fn every_line_deserializes_as_cargo_check_output() {
     assert_eq!(t.name, "parse_errors");
     assert!(t.is_lib());
     assert!(t.src_path.as_std_path().is_file());
-    assert_eq!(broken.package_id.repr.contains("parse-errors"), true);
+    assert!(broken.package_id.repr.contains("parse-errors"));
 }
 
 #[test]
@@ -69,10 +82,25 @@ fn the_raw_target_object_is_complete() {
     let fixture = common::repo().join("fixtures/parse_errors");
     let out = run(&[s(&fixture), "--message-format", "json"]);
     let msg = &out.messages()[0];
-    for key in ["kind", "crate_types", "name", "src_path", "edition", "doc", "doctest", "test"] {
-        assert!(msg["target"].get(key).is_some(), "target lacks `{key}`: {}", msg["target"]);
+    for key in [
+        "kind",
+        "crate_types",
+        "name",
+        "src_path",
+        "edition",
+        "doc",
+        "doctest",
+        "test",
+    ] {
+        assert!(
+            msg["target"].get(key).is_some(),
+            "target lacks `{key}`: {}",
+            msg["target"]
+        );
     }
-    assert!(msg["manifest_path"].as_str().is_some_and(|p| p.ends_with("Cargo.toml")));
+    assert!(msg["manifest_path"]
+        .as_str()
+        .is_some_and(|p| p.ends_with("Cargo.toml")));
     assert_eq!(msg["message"]["$message_type"], "diagnostic");
     assert!(msg["message"]["spans"][0]["expansion"].is_null());
 }
@@ -83,7 +111,11 @@ fn labels_and_suggestions_take_rustc_shape() {
     let (ws, report) = common::decorated_report(dir.path());
     let cwd = std::env::current_dir().expect("cwd");
     let mut buf = Vec::new();
-    let input = emit::Input { ws: &ws, report: &report, cwd: &cwd };
+    let input = emit::Input {
+        ws: &ws,
+        report: &report,
+        cwd: &cwd,
+    };
     emit::emit(MessageFormat::Json, &input, &mut buf).expect("emits");
     let out = String::from_utf8(buf).expect("utf-8");
     let messages = parse_lines(&out);
@@ -91,7 +123,9 @@ fn labels_and_suggestions_take_rustc_shape() {
     let m = messages
         .iter()
         .find_map(|m| match m {
-            Message::CompilerMessage(c) if c.message.level == DiagnosticLevel::Error => Some(&c.message),
+            Message::CompilerMessage(c) if c.message.level == DiagnosticLevel::Error => {
+                Some(&c.message)
+            }
             _ => None,
         })
         .expect("the deny-level finding");
@@ -100,14 +134,33 @@ fn labels_and_suggestions_take_rustc_shape() {
     assert!(!label.is_primary);
     assert_eq!(label.label.as_deref(), Some("the key came from here"));
     // Columns count characters: `λ` is one column although two bytes.
-    assert_eq!((label.line_start, label.column_start, label.column_end), (2, 9, 10));
+    assert_eq!(
+        (label.line_start, label.column_start, label.column_end),
+        (2, 9, 10)
+    );
     assert_eq!(label.byte_end - label.byte_start, 2);
-    let levels: Vec<_> = m.children.iter().map(|c| c.level.clone()).collect();
-    assert_eq!(levels, [DiagnosticLevel::Note, DiagnosticLevel::Help, DiagnosticLevel::Help]);
+    let levels: Vec<_> = m.children.iter().map(|c| c.level).collect();
+    assert_eq!(
+        levels,
+        [
+            DiagnosticLevel::Note,
+            DiagnosticLevel::Help,
+            DiagnosticLevel::Help
+        ]
+    );
     let fix = &m.children[2].spans[0];
-    assert_eq!(fix.suggested_replacement.as_deref(), Some(".client_request_token(/* idempotency key */)"));
-    assert_eq!(fix.suggestion_applicability, Some(Applicability::HasPlaceholders));
+    assert_eq!(
+        fix.suggested_replacement.as_deref(),
+        Some(".client_request_token(/* idempotency key */)")
+    );
+    assert_eq!(
+        fix.suggestion_applicability,
+        Some(Applicability::HasPlaceholders)
+    );
     assert_eq!(fix.byte_start, fix.byte_end);
     assert_eq!((fix.line_start, fix.column_start), (4, 9));
-    assert!(m.rendered.as_deref().is_some_and(|r| r.starts_with("error[idem::parse_error]")));
+    assert!(m
+        .rendered
+        .as_deref()
+        .is_some_and(|r| r.starts_with("error[idem::parse_error]")));
 }

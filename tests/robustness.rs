@@ -22,9 +22,14 @@ fn findings(dir: &std::path::Path, extra: &[&str]) -> Vec<(String, u64, String)>
             let span = &m["message"]["spans"][0];
             let file = span["file_name"].as_str().expect("file");
             (
-                file.strip_prefix(&format!("{}/", dir.display())).unwrap_or(file).to_string(),
+                file.strip_prefix(&format!("{}/", dir.display()))
+                    .unwrap_or(file)
+                    .to_string(),
                 span["line_start"].as_u64().expect("line"),
-                m["message"]["message"].as_str().expect("message").to_string(),
+                m["message"]["message"]
+                    .as_str()
+                    .expect("message")
+                    .to_string(),
             )
         })
         .collect();
@@ -42,7 +47,10 @@ fn non_utf8_file() {
     write(dir.path(), "src/latin1.rs", b"pub fn f() {}\n// caf\xe9\n");
     write(dir.path(), "src/other.rs", BROKEN.as_bytes());
     let got = findings(dir.path(), &[]);
-    assert_eq!(got[0], ("src/latin1.rs".into(), 2, "file is not valid UTF-8".into()));
+    assert_eq!(
+        got[0],
+        ("src/latin1.rs".into(), 2, "file is not valid UTF-8".into())
+    );
     assert_eq!(got[1].0, "src/other.rs", "the other files are still linted");
     // Human output renders the line too.
     run(&[s(dir.path()), "--color", "never"]).assert_code(0);
@@ -63,7 +71,9 @@ fn ten_megabyte_generated_file() {
     let mut text = String::with_capacity(10 << 20);
     let mut i = 0;
     while text.len() < 10 << 20 {
-        text.push_str(&format!("pub fn generated_{i}(x: u64) -> u64 {{ x.wrapping_add({i}) }}\n"));
+        text.push_str(&format!(
+            "pub fn generated_{i}(x: u64) -> u64 {{ x.wrapping_add({i}) }}\n"
+        ));
         i += 1;
     }
     write(dir.path(), "src/generated.rs", text.as_bytes());
@@ -80,8 +90,16 @@ fn five_thousand_deep_nesting() {
     let expr = format!("{}1{}", "(".repeat(depth), ")".repeat(depth));
     let blocks = format!("{}{}", "{ ".repeat(depth), " }".repeat(depth));
     let dir = krate("mod deep;\nmod blocks;\n");
-    write(dir.path(), "src/deep.rs", format!("pub fn f() -> i32 {{ {expr} }}\n").as_bytes());
-    write(dir.path(), "src/blocks.rs", format!("pub fn g() {blocks}\n").as_bytes());
+    write(
+        dir.path(),
+        "src/deep.rs",
+        format!("pub fn f() -> i32 {{ {expr} }}\n").as_bytes(),
+    );
+    write(
+        dir.path(),
+        "src/blocks.rs",
+        format!("pub fn g() {blocks}\n").as_bytes(),
+    );
     assert_eq!(findings(dir.path(), &[]), []);
 }
 
@@ -91,21 +109,31 @@ fn unreadable_files() {
     // file should be and a dangling symlink cannot be read by anyone.
     let dir = krate("mod is_dir;\nmod dangling;\nmod fine;\n");
     std::fs::create_dir_all(dir.path().join("src/is_dir.rs")).expect("mkdir");
-    symlink(dir.path().join("src/nowhere.rs"), dir.path().join("src/dangling.rs")).expect("symlink");
+    symlink(
+        dir.path().join("src/nowhere.rs"),
+        dir.path().join("src/dangling.rs"),
+    )
+    .expect("symlink");
     write(dir.path(), "src/fine.rs", BROKEN.as_bytes());
     let got = findings(dir.path(), &[]);
     assert_eq!(got.len(), 3, "{got:?}");
     assert_eq!((got[0].0.as_str(), got[0].1), ("src/fine.rs", 1));
     // Reported at the `mod` declaration, naming the file.
     assert_eq!((got[1].0.as_str(), got[1].1), ("src/lib.rs", 1));
-    assert!(got[1].2.starts_with("could not read `") && got[1].2.contains("is_dir.rs"), "{got:?}");
+    assert!(
+        got[1].2.starts_with("could not read `") && got[1].2.contains("is_dir.rs"),
+        "{got:?}"
+    );
     assert_eq!((got[2].0.as_str(), got[2].1), ("src/lib.rs", 2));
     assert!(got[2].2.contains("dangling.rs"), "{got:?}");
 }
 
 #[test]
 fn unreadable_target_root() {
-    let dir = tree(&[("Cargo.toml", &manifest("robust", "[lib]\npath = \"src/lib.rs\"\n"))]);
+    let dir = tree(&[(
+        "Cargo.toml",
+        &manifest("robust", "[lib]\npath = \"src/lib.rs\"\n"),
+    )]);
     std::fs::create_dir_all(dir.path().join("src/lib.rs")).expect("mkdir");
     let got = findings(dir.path(), &[]);
     assert_eq!(got.len(), 1, "{got:?}");
@@ -124,7 +152,11 @@ fn symlink_loops() {
     assert_eq!(got.len(), 1, "{got:?}");
     assert!(got[0].2.contains("looped.rs"), "{got:?}");
     let plain = findings(&src, &[]);
-    assert_eq!(plain.len(), 2, "both symlinks reported once each: {plain:?}");
+    assert_eq!(
+        plain.len(),
+        2,
+        "both symlinks reported once each: {plain:?}"
+    );
 }
 
 #[test]
@@ -132,7 +164,14 @@ fn missing_module_file() {
     let dir = krate("pub mod present;\nmod absent;\n");
     write(dir.path(), "src/present.rs", b"pub fn ok() {}\n");
     let got = findings(dir.path(), &[]);
-    assert_eq!(got, [("src/lib.rs".into(), 2, "file not found for module `absent`".into())]);
+    assert_eq!(
+        got,
+        [(
+            "src/lib.rs".into(),
+            2,
+            "file not found for module `absent`".into()
+        )]
+    );
 }
 
 #[test]
@@ -148,7 +187,10 @@ fn a_file_over_the_time_budget_is_skipped_and_the_rest_finishes() {
     let got = findings(dir.path(), &["--file-timeout-ms", "300"]);
     assert!(started.elapsed() < std::time::Duration::from_secs(60));
     assert_eq!(got.len(), 2, "{got:?}");
-    assert_eq!((got[0].0.as_str(), got[0].2.as_str()), ("src/broken.rs", "file does not parse"));
+    assert_eq!(
+        (got[0].0.as_str(), got[0].2.as_str()),
+        ("src/broken.rs", "file does not parse")
+    );
     assert_eq!(got[1].0, "src/slow.rs");
     assert_eq!(got[1].2, "parsing took longer than 300 ms; file skipped");
 }

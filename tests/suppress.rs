@@ -20,13 +20,16 @@ fn on_the_line_above_an_item_and_on_the_line() {
     let out = short(dir.path());
     out.assert_code(0);
     let lines: Vec<&str> = out.stdout.lines().collect();
-    assert_eq!(lines, ["src/lib.rs:4:1: warning[idem::parse_error]: file not found for module `gone_c`"]
-        .iter()
-        .map(|l| format!("{}/{l}", dir.path().display()))
-        .collect::<Vec<_>>()
-        .iter()
-        .map(String::as_str)
-        .collect::<Vec<_>>());
+    assert_eq!(
+        lines,
+        ["src/lib.rs:4:1: warning[idem::parse_error]: file not found for module `gone_c`"]
+            .iter()
+            .map(|l| format!("{}/{l}", dir.path().display()))
+            .collect::<Vec<_>>()
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>()
+    );
 }
 
 #[test]
@@ -49,28 +52,45 @@ fn allow_file_in_the_header_even_when_the_file_does_not_parse() {
     let dir = tree(&[
         ("Cargo.toml", &manifest("sup", "")),
         ("src/lib.rs", "mod broken;\nmod also_broken;\n"),
-        ("src/broken.rs", "//! Generated.\n// idem-lint: allow-file(parse_error)\n\nfn f( {}\n"),
-        ("src/also_broken.rs", "fn f( {}\n// idem-lint: allow-file(parse_error)\n"),
+        (
+            "src/broken.rs",
+            "//! Generated.\n// idem-lint: allow-file(parse_error)\n\nfn f( {}\n",
+        ),
+        (
+            "src/also_broken.rs",
+            "fn f( {}\n// idem-lint: allow-file(parse_error)\n",
+        ),
     ]);
     let out = short(dir.path());
     let lines: Vec<&str> = out.stdout.lines().collect();
     assert_eq!(lines.len(), 1, "{}", out.stdout);
     assert!(lines[0].contains("also_broken.rs"), "{}", out.stdout);
     // The late allow-file is a warning on stderr.
-    assert!(out.stderr.contains("also_broken.rs:2:1: `allow-file` must be among the first lines"), "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("also_broken.rs:2:1: `allow-file` must be among the first lines"),
+        "{}",
+        out.stderr
+    );
 }
 
 #[test]
 fn unknown_names_warn_and_do_not_fail() {
     let dir = tree(&[
         ("Cargo.toml", &manifest("sup", "")),
-        ("src/lib.rs", "mod gone; // idem-lint: allow(parse_eror, parse_error)\n"),
+        (
+            "src/lib.rs",
+            "mod gone; // idem-lint: allow(parse_eror, parse_error)\n",
+        ),
     ]);
     let out = short(dir.path());
     out.assert_code(0);
     assert_eq!(out.stdout, "");
     assert!(
-        out.stderr.contains("warning: ") && out.stderr.contains("src/lib.rs:1:11: unknown lint `parse_eror`"),
+        out.stderr.contains("warning: ")
+            && out
+                .stderr
+                .contains("src/lib.rs:1:11: unknown lint `parse_eror`"),
         "{}",
         out.stderr
     );

@@ -73,7 +73,10 @@ fn fixtures(dir: &Path, out: &mut Vec<PathBuf>) {
     };
     let mut entries: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
     entries.sort();
-    if entries.iter().any(|p| p.extension().is_some_and(|e| e == "rs")) {
+    if entries
+        .iter()
+        .any(|p| p.extension().is_some_and(|e| e == "rs"))
+    {
         out.push(dir.to_path_buf());
         return;
     }
@@ -109,9 +112,18 @@ fn expected(dir: &Path) -> Result<Vec<Finding>, String> {
         // Fixtures may hold invalid UTF-8 on purpose; annotations are ASCII either way.
         let bytes = std::fs::read(&f).map_err(|e| format!("{}: {e}", f.display()))?;
         let text = String::from_utf8_lossy(&bytes);
-        let rel = f.strip_prefix(dir).unwrap_or(&f).to_string_lossy().into_owned();
+        let rel = f
+            .strip_prefix(dir)
+            .unwrap_or(&f)
+            .to_string_lossy()
+            .into_owned();
         for a in parse_annotations(&text).map_err(|e| format!("{rel}: {e}"))? {
-            out.push((rel.clone(), a.line as u64, a.level.to_string(), format!("idem::{}", a.lint)));
+            out.push((
+                rel.clone(),
+                a.line as u64,
+                a.level.to_string(),
+                format!("idem::{}", a.lint),
+            ));
         }
     }
     out.sort();
@@ -127,7 +139,10 @@ fn check_fixture(dir: &Path) -> Result<(), String> {
     }
     let run = run_in(dir, &args);
     if run.code == 2 || run.code < 0 {
-        return Err(format!("the linter failed (exit {}): {}", run.code, run.stderr));
+        return Err(format!(
+            "the linter failed (exit {}): {}",
+            run.code, run.stderr
+        ));
     }
     let got = run.findings(dir);
     let mut count: BTreeMap<&Finding, i64> = BTreeMap::new();
@@ -139,15 +154,24 @@ fn check_fixture(dir: &Path) -> Result<(), String> {
     }
     let mut diff = String::new();
     for (f, n) in count.iter().filter(|(_, n)| **n != 0) {
-        let (sign, what) = if *n > 0 { ('-', "missing") } else { ('+', "unexpected") };
+        let (sign, what) = if *n > 0 {
+            ('-', "missing")
+        } else {
+            ('+', "unexpected")
+        };
         for _ in 0..n.abs() {
-            diff.push_str(&format!("  {sign} {}:{}: {} [{}]  ({what})\n", f.0, f.1, f.2, f.3));
+            diff.push_str(&format!(
+                "  {sign} {}:{}: {} [{}]  ({what})\n",
+                f.0, f.1, f.2, f.3
+            ));
         }
     }
     if diff.is_empty() {
         Ok(())
     } else {
-        Err(format!("findings differ (- expected but not reported, + reported but not expected):\n{diff}"))
+        Err(format!(
+            "findings differ (- expected but not reported, + reported but not expected):\n{diff}"
+        ))
     }
 }
 
@@ -179,16 +203,33 @@ fn a_wrong_annotation_fails_with_a_diff() {
     let dir = common::tree(&[
         ("Cargo.toml", &common::manifest("wrong", "")),
         // The real finding is on line 2; the annotation claims line 1 and a deny level.
-        ("src/lib.rs", "pub fn f() { //~ DENY parse_error\n    let x = ;\n}\n"),
+        (
+            "src/lib.rs",
+            "pub fn f() { //~ DENY parse_error\n    let x = ;\n}\n",
+        ),
     ]);
     let err = check_fixture(dir.path()).expect_err("a wrong annotation must fail");
-    assert!(err.contains("- src/lib.rs:1: error [idem::parse_error]  (missing)"), "{err}");
-    assert!(err.contains("+ src/lib.rs:2: warning [idem::parse_error]  (unexpected)"), "{err}");
+    assert!(
+        err.contains("- src/lib.rs:1: error [idem::parse_error]  (missing)"),
+        "{err}"
+    );
+    assert!(
+        err.contains("+ src/lib.rs:2: warning [idem::parse_error]  (unexpected)"),
+        "{err}"
+    );
     // A missing annotation fails as well.
-    common::write(dir.path(), "src/lib.rs", b"pub fn f() {\n    let x = ;\n}\n");
+    common::write(
+        dir.path(),
+        "src/lib.rs",
+        b"pub fn f() {\n    let x = ;\n}\n",
+    );
     assert!(check_fixture(dir.path()).is_err());
     // And the right one passes.
-    common::write(dir.path(), "src/lib.rs", b"pub fn f() {\n    let x = ; //~ WARN parse_error\n}\n");
+    common::write(
+        dir.path(),
+        "src/lib.rs",
+        b"pub fn f() {\n    let x = ; //~ WARN parse_error\n}\n",
+    );
     check_fixture(dir.path()).expect("matches");
 }
 
@@ -201,9 +242,21 @@ fn annotations_parse() {
     assert_eq!(
         got,
         vec![
-            Annotation { line: 1, level: "warning", lint: "check_then_act".into() },
-            Annotation { line: 2, level: "error", lint: "nondeterministic_key".into() },
-            Annotation { line: 1, level: "error", lint: "parse_error".into() },
+            Annotation {
+                line: 1,
+                level: "warning",
+                lint: "check_then_act".into()
+            },
+            Annotation {
+                line: 2,
+                level: "error",
+                lint: "nondeterministic_key".into()
+            },
+            Annotation {
+                line: 1,
+                level: "error",
+                lint: "parse_error".into()
+            },
         ]
     );
     assert!(parse_annotations("x //~ WARNING foo").is_err());

@@ -41,9 +41,18 @@ fn every_target_kind_is_followed() {
         .messages()
         .iter()
         .map(|m| {
-            let file = m["message"]["spans"][0]["file_name"].as_str().expect("file").to_string();
-            let file = file.strip_prefix(&format!("{}/", dir.path().display())).unwrap_or(&file).to_string();
-            (file, m["target"]["kind"][0].as_str().expect("kind").to_string())
+            let file = m["message"]["spans"][0]["file_name"]
+                .as_str()
+                .expect("file")
+                .to_string();
+            let file = file
+                .strip_prefix(&format!("{}/", dir.path().display()))
+                .unwrap_or(&file)
+                .to_string();
+            (
+                file,
+                m["target"]["kind"][0].as_str().expect("kind").to_string(),
+            )
         })
         .collect();
     seen.sort();
@@ -82,7 +91,12 @@ fn module_trees_with_path_nested_inline_and_mod_rs() {
     ]);
     assert_eq!(
         files(dir.path(), &[]),
-        ["src/a/b.rs", "src/c/d.rs", "src/e/f.rs", "src/elsewhere/g.rs"]
+        [
+            "src/a/b.rs",
+            "src/c/d.rs",
+            "src/e/f.rs",
+            "src/elsewhere/g.rs"
+        ]
     );
 }
 
@@ -102,7 +116,10 @@ fn a_module_shared_by_two_targets_is_reported_once() {
 
 fn virtual_workspace() -> tempfile::TempDir {
     tree(&[
-        ("Cargo.toml", "[workspace]\nmembers = [\"a\", \"b\"]\nresolver = \"2\"\n"),
+        (
+            "Cargo.toml",
+            "[workspace]\nmembers = [\"a\", \"b\"]\nresolver = \"2\"\n",
+        ),
         ("a/Cargo.toml", &manifest("a", "")),
         ("a/src/lib.rs", BROKEN),
         ("b/Cargo.toml", &manifest("b", "")),
@@ -119,13 +136,27 @@ fn virtual_workspace_selection() {
     assert_eq!(files(d, &["-p", "b"]), ["b/src/lib.rs"]);
     assert_eq!(files(d, &["-p", "a", "--package", "b"]), both);
     let a_manifest = d.join("a/Cargo.toml");
-    let only_a = run(&["--manifest-path", s(&a_manifest), "--message-format", "short"]);
+    let only_a = run(&[
+        "--manifest-path",
+        s(&a_manifest),
+        "--message-format",
+        "short",
+    ]);
     assert_eq!(only_a.stdout.lines().count(), 1, "{}", only_a.stdout);
-    let all = run(&["--manifest-path", s(&a_manifest), "--workspace", "--message-format", "short"]);
+    let all = run(&[
+        "--manifest-path",
+        s(&a_manifest),
+        "--workspace",
+        "--message-format",
+        "short",
+    ]);
     assert_eq!(all.stdout.lines().count(), 2, "{}", all.stdout);
     // Without PATH, the package around the current directory.
     let here = run_in(&d.join("b/src"), &["--message-format", "short"]);
-    assert_eq!(here.stdout, "lib.rs:1:5: warning[idem::parse_error]: file does not parse\n");
+    assert_eq!(
+        here.stdout,
+        "lib.rs:1:5: warning[idem::parse_error]: file does not parse\n"
+    );
 }
 
 #[test]
@@ -143,5 +174,7 @@ fn plain_directory_honours_gitignore_and_skips_target() {
     let out = run(&[s(dir.path()), "--message-format", "json"]);
     let m = &out.messages()[0];
     assert_eq!(m["target"]["kind"][0], "lib");
-    assert!(m["package_id"].as_str().is_some_and(|p| p.starts_with("path+file://")));
+    assert!(m["package_id"]
+        .as_str()
+        .is_some_and(|p| p.starts_with("path+file://")));
 }

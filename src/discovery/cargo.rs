@@ -174,7 +174,10 @@ mod tests {
     #[test]
     fn cargo_errors_become_one_line() {
         let stderr = "error: unclosed table, expected `]`\n --> bm/Cargo.toml:1:9\n  |\n1 | [package\n  |         ^\n";
-        assert_eq!(one_line(stderr), "bm/Cargo.toml:1:9: unclosed table, expected `]`");
+        assert_eq!(
+            one_line(stderr),
+            "bm/Cargo.toml:1:9: unclosed table, expected `]`"
+        );
         let stderr = "error: failed to parse manifest at `/x/Cargo.toml`\n\nCaused by:\n  TOML parse error at line 1, column 5\n    |\n  1 | [package\n    |     ^\n  invalid table header\n";
         assert_eq!(
             one_line(stderr),

@@ -58,7 +58,11 @@ impl Run {
     }
 
     pub fn assert_code(&self, code: i32) -> &Run {
-        assert_eq!(self.code, code, "exit code; stdout:\n{}\nstderr:\n{}", self.stdout, self.stderr);
+        assert_eq!(
+            self.code, code,
+            "exit code; stdout:\n{}\nstderr:\n{}",
+            self.stdout, self.stderr
+        );
         self
     }
 
@@ -69,7 +73,11 @@ impl Run {
         assert_eq!(lines.len(), 1, "one line expected:\n{}", self.stderr);
         assert!(lines[0].starts_with("error: "), "{}", self.stderr);
         assert!(!self.stderr.contains("panicked"), "{}", self.stderr);
-        assert!(lines[0].contains(contains), "`{contains}` not in: {}", self.stderr);
+        assert!(
+            lines[0].contains(contains),
+            "`{contains}` not in: {}",
+            self.stderr
+        );
         self
     }
 }
@@ -133,8 +141,7 @@ pub fn decorated_report(
 
     let ws = discovery::discover(&discovery::Selection::dir(dir)).expect("discovers");
     let config = Config::load(&ws).expect("config");
-    let mut report =
-        report::check(&ws, &ParseOptions::default(), &config, &[]).expect("checks");
+    let mut report = report::check(&ws, &ParseOptions::default(), &config, &[]).expect("checks");
     let pkg = &report.packages[0];
     let (id, text) = pkg
         .package
@@ -148,7 +155,11 @@ pub fn decorated_report(
         let lo = text.find(needle).expect("needle") as u32;
         Span::new(id, lo, lo + needle.len() as u32)
     };
-    let mut d = Diagnostic::new(&PARSE_ERROR, at("create_job()"), "`create_job` sent without a token");
+    let mut d = Diagnostic::new(
+        &PARSE_ERROR,
+        at("create_job()"),
+        "`create_job` sent without a token",
+    );
     d.level = Level::Deny;
     d.primary_label("this operation takes `client_request_token`")
         .span_label(at("λ"), "the key came from here")
@@ -160,7 +171,10 @@ pub fn decorated_report(
             ".client_request_token(/* idempotency key */)",
             Applicability::HasPlaceholders,
         );
-    report.findings.push(cargo_idem_lint::report::Finding { package: 0, diag: d });
+    report.findings.push(cargo_idem_lint::report::Finding {
+        package: 0,
+        diag: d,
+    });
     (ws, report)
 }
 

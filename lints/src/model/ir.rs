@@ -456,13 +456,13 @@ fn for_each_child<'a>(e: &'a Expr, f: &mut dyn FnMut(&'a Expr)) {
         ExprKind::Path(_) | ExprKind::Lit(_) | ExprKind::Continue => {}
         ExprKind::Call { func, args } => {
             f(func);
-            args.iter().for_each(|a| f(a));
+            args.iter().for_each(&mut *f);
         }
         ExprKind::MethodCall { receiver, args, .. } => {
             f(receiver);
-            args.iter().for_each(|a| f(a));
+            args.iter().for_each(&mut *f);
         }
-        ExprKind::Macro(m) => m.args.iter().for_each(|a| f(a)),
+        ExprKind::Macro(m) => m.args.iter().for_each(&mut *f),
         ExprKind::Field { base, .. } => f(base),
         ExprKind::Index { base, index } => {
             f(base);
@@ -521,7 +521,7 @@ fn for_each_child<'a>(e: &'a Expr, f: &mut dyn FnMut(&'a Expr)) {
             }
         }
         ExprKind::Tuple(es) | ExprKind::Array(es) | ExprKind::Other(es) => {
-            es.iter().for_each(|x| f(x))
+            es.iter().for_each(&mut *f)
         }
         ExprKind::Range { start, end } => {
             if let Some(s) = start {

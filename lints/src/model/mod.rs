@@ -11,7 +11,7 @@ pub use lower::{lower_file, ParseError, MAX_DEPTH};
 use ir::{Block, Expr, Pat, Path, Type};
 
 /// Index of a file in [`Package::files`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct FileId(pub u32);
 
 /// A byte range in one file.
@@ -119,12 +119,6 @@ pub struct FileModel {
     pub items: Vec<ItemSpan>,
     /// Inner attributes and their arguments are rarely useful; only the file span is kept.
     pub span: Span,
-}
-
-impl Default for FileId {
-    fn default() -> Self {
-        FileId(0)
-    }
 }
 
 impl Default for Span {
