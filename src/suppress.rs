@@ -112,18 +112,41 @@ pub fn scan(source: &SourceFile, model: &FileModel) -> (Suppressions, Vec<Commen
     (out, warnings)
 }
 
-/// The directive after `// idem-lint:` on this line, and its 1-based column.
+/// The directive after `// idem-lint:` on this line, and its 1-based column. Doc comments
+/// (`///`, `//!`) only talk about directives, and a `//` inside a string literal (an odd
+/// number of quotes before it on the line) is not a comment.
 fn directive(line: &str) -> Option<(usize, &str)> {
     let mut from = 0;
     while let Some(at) = line[from..].find("//") {
         let start = from + at;
-        let rest = line[start..].trim_start_matches('/').trim_start();
-        if let Some(body) = rest.strip_prefix(MARKER) {
-            return Some((line[..start].chars().count() + 1, body.trim()));
-        }
         from = start + 2;
+        if inside_string(&line[..start]) {
+            continue;
+        }
+        // The first `//` outside a string starts the comment: the rest of the line is its text.
+        let after = &line[start + 2..];
+        if after.starts_with('/') || after.starts_with('!') {
+            return None;
+        }
+        let body = after.trim_start().strip_prefix(MARKER)?;
+        return Some((line[..start].chars().count() + 1, body.trim()));
     }
     None
+}
+
+/// Whether `prefix` ends inside a string literal: it holds an odd number of `"` that are
+/// neither escaped nor a `'"'` char literal.
+fn inside_string(prefix: &str) -> bool {
+    let bytes = prefix.as_bytes();
+    let mut quotes = 0;
+    for (i, &b) in bytes.iter().enumerate() {
+        let escaped = i > 0 && bytes[i - 1] == b'\\';
+        let char_lit = i > 0 && bytes[i - 1] == b'\'' && bytes.get(i + 1) == Some(&b'\'');
+        if b == b'"' && !escaped && !char_lit {
+            quotes += 1;
+        }
+    }
+    quotes % 2 == 1
 }
 
 fn lint_names(list: &str, warn: &mut dyn FnMut(String)) -> Vec<&'static str> {
@@ -228,6 +251,17 @@ mod tests {
         let (source, s, w) = setup(late);
         assert!(!s.allows(&PARSE_ERROR, at(late, "x()"), &source));
         assert_eq!(w.len(), 1);
+    }
+
+    #[test]
+    fn doc_comments_and_strings_are_not_directives() {
+        let src = "//! Write `// idem-lint: allow(a)` to silence.\n\
+                   /// Same: // idem-lint: allow(b)\n\
+                   fn a() { let s = \"x // idem-lint: allow(c)\"; }\n\
+                   fn b() { let q = '\"'; } // idem-lint: allow(parse_error)\n";
+        let (source, s, w) = setup(src);
+        assert!(w.is_empty(), "{w:?}");
+        assert!(s.allows(&PARSE_ERROR, at(src, "let q"), &source));
     }
 
     #[test]

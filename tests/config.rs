@@ -163,14 +163,18 @@ fn two_workspace_configs_are_an_error() {
 
 #[test]
 fn config_timeout_is_used_and_the_flag_wins() {
+    // Big enough that no machine parses it within a few milliseconds.
+    let slow: String = (0..100_000)
+        .map(|i| format!("pub fn f{i}(x: u64) -> u64 {{ x + {i} }}\n"))
+        .collect();
     let dir = tree(&[
         ("Cargo.toml", &manifest("cfg", "")),
-        ("idem-lint.toml", "file-timeout-ms = 0\n"),
-        ("src/lib.rs", "pub fn f() {}\n"),
+        ("idem-lint.toml", "file-timeout-ms = 1\n"),
+        ("src/lib.rs", &slow),
     ]);
     let out = run(&[s(dir.path()), "--message-format", "short"]);
     assert!(
-        out.stdout.contains("parsing took longer than 0 ms"),
+        out.stdout.contains("parsing took longer than 1 ms"),
         "{}",
         out.stdout
     );
@@ -179,9 +183,13 @@ fn config_timeout_is_used_and_the_flag_wins() {
         "--message-format",
         "short",
         "--file-timeout-ms",
-        "60000",
+        "2",
     ]);
-    assert_eq!(out.stdout, "");
+    assert!(
+        out.stdout.contains("parsing took longer than 2 ms"),
+        "{}",
+        out.stdout
+    );
 }
 
 #[test]
