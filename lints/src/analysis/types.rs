@@ -207,6 +207,28 @@ impl<'a> TypeEnv<'a> {
         self.locals.get(name)
     }
 
+    /// The crate fn (file index, fn index) that a call expression calls, when the source says
+    /// which: `f(..)` and `m::f(..)` through the `use`s in scope, `Type::f(..)`, and `x.f(..)`
+    /// on a receiver of known type.
+    pub fn callee(&self, call: &Expr) -> Option<(usize, usize)> {
+        match &call.peel().kind {
+            ExprKind::Call { func, .. } => {
+                let path = func.as_path()?;
+                let callee = self
+                    .resolver
+                    .resolve(self.target, self.module, path, self.self_ty);
+                self.types.crate_fn(&callee)
+            }
+            ExprKind::MethodCall {
+                receiver, method, ..
+            } => {
+                let ty = self.type_of(receiver)?;
+                self.types.crate_fn(&ty.child(method))
+            }
+            _ => None,
+        }
+    }
+
     /// The type of `expr`, when the source gives evidence for it.
     pub fn type_of(&self, expr: &Expr) -> Option<DefPath> {
         let expr = expr.peel();
@@ -252,6 +274,18 @@ impl<'a> TypeEnv<'a> {
             ExprKind::MethodCall {
                 receiver, method, ..
             } if SAME_TYPE_METHODS.contains(&method.as_str()) => self.type_of(receiver),
+            // An accessor of the crate's own type: `self.media()` returning `&Client`.
+            ExprKind::MethodCall { .. } => {
+                let (fi, ni) = self.callee(expr)?;
+                let file = &self.package.files[fi];
+                let f = &file.fns[ni];
+                self.resolver.resolve_type(
+                    file.target,
+                    &f.module,
+                    unwrap_result(f.ret.as_ref()?),
+                    f.self_ty.as_ref(),
+                )
+            }
             ExprKind::Struct { path, .. } => {
                 Some(
                     self.resolver
