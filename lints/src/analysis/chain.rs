@@ -17,8 +17,11 @@ use crate::model::ir::{Block, Expr, ExprKind, Lit, Stmt};
 use crate::model::Span;
 use std::collections::HashMap;
 
-/// Ways a value may have been built, at most this many per query.
-const MAX_CHAINS: usize = 64;
+/// Ways a value may have been built, at most this many per query (counting the partial ways
+/// inside variable definitions).
+const MAX_CHAINS: usize = 256;
+/// Expressions visited per query.
+const FUEL: usize = 1024;
 /// Variable hops and nested expressions followed per way.
 const MAX_DEPTH: usize = 48;
 
@@ -119,32 +122,54 @@ impl<'a> Locals<'a> {
         self.defs.get(name).map(Vec::as_slice).unwrap_or(&[])
     }
 
-    /// Every way `expr`'s value may have been built (bounded; see the module docs).
-    pub fn chains(&self, expr: &'a Expr) -> Vec<Chain<'a>> {
+    /// Every way `expr`'s value may have been built, or `None` when there are too many to
+    /// follow: an incomplete answer could miss the step a caller looks for.
+    pub fn chains(&self, expr: &'a Expr) -> Option<Vec<Chain<'a>>> {
+        let mut search = Search {
+            locals: self,
+            visiting: Vec::new(),
+            fuel: FUEL,
+            chains: 0,
+            exhausted: false,
+        };
         let mut out = Vec::new();
-        self.follow(expr, Vec::new(), &mut Vec::new(), 0, &mut out);
-        out
+        search.follow(expr, Vec::new(), 0, &mut out);
+        (!search.exhausted).then_some(out)
+    }
+}
+
+/// One query's state: the variables being followed (a cycle ends there) and its budget.
+struct Search<'l, 'a> {
+    locals: &'l Locals<'a>,
+    visiting: Vec<&'a str>,
+    fuel: usize,
+    /// Chains made so far, the ones inside variable definitions included.
+    chains: usize,
+    exhausted: bool,
+}
+
+impl<'a> Search<'_, 'a> {
+    fn push(&mut self, out: &mut Vec<Chain<'a>>, chain: Chain<'a>) {
+        self.chains += 1;
+        if self.chains > MAX_CHAINS {
+            self.exhausted = true;
+        }
+        out.push(chain);
     }
 
     fn follow(
-        &self,
+        &mut self,
         expr: &'a Expr,
         suffix: Vec<Step<'a>>,
-        visiting: &mut Vec<&'a str>,
         depth: usize,
         out: &mut Vec<Chain<'a>>,
     ) {
-        if out.len() >= MAX_CHAINS {
+        if self.exhausted || self.fuel == 0 || depth >= MAX_DEPTH {
+            self.exhausted = true;
             return;
         }
+        self.fuel -= 1;
         let e = expr.peel();
-        if depth >= MAX_DEPTH {
-            out.push(Chain {
-                root: e,
-                steps: suffix,
-            });
-            return;
-        }
         let prepend = |step: Step<'a>| {
             let mut steps = Vec::with_capacity(suffix.len() + 1);
             steps.push(step);
@@ -165,53 +190,65 @@ impl<'a> Locals<'a> {
                     method_span: *method_span,
                     args,
                 });
-                self.follow(receiver, prepend(step), visiting, depth + 1, out);
+                self.follow(receiver, prepend(step), depth + 1, out);
                 for arg in args.iter().filter(|a| may_carry_value(a)) {
-                    self.follow(arg, prepend(Step::Through(e)), visiting, depth + 1, out);
+                    self.follow(arg, prepend(Step::Through(e)), depth + 1, out);
                 }
             }
             ExprKind::Call { args, .. } => {
-                out.push(Chain {
+                let chain = Chain {
                     root: e,
                     steps: suffix.clone(),
-                });
+                };
+                self.push(out, chain);
                 for arg in args.iter().filter(|a| may_carry_value(a)) {
-                    self.follow(arg, prepend(Step::Through(e)), visiting, depth + 1, out);
+                    self.follow(arg, prepend(Step::Through(e)), depth + 1, out);
                 }
             }
             ExprKind::Path(p) => match p.as_ident() {
-                Some(name) if !self.defs(name).is_empty() && !visiting.contains(&name) => {
-                    self.follow_variable(e, name, suffix, visiting, depth, out)
+                Some(name)
+                    if !self.locals.defs(name).is_empty() && !self.visiting.contains(&name) =>
+                {
+                    self.follow_variable(e, name, suffix, depth, out)
                 }
-                _ => out.push(Chain {
-                    root: e,
-                    steps: suffix,
-                }),
+                _ => self.push(
+                    out,
+                    Chain {
+                        root: e,
+                        steps: suffix,
+                    },
+                ),
             },
             ExprKind::Block(b) | ExprKind::Async { block: b, .. } => match b.tail() {
-                Some(tail) => self.follow(tail, suffix, visiting, depth + 1, out),
-                None => out.push(Chain {
-                    root: e,
-                    steps: suffix,
-                }),
+                Some(tail) => self.follow(tail, suffix, depth + 1, out),
+                None => self.push(
+                    out,
+                    Chain {
+                        root: e,
+                        steps: suffix,
+                    },
+                ),
             },
             ExprKind::If { then, els, .. } => {
                 if let Some(tail) = then.tail() {
-                    self.follow(tail, suffix.clone(), visiting, depth + 1, out);
+                    self.follow(tail, suffix.clone(), depth + 1, out);
                 }
                 if let Some(els) = els {
-                    self.follow(els, suffix, visiting, depth + 1, out);
+                    self.follow(els, suffix, depth + 1, out);
                 }
             }
             ExprKind::Match { arms, .. } => {
                 for arm in arms {
-                    self.follow(&arm.body, suffix.clone(), visiting, depth + 1, out);
+                    self.follow(&arm.body, suffix.clone(), depth + 1, out);
                 }
             }
-            _ => out.push(Chain {
-                root: e,
-                steps: suffix,
-            }),
+            _ => self.push(
+                out,
+                Chain {
+                    root: e,
+                    steps: suffix,
+                },
+            ),
         }
     }
 
@@ -219,20 +256,19 @@ impl<'a> Locals<'a> {
     /// was built; the definitions that do (`req = req.x(..)`, `let req = req.x(..)`) add their
     /// steps to every such way.
     fn follow_variable(
-        &self,
+        &mut self,
         var: &'a Expr,
         name: &'a str,
         suffix: Vec<Step<'a>>,
-        visiting: &mut Vec<&'a str>,
         depth: usize,
         out: &mut Vec<Chain<'a>>,
     ) {
-        visiting.push(name);
+        self.visiting.push(name);
         let mut bases = Vec::new();
         let mut extensions = Vec::new();
-        for def in self.defs(name) {
+        for def in self.locals.defs(name) {
             let mut found = Vec::new();
-            self.follow(def, Vec::new(), visiting, depth + 1, &mut found);
+            self.follow(def, Vec::new(), depth + 1, &mut found);
             for chain in found {
                 if chain.root.as_path().and_then(|p| p.as_ident()) == Some(name) {
                     extensions.extend(chain.steps);
@@ -241,7 +277,7 @@ impl<'a> Locals<'a> {
                 }
             }
         }
-        visiting.pop();
+        self.visiting.pop();
         if bases.is_empty() {
             bases.push(Chain {
                 root: var,
@@ -249,12 +285,9 @@ impl<'a> Locals<'a> {
             });
         }
         for mut chain in bases {
-            if out.len() >= MAX_CHAINS {
-                break;
-            }
             chain.steps.extend(extensions.iter().copied());
             chain.steps.extend(suffix.iter().copied());
-            out.push(chain);
+            self.push(out, chain);
         }
     }
 }
@@ -309,6 +342,7 @@ mod tests {
         };
         locals
             .chains(receiver.expect("a send() call"))
+            .expect("a small search")
             .iter()
             .map(show)
             .collect()
@@ -352,6 +386,27 @@ mod tests {
         );
         assert!(got.contains(&chain("client", &["create_job", "tag", "<through>"])));
         assert!(got.contains(&chain("client", &["create_job", "<through>"])));
+    }
+
+    #[test]
+    fn data_flow_that_fans_out_gives_up_instead_of_exploding() {
+        // Each variable is built from the previous one twice: 2^40 ways without a budget.
+        let mut body = String::from("let a0 = seed;");
+        for i in 1..=40 {
+            body.push_str(&format!("let a{i} = a{p}.mix(a{p});", p = i - 1));
+        }
+        body.push_str("a40.send();");
+        let src = format!("fn f() {{ {body} }}");
+        let file = lower_file(&src, FileId(0), vec!["crate".into()], false).unwrap();
+        let block = file.fns[0].body.as_ref().unwrap();
+        let locals = Locals::of_body(block);
+        let Some(Stmt::Expr { expr, .. }) = block.stmts.last() else {
+            panic!("a trailing send");
+        };
+        let ExprKind::MethodCall { receiver, .. } = &expr.kind else {
+            panic!("a method call");
+        };
+        assert!(locals.chains(receiver).is_none());
     }
 
     #[test]

@@ -5,7 +5,7 @@ use crate::catalog::tokens::{aws::AWS, Api, Fill};
 use crate::context::LintContext;
 use crate::declare_lint;
 use crate::diagnostic::Applicability;
-use crate::model::ir::{Expr, ExprKind};
+use crate::model::ir::{Block, Expr, ExprKind};
 use crate::model::{FileModel, FnDef, Package, Span};
 use serde::Deserialize;
 use std::collections::HashMap;
@@ -166,7 +166,7 @@ fn find_unset_tokens<'a>(
         .fns()
         .filter(|(file, f)| !is_test_code(package, file, f))
     {
-        let Some(body) = &f.body else {
+        let Some(body) = body_calling_an_operation(f, catalog) else {
             continue;
         };
         let fcx = FnCx {
@@ -187,6 +187,19 @@ fn find_unset_tokens<'a>(
         });
     }
     findings
+}
+
+/// The body of `f` if it calls a method named like an operation of the catalog: most do not,
+/// and need no further look.
+fn body_calling_an_operation<'f>(f: &'f FnDef, catalog: &Catalog<'_>) -> Option<&'f Block> {
+    let body = f.body.as_ref()?;
+    let mut found = false;
+    body.walk(&mut |e| {
+        if let ExprKind::MethodCall { method, .. } = &e.kind {
+            found |= !catalog.operations(method).is_empty();
+        }
+    });
+    found.then_some(body)
 }
 
 fn report(cx: &mut LintContext<'_>, f: Finding<'_>) {
@@ -293,8 +306,12 @@ impl<'p, 'a> FnCx<'p, 'a> {
         else {
             return Vec::new();
         };
+        // Too many ways to follow: one of them might set the token.
+        let Some(chains) = self.locals.chains(receiver) else {
+            return Vec::new();
+        };
         let mut out = Vec::new();
-        for chain in self.locals.chains(receiver) {
+        for chain in chains {
             let Some((at, api)) = self.operation_in(&chain.steps, send) else {
                 continue;
             };
@@ -302,7 +319,7 @@ impl<'p, 'a> FnCx<'p, 'a> {
                 continue;
             };
             let later = &chain.steps[at + 1..];
-            if self.is_response(later, send) || self.token_may_be_set(later, &api) {
+            if self.token_may_be_set(&self.env, later, api.token, 0) {
                 continue;
             }
             out.push(Finding {
@@ -375,52 +392,115 @@ impl<'p, 'a> FnCx<'p, 'a> {
             .any(|(_, f)| f.name == method && f.self_ty.is_some())
     }
 
-    /// Steps after the operation that go through another `send`: the value reaching this
-    /// `send` is a response the request was turned into, not the request.
-    fn is_response(&self, later: &[Step<'p>], send: &str) -> bool {
-        later
-            .iter()
-            .any(|s| matches!(s, Step::Method(m) if m.method == send))
-    }
-
     /// Whether a later step sets the token: its setter, `set_<token>(..)` with anything but
-    /// `None`, or a call the request was passed through that may set it.
-    fn token_may_be_set(&self, later: &[Step<'p>], api: &Api<'_>) -> bool {
+    /// `None`, or a call the request was passed through that may set it. `env` is the type
+    /// evidence of the function the steps are in.
+    fn token_may_be_set(
+        &self,
+        env: &TypeEnv<'_>,
+        later: &[Step<'_>],
+        token: &str,
+        depth: usize,
+    ) -> bool {
         later.iter().any(|s| match s {
-            Step::Method(m) => is_setter_call(m, api.token),
-            Step::Through(call) => self.helper_may_set(call, api.token),
+            Step::Method(m) => is_setter_call(m, token),
+            Step::Through(call) => self.call_may_set(env, call, token, depth),
         })
     }
 
-    /// A call the request was passed to: a function of the crate sets the token if its body
-    /// calls the setter; any other function may.
-    fn helper_may_set(&self, call: &Expr, token: &str) -> bool {
-        let Some((fi, ni)) = self.env.callee(call) else {
+    /// A call the request was passed through. `Ok`, `Some` and `Box::new` only wrap it; a
+    /// function of the crate may set the token if its body calls the setter or a way its
+    /// result is built sets it (through its own helpers, up to a depth); any other function
+    /// may.
+    fn call_may_set(&self, env: &TypeEnv<'_>, call: &Expr, token: &str, depth: usize) -> bool {
+        if is_wrapper_call(call) {
+            return false;
+        }
+        let Some((fi, ni)) = env.callee(call) else {
             return true;
         };
-        let helper = &self.package.files[fi].fns[ni];
-        let mut sets = false;
-        if let Some(body) = &helper.body {
-            body.walk(&mut |e| {
-                if let ExprKind::MethodCall {
-                    receiver,
-                    method,
-                    method_span,
-                    args,
-                } = &e.kind
-                {
-                    let step = MethodStep {
-                        expr: e,
-                        receiver,
-                        method,
-                        method_span: *method_span,
-                        args,
-                    };
-                    sets |= is_setter_call(&step, token);
-                }
-            });
+        let file = &self.package.files[fi];
+        let helper = &file.fns[ni];
+        let Some(body) = &helper.body else {
+            return true;
+        };
+        if depth >= MAX_HELPER_DEPTH || calls_setter(body, token) {
+            return true;
         }
-        sets
+        let analysis = self.analysis;
+        let env = TypeEnv::for_fn(
+            self.package,
+            &analysis.resolver,
+            &analysis.types,
+            file,
+            helper,
+        );
+        let locals = Locals::of_body(body);
+        results(body).iter().any(|r| match locals.chains(r) {
+            None => true,
+            Some(chains) => chains
+                .iter()
+                .any(|c| self.token_may_be_set(&env, &c.steps, token, depth + 1)),
+        })
+    }
+}
+
+/// How deep helpers calling helpers are followed before assuming they set the token.
+const MAX_HELPER_DEPTH: usize = 4;
+
+/// `Ok(x)`, `Err(x)`, `Some(x)`, `Box::new(x)`, `Arc::new(x)`: calls that wrap a value and do nothing
+/// else to it.
+fn is_wrapper_call(call: &Expr) -> bool {
+    let ExprKind::Call { func, .. } = &call.peel().kind else {
+        return false;
+    };
+    let Some(path) = func.as_path() else {
+        return false;
+    };
+    match path.segments.as_slice() {
+        [one] => matches!(one.as_str(), "Ok" | "Err" | "Some"),
+        [.., ty, new] => new == "new" && matches!(ty.as_str(), "Box" | "Arc" | "Rc"),
+        [] => false,
+    }
+}
+
+/// Whether anything in `body` calls the token's setter.
+fn calls_setter(body: &Block, token: &str) -> bool {
+    let mut found = false;
+    body.walk(&mut |e| {
+        if let Some(step) = method_step(e) {
+            found |= is_setter_call(&step, token);
+        }
+    });
+    found
+}
+
+/// The expressions a body's value comes from: its tail and its `return`s.
+fn results(body: &Block) -> Vec<&Expr> {
+    let mut out: Vec<&Expr> = body.tail().into_iter().collect();
+    body.walk(&mut |e| {
+        if let ExprKind::Return(Some(v)) = &e.kind {
+            out.push(v);
+        }
+    });
+    out
+}
+
+fn method_step(e: &Expr) -> Option<MethodStep<'_>> {
+    match &e.kind {
+        ExprKind::MethodCall {
+            receiver,
+            method,
+            method_span,
+            args,
+        } => Some(MethodStep {
+            expr: e,
+            receiver,
+            method,
+            method_span: *method_span,
+            args,
+        }),
+        _ => None,
     }
 }
 
@@ -471,4 +551,112 @@ fn pascal_case(snake: &str) -> String {
                 .unwrap_or_default()
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::diagnostic::Diagnostic;
+    use crate::testing;
+
+    fn lint(deps: &[&str], src: &str, settings: &crate::Settings) -> Vec<Diagnostic> {
+        let package = testing::package("app", deps, &[("crate", src)]);
+        testing::check(&package, settings)
+            .into_iter()
+            .filter(|d| d.lint.name == MISSING_IDEMPOTENCY_TOKEN.name)
+            .collect()
+    }
+
+    fn text(src: &str, span: Span) -> &str {
+        &src[span.lo as usize..span.hi as usize]
+    }
+
+    #[test]
+    fn the_finding_points_at_the_operation_and_suggests_the_setter_before_send() {
+        let src = "async fn f(mc: &aws_sdk_mediaconvert::Client) {\n    \
+                   mc.create_job()\n        .role(r)\n        .send()\n        .await;\n}\n";
+        let diags = lint(&[], src, &Default::default());
+        let [d] = diags.as_slice() else {
+            panic!("one finding, got {diags:?}");
+        };
+        assert_eq!(text(src, d.span), "create_job()");
+        assert_eq!(
+            d.message,
+            "`create_job` is sent without `client_request_token`, its idempotency token"
+        );
+        assert_eq!(
+            d.label.as_deref(),
+            Some("`aws_sdk_mediaconvert` operation `CreateJob`")
+        );
+        assert_eq!(text(src, d.labels[0].span), "send");
+        assert!(d.notes[0].contains("random UUID on every `send()`"));
+        assert!(d.help[0].starts_with("set `client_request_token` from the message"));
+        let [s] = d.suggestions.as_slice() else {
+            panic!("one suggestion");
+        };
+        assert_eq!(s.applicability, Applicability::HasPlaceholders);
+        let (at, insert) = &s.edits[0];
+        assert_eq!(insert, ".client_request_token(/* idempotency key */)");
+        let fixed = format!(
+            "{}{insert}{}",
+            &src[..at.lo as usize],
+            &src[at.hi as usize..]
+        );
+        assert!(fixed.contains(".role(r).client_request_token(/* idempotency key */)\n"));
+    }
+
+    #[test]
+    fn operations_without_a_fill_say_that_nothing_fills_them() {
+        let src = "async fn f(sfn: aws_sdk_sfn::Client) { sfn.start_execution().send().await; }";
+        let diags = lint(&[], src, &Default::default());
+        assert!(diags[0].notes[0].starts_with("without `name` every request is a new one"));
+        assert!(diags[0].notes[1].contains("90 days"));
+    }
+
+    fn settings(json: serde_json::Value) -> Result<crate::Settings, String> {
+        let mut s = crate::Settings::default();
+        s.set("missing_idempotency_token", json)?;
+        Ok(s)
+    }
+
+    #[test]
+    fn configured_apis_name_crates_either_way_and_reject_non_identifiers() {
+        let s = settings(serde_json::json!({ "apis": [
+            { "crate": "acme-payments", "method": "create_refund", "token": "idempotency_key" }
+        ]}))
+        .unwrap();
+        let api = &s.missing_idempotency_token.apis[0];
+        assert_eq!(api.krate.as_deref(), Some("acme_payments"));
+        assert_eq!(api.send, "send");
+        let bad = settings(serde_json::json!({ "apis": [
+            { "method": "create refund", "token": "k" }
+        ]}));
+        assert_eq!(
+            bad.unwrap_err(),
+            "apis[0].method: `create refund` is not a Rust identifier"
+        );
+        let unknown = settings(serde_json::json!({ "apis": [], "extra": 1 }));
+        assert!(unknown.unwrap_err().contains("unknown field `extra`"));
+    }
+
+    #[test]
+    fn a_configured_sqs_fifo_token_is_checked_like_a_built_in_one() {
+        let src = "async fn f(sqs: &aws_sdk_sqs::Client, id: &str) {\n    \
+                   sqs.send_message().queue_url(FIFO).send().await;\n    \
+                   sqs.send_message().queue_url(FIFO).message_deduplication_id(id).send().await;\n}\n";
+        assert!(lint(&["aws-sdk-sqs"], src, &Default::default()).is_empty());
+        let s = settings(serde_json::json!({ "apis": [{
+            "crate": "aws_sdk_sqs", "method": "send_message", "token": "message_deduplication_id"
+        }]}))
+        .unwrap();
+        let diags = lint(&["aws-sdk-sqs"], src, &s);
+        assert_eq!(diags.len(), 1);
+        assert_eq!(testing::line_of(src, diags[0].span.lo), 2);
+    }
+
+    #[test]
+    fn pascal_case_names_the_operation_as_aws_does() {
+        assert_eq!(pascal_case("transact_write_items"), "TransactWriteItems");
+        assert_eq!(pascal_case("run_instances"), "RunInstances");
+    }
 }
