@@ -38,10 +38,15 @@ declare_lint! {
     ///
     /// ### Known problems
     /// - A token set on any path counts as set: `if retry { req = req.client_token(k) }`
-    ///   silences the lint for the other path too.
-    /// - A builder passed to one of the crate's functions that calls the setter, or to any
-    ///   function outside the crate, counts as set; a builder made in one function and sent in
-    ///   another is not followed.
+    ///   silences the lint for the other path too. Two builders, one with and one without a
+    ///   token, are told apart.
+    /// - A builder passed through a function counts as set when the function is outside the
+    ///   crate, or is one of the crate's and calls the setter (itself or through its own
+    ///   helpers). A builder made in one function and sent in another is not followed, and a
+    ///   function with too many ways to build the request is skipped.
+    /// - A receiver of unknown type counts only through the module's imports or the package's
+    ///   dependencies, and not when the crate defines a method of the same name itself or the
+    ///   receiver comes from another crate's value (`ci.pipeline(p).create_job()`).
     /// - SQS FIFO `message_deduplication_id` is not in the default table: a FIFO queue rejects
     ///   a message without it unless content-based deduplication is on, which the source does
     ///   not show. Add it under `apis` if your queues need it.
@@ -224,11 +229,11 @@ fn report(cx: &mut LintContext<'_>, f: Finding<'_>) {
             Fill::SdkUuid => d.note(format!(
                 "the SDK fills a missing `{token}` with a new random UUID on every `send()`: that \
                  covers the SDK's own HTTP retries only; a redelivered message or a restarted \
-                 worker sends a new token and the operation runs again"
+                 worker sends a new token, and AWS takes it for a new request"
             )),
             Fill::Unset => d.note(format!(
                 "without `{token}` every request is a new one: a redelivered message or a \
-                 restarted worker runs the operation again"
+                 restarted worker starts the operation again"
             )),
         };
         if !api.note.is_empty() {
@@ -247,9 +252,10 @@ fn report(cx: &mut LintContext<'_>, f: Finding<'_>) {
     });
 }
 
-/// The operations to look for, by method name.
+/// The operations to look for, by method name, and the methods that send them.
 struct Catalog<'a> {
     by_method: HashMap<&'a str, Vec<Api<'a>>>,
+    sends: Vec<&'a str>,
 }
 
 impl<'a> Catalog<'a> {
@@ -267,14 +273,22 @@ impl<'a> Catalog<'a> {
                 .as_deref()
                 .is_some_and(|k| k.starts_with("aws_sdk_")),
         });
+        let mut sends = Vec::new();
         // Configured APIs first: they replace a built-in entry of the same crate and method.
         for api in configured.chain(AWS.iter().map(Api::from)) {
             let apis = by_method.entry(api.method).or_default();
             if !apis.iter().any(|a| a.krate == api.krate) {
                 apis.push(api);
             }
+            if !sends.contains(&api.send) {
+                sends.push(api.send);
+            }
         }
-        Catalog { by_method }
+        Catalog { by_method, sends }
+    }
+
+    fn is_send(&self, method: &str) -> bool {
+        self.sends.contains(&method)
     }
 
     fn operations(&self, method: &str) -> &[Api<'a>] {
@@ -306,6 +320,9 @@ impl<'p, 'a> FnCx<'p, 'a> {
         else {
             return Vec::new();
         };
+        if !self.catalog.is_send(send) {
+            return Vec::new();
+        }
         // Too many ways to follow: one of them might set the token.
         let Some(chains) = self.locals.chains(receiver) else {
             return Vec::new();
@@ -356,8 +373,27 @@ impl<'p, 'a> FnCx<'p, 'a> {
                 .iter()
                 .find(|api| is_client_of(&ty, api))
                 .copied(),
+            None if self.comes_from_another_crate(step.receiver) => None,
             None => self.untyped_operation(step.method, candidates),
         }
+    }
+
+    /// A receiver got from a method of a value whose type is another crate's
+    /// (`octocrab.repos(owner, name).create_file(..)`): AWS operations are methods of the
+    /// client itself, so this is not one. Values of `std` types (`clients.get(region)`) say
+    /// nothing either way.
+    fn comes_from_another_crate(&self, receiver: &Expr) -> bool {
+        let mut root = receiver.peel();
+        while let ExprKind::MethodCall { receiver, .. } = &root.kind {
+            root = receiver.peel();
+        }
+        if std::ptr::eq(root, receiver.peel()) {
+            return false;
+        }
+        self.env
+            .type_of(root)
+            .and_then(|t| t.crate_name().map(str::to_owned))
+            .is_some_and(|k| !matches!(k.as_str(), "std" | "core" | "alloc"))
     }
 
     fn untyped_operation(&self, method: &str, candidates: &[Api<'a>]) -> Option<Api<'a>> {
