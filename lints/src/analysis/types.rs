@@ -24,11 +24,13 @@ const CONSTRUCTORS: &[&str] = &[
     "build",
 ];
 
-/// Methods whose result has the receiver's type (or a reference to it).
+/// Methods whose result has the receiver's type, a reference to it, or the same type inside
+/// `Option`/`Result` (which types here see through): `self.client.as_ref().context("..")?`.
 const SAME_TYPE_METHODS: &[&str] = &[
     "clone",
     "as_ref",
     "as_mut",
+    "as_deref",
     "borrow",
     "borrow_mut",
     "lock",
@@ -36,6 +38,13 @@ const SAME_TYPE_METHODS: &[&str] = &[
     "write",
     "unwrap",
     "expect",
+    "unwrap_or",
+    "unwrap_or_else",
+    "unwrap_or_default",
+    "ok_or",
+    "ok_or_else",
+    "context",
+    "with_context",
     "to_owned",
     "get_ref",
     "get_mut",

@@ -373,7 +373,7 @@ impl<'p, 'a> FnCx<'p, 'a> {
                 .iter()
                 .find(|api| is_client_of(&ty, api))
                 .copied(),
-            None if self.comes_from_another_crate(step.receiver) => None,
+            None if self.comes_from_another_crate(step.receiver, candidates) => None,
             None => self.untyped_operation(step.method, candidates),
         }
     }
@@ -382,7 +382,7 @@ impl<'p, 'a> FnCx<'p, 'a> {
     /// (`octocrab.repos(owner, name).create_file(..)`): AWS operations are methods of the
     /// client itself, so this is not one. Values of `std` types (`clients.get(region)`) say
     /// nothing either way.
-    fn comes_from_another_crate(&self, receiver: &Expr) -> bool {
+    fn comes_from_another_crate(&self, receiver: &Expr, candidates: &[Api<'_>]) -> bool {
         let mut root = receiver.peel();
         while let ExprKind::MethodCall { receiver, .. } = &root.kind {
             root = receiver.peel();
@@ -390,10 +390,13 @@ impl<'p, 'a> FnCx<'p, 'a> {
         if std::ptr::eq(root, receiver.peel()) {
             return false;
         }
-        self.env
-            .type_of(root)
-            .and_then(|t| t.crate_name().map(str::to_owned))
-            .is_some_and(|k| !matches!(k.as_str(), "std" | "core" | "alloc"))
+        let Some(ty) = self.env.type_of(root) else {
+            return false;
+        };
+        let Some(k) = ty.crate_name() else {
+            return false;
+        };
+        !matches!(k, "std" | "core" | "alloc") && candidates.iter().all(|a| a.krate != Some(k))
     }
 
     fn untyped_operation(&self, method: &str, candidates: &[Api<'a>]) -> Option<Api<'a>> {
