@@ -175,8 +175,13 @@ def scan(sources):
                 else:
                     excluded.append((krate, op, member, note_of(doc)))
     for krate, op, member, note in MANUAL:
-        if krate.replace("_", "-") in sources:
-            entries.append((krate, op, member, "Unset", note))
+        src = sources.get(krate.replace("_", "-"))
+        if src is None:
+            continue
+        with open(os.path.join(src, "src", "operation", op, "builders.rs")) as f:
+            if member not in setter_docs(f.read()):
+                raise SystemExit(f"{krate} {op} has no `{member}` setter any more")
+        entries.append((krate, op, member, "Unset", note))
     entries.sort()
     return entries, excluded
 

@@ -694,6 +694,24 @@ mod tests {
     }
 
     #[test]
+    fn a_configured_api_without_a_crate_is_known_by_its_method_alone() {
+        let src = "async fn f(ledger: &Ledger, other: impl Sized) {\n    \
+                   ledger.post_entry().amount(1).commit().await;\n    \
+                   other.post_entry().entry_key(k).commit().await;\n}\n";
+        let s = settings(serde_json::json!({ "apis": [{
+            "method": "post_entry", "token": "entry_key", "send": "commit"
+        }]}))
+        .unwrap();
+        let diags = lint(&[], src, &s);
+        assert_eq!(diags.len(), 1);
+        assert_eq!(testing::line_of(src, diags[0].span.lo), 2);
+        assert_eq!(
+            diags[0].label.as_deref(),
+            Some("`post_entry` takes `entry_key`")
+        );
+    }
+
+    #[test]
     fn pascal_case_names_the_operation_as_aws_does() {
         assert_eq!(pascal_case("transact_write_items"), "TransactWriteItems");
         assert_eq!(pascal_case("run_instances"), "RunInstances");
