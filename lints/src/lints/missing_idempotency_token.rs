@@ -33,8 +33,13 @@ declare_lint! {
     /// The Rust SDK fills a missing token (a Smithy `@idempotencyToken`, like MediaConvert's
     /// `ClientRequestToken`) with a fresh random UUID on every `send()`. That only makes the
     /// SDK's own HTTP retries of that one `send()` safe. A redelivered message or a restarted
-    /// worker calls `send()` again, gets a new UUID, and AWS runs the operation again. The
-    /// token must come from the message: its event id, command id, or order id with the stage.
+    /// worker calls `send()` again, gets a new UUID, and AWS takes it for a new request: it
+    /// starts the work again, or fails on a name the first call already took. The token must
+    /// come from the message: its event id, command id, or order id with the stage.
+    ///
+    /// A token deduplicates only within the service's window (MediaConvert: one minute,
+    /// DynamoDB transactions: ten minutes). It makes the call safe to retry; a redelivery
+    /// later than that still needs the handler's own guard (`idem_guard`'s `#[idempotent]`).
     ///
     /// ### Known problems
     /// - A token set on any path counts as set: `if retry { req = req.client_token(k) }`
