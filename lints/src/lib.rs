@@ -2,10 +2,12 @@
 //!
 //! - [`model`]: each file lowered to a `Send` tree with byte spans ([`model::lower_file`]).
 //! - [`diagnostic`], [`lint`]: the finding model and the lint declarations.
+//! - [`catalog`]: the tables lints match code against (generated where possible).
 //! - [`lints`]: one module per lint, each opening with its documentation; [`lints::ALL`].
 //! - [`context`]: what a lint sees, and [`check_package`], which runs them all.
 
 pub mod analysis;
+pub mod catalog;
 pub mod context;
 pub mod diagnostic;
 pub mod lint;

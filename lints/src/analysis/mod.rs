@@ -1,9 +1,11 @@
 //! The analysis layer lints ask questions of: name resolution, local types, value flow,
 //! function summaries, the call graph. Built once per package, on demand.
 
+pub mod chain;
 pub mod resolve;
 pub mod types;
 
+pub use chain::{Chain, Locals, MethodStep, Step};
 pub use resolve::{DefPath, Krate, Resolver};
 
 use crate::model::Package;

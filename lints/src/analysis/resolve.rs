@@ -73,7 +73,8 @@ impl DefPath {
             .join("::")
     }
 
-    fn child(&self, name: &str) -> DefPath {
+    /// The item `name` inside this one: `S` → `S::method`.
+    pub fn child(&self, name: &str) -> DefPath {
         let mut segments = self.segments.clone();
         segments.push(name.to_owned());
         DefPath {
@@ -391,6 +392,19 @@ impl Resolver {
                 segments: rest.to_vec(),
             },
         }
+    }
+
+    /// Whether a `use` of `module` (in target `target`) imports anything from the external
+    /// crate `krate`, renamed or globbed: `use aws_sdk_s3 as s3;`, `use aws_sdk_s3::types::*;`.
+    pub fn imports_from(&self, target: usize, module: &[String], krate: &str) -> bool {
+        let Some(scope) = self.scopes.get(&(target, module.to_vec())) else {
+            return false;
+        };
+        scope
+            .uses
+            .values()
+            .chain(&scope.globs)
+            .any(|path| self.resolve_use_path(target, module, path, 0).crate_name() == Some(krate))
     }
 
     /// The path of a function's definition: `crate::a::f`, or `crate::a::S::f` for methods
