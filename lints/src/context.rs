@@ -1,6 +1,7 @@
 //! What a lint pass sees ([`LintContext`]) and the entry point that runs every pass.
 
 use crate::analysis::Analysis;
+use crate::catalog::Catalog;
 use crate::diagnostic::Diagnostic;
 use crate::lint::Lint;
 use crate::lints::PASSES;
@@ -33,7 +34,9 @@ impl<'a> LintContext<'a> {
 
     /// The package's analysis, built on first use and shared by every pass.
     pub fn analysis(&self) -> &Analysis {
-        self.analysis.get_or_init(|| Analysis::new(self.package))
+        self.analysis.get_or_init(|| {
+            Analysis::with_catalog(self.package, Catalog::from_settings(self.settings))
+        })
     }
 
     /// Whether findings of `lint` would be shown; passes skip work for disabled lints.

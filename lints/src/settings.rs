@@ -1,11 +1,24 @@
 //! Lint-specific settings from the config's `[lints.<name>]` tables (levels are the driver's).
 
 use serde::de::DeserializeOwned;
+use serde::Deserialize;
 
 /// The settings of every lint that has some, each with its defaults.
 #[derive(Debug, Clone, Default)]
 pub struct Settings {
     pub missing_idempotency_token: crate::lints::missing_idempotency_token::Settings,
+    pub nondeterministic_key: NondeterministicKeySettings,
+}
+
+/// `[lints.nondeterministic_key]`: extends the built-in catalogs.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct NondeterministicKeySettings {
+    /// More nondeterministic sources: function paths (`"my_ids::fresh_id"`) or whole crates
+    /// (`"snowflake::*"`).
+    pub sources: Vec<String>,
+    /// More names of bindings, fields and parameters that hold keys (`"job_key"`).
+    pub key_names: Vec<String>,
 }
 
 impl Settings {
@@ -19,6 +32,10 @@ impl Settings {
                         .normalize()?;
                 Ok(())
             }
+            "nondeterministic_key" => {
+                self.nondeterministic_key = parse(value)?;
+                Ok(())
+            }
             _ if value.as_object().is_some_and(|o| o.is_empty()) => Ok(()),
             _ => Err(format!("lint `{lint}` takes no settings besides `level`")),
         }
@@ -28,4 +45,27 @@ impl Settings {
 /// Deserializes one lint's settings table, with the serde error as the message.
 pub(crate) fn parse<T: DeserializeOwned>(value: serde_json::Value) -> Result<T, String> {
     serde_json::from_value(value).map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nondeterministic_key_settings_extend_and_reject_unknown_keys() {
+        let mut s = Settings::default();
+        s.set(
+            "nondeterministic_key",
+            serde_json::json!({"sources": ["snowflake::*"], "key_names": ["job_key"]}),
+        )
+        .unwrap();
+        assert_eq!(s.nondeterministic_key.sources, vec!["snowflake::*"]);
+        let err = s
+            .set("nondeterministic_key", serde_json::json!({"sourcez": []}))
+            .unwrap_err();
+        assert!(err.contains("sourcez"), "{err}");
+        assert!(s
+            .set("check_then_act", serde_json::json!({"x": 1}))
+            .is_err());
+    }
 }

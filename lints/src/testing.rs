@@ -125,7 +125,7 @@ fn collect_rs(dir: &Path, out: &mut Vec<PathBuf>) {
 }
 
 /// `lib.rs`/`main.rs` → `crate`; `a/b.rs` and `a/b/mod.rs` → `crate::a::b`.
-fn module_of(rel: &Path) -> Vec<String> {
+pub fn module_of(rel: &Path) -> Vec<String> {
     let mut module = vec!["crate".to_owned()];
     let parts: Vec<String> = rel
         .iter()
@@ -143,7 +143,7 @@ fn module_of(rel: &Path) -> Vec<String> {
 }
 
 /// Keys of `[dependencies]`, `[dev-dependencies]` and `[build-dependencies]`, `-` as `_`.
-fn manifest_dependencies(manifest: &str) -> Vec<String> {
+pub fn manifest_dependencies(manifest: &str) -> Vec<String> {
     let mut in_deps = false;
     let mut out = Vec::new();
     for line in manifest.lines().map(str::trim) {

@@ -73,7 +73,7 @@ impl DefPath {
             .join("::")
     }
 
-    /// The item `name` inside this one: `S` → `S::method`.
+    /// The path of item `name` inside this one (`crate::db::Repo` → `crate::db::Repo::get`).
     pub fn child(&self, name: &str) -> DefPath {
         let mut segments = self.segments.clone();
         segments.push(name.to_owned());
@@ -407,6 +407,42 @@ impl Resolver {
             .any(|path| self.resolve_use_path(target, module, path, 0).crate_name() == Some(krate))
     }
 
+    /// Follows re-exports of the crate's own modules: `crate::keys::new_key` where `keys`
+    /// has `pub use fresh::*` (or `pub use fresh::new_key`) is `crate::keys::fresh::new_key`.
+    /// Paths that are not re-exported are returned as they are.
+    pub fn canonical(&self, path: &DefPath) -> DefPath {
+        let mut cur = path.clone();
+        for _ in 0..MAX_USE_CHAIN {
+            let Krate::Local(t) = cur.krate else {
+                return cur;
+            };
+            let Some((name, parent)) = cur.segments.split_last() else {
+                return cur;
+            };
+            let module: Vec<String> = std::iter::once("crate".to_owned())
+                .chain(parent.iter().cloned())
+                .collect();
+            let Some(scope) = self.scopes.get(&(t, module.clone())) else {
+                return cur;
+            };
+            if scope.items.contains(name) {
+                return cur;
+            }
+            let next = if let Some(full) = scope.uses.get(name) {
+                Some(self.resolve_use_path(t, &module, full, 0))
+            } else {
+                scope.globs.iter().find_map(|g| {
+                    self.resolve_through_glob(t, &module, g, std::slice::from_ref(name), 0)
+                })
+            };
+            match next {
+                Some(n) if n != cur => cur = n,
+                _ => return cur,
+            }
+        }
+        cur
+    }
+
     /// The path of a function's definition: `crate::a::f`, or `crate::a::S::f` for methods
     /// (the `Self` type resolved), or `crate::a::Trait::f` for trait declarations.
     pub fn fn_path(&self, file: &FileModel, f: &FnDef) -> DefPath {
@@ -523,5 +559,32 @@ mod tests {
             r.resolve(0, &m, &path("crate::db::is_processed"), None),
             want
         );
+    }
+
+    #[test]
+    fn re_exports_lead_to_the_definition() {
+        let p = package(&[
+            ("mod keys;", &["crate"]),
+            (
+                "mod fresh; mod named; pub use fresh::*; pub use named::make as build;",
+                &["crate", "keys"],
+            ),
+            ("pub fn new_key() {}", &["crate", "keys", "fresh"]),
+            ("pub fn make() {}", &["crate", "keys", "named"]),
+        ]);
+        let r = Resolver::new(&p);
+        let m = vec!["crate".to_string()];
+        let glob = r.resolve(0, &m, &path("keys::new_key"), None);
+        assert_eq!(
+            r.canonical(&glob),
+            local(0, &["keys".into(), "fresh".into(), "new_key".into()])
+        );
+        let renamed = r.resolve(0, &m, &path("crate::keys::build"), None);
+        assert_eq!(
+            r.canonical(&renamed),
+            local(0, &["keys".into(), "named".into(), "make".into()])
+        );
+        let ext = r.resolve(0, &m, &path("uuid::Uuid::new_v4"), None);
+        assert_eq!(r.canonical(&ext), ext);
     }
 }

@@ -139,6 +139,39 @@ impl<'a> TypeEnv<'a> {
         env
     }
 
+    /// The environment of `f` with only its parameters bound, for a caller that walks the
+    /// body in order and binds each `let` itself with [`Self::bind_let`] (flow-sensitive,
+    /// and no second walk of the body).
+    pub fn for_params(
+        package: &'a Package,
+        resolver: &'a Resolver,
+        types: &'a Types,
+        file: &'a FileModel,
+        f: &'a FnDef,
+    ) -> Self {
+        let mut env = TypeEnv {
+            package,
+            resolver,
+            types,
+            target: file.target,
+            module: &f.module,
+            self_ty: f.self_ty.as_ref(),
+            locals: HashMap::new(),
+        };
+        for p in &f.params {
+            if let (Some(name), Some(ty)) = (p.pat.simple_name(), env.resolve_type(&p.ty)) {
+                env.locals.insert(name.to_owned(), ty);
+            }
+        }
+        env
+    }
+
+    /// Binds `let pat = init` (or a closure parameter `pat`): the ascribed type, else the
+    /// type of `init`; a binding without evidence hides an older binding of the name.
+    pub fn bind_let(&mut self, pat: &Pat, init: Option<&Expr>) {
+        self.bind(pat, init);
+    }
+
     fn resolve_type(&self, ty: &Type) -> Option<DefPath> {
         self.resolver
             .resolve_type(self.target, self.module, ty, self.self_ty)

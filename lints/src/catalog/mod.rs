@@ -1,4 +1,32 @@
-//! Tables the lints match code against. Data, not logic: each table says where it comes from
-//! and how it is regenerated.
+//! Catalogs of known APIs the analyses look for: nondeterministic value sources
+//! ([`sources`]), places where a value is used as an idempotency key ([`sinks`]) and the
+//! operations that take an idempotency token ([`tokens`]).
+//!
+//! Both are data, not code: a lint asks "is this call a source?" or "is this name a key?"
+//! and the answer comes from a table that users extend in `idem-lint.toml`
+//! (`[lints.nondeterministic_key] sources = [..], key_names = [..]`).
 
+pub mod sinks;
+pub mod sources;
 pub mod tokens;
+
+pub use sinks::{SinkCatalog, SinkKind};
+pub use sources::{SourceCatalog, SourceKind};
+
+/// The catalogs an [`crate::analysis::Analysis`] is built with.
+#[derive(Debug, Clone, Default)]
+pub struct Catalog {
+    pub sources: SourceCatalog,
+    pub sinks: SinkCatalog,
+}
+
+impl Catalog {
+    /// The built-in catalogs extended with the user's configuration.
+    pub fn from_settings(settings: &crate::Settings) -> Catalog {
+        let cfg = &settings.nondeterministic_key;
+        Catalog {
+            sources: SourceCatalog::default().with_extra(&cfg.sources),
+            sinks: SinkCatalog::default().with_extra_key_names(&cfg.key_names),
+        }
+    }
+}

@@ -1,8 +1,13 @@
 //! One module per lint, each opening with its documentation. [`ALL`] lists every lint and
 //! [`PASSES`] the checks that report them.
 
+pub mod check_then_act;
+pub mod nondeterministic_key;
+
 use crate::context::LintContext;
 use crate::lint::{Lint, PARSE_ERROR};
+pub use check_then_act::CHECK_THEN_ACT;
+pub use nondeterministic_key::NONDETERMINISTIC_KEY;
 
 pub mod missing_idempotency_token;
 
@@ -15,12 +20,27 @@ pub struct LintPass {
 }
 
 /// Every lint, the input lints first, then the idempotency lints in DESIGN.md's order.
-pub static ALL: &[&Lint] = &[&PARSE_ERROR, &MISSING_IDEMPOTENCY_TOKEN];
+pub static ALL: &[&Lint] = &[
+    &PARSE_ERROR,
+    &NONDETERMINISTIC_KEY,
+    &CHECK_THEN_ACT,
+    &MISSING_IDEMPOTENCY_TOKEN,
+];
 
-pub static PASSES: &[LintPass] = &[LintPass {
-    lints: &[&MISSING_IDEMPOTENCY_TOKEN],
-    check: missing_idempotency_token::check,
-}];
+pub static PASSES: &[LintPass] = &[
+    LintPass {
+        lints: &[&NONDETERMINISTIC_KEY],
+        check: nondeterministic_key::check,
+    },
+    LintPass {
+        lints: &[&CHECK_THEN_ACT],
+        check: check_then_act::check,
+    },
+    LintPass {
+        lints: &[&MISSING_IDEMPOTENCY_TOKEN],
+        check: missing_idempotency_token::check,
+    },
+];
 
 /// The lint called `name` (`check_then_act`; an `idem::` prefix is accepted).
 pub fn find(name: &str) -> Option<&'static Lint> {

@@ -1,0 +1,2032 @@
+//! Value flow inside one function: where each value came from, followed through `let`
+//! (with patterns), assignments, shadowing, macro arguments (`format!`, inline `{name}`
+//! captures), conversions (`to_string`, `clone`, `into`, `as_str`), references, struct and
+//! tuple fields, method chains, closures and async blocks, and `if`/`match` arms.
+//!
+//! Public API:
+//! - [`walk`]`(cx, id, callees) -> FnFlow`: one pass over a function body in evaluation
+//!   order. Calls into the crate use the callees' [`FnSummary`] (from
+//!   [`crate::analysis::summary`], which drives the walks to a fixed point); nothing is
+//!   re-analysed per call site.
+//! - [`FnFlow`]: what the walk found: [`KeyUse`]s (values that reached a key sink),
+//!   [`StoreEvent`]s (store operations, direct or through a helper, with their keys),
+//!   [`Decision`]s (branches on a store operation's result), [`Effect`]s (calls made for
+//!   their side effects), [`CallSite`]s (resolved calls into the crate) and the return value.
+//! - [`Value`] is a set of [`Fact`]s: a nondeterministic [`Source`] with the [`Trail`] of
+//!   steps it took, a parameter of the function, or the result of a store operation. Every
+//!   fact keeps spans, so a finding can show source → steps → sink.
+//! - [`KeyDesc`] describes how a key is derived (`fmt("done:{}", msg.id)`), with
+//!   parameters as placeholders, so keys can be compared across a read and a write and
+//!   across a helper and its caller.
+//!
+//! Branches are walked one after the other on the same environment; an assignment inside a
+//! branch adds to the variable's value instead of replacing it, so after the `if` the
+//! variable holds what either arm gave it. Loop bodies and closures are walked once.
+
+use super::resolve::{DefPath, Resolver};
+use super::store_ops::{self, Access, OpEnv, Store, StoreOp};
+use super::summary::{FnSummary, StoreAccess};
+use super::types::{TypeEnv, Types};
+use crate::catalog::{Catalog, SinkKind, SourceKind};
+use crate::model::ir::{BinOp, Block, Expr, ExprKind, Lit, MacroCall, Pat, Path, Stmt};
+use crate::model::{FileModel, FnDef, Package, Span};
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// A function of the package: file index and index in [`FileModel::fns`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct FnId {
+    pub file: u32,
+    pub index: u32,
+}
+
+impl FnId {
+    pub fn new(file: usize, index: usize) -> FnId {
+        FnId {
+            file: file as u32,
+            index: index as u32,
+        }
+    }
+
+    pub fn def<'a>(&self, package: &'a Package) -> (&'a FileModel, &'a FnDef) {
+        let file = &package.files[self.file as usize];
+        (file, &file.fns[self.index as usize])
+    }
+}
+
+/// Where a nondeterministic value was made.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Source {
+    pub span: Span,
+    /// The call as written, for labels: `Uuid::new_v4()`.
+    pub what: String,
+    pub kind: SourceKind,
+}
+
+/// One step a value took between its source and a sink.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Step {
+    pub span: Span,
+    pub note: String,
+}
+
+/// The steps a value took, newest last; shared between the copies of a value.
+#[derive(Debug, Clone, Default)]
+pub struct Trail(Option<Arc<TrailNode>>);
+
+#[derive(Debug)]
+struct TrailNode {
+    step: Step,
+    prev: Trail,
+    len: usize,
+}
+
+/// Steps kept per value: enough to show a path, not so many that labels drown the finding.
+const MAX_STEPS: usize = 6;
+
+impl Trail {
+    pub fn len(&self) -> usize {
+        self.0.as_ref().map_or(0, |n| n.len)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_none()
+    }
+
+    fn push(&self, step: Step) -> Trail {
+        if self.len() >= MAX_STEPS {
+            return self.clone();
+        }
+        Trail(Some(Arc::new(TrailNode {
+            step,
+            prev: self.clone(),
+            len: self.len() + 1,
+        })))
+    }
+
+    /// The steps in order, from the source towards the sink.
+    pub fn steps(&self) -> Vec<&Step> {
+        let mut out = Vec::new();
+        let mut cur = self;
+        while let Some(node) = &cur.0 {
+            out.push(&node.step);
+            cur = &node.prev;
+        }
+        out.reverse();
+        out
+    }
+}
+
+/// One thing a value is derived from.
+#[derive(Debug, Clone)]
+pub enum Fact {
+    /// A nondeterministic source and the steps from it.
+    Nondet { source: Arc<Source>, trail: Trail },
+    /// Parameter `index` of the function (not counting `self`), or one of its fields
+    /// (`msg.id` of parameter `msg`), so a caller passes only that field's facts.
+    Param { index: usize, field: Option<String> },
+    /// The result of [`FnFlow::store_events`]`[i]`.
+    Op(usize),
+}
+
+impl Fact {
+    fn same(&self, other: &Fact) -> bool {
+        match (self, other) {
+            (Fact::Nondet { source: a, .. }, Fact::Nondet { source: b, .. }) => a.span == b.span,
+            (Fact::Param { index: a, field: f }, Fact::Param { index: b, field: g }) => {
+                a == b && f == g
+            }
+            (Fact::Op(a), Fact::Op(b)) => a == b,
+            _ => false,
+        }
+    }
+}
+
+/// Facts kept per value; beyond this a value is already known to be tainted.
+const MAX_FACTS: usize = 8;
+
+/// What a value is derived from, with per-field values for struct and tuple literals.
+#[derive(Debug, Clone, Default)]
+pub struct Value {
+    pub facts: Vec<Fact>,
+    /// `Cmd { key: k, at: now }` keeps `key` and `at` apart, so `cmd.at` does not carry
+    /// `k`'s facts. `facts` is always the union of the fields.
+    pub fields: Vec<(String, Value)>,
+}
+
+impl Value {
+    fn fact(f: Fact) -> Value {
+        Value {
+            facts: vec![f],
+            fields: Vec::new(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.facts.is_empty()
+    }
+
+    fn add(&mut self, f: Fact) {
+        if self.facts.len() < MAX_FACTS && !self.facts.iter().any(|g| g.same(&f)) {
+            self.facts.push(f);
+        }
+    }
+
+    /// Adds `other`'s facts (fields are dropped: the result is a new value).
+    pub fn union(&mut self, other: &Value) {
+        for f in &other.facts {
+            self.add(f.clone());
+        }
+    }
+
+    fn joined(values: impl IntoIterator<Item = Value>) -> Value {
+        let mut out = Value::default();
+        for v in values {
+            out.union(&v);
+        }
+        out
+    }
+
+    /// The value with `step` added to every nondeterministic fact's trail.
+    fn stepped(mut self, step: impl Fn() -> Step) -> Value {
+        if self.nondet().next().is_none() {
+            return self;
+        }
+        let s = step();
+        for f in &mut self.facts {
+            if let Fact::Nondet { trail, .. } = f {
+                *trail = trail.push(s.clone());
+            }
+        }
+        self
+    }
+
+    /// The value of field `name`: the field's own value when the struct literal is known,
+    /// else the whole value, with parameters narrowed to that field.
+    pub fn field(&self, name: &str) -> Value {
+        if let Some((_, v)) = self.fields.iter().find(|(n, _)| n == name) {
+            return v.clone();
+        }
+        let facts = self
+            .facts
+            .iter()
+            .map(|f| match f {
+                Fact::Param { index, field: None } => Fact::Param {
+                    index: *index,
+                    field: Some(name.to_owned()),
+                },
+                other => other.clone(),
+            })
+            .collect();
+        Value {
+            facts,
+            fields: Vec::new(),
+        }
+    }
+
+    /// The nondeterministic sources with their trails.
+    pub fn nondet(&self) -> impl Iterator<Item = (&Arc<Source>, &Trail)> {
+        self.facts.iter().filter_map(|f| match f {
+            Fact::Nondet { source, trail } => Some((source, trail)),
+            _ => None,
+        })
+    }
+
+    /// The parameters (and parameter fields) this value is derived from.
+    pub fn params(&self) -> impl Iterator<Item = (usize, Option<&str>)> + '_ {
+        self.facts.iter().filter_map(|f| match f {
+            Fact::Param { index, field } => Some((*index, field.as_deref())),
+            _ => None,
+        })
+    }
+
+    /// The store events whose result this value is derived from.
+    pub fn ops(&self) -> impl Iterator<Item = usize> + '_ {
+        self.facts.iter().filter_map(|f| match f {
+            Fact::Op(i) => Some(*i),
+            _ => None,
+        })
+    }
+
+    fn only_ops(&self) -> Value {
+        Value {
+            facts: self
+                .facts
+                .iter()
+                .filter(|f| matches!(f, Fact::Op(_)))
+                .cloned()
+                .collect(),
+            fields: Vec::new(),
+        }
+    }
+}
+
+/// How a key is derived, as canonical text: conversions and references stripped, locals
+/// replaced by their definitions, parameters as `$0$`, format strings with `{}` holes.
+/// `roots` are the variables and fields it depends on, `lits` its literal parts.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct KeyDesc {
+    pub text: String,
+    pub roots: Vec<String>,
+    pub lits: Vec<String>,
+}
+
+/// Longest description kept; longer keys are compared by roots and literals.
+const MAX_DESC: usize = 160;
+
+impl KeyDesc {
+    fn root(text: String) -> KeyDesc {
+        KeyDesc {
+            roots: vec![text.clone()],
+            text,
+            lits: Vec::new(),
+        }
+    }
+
+    fn lit(text: String) -> KeyDesc {
+        KeyDesc {
+            text: format!("{text:?}"),
+            roots: Vec::new(),
+            lits: vec![text],
+        }
+    }
+
+    fn combine(head: &str, parts: &[KeyDesc]) -> KeyDesc {
+        let mut text = format!("{head}(");
+        let mut roots = Vec::new();
+        let mut lits = Vec::new();
+        for (i, p) in parts.iter().enumerate() {
+            if i > 0 {
+                text.push(',');
+            }
+            text.push_str(&p.text);
+            roots.extend(p.roots.iter().cloned());
+            lits.extend(p.lits.iter().cloned());
+        }
+        text.push(')');
+        text.truncate(MAX_DESC);
+        roots.sort();
+        roots.dedup();
+        KeyDesc { text, roots, lits }
+    }
+
+    /// Whether two keys are the same key, as far as they can be compared: the same
+    /// derivation, or the same variables with the same literal parts.
+    pub fn same_key(&self, other: &KeyDesc) -> bool {
+        if self.text == other.text {
+            return true;
+        }
+        let shared_root = self.roots.iter().any(|r| other.roots.contains(r));
+        let lits_agree = self.lits == other.lits || self.lits.is_empty() || other.lits.is_empty();
+        shared_root && lits_agree
+    }
+
+    /// The key as the caller sees it: parameter placeholders replaced by the arguments'
+    /// descriptions (an argument without one leaves the key without comparable parts).
+    pub fn instantiate(&self, args: &[Option<KeyDesc>]) -> KeyDesc {
+        let mut out = self.clone();
+        for (i, a) in args.iter().enumerate() {
+            let ph = format!("${i}$");
+            if !out.text.contains(&ph) {
+                continue;
+            }
+            let (text, roots, lits) = match a {
+                Some(a) => (a.text.clone(), a.roots.clone(), a.lits.clone()),
+                None => (format!("?{i}"), Vec::new(), Vec::new()),
+            };
+            out.text = out.text.replace(&ph, &text);
+            let mut new_roots = Vec::new();
+            for r in &out.roots {
+                if r.contains(&ph) {
+                    new_roots.extend(roots.iter().map(|x| r.replace(&ph, x)));
+                } else {
+                    new_roots.push(r.clone());
+                }
+            }
+            out.roots = new_roots;
+            out.lits.extend(lits);
+        }
+        out
+    }
+}
+
+/// A value that reached a key sink.
+#[derive(Debug, Clone)]
+pub struct KeyUse {
+    pub sink: SinkKind,
+    /// Where the key is used: the argument, field or binding.
+    pub span: Span,
+    pub value: Value,
+    /// When the sink is inside a crate function the value was passed to: that function
+    /// and the sink's span there.
+    pub via: Option<(FnId, Span)>,
+}
+
+/// A store operation performed by the function, directly or through a crate helper.
+#[derive(Debug, Clone)]
+pub struct StoreEvent {
+    pub access: StoreAccess,
+    /// The operation (or the call of the helper that performs it).
+    pub span: Span,
+    pub via: Option<FnId>,
+    /// Whether the result is tested (a branch, a `?` on a conditional DynamoDB write, or
+    /// returned to the caller): a claim whose result nobody looks at claims nothing.
+    pub checked: bool,
+}
+
+/// One branch of a [`Decision`].
+#[derive(Debug, Clone)]
+pub struct Branch {
+    pub span: Span,
+    /// Leaves the enclosing block: `return`, `continue`, `break`, `bail!`, `panic!`.
+    pub diverges: bool,
+    /// `Some(true)` when the branch runs if the store had the key (`if exists {..}`,
+    /// `Some(_) =>`), `Some(false)` when it did not, `None` when that cannot be told.
+    pub when_present: Option<bool>,
+}
+
+/// A branch on the result of store operations.
+#[derive(Debug, Clone)]
+pub struct Decision {
+    /// The condition or scrutinee.
+    pub span: Span,
+    /// Indices into [`FnFlow::store_events`].
+    pub ops: Vec<usize>,
+    pub branches: Vec<Branch>,
+    /// The innermost block holding the decision: code after it there runs after it.
+    pub block: Span,
+}
+
+/// A call made for its effect (an awaited call, a call statement, a helper with effects).
+#[derive(Debug, Clone)]
+pub struct Effect {
+    pub span: Span,
+}
+
+/// A resolved call into the crate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CallSite {
+    pub callee: FnId,
+    pub span: Span,
+}
+
+/// What one walk of a function found.
+#[derive(Debug, Clone, Default)]
+pub struct FnFlow {
+    pub key_uses: Vec<KeyUse>,
+    pub store_events: Vec<StoreEvent>,
+    pub decisions: Vec<Decision>,
+    pub effects: Vec<Effect>,
+    pub calls: Vec<CallSite>,
+    /// The value the function returns (tail and `return`s).
+    pub ret: Value,
+}
+
+/// The package-wide tables a walk reads.
+pub struct FlowCx<'a> {
+    pub package: &'a Package,
+    pub resolver: &'a Resolver,
+    pub types: &'a Types,
+    pub catalog: &'a Catalog,
+    /// Methods of the crate by name, for receivers whose type is not known.
+    pub methods: &'a HashMap<String, Vec<FnId>>,
+}
+
+/// Gives the summary of a crate function (computing it first if need be).
+pub trait Callees {
+    fn summary(&self, id: FnId) -> Arc<FnSummary>;
+}
+
+/// Walks function `id` once.
+pub fn walk(cx: &FlowCx<'_>, id: FnId, callees: &dyn Callees) -> FnFlow {
+    let (file, f) = id.def(cx.package);
+    let mut w = Walker {
+        cx,
+        callees,
+        file,
+        f,
+        types: TypeEnv::for_params(cx.package, cx.resolver, cx.types, file, f),
+        vals: HashMap::new(),
+        descs: HashMap::new(),
+        strs: HashMap::new(),
+        scopes: vec![Vec::new()],
+        branch_depth: 0,
+        closure_arg: None,
+        blocks: Vec::new(),
+        out: FnFlow::default(),
+    };
+    for (i, p) in f.params.iter().enumerate() {
+        let v = Value::fact(Fact::Param {
+            index: i,
+            field: None,
+        });
+        w.bind_pat(
+            &p.pat,
+            v,
+            Some(DescSrc::Desc(KeyDesc::root(format!("${i}$")))),
+            None,
+        );
+    }
+    for attr in f.attrs.iter().filter(|a| a.is("idempotent")) {
+        if let Some(key) = attr.arg("key") {
+            let v = w.eval(key);
+            w.key_use(SinkKind::IdempotentAttr, key.span, v, None);
+        }
+    }
+    if let Some(body) = &f.body {
+        let v = w.eval_block(body);
+        w.out.ret.union(&v);
+    }
+    let ret_ops: Vec<usize> = w.out.ret.ops().collect();
+    for i in ret_ops {
+        w.out.store_events[i].checked = true;
+    }
+    w.out
+}
+
+struct Walker<'a, 'c> {
+    cx: &'c FlowCx<'a>,
+    callees: &'c dyn Callees,
+    file: &'a FileModel,
+    f: &'a FnDef,
+    types: TypeEnv<'a>,
+    vals: HashMap<String, Value>,
+    /// How each local is derived, described on demand (most locals are never keys).
+    descs: HashMap<String, DescSrc<'a>>,
+    /// Locals bound to string literals (SQL text, table and header names).
+    strs: HashMap<String, String>,
+    /// Per block: names bound in it and what they shadowed, restored on exit.
+    scopes: Vec<Vec<Saved<'a>>>,
+    branch_depth: usize,
+    /// The value closure parameters get: the receiver of the method the closure is passed to.
+    closure_arg: Option<Value>,
+    /// Spans of the blocks being walked, innermost last.
+    blocks: Vec<Span>,
+    out: FnFlow,
+}
+
+type Saved<'a> = (String, Option<Value>, Option<DescSrc<'a>>, Option<String>);
+
+/// What a local's [`KeyDesc`] is made from.
+#[derive(Debug, Clone)]
+enum DescSrc<'a> {
+    Desc(KeyDesc),
+    /// The initializer, described when a key needs it.
+    Expr(&'a Expr),
+}
+
+/// How many locals deep a description follows initializers (`let a = b; let b = ..`).
+const MAX_DESC_DEPTH: usize = 8;
+
+/// Methods whose result is a lookup by the argument, not a value derived from it.
+const LOOKUP_METHODS: &[&str] = &[
+    "get",
+    "get_mut",
+    "contains",
+    "contains_key",
+    "remove",
+    "len",
+    "is_empty",
+    "is_some",
+    "is_none",
+    "is_ok",
+    "is_err",
+    "eq",
+    "ne",
+    "cmp",
+    "partial_cmp",
+    "starts_with",
+    "ends_with",
+    "find",
+    "position",
+    "any",
+    "all",
+    "count",
+    "duration_since",
+    "elapsed",
+    "signed_duration_since",
+];
+
+/// Methods whose argument is a default used when the receiver has no value.
+const FALLBACK_METHODS: &[&str] = &[
+    "unwrap_or",
+    "unwrap_or_else",
+    "or",
+    "or_else",
+    "get_or_insert_with",
+    "map_or",
+    "map_or_else",
+];
+
+/// Conversions that keep a key's identity (for [`KeyDesc`]).
+const CONVERSIONS: &[&str] = &[
+    "to_string",
+    "to_owned",
+    "clone",
+    "into",
+    "as_str",
+    "as_ref",
+    "as_bytes",
+    "to_vec",
+    "unwrap",
+    "expect",
+    "as_deref",
+    "borrow",
+    "deref",
+    "hyphenated",
+    "simple",
+    "to_hyphenated",
+    "to_simple",
+    "as_hyphenated",
+    "as_simple",
+    "try_into",
+    "unwrap_or_default",
+];
+
+/// Statement-level method calls that change a local value, not the world.
+const LOCAL_MUTATIONS: &[&str] = &[
+    "push",
+    "push_str",
+    "insert",
+    "extend",
+    "remove",
+    "clear",
+    "sort",
+    "sort_by",
+    "sort_by_key",
+    "dedup",
+    "truncate",
+    "retain",
+    "pop",
+    "append",
+    "set",
+    "entry",
+    "drain",
+    "reserve",
+];
+
+/// Constructors that wrap a marker without making it data: `Some(1)`,
+/// `AttributeValue::Bool(true)`, `AttributeValue::N(now.to_string())`.
+const MARKER_WRAPPERS: &[&str] = &["Some", "Ok", "S", "N", "Bool", "from", "new"];
+
+/// Methods that append their arguments to the receiver.
+const APPENDERS: &[&str] = &[
+    "push_str",
+    "push",
+    "extend",
+    "extend_from_slice",
+    "append",
+    "write_str",
+    "write_fmt",
+];
+
+/// Macros that diverge.
+const DIVERGING_MACROS: &[&str] = &["panic", "bail", "unreachable", "todo", "unimplemented"];
+
+/// Macros whose arguments flow into their value.
+const FORMAT_MACROS: &[&str] = &[
+    "format",
+    "concat",
+    "write",
+    "writeln",
+    "vec",
+    "json",
+    "format_args",
+];
+
+impl OpEnv for Walker<'_, '_> {
+    fn resolve(&self, path: &Path) -> DefPath {
+        self.cx.resolver.resolve(
+            self.file.target,
+            &self.f.module,
+            path,
+            self.f.self_ty.as_ref(),
+        )
+    }
+
+    fn type_of(&self, expr: &Expr) -> Option<DefPath> {
+        self.types.type_of(expr)
+    }
+
+    fn string_of(&self, expr: &Expr) -> Option<String> {
+        if let Some(s) = expr.as_str_lit() {
+            return Some(s.to_owned());
+        }
+        let e = expr.peel();
+        if let ExprKind::MethodCall {
+            receiver, method, ..
+        } = &e.kind
+        {
+            if CONVERSIONS.contains(&method.as_str()) {
+                return self.string_of(receiver);
+            }
+        }
+        let name = e.as_path()?.as_ident()?;
+        self.strs.get(name).cloned()
+    }
+
+    fn depends_on(&self, krate: &str) -> bool {
+        self.cx.package.depends_on(krate)
+    }
+
+    fn local_init(&self, name: &str) -> Option<&Expr> {
+        match self.descs.get(name)? {
+            DescSrc::Expr(e) => Some(e),
+            DescSrc::Desc(_) => None,
+        }
+    }
+}
+
+impl<'a> Walker<'a, '_> {
+    // ------------------------------------------------------------ bindings and scopes
+
+    fn save(&mut self, name: &str) {
+        let scope = self.scopes.last_mut().expect("a scope is open");
+        if scope.iter().any(|(n, ..)| n == name) {
+            return;
+        }
+        scope.push((
+            name.to_owned(),
+            self.vals.get(name).cloned(),
+            self.descs.get(name).cloned(),
+            self.strs.get(name).cloned(),
+        ));
+    }
+
+    fn bind_name(&mut self, name: &str, v: Value, desc: Option<DescSrc<'a>>, s: Option<String>) {
+        self.save(name);
+        self.vals.insert(name.to_owned(), v);
+        match desc {
+            Some(d) => self.descs.insert(name.to_owned(), d),
+            None => self.descs.remove(name),
+        };
+        match s {
+            Some(s) => self.strs.insert(name.to_owned(), s),
+            None => self.strs.remove(name),
+        };
+    }
+
+    fn bind_pat(&mut self, pat: &'a Pat, v: Value, desc: Option<DescSrc<'a>>, s: Option<String>) {
+        match pat {
+            Pat::Ident {
+                name, span, sub, ..
+            } => {
+                if self.cx.catalog.sinks.is_key_name(name) {
+                    self.key_use(SinkKind::KeyName(name.clone()), *span, v.clone(), None);
+                }
+                if let Some(sub) = sub {
+                    self.bind_pat(sub, v.clone(), None, None);
+                }
+                self.bind_name(name, v, desc, s);
+            }
+            Pat::Typed { pat, .. } | Pat::Ref(pat) => self.bind_pat(pat, v, desc, s),
+            Pat::Tuple(ps) => {
+                for (i, p) in ps.iter().enumerate() {
+                    let d = self.part_desc(desc.as_ref(), &i.to_string());
+                    self.bind_pat(p, v.field(&i.to_string()), d, None);
+                }
+            }
+            Pat::TupleStruct { elems, .. } => {
+                for (i, p) in elems.iter().enumerate() {
+                    // `Some(x)`/`Ok(x)` unwrap the whole value; `Event(id, _)` its fields.
+                    let fv = if elems.len() == 1 {
+                        v.clone()
+                    } else {
+                        v.field(&i.to_string())
+                    };
+                    let d = if elems.len() == 1 { desc.clone() } else { None };
+                    self.bind_pat(p, fv, d, None);
+                }
+            }
+            Pat::Struct { fields, .. } => {
+                for (name, p) in fields {
+                    let d = self.part_desc(desc.as_ref(), name);
+                    self.bind_pat(p, v.field(name), d, None);
+                }
+            }
+            Pat::Or(ps) => {
+                for p in ps {
+                    self.bind_pat(p, v.clone(), desc.clone(), None);
+                }
+            }
+            Pat::Path(_) | Pat::Lit(_) | Pat::Wild | Pat::Other => {}
+        }
+    }
+
+    /// The description of field `part` of a destructured value.
+    fn part_desc(&self, whole: Option<&DescSrc<'a>>, part: &str) -> Option<DescSrc<'a>> {
+        let d = match whole? {
+            DescSrc::Desc(d) => d.clone(),
+            DescSrc::Expr(e) => self.describe(e)?,
+        };
+        Some(DescSrc::Desc(KeyDesc::root(format!("{}.{part}", d.text))))
+    }
+
+    fn enter_block(&mut self, span: Span) {
+        self.scopes.push(Vec::new());
+        self.blocks.push(span);
+    }
+
+    fn exit_block(&mut self) {
+        self.blocks.pop();
+        if let Some(saved) = self.scopes.pop() {
+            for (name, v, d, s) in saved.into_iter().rev() {
+                restore(&mut self.vals, &name, v);
+                restore(&mut self.descs, &name, d);
+                restore(&mut self.strs, &name, s);
+            }
+        }
+    }
+
+    /// `x = v`: replaces `x` outside branches, adds to it inside one.
+    fn assign(&mut self, lhs: &'a Expr, v: Value) {
+        match &lhs.peel().kind {
+            ExprKind::Path(p) => {
+                if let Some(name) = p.as_ident() {
+                    if self.cx.catalog.sinks.is_key_name(name) {
+                        self.key_use(
+                            SinkKind::KeyName(name.to_owned()),
+                            lhs.span,
+                            v.clone(),
+                            None,
+                        );
+                    }
+                    if self.branch_depth == 0 {
+                        self.vals.insert(name.to_owned(), v);
+                        self.descs.remove(name);
+                    } else {
+                        self.vals.entry(name.to_owned()).or_default().union(&v);
+                    }
+                }
+            }
+            ExprKind::Field { base, member } => {
+                if self.cx.catalog.sinks.is_key_name(member) {
+                    self.key_use(SinkKind::KeyName(member.clone()), lhs.span, v.clone(), None);
+                }
+                if let Some(name) = base.as_path().and_then(Path::as_ident) {
+                    let entry = self.vals.entry(name.to_owned()).or_default();
+                    entry.union(&v);
+                    match entry.fields.iter_mut().find(|(n, _)| n == member) {
+                        Some((_, fv)) => fv.union(&v),
+                        None => entry.fields.push((member.clone(), v)),
+                    }
+                }
+            }
+            ExprKind::Index { base, .. } => self.assign(base, v),
+            _ => {}
+        }
+    }
+
+    /// Adds `v` to the local a receiver expression names (`key`, `&mut key`, `self.key`).
+    fn append_to(&mut self, dest: &'a Expr, v: Value) {
+        if v.is_empty() {
+            return;
+        }
+        let keep = self.branch_depth;
+        self.branch_depth += 1;
+        self.assign(dest, v);
+        self.branch_depth = keep;
+    }
+
+    // ------------------------------------------------------------ recording
+
+    fn key_use(&mut self, sink: SinkKind, span: Span, value: Value, via: Option<(FnId, Span)>) {
+        if value.nondet().next().is_some() || value.params().next().is_some() {
+            self.out.key_uses.push(KeyUse {
+                sink,
+                span,
+                value,
+                via,
+            });
+        }
+    }
+
+    fn event(&mut self, access: StoreAccess, span: Span, via: Option<FnId>) -> usize {
+        self.out.store_events.push(StoreEvent {
+            access,
+            span,
+            via,
+            checked: false,
+        });
+        self.out.store_events.len() - 1
+    }
+
+    fn mark_checked(&mut self, v: &Value) {
+        for i in v.ops().collect::<Vec<_>>() {
+            self.out.store_events[i].checked = true;
+        }
+    }
+
+    fn effect(&mut self, span: Span) {
+        self.out.effects.push(Effect { span });
+    }
+
+    // ------------------------------------------------------------ statements and blocks
+
+    fn eval_block(&mut self, b: &'a Block) -> Value {
+        self.enter_block(b.span);
+        let mut last = Value::default();
+        for (i, stmt) in b.stmts.iter().enumerate() {
+            let is_tail = i + 1 == b.stmts.len();
+            match stmt {
+                Stmt::Let {
+                    pat,
+                    init,
+                    diverge,
+                    span,
+                } => self.eval_let(pat, init.as_ref(), diverge.as_ref(), *span),
+                Stmt::Expr { expr, semi } => {
+                    let v = self.eval(expr);
+                    if *semi {
+                        self.statement_effect(expr);
+                    } else if is_tail {
+                        last = v;
+                    }
+                }
+                Stmt::Item { .. } => {}
+            }
+        }
+        self.exit_block();
+        last
+    }
+
+    fn eval_let(
+        &mut self,
+        pat: &'a Pat,
+        init: Option<&'a Expr>,
+        diverge: Option<&'a Block>,
+        span: Span,
+    ) {
+        let Some(init) = init else {
+            if let Some(name) = pat.simple_name() {
+                self.bind_name(name, Value::default(), None, None);
+            }
+            return;
+        };
+        let mut v = self.eval(init);
+        if let Some(block) = diverge {
+            self.let_else_decision(pat, &v, init, block);
+        }
+        let desc = Some(DescSrc::Expr(init));
+        let s = self.string_of(init);
+        if let Some(name) = pat.simple_name() {
+            let direct = v
+                .nondet()
+                .all(|(src, trail)| trail.is_empty() && span.contains(src.span));
+            if !direct {
+                let pspan = pat_span(pat).unwrap_or(span);
+                v = v.stepped(|| Step {
+                    span: pspan,
+                    note: format!("assigned to `{name}` here"),
+                });
+            }
+        }
+        self.types.bind_let(pat, Some(init));
+        self.bind_pat(pat, v, desc, s);
+    }
+
+    /// `let Some(x) = read else { return }`: diverges when the pattern fails.
+    fn let_else_decision(&mut self, pat: &Pat, v: &Value, init: &Expr, block: &'a Block) {
+        if v.ops().next().is_none() {
+            return;
+        }
+        let ops: Vec<usize> = v.ops().collect();
+        self.mark_checked(v);
+        self.branch_depth += 1;
+        self.eval_block(block);
+        self.branch_depth -= 1;
+        let when_present = pat_presence(pat).map(|p| !p);
+        self.out.decisions.push(Decision {
+            span: init.span,
+            ops,
+            branches: vec![Branch {
+                span: block.span,
+                diverges: true,
+                when_present,
+            }],
+            block: self.blocks.last().copied().unwrap_or(block.span),
+        });
+    }
+
+    /// Calls made as statements, for their effect.
+    fn statement_effect(&mut self, expr: &Expr) {
+        let e = expr.peel();
+        match &e.kind {
+            ExprKind::Call { .. } => self.effect(e.span),
+            ExprKind::MethodCall { method, .. }
+                if !LOCAL_MUTATIONS.contains(&method.as_str())
+                    && !CONVERSIONS.contains(&method.as_str()) =>
+            {
+                self.effect(e.span)
+            }
+            _ => {}
+        }
+    }
+
+    // ------------------------------------------------------------ expressions
+
+    fn eval(&mut self, e: &'a Expr) -> Value {
+        match &e.kind {
+            ExprKind::Path(p) => self.eval_path(p, e.span),
+            ExprKind::Lit(_) | ExprKind::Continue => Value::default(),
+            ExprKind::Call { func, args } => self.eval_call(e, func, args),
+            ExprKind::MethodCall {
+                receiver,
+                method,
+                method_span,
+                args,
+            } => self.eval_method(e, receiver, method, *method_span, args),
+            ExprKind::Macro(m) => self.eval_macro(e, m),
+            ExprKind::Field { base, member } => self.eval(base).field(member),
+            ExprKind::Index { base, index } => {
+                self.eval(index);
+                self.eval(base)
+            }
+            ExprKind::Unary { expr, .. }
+            | ExprKind::Deref(expr)
+            | ExprKind::Ref { expr, .. }
+            | ExprKind::Cast { expr, .. } => self.eval(expr),
+            ExprKind::Await(inner) => {
+                let mut v = self.eval(inner);
+                let call = inner.peel();
+                if matches!(
+                    call.kind,
+                    ExprKind::Call { .. } | ExprKind::MethodCall { .. }
+                ) {
+                    if v.ops().next().is_none() {
+                        self.effect(inner.span);
+                    }
+                    // What an awaited call of another crate returns comes from the outside
+                    // world (a response, rows read back), not from the arguments it was sent.
+                    let crate_call = self.out.calls.last().is_some_and(|c| c.span == call.span);
+                    if !crate_call {
+                        v.facts.retain(|f| matches!(f, Fact::Op(_)));
+                        v.fields.clear();
+                    }
+                }
+                v
+            }
+            ExprKind::Try(inner) => {
+                let v = self.eval(inner);
+                // A conditional DynamoDB write fails when the item exists: `?` stops there.
+                let dynamo_claims: Vec<usize> = v
+                    .ops()
+                    .filter(|&i| {
+                        let a = &self.out.store_events[i].access;
+                        a.store == Store::DynamoDb && a.access == Access::Claim
+                    })
+                    .collect();
+                for i in dynamo_claims {
+                    self.out.store_events[i].checked = true;
+                }
+                v
+            }
+            ExprKind::Binary { op, lhs, rhs } => {
+                let l = self.eval(lhs);
+                let r = self.eval(rhs);
+                match op {
+                    BinOp::Arith => Value::joined([l, r]),
+                    // A comparison or a boolean carries only which reads it depends on.
+                    _ => Value::joined([l.only_ops(), r.only_ops()]),
+                }
+            }
+            ExprKind::Block(b) => self.eval_block(b),
+            ExprKind::Async { block, .. } => {
+                self.branch_depth += 1;
+                let v = self.eval_block(block);
+                self.branch_depth -= 1;
+                v
+            }
+            ExprKind::Closure { params, body, .. } => {
+                let arg = self.closure_arg.take().unwrap_or_default();
+                self.enter_block(body.span);
+                for p in params {
+                    self.bind_pat(p, arg.clone(), None, None);
+                    self.types.bind_let(p, None);
+                }
+                self.branch_depth += 1;
+                let v = self.eval(body);
+                self.branch_depth -= 1;
+                self.exit_block();
+                v
+            }
+            ExprKind::If { cond, then, els } => self.eval_if(cond, then, els.as_deref()),
+            ExprKind::Let { pat, expr } => {
+                let v = self.eval(expr);
+                self.bind_pat(pat, v.clone(), Some(DescSrc::Expr(expr)), None);
+                v.only_ops()
+            }
+            ExprKind::Match { scrutinee, arms } => self.eval_match(scrutinee, arms),
+            ExprKind::Loop { cond, body } => {
+                if let Some(c) = cond {
+                    self.eval(c);
+                }
+                self.branch_depth += 1;
+                self.eval_block(body);
+                self.branch_depth -= 1;
+                Value::default()
+            }
+            ExprKind::For { pat, iter, body } => {
+                let v = self.eval(iter);
+                self.enter_block(body.span);
+                self.bind_pat(pat, v, None, None);
+                self.branch_depth += 1;
+                self.eval_block(body);
+                self.branch_depth -= 1;
+                self.exit_block();
+                Value::default()
+            }
+            ExprKind::Return(v) | ExprKind::Break(v) => {
+                if let Some(v) = v {
+                    let val = self.eval(v);
+                    if matches!(e.kind, ExprKind::Return(_)) {
+                        self.out.ret.union(&val);
+                    }
+                }
+                Value::default()
+            }
+            ExprKind::Assign { lhs, rhs } => {
+                let v = self.eval(rhs);
+                self.assign(lhs, v);
+                Value::default()
+            }
+            ExprKind::AssignOp { lhs, rhs } => {
+                let v = self.eval(rhs);
+                let keep = self.branch_depth;
+                self.branch_depth += 1;
+                self.assign(lhs, v);
+                self.branch_depth = keep;
+                Value::default()
+            }
+            ExprKind::Struct { fields, rest, .. } => {
+                let mut out = Value::default();
+                for (name, fe) in fields {
+                    let fv = self.eval(fe);
+                    if self.cx.catalog.sinks.is_key_name(name) {
+                        self.key_use(SinkKind::KeyName(name.clone()), fe.span, fv.clone(), None);
+                    }
+                    out.union(&fv);
+                    out.fields.push((name.clone(), fv));
+                }
+                if let Some(r) = rest {
+                    let rv = self.eval(r);
+                    out.union(&rv);
+                }
+                out
+            }
+            ExprKind::Tuple(items) => {
+                let mut out = Value::default();
+                for (i, it) in items.iter().enumerate() {
+                    let v = self.eval(it);
+                    out.union(&v);
+                    out.fields.push((i.to_string(), v));
+                }
+                out
+            }
+            ExprKind::Array(items) | ExprKind::Other(items) => {
+                let vs: Vec<Value> = items.iter().map(|i| self.eval(i)).collect();
+                Value::joined(vs)
+            }
+            ExprKind::Range { start, end } => {
+                let mut out = Value::default();
+                for x in [start, end].into_iter().flatten() {
+                    let v = self.eval(x);
+                    out.union(&v);
+                }
+                out
+            }
+        }
+    }
+
+    fn eval_path(&mut self, p: &Path, span: Span) -> Value {
+        if let Some(name) = p.as_ident() {
+            if let Some(v) = self.vals.get(name) {
+                return v.clone();
+            }
+        }
+        // A value path can itself be a source (`OsRng`).
+        if p.segments.len() > 1 || p.last().starts_with(char::is_uppercase) {
+            let def = self.resolve(p);
+            if let Some(src) = self.cx.catalog.sources.find(&def) {
+                return self.source(span, &p.segments.join("::"), src.kind);
+            }
+        }
+        Value::default()
+    }
+
+    fn source(&self, span: Span, what: &str, kind: SourceKind) -> Value {
+        Value::fact(Fact::Nondet {
+            source: Arc::new(Source {
+                span,
+                what: what.to_owned(),
+                kind,
+            }),
+            trail: Trail::default(),
+        })
+    }
+
+    fn eval_args(&mut self, args: &'a [Expr]) -> Vec<Value> {
+        args.iter().map(|a| self.eval(a)).collect()
+    }
+
+    fn eval_call(&mut self, e: &'a Expr, func: &'a Expr, args: &'a [Expr]) -> Value {
+        let Some(path) = func.as_path() else {
+            let mut v = self.eval(func);
+            for a in self.eval_args(args) {
+                v.union(&a);
+            }
+            return v;
+        };
+        let arg_vals = self.eval_args(args);
+        if let Some(name) = path.as_ident() {
+            if let Some(closure) = self.vals.get(name) {
+                let mut v = closure.clone();
+                v.fields.clear();
+                return v;
+            }
+        }
+        let def = self.resolve(path);
+        if let Some(src) = self.cx.catalog.sources.find(&def) {
+            return self.source(e.span, &format!("{}()", path.segments.join("::")), src.kind);
+        }
+        if def.is_local() {
+            if let Some(id) = self.crate_fn(&def) {
+                return self.apply(id, e, None, args, arg_vals);
+            }
+        }
+        // A tuple struct or variant keeps its fields apart; `Some`/`Ok`/wrappers pass through.
+        let mut out = Value::joined(arg_vals.iter().cloned());
+        if path.last().starts_with(char::is_uppercase) && arg_vals.len() > 1 {
+            out.fields = arg_vals
+                .into_iter()
+                .enumerate()
+                .map(|(i, v)| (i.to_string(), v))
+                .collect();
+        }
+        out
+    }
+
+    fn crate_fn(&self, def: &DefPath) -> Option<FnId> {
+        let (fi, ni) = self
+            .cx
+            .types
+            .crate_fn(def)
+            .or_else(|| self.cx.types.crate_fn(&self.cx.resolver.canonical(def)))?;
+        Some(FnId::new(fi, ni))
+    }
+
+    fn eval_method(
+        &mut self,
+        e: &'a Expr,
+        receiver: &'a Expr,
+        method: &'a str,
+        method_span: Span,
+        args: &'a [Expr],
+    ) -> Value {
+        let rv = self.eval(receiver);
+        let saved = self.closure_arg.replace(rv.clone());
+        let arg_vals = self.eval_args(args);
+        self.closure_arg = saved;
+        if let Some(op) = store_ops::classify(self, e) {
+            return self.store_op(op);
+        }
+        // A source method on a typed receiver: `generator.generate()` of a `ulid::Generator`.
+        if let Some(ty) = self.types.type_of(receiver).filter(|t| !t.is_local()) {
+            if let Some(src) = self.cx.catalog.sources.find(&ty.child(method)) {
+                return self.source(e.span, &format!("{}::{method}()", ty.last()), src.kind);
+            }
+        }
+        self.method_sinks(receiver, method, method_span, args, &arg_vals);
+        if APPENDERS.contains(&method) {
+            // `key.push_str(&id)`: the receiver now holds the argument too.
+            self.append_to(receiver, Value::joined(arg_vals.iter().cloned()));
+        }
+        if let Some(id) = self.resolve_method(receiver, method, args.len()) {
+            return self.apply(id, e, Some(rv), args, arg_vals);
+        }
+        let mut out = rv;
+        out.fields.clear();
+        if FALLBACK_METHODS.contains(&method) {
+            // `given.unwrap_or_else(|| Uuid::new_v4())`: a default for a missing value is
+            // deliberate; only what the receiver carries flows as the value.
+            for a in &arg_vals {
+                let mut a = a.clone();
+                a.facts.retain(|f| !matches!(f, Fact::Nondet { .. }));
+                out.union(&a);
+            }
+        } else if !LOOKUP_METHODS.contains(&method) && !method.starts_with("is_") {
+            for a in &arg_vals {
+                out.union(a);
+            }
+        }
+        out
+    }
+
+    /// Token setters, `Idempotency-Key` headers and key-named builder setters.
+    fn method_sinks(
+        &mut self,
+        receiver: &'a Expr,
+        method: &str,
+        method_span: Span,
+        args: &'a [Expr],
+        vals: &[Value],
+    ) {
+        let sinks = &self.cx.catalog.sinks;
+        if args.len() == 1 {
+            if let Some(token) = sinks.token_setter(method) {
+                self.key_use(
+                    SinkKind::TokenSetter(token.to_owned()),
+                    args[0].span,
+                    vals[0].clone(),
+                    None,
+                );
+                return;
+            }
+            if sinks.is_step_functions_name(method, &chain_methods(receiver)) {
+                self.key_use(
+                    SinkKind::TokenSetter("name".to_owned()),
+                    args[0].span,
+                    vals[0].clone(),
+                    None,
+                );
+                return;
+            }
+            if sinks.is_key_name(method) {
+                self.key_use(
+                    SinkKind::KeyName(method.to_owned()),
+                    method_span.to(args[0].span),
+                    vals[0].clone(),
+                    None,
+                );
+                return;
+            }
+        }
+        if args.len() == 2 && matches!(method, "header" | "insert" | "append") {
+            if let Some(h) = self.header_name(&args[0]) {
+                if sinks.is_idempotency_header(&h) {
+                    self.key_use(SinkKind::Header(h), args[1].span, vals[1].clone(), None);
+                }
+            }
+        }
+    }
+
+    /// `"Idempotency-Key"`, `HeaderName::from_static("idempotency-key")`, a local bound to
+    /// either.
+    fn header_name(&self, e: &Expr) -> Option<String> {
+        if let Some(s) = self.string_of(e) {
+            return Some(s);
+        }
+        match &e.peel().kind {
+            ExprKind::Call { func, args } if args.len() == 1 => {
+                let p = func.as_path()?;
+                matches!(p.last(), "from_static" | "from_str" | "from_bytes")
+                    .then(|| self.string_of(&args[0]))
+                    .flatten()
+            }
+            ExprKind::MethodCall {
+                receiver, method, ..
+            } if matches!(method.as_str(), "parse" | "try_into" | "into") => {
+                self.header_name(receiver)
+            }
+            _ => None,
+        }
+    }
+
+    /// The crate method a method call runs: by the receiver's type (`self`, typed locals
+    /// and fields), else the only crate method of that name and arity.
+    fn resolve_method(&self, receiver: &Expr, method: &str, nargs: usize) -> Option<FnId> {
+        let candidates = self.cx.methods.get(method)?;
+        let by_type = self
+            .types
+            .type_of(receiver)
+            .filter(DefPath::is_local)
+            .and_then(|t| self.crate_fn(&t.child(method)));
+        if let Some(id) = by_type {
+            let (_, f) = id.def(self.cx.package);
+            if f.body.is_some() {
+                return Some(id);
+            }
+        }
+        let with_body: Vec<FnId> = candidates
+            .iter()
+            .copied()
+            .filter(|id| {
+                let (_, f) = id.def(self.cx.package);
+                f.body.is_some() && f.params.len() == nargs
+            })
+            .collect();
+        match with_body.as_slice() {
+            [one] if by_type.is_some() || !is_common_method(method) => Some(*one),
+            _ => None,
+        }
+    }
+
+    /// Uses a callee's summary at a call site.
+    fn apply(
+        &mut self,
+        id: FnId,
+        call: &'a Expr,
+        receiver: Option<Value>,
+        args: &'a [Expr],
+        arg_vals: Vec<Value>,
+    ) -> Value {
+        self.out.calls.push(CallSite {
+            callee: id,
+            span: call.span,
+        });
+        let s = self.callees.summary(id);
+        let (_, callee) = id.def(self.cx.package);
+        let name = callee.display_name();
+        // Arguments in parameter order; for `Type::method(x, ..)` called as a path with a
+        // receiver argument, the first argument is `self`.
+        let shift =
+            usize::from(receiver.is_none() && callee.self_kind != crate::model::SelfKind::None);
+        let param_arg = |i: usize| i + shift;
+        let mut out = Value::default();
+        for (src, trail) in &s.ret_nondet {
+            out.add(Fact::Nondet {
+                source: src.clone(),
+                trail: trail.push(Step {
+                    span: call.span,
+                    note: format!("returned by `{name}`"),
+                }),
+            });
+        }
+        for (p, field) in &s.ret_params {
+            if let Some(v) = arg_vals.get(param_arg(*p)) {
+                out.union(&narrow(v, field.as_deref()));
+            }
+        }
+        for ps in &s.param_sinks {
+            let i = param_arg(ps.param);
+            if let (Some(v), Some(a)) = (arg_vals.get(i), args.get(i)) {
+                let v = narrow(v, ps.field.as_deref());
+                self.key_use(ps.sink.clone(), a.span, v, Some((id, ps.span)));
+            }
+        }
+        if !s.accesses.is_empty() || s.ret_access.is_some() {
+            let descs: Vec<Option<KeyDesc>> = (0..callee.params.len())
+                .map(|p| args.get(param_arg(p)).and_then(|a| self.describe(a)))
+                .collect();
+            for a in &s.accesses {
+                let mut a = a.clone();
+                a.key = a.key.map(|k| k.instantiate(&descs));
+                self.event(a, call.span, Some(id));
+            }
+            if let Some(a) = &s.ret_access {
+                let mut a = a.clone();
+                a.key = a.key.map(|k| k.instantiate(&descs));
+                let i = self.event(a, call.span, Some(id));
+                out.add(Fact::Op(i));
+            }
+        }
+        if s.has_effects {
+            self.effect(call.span);
+        }
+        out
+    }
+
+    fn store_op(&mut self, op: StoreOp<'a>) -> Value {
+        let key_vals: Vec<Value> = op.keys.iter().map(|k| self.eval_quiet(k)).collect();
+        let key = match op.keys.as_slice() {
+            [one] => self.describe(one),
+            [] => None,
+            many => {
+                let parts: Option<Vec<KeyDesc>> = many.iter().map(|k| self.describe(k)).collect();
+                parts.map(|p| KeyDesc::combine("key", &p))
+            }
+        };
+        let guard_key = op.keys_certain
+            && (op.access == Access::Claim || op.dedupe_table && op.access.is_write());
+        if guard_key {
+            for (k, v) in op.keys.iter().zip(key_vals) {
+                self.key_use(SinkKind::GuardKey(op.command.clone()), k.span, v, None);
+            }
+        }
+        let value_is_marker = op.values.iter().all(|v| self.is_marker(v));
+        let access = StoreAccess {
+            store: op.store,
+            access: op.access,
+            command: op.command,
+            table: op.table,
+            key,
+            key_span: op.keys.first().map(|k| k.span),
+            value_is_marker,
+            locking: op.locking,
+            dedupe_table: op.dedupe_table,
+            span: op.span,
+        };
+        let i = self.event(access, op.span, None);
+        Value::fact(Fact::Op(i))
+    }
+
+    /// The value of an expression already walked as part of the operation: events it
+    /// records again are dropped, and so are facts about them.
+    fn eval_quiet(&mut self, e: &'a Expr) -> Value {
+        let saved = std::mem::take(&mut self.out);
+        let mut v = self.eval(e);
+        self.out = saved;
+        v.facts.retain(|f| !matches!(f, Fact::Op(_)));
+        v
+    }
+
+    /// A value that only marks presence: a literal, `true`, a constant, a timestamp, a
+    /// status string. Writing one is a marker write; writing computed data is caching.
+    fn is_marker(&self, e: &Expr) -> bool {
+        match &e.peel().kind {
+            ExprKind::Lit(_) | ExprKind::Tuple(_) => true,
+            ExprKind::Path(p) => {
+                p.segments.len() > 1 || p.last().chars().all(|c| !c.is_lowercase())
+            }
+            ExprKind::Call { func, args } => {
+                let Some(path) = func.as_path() else {
+                    return false;
+                };
+                let clock = self
+                    .cx
+                    .catalog
+                    .sources
+                    .find(&self.resolve(path))
+                    .is_some_and(|s| s.kind == SourceKind::Clock);
+                clock
+                    || MARKER_WRAPPERS.contains(&path.last())
+                        && args.iter().all(|a| self.is_marker(a))
+            }
+            ExprKind::MethodCall {
+                receiver, method, ..
+            } => {
+                CONVERSIONS.contains(&method.as_str()) && self.is_marker(receiver)
+                    || matches!(
+                        method.as_str(),
+                        "timestamp" | "timestamp_millis" | "to_rfc3339"
+                    )
+            }
+            ExprKind::Macro(m) => {
+                m.path.last() == "format" && m.args.iter().all(|a| self.is_marker(a))
+            }
+            _ => false,
+        }
+    }
+
+    fn eval_macro(&mut self, e: &'a Expr, m: &'a MacroCall) -> Value {
+        let name = m.path.last();
+        let def = self.resolve(&m.path);
+        if let Some(src) = self.cx.catalog.sources.find(&def) {
+            return self.source(
+                e.span,
+                &format!("{}!()", m.path.segments.join("::")),
+                src.kind,
+            );
+        }
+        let vals = self.eval_args(&m.args);
+        if matches!(name, "write" | "writeln") {
+            // `write!(key, "{}", id)` writes into its first argument.
+            if let Some(dest) = m.args.first() {
+                self.append_to(dest, Value::joined(vals.iter().skip(1).cloned()));
+            }
+        }
+        if FORMAT_MACROS.contains(&name) {
+            let v = Value::joined(vals);
+            return v.stepped(|| Step {
+                span: e.span,
+                note: format!("formatted into a string by `{name}!` here"),
+            });
+        }
+        if name.starts_with("query") {
+            return Value::joined(vals);
+        }
+        Value::default()
+    }
+
+    fn eval_if(&mut self, cond: &'a Expr, then: &'a Block, els: Option<&'a Expr>) -> Value {
+        let cv = self.eval(cond);
+        let ops: Vec<usize> = cv.ops().collect();
+        self.branch_depth += 1;
+        let tv = self.eval_block(then);
+        let ev = els.map(|e| self.eval(e)).unwrap_or_default();
+        self.branch_depth -= 1;
+        if !ops.is_empty() {
+            self.mark_checked(&cv);
+            let polarity = self.presence(cond);
+            let mut branches = vec![Branch {
+                span: then.span,
+                diverges: diverges(then),
+                when_present: polarity,
+            }];
+            if let Some(e) = els {
+                branches.push(Branch {
+                    span: e.span,
+                    diverges: match &e.kind {
+                        ExprKind::Block(b) => diverges(b),
+                        _ => false,
+                    },
+                    when_present: polarity.map(|p| !p),
+                });
+            }
+            self.out.decisions.push(Decision {
+                span: cond.span,
+                ops,
+                branches,
+                block: self.blocks.last().copied().unwrap_or(cond.span),
+            });
+        }
+        Value::joined([tv, ev])
+    }
+
+    fn eval_match(&mut self, scrutinee: &'a Expr, arms: &'a [crate::model::ir::Arm]) -> Value {
+        let sv = self.eval(scrutinee);
+        let sd = Some(DescSrc::Expr(scrutinee));
+        let ops: Vec<usize> = sv.ops().collect();
+        let mut out = Value::default();
+        let mut branches = Vec::new();
+        self.branch_depth += 1;
+        for arm in arms {
+            self.enter_block(arm.body.span);
+            self.bind_pat(&arm.pat, sv.clone(), sd.clone(), None);
+            if let Some(g) = &arm.guard {
+                self.eval(g);
+            }
+            let v = self.eval(&arm.body);
+            self.exit_block();
+            out.union(&v);
+            branches.push(Branch {
+                span: arm.body.span,
+                diverges: expr_diverges(&arm.body),
+                when_present: pat_presence(&arm.pat),
+            });
+        }
+        self.branch_depth -= 1;
+        if !ops.is_empty() {
+            self.mark_checked(&sv);
+            self.out.decisions.push(Decision {
+                span: scrutinee.span,
+                ops,
+                branches,
+                block: self.blocks.last().copied().unwrap_or(scrutinee.span),
+            });
+        }
+        out
+    }
+
+    /// Whether `cond` is true when the store had the key.
+    fn presence(&self, cond: &Expr) -> Option<bool> {
+        match &cond.kind {
+            ExprKind::Unary { not: true, expr } => self.presence(expr).map(|p| !p),
+            ExprKind::Let { pat, .. } => pat_presence(pat),
+            // `count > 0` and `count == 0` are folded into one comparison operator by the IR,
+            // so a comparison claims no polarity.
+            ExprKind::Binary { .. } => None,
+            ExprKind::MethodCall {
+                receiver, method, ..
+            } => match method.as_str() {
+                "is_some" | "is_ok" => Some(true),
+                "is_none" | "is_empty" => Some(false),
+                "unwrap_or" | "unwrap_or_default" | "unwrap" | "expect" => self.presence(receiver),
+                m => Some(!negative_name(m)),
+            },
+            ExprKind::Path(p) => Some(!negative_name(p.last())),
+            ExprKind::Call { func, .. } => Some(!negative_name(func.as_path()?.last())),
+            ExprKind::Try(e) | ExprKind::Await(e) => self.presence(e),
+            _ => None,
+        }
+    }
+
+    // ------------------------------------------------------------ key descriptions
+
+    /// How `e` is derived, for comparing keys.
+    fn describe(&self, e: &Expr) -> Option<KeyDesc> {
+        self.describe_at(e, 0)
+    }
+
+    fn describe_at(&self, e: &Expr, depth: usize) -> Option<KeyDesc> {
+        if depth > MAX_DESC_DEPTH {
+            return None;
+        }
+        let d = depth + 1;
+        let e = e.peel();
+        match &e.kind {
+            ExprKind::Path(p) => match p.as_ident() {
+                Some(name) => match self.descs.get(name) {
+                    Some(DescSrc::Desc(k)) => Some(k.clone()),
+                    Some(DescSrc::Expr(init)) => self.describe_at(init, d),
+                    None => Some(KeyDesc::root(name.to_owned())),
+                },
+                None => Some(KeyDesc::lit(p.segments.join("::"))),
+            },
+            ExprKind::Lit(Lit::Str(s)) => Some(KeyDesc::lit(s.clone())),
+            ExprKind::Lit(_) => Some(KeyDesc::lit(String::from("lit"))),
+            ExprKind::Cast { expr, .. } => self.describe_at(expr, d),
+            ExprKind::Field { base, member } => {
+                let b = self.describe_at(base, d)?;
+                let text = format!("{}.{member}", b.text);
+                if b.roots.len() == 1 && b.roots[0] == b.text {
+                    Some(KeyDesc::root(text))
+                } else {
+                    Some(KeyDesc { text, ..b })
+                }
+            }
+            ExprKind::MethodCall {
+                receiver,
+                method,
+                args,
+                ..
+            } => {
+                if CONVERSIONS.contains(&method.as_str()) {
+                    return self.describe_at(receiver, d);
+                }
+                let mut parts = vec![self.describe_at(receiver, d)?];
+                for a in args {
+                    parts.push(self.describe_at(a, d)?);
+                }
+                Some(KeyDesc::combine(method, &parts))
+            }
+            ExprKind::Call { func, args } => {
+                let p = func.as_path()?;
+                // `AttributeValue::S(id)`, `Some(id)`, `String::from(id)`: the same key.
+                if args.len() == 1
+                    && (p.last().starts_with(char::is_uppercase) || p.last() == "from")
+                {
+                    return self.describe_at(&args[0], d);
+                }
+                let parts: Option<Vec<KeyDesc>> =
+                    args.iter().map(|a| self.describe_at(a, d)).collect();
+                Some(KeyDesc::combine(&p.segments.join("::"), &parts?))
+            }
+            ExprKind::Macro(m) if FORMAT_MACROS.contains(&m.path.last()) => {
+                // `format!("seen:{id}")` and `format!("seen:{}", id)` lower to the same
+                // arguments (an inline capture is an extra path argument), and templates
+                // compare with `{}` holes.
+                let parts: Option<Vec<KeyDesc>> = m
+                    .args
+                    .iter()
+                    .map(|a| match a.as_str_lit() {
+                        Some(s) => Some(KeyDesc::lit(normalize_template(s))),
+                        None => self.describe_at(a, d),
+                    })
+                    .collect();
+                Some(KeyDesc::combine("fmt", &parts?))
+            }
+            ExprKind::Binary { lhs, rhs, .. } => Some(KeyDesc::combine(
+                "op",
+                &[self.describe_at(lhs, d)?, self.describe_at(rhs, d)?],
+            )),
+            _ => None,
+        }
+    }
+}
+
+/// An argument's value as seen by a parameter fact: the field it reads, or all of it.
+fn narrow(v: &Value, field: Option<&str>) -> Value {
+    match field {
+        Some(f) => v.field(f),
+        None => v.clone(),
+    }
+}
+
+fn restore<V>(map: &mut HashMap<String, V>, name: &str, old: Option<V>) {
+    match old {
+        Some(v) => {
+            map.insert(name.to_owned(), v);
+        }
+        None => {
+            map.remove(name);
+        }
+    }
+}
+
+fn pat_span(p: &Pat) -> Option<Span> {
+    match p {
+        Pat::Ident { span, .. } => Some(*span),
+        Pat::Typed { pat, .. } | Pat::Ref(pat) => pat_span(pat),
+        _ => None,
+    }
+}
+
+/// `{id}`, `{:?}`, `{0}` → `{}`: format templates compare by their literal parts.
+fn normalize_template(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut depth = false;
+    for c in s.chars() {
+        match c {
+            '{' if !depth => {
+                depth = true;
+                out.push_str("{}");
+            }
+            '}' if depth => depth = false,
+            _ if depth => {}
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+/// The methods of a builder chain, outermost first: `["send", "name", "start_execution"]`.
+fn chain_methods(e: &Expr) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut cur = e.peel();
+    while let ExprKind::MethodCall {
+        receiver, method, ..
+    } = &cur.kind
+    {
+        out.push(method.as_str());
+        cur = receiver.peel();
+    }
+    out
+}
+
+/// Whether a pattern matches when the store had the key: `Some(_)`, `Ok(Some(_))`, `true`.
+fn pat_presence(p: &Pat) -> Option<bool> {
+    match p {
+        Pat::TupleStruct { path, elems } => match path.last() {
+            "Some" => Some(true),
+            "Ok" => elems.first().and_then(pat_presence).or(Some(true)),
+            _ => None,
+        },
+        Pat::Path(path) if path.last() == "None" => Some(false),
+        Pat::Lit(Lit::Bool(b)) => Some(*b),
+        Pat::Ident { .. } | Pat::Wild => None,
+        Pat::Typed { pat, .. } | Pat::Ref(pat) => pat_presence(pat),
+        _ => None,
+    }
+}
+
+/// Helper and variable names that are true when the key is new: `is_new`, `first_time`.
+fn negative_name(name: &str) -> bool {
+    let n = name.to_ascii_lowercase();
+    [
+        "new",
+        "first",
+        "missing",
+        "absent",
+        "unseen",
+        "not_",
+        "fresh",
+        "available",
+    ]
+    .iter()
+    .any(|w| n.contains(w))
+}
+
+/// Whether a block leaves its enclosing block on every path through its own statements.
+pub fn diverges(b: &Block) -> bool {
+    b.stmts.iter().any(|s| match s {
+        Stmt::Expr { expr, .. } => expr_diverges(expr),
+        Stmt::Let { .. } | Stmt::Item { .. } => false,
+    })
+}
+
+fn expr_diverges(e: &Expr) -> bool {
+    match &e.kind {
+        ExprKind::Return(_) | ExprKind::Break(_) | ExprKind::Continue => true,
+        ExprKind::Macro(m) => DIVERGING_MACROS.contains(&m.path.last()),
+        ExprKind::Block(b) => diverges(b),
+        ExprKind::Call { func, .. } => func.as_path().is_some_and(|p| {
+            p.segments
+                .ends_with(&["process".to_owned(), "exit".to_owned()])
+        }),
+        ExprKind::Try(inner) => matches!(&inner.peel().kind, ExprKind::Call { func, .. }
+            if func.as_path().is_some_and(|p| p.last() == "Err")),
+        ExprKind::If {
+            then,
+            els: Some(els),
+            ..
+        } => diverges(then) && expr_diverges(els),
+        _ => false,
+    }
+}
+
+/// Method names so common in std that a crate method of the same name is not assumed.
+fn is_common_method(name: &str) -> bool {
+    matches!(
+        name,
+        "new"
+            | "get"
+            | "set"
+            | "insert"
+            | "remove"
+            | "push"
+            | "pop"
+            | "len"
+            | "is_empty"
+            | "iter"
+            | "next"
+            | "clone"
+            | "into"
+            | "from"
+            | "map"
+            | "send"
+            | "recv"
+            | "call"
+            | "poll"
+            | "read"
+            | "write"
+            | "flush"
+            | "close"
+            | "run"
+            | "start"
+            | "stop"
+            | "build"
+            | "with"
+            | "default"
+            | "as_ref"
+            | "as_mut"
+            | "to_string"
+            | "fmt"
+            | "eq"
+            | "cmp"
+            | "hash"
+            | "drop"
+            | "deref"
+            | "lock"
+            | "take"
+            | "replace"
+            | "contains"
+            | "find"
+            | "filter"
+            | "load"
+            | "store"
+            | "execute"
+            | "query"
+            | "exists"
+            | "update"
+            | "delete"
+            | "create"
+            | "handle"
+            | "process"
+            | "wait"
+            | "spawn"
+            | "connect"
+            | "open"
+            | "parse"
+            | "unwrap"
+            | "expect"
+            | "ok"
+            | "err"
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::Analysis;
+    use crate::testing;
+
+    /// The flow of the package's only function called `name`.
+    fn flow_of(src: &str, name: &str) -> (Package, FnFlow) {
+        let package = testing::package("app", &["uuid", "redis"], &[("crate", src)]);
+        let analysis = Analysis::new(&package);
+        let s = analysis.summaries(&package);
+        let id = s
+            .ids()
+            .find(|id| id.def(&package).1.name == name)
+            .expect("fn exists");
+        let flow = s.flow(id).clone();
+        (package, flow)
+    }
+
+    fn text(src: &str, span: Span) -> &str {
+        &src[span.lo as usize..span.hi as usize]
+    }
+
+    #[test]
+    fn trails_name_each_step_from_source_to_sink() {
+        let src = r#"
+            fn f(c: &aws_sdk_sqs::Client) {
+                let id = uuid::Uuid::new_v4();
+                let token = format!("job-{id}");
+                let copy = token.clone();
+                c.send_message().message_deduplication_id(copy);
+            }"#;
+        let (_, flow) = flow_of(src, "f");
+        assert_eq!(flow.key_uses.len(), 1);
+        let ku = &flow.key_uses[0];
+        assert_eq!(text(src, ku.span), "copy");
+        let (source, trail) = ku.value.nondet().next().unwrap();
+        assert_eq!(text(src, source.span), "uuid::Uuid::new_v4()");
+        let steps: Vec<&str> = trail.steps().iter().map(|s| text(src, s.span)).collect();
+        assert_eq!(steps, vec!["format!(\"job-{id}\")", "token", "copy"]);
+    }
+
+    #[test]
+    fn reads_decisions_and_writes_are_recorded_with_comparable_keys() {
+        let src = r#"
+            async fn f(conn: &mut redis::aio::ConnectionManager, msg: &Msg) {
+                let key = format!("done:{}", msg.id);
+                if conn.exists(&key).await.unwrap() {
+                    return;
+                }
+                conn.set(format!("done:{}", msg.id), 1).await.unwrap();
+            }"#;
+        let (_, flow) = flow_of(src, "f");
+        let kinds: Vec<Access> = flow.store_events.iter().map(|e| e.access.access).collect();
+        assert_eq!(kinds, vec![Access::Read, Access::Write]);
+        let (r, w) = (&flow.store_events[0].access, &flow.store_events[1].access);
+        assert!(r.key.as_ref().unwrap().same_key(w.key.as_ref().unwrap()));
+        assert_eq!(flow.decisions.len(), 1);
+        let d = &flow.decisions[0];
+        assert_eq!(d.ops, vec![0]);
+        assert!(d.branches[0].diverges);
+        assert_eq!(d.branches[0].when_present, Some(true));
+        assert!(flow.store_events[0].checked);
+    }
+
+    #[test]
+    fn key_descriptions_compare_derivations_not_spellings() {
+        let src = r#"
+            fn f(id: &str, other: &str) {
+                let a = format!("seen:{id}");
+                let b = format!("seen:{}", id.to_string());
+                let c = format!("lock:{}", id);
+                let d = format!("seen:{}", other);
+                let _ = (a, b, c, d);
+            }"#;
+        let package = testing::package("app", &[], &[("crate", src)]);
+        let analysis = Analysis::new(&package);
+        let file = &package.files[0];
+        let f = &file.fns[0];
+        let body = f.body.as_ref().unwrap();
+        let inits: Vec<&Expr> = body
+            .stmts
+            .iter()
+            .filter_map(|s| match s {
+                Stmt::Let { init: Some(i), .. } => Some(i),
+                _ => None,
+            })
+            .collect();
+        let methods = HashMap::new();
+        let cx = FlowCx {
+            package: &package,
+            resolver: &analysis.resolver,
+            types: &analysis.types,
+            catalog: &analysis.catalog,
+            methods: &methods,
+        };
+        struct NoCallees;
+        impl Callees for NoCallees {
+            fn summary(&self, _: FnId) -> Arc<FnSummary> {
+                Arc::new(FnSummary::default())
+            }
+        }
+        let w = Walker {
+            cx: &cx,
+            callees: &NoCallees,
+            file,
+            f,
+            types: TypeEnv::for_params(&package, &analysis.resolver, &analysis.types, file, f),
+            vals: HashMap::new(),
+            descs: HashMap::new(),
+            strs: HashMap::new(),
+            scopes: vec![Vec::new()],
+            branch_depth: 0,
+            closure_arg: None,
+            blocks: Vec::new(),
+            out: FnFlow::default(),
+        };
+        let d: Vec<KeyDesc> = inits[..4].iter().map(|e| w.describe(e).unwrap()).collect();
+        assert!(d[0].same_key(&d[1]));
+        assert!(!d[0].same_key(&d[2]));
+        assert!(!d[0].same_key(&d[3]));
+        let inst = KeyDesc::root("$0$".into()).instantiate(&[Some(d[0].clone())]);
+        assert_eq!(inst.text, d[0].text);
+    }
+}

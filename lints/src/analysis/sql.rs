@@ -1,0 +1,567 @@
+//! A small SQL reader for the statements handed to database clients as string literals:
+//! enough to tell a read from a write, an atomic claim (`INSERT .. ON CONFLICT DO NOTHING`,
+//! `UPDATE .. WHERE id = $1 AND status = 'pending'`) from a plain write, which table, and
+//! which placeholder binds which column. Not a parser: it tokenizes and looks at keywords
+//! at parenthesis depth 0, which is what these statements need.
+
+/// The statement's verb.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SqlVerb {
+    Select,
+    Insert,
+    Update,
+    Delete,
+    Other,
+}
+
+/// What an `INSERT` does when the row exists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OnConflict {
+    /// A plain insert (fails on a unique constraint, if there is one).
+    None,
+    /// `ON CONFLICT DO NOTHING`, `INSERT IGNORE`, `INSERT OR IGNORE`, `WHERE NOT EXISTS`.
+    DoNothing,
+    /// `ON CONFLICT DO UPDATE`, `ON DUPLICATE KEY UPDATE`, `REPLACE`, `INSERT OR REPLACE`.
+    DoUpdate,
+}
+
+/// What [`parse`] learned about one statement.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SqlStatement {
+    pub verb: SqlVerb,
+    /// The table read (first `FROM`), inserted into, updated or deleted from; lower-case,
+    /// schema and quotes stripped.
+    pub table: Option<String>,
+    /// `INSERT` columns with the placeholder each one is given (0-based bind index).
+    pub columns: Vec<(String, Option<usize>)>,
+    /// `ON CONFLICT (a, b)` target columns.
+    pub conflict_columns: Vec<String>,
+    pub on_conflict: OnConflict,
+    /// An `UPDATE`/`DELETE` whose `WHERE` tests more than the key (`AND status = 'new'`,
+    /// `processed_at IS NULL`): a compare-and-set when the caller checks rows affected.
+    pub conditional_where: bool,
+    /// Placeholders (0-based bind indices) in the `WHERE` clause.
+    pub where_params: Vec<usize>,
+    /// `column = $n` equalities of the `WHERE` clause.
+    pub where_eq: Vec<(String, usize)>,
+    /// `FOR UPDATE`/`FOR SHARE`, advisory locks: the read holds a lock.
+    pub locking: bool,
+    pub returning: bool,
+    /// Number of distinct placeholders.
+    pub params: usize,
+}
+
+impl SqlStatement {
+    /// Whether the table's name says it records processed messages or idempotency keys.
+    pub fn is_dedupe_table(&self) -> bool {
+        self.table.as_deref().is_some_and(is_dedupe_table_name)
+    }
+
+    /// The bind indices that carry the row's key: for an insert the conflict target, else
+    /// key-like columns (`id`, `key`, `*_id`, `*_key`, `*token`); for the others the
+    /// `WHERE` placeholders.
+    pub fn key_params(&self) -> Vec<usize> {
+        match self.verb {
+            SqlVerb::Insert => {
+                let by_conflict: Vec<usize> = self
+                    .columns
+                    .iter()
+                    .filter(|(c, _)| self.conflict_columns.contains(c))
+                    .filter_map(|(_, p)| *p)
+                    .collect();
+                if !by_conflict.is_empty() {
+                    return by_conflict;
+                }
+                let keyish: Vec<usize> = self
+                    .columns
+                    .iter()
+                    .filter(|(c, _)| is_key_column(c))
+                    .filter_map(|(_, p)| *p)
+                    .collect();
+                if !keyish.is_empty() {
+                    return keyish;
+                }
+                self.columns
+                    .iter()
+                    .filter_map(|(_, p)| *p)
+                    .take(1)
+                    .collect()
+            }
+            _ if !self.where_key_params().is_empty() => self.where_key_params(),
+            _ if !self.where_params.is_empty() => self.where_params.clone(),
+            _ => (0..self.params).collect(),
+        }
+    }
+
+    /// Placeholders the `WHERE` clause compares with key-like columns (`id = $1`), not with
+    /// times or states (`lock_at < $2`, `status = $3`).
+    pub fn where_key_params(&self) -> Vec<usize> {
+        self.where_eq
+            .iter()
+            .filter(|(c, _)| is_key_column(c))
+            .map(|(_, p)| *p)
+            .collect()
+    }
+
+    /// Whether [`Self::key_params`] are certainly the row's key rather than a guess.
+    pub fn keys_certain(&self) -> bool {
+        match self.verb {
+            SqlVerb::Insert => !self.conflict_columns.is_empty() || self.is_dedupe_table(),
+            _ => !self.where_key_params().is_empty(),
+        }
+    }
+
+    /// Bind indices that are not keys (the data written).
+    pub fn value_params(&self) -> Vec<usize> {
+        let keys = self.key_params();
+        (0..self.params).filter(|p| !keys.contains(p)).collect()
+    }
+}
+
+/// Table names that record processed messages or idempotency keys.
+pub fn is_dedupe_table_name(name: &str) -> bool {
+    let n = name.to_ascii_lowercase();
+    [
+        "processed",
+        "dedup",
+        "idempot",
+        "inbox",
+        "seen_",
+        "handled",
+        "consumed",
+    ]
+    .iter()
+    .any(|w| n.contains(w))
+}
+
+/// Columns that hold a row's key rather than data.
+fn is_key_column(c: &str) -> bool {
+    let time_like = c.ends_with("_at") || c.contains("time") || c.contains("date");
+    !time_like
+        && (c == "id"
+            || c == "key"
+            || c == "pk"
+            || c.ends_with("_id")
+            || c.ends_with("_key")
+            || c.ends_with("token"))
+}
+
+/// Whether `text` looks like one SQL statement (starts with a statement keyword).
+pub fn looks_like_sql(text: &str) -> bool {
+    let first = text
+        .trim_start()
+        .split(|c: char| !c.is_ascii_alphabetic())
+        .next()
+        .unwrap_or("")
+        .to_ascii_lowercase();
+    matches!(
+        first.as_str(),
+        "select" | "insert" | "update" | "delete" | "with" | "replace" | "upsert" | "merge"
+    )
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Tok {
+    Word(String),
+    Open,
+    Close,
+    Comma,
+    /// A placeholder with its 0-based bind index.
+    Param(usize),
+    Op(String),
+    Str,
+}
+
+fn tokenize(text: &str) -> (Vec<Tok>, usize) {
+    let b = text.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    let mut positional = 0usize;
+    let mut max_param = 0usize;
+    while i < b.len() {
+        let c = b[i];
+        match c {
+            b' ' | b'\t' | b'\n' | b'\r' => i += 1,
+            b'-' if b.get(i + 1) == Some(&b'-') => {
+                while i < b.len() && b[i] != b'\n' {
+                    i += 1;
+                }
+            }
+            b'/' if b.get(i + 1) == Some(&b'*') => {
+                i += 2;
+                while i + 1 < b.len() && !(b[i] == b'*' && b[i + 1] == b'/') {
+                    i += 1;
+                }
+                i += 2;
+            }
+            b'\'' => {
+                i += 1;
+                while i < b.len() {
+                    if b[i] == b'\'' {
+                        if b.get(i + 1) == Some(&b'\'') {
+                            i += 2;
+                            continue;
+                        }
+                        break;
+                    }
+                    i += 1;
+                }
+                i += 1;
+                out.push(Tok::Str);
+            }
+            b'(' => {
+                out.push(Tok::Open);
+                i += 1;
+            }
+            b')' => {
+                out.push(Tok::Close);
+                i += 1;
+            }
+            b',' => {
+                out.push(Tok::Comma);
+                i += 1;
+            }
+            b'$' | b'?' => {
+                let start = i + 1;
+                let mut j = start;
+                while j < b.len() && b[j].is_ascii_digit() {
+                    j += 1;
+                }
+                let idx = if j > start {
+                    text[start..j]
+                        .parse::<usize>()
+                        .unwrap_or(1)
+                        .saturating_sub(1)
+                } else {
+                    positional += 1;
+                    positional - 1
+                };
+                max_param = max_param.max(idx + 1);
+                out.push(Tok::Param(idx));
+                i = j.max(i + 1);
+            }
+            c if c.is_ascii_alphanumeric() || c == b'_' || c == b'"' || c == b'`' || c == b'[' => {
+                let mut j = i;
+                while j < b.len()
+                    && (b[j].is_ascii_alphanumeric()
+                        || matches!(b[j], b'_' | b'"' | b'`' | b'.' | b'[' | b']'))
+                {
+                    j += 1;
+                }
+                let word: String = text[i..j]
+                    .chars()
+                    .filter(|c| !matches!(c, '"' | '`' | '[' | ']'))
+                    .collect::<String>()
+                    .to_ascii_lowercase();
+                out.push(Tok::Word(word));
+                i = j;
+            }
+            _ => {
+                let mut j = i + 1;
+                while j < b.len() && matches!(b[j], b'<' | b'>' | b'=' | b'!') {
+                    j += 1;
+                }
+                out.push(Tok::Op(text[i..j].to_owned()));
+                i = j;
+            }
+        }
+    }
+    (out, max_param)
+}
+
+fn word(t: Option<&Tok>) -> Option<&str> {
+    match t {
+        Some(Tok::Word(w)) => Some(w),
+        _ => None,
+    }
+}
+
+fn table_name(w: &str) -> String {
+    w.rsplit('.').next().unwrap_or(w).to_owned()
+}
+
+/// Reads one statement.
+pub fn parse(text: &str) -> SqlStatement {
+    let (toks, params) = tokenize(text);
+    // Depth-0 positions; a leading `WITH x AS (...)` is skipped to the main statement.
+    let mut depth = 0i32;
+    let mut top: Vec<usize> = Vec::new();
+    for (i, t) in toks.iter().enumerate() {
+        match t {
+            Tok::Open => depth += 1,
+            Tok::Close => depth -= 1,
+            _ if depth == 0 => top.push(i),
+            _ => {}
+        }
+    }
+    let is_word = |i: usize, w: &str| word(toks.get(i)) == Some(w);
+    let verb_at = top
+        .iter()
+        .copied()
+        .find(|&i| {
+            matches!(
+                word(toks.get(i)),
+                Some("select" | "insert" | "update" | "delete" | "replace" | "upsert")
+            )
+        })
+        .unwrap_or(0);
+    let verb_word = word(toks.get(verb_at)).unwrap_or("");
+    let verb = match verb_word {
+        "select" => SqlVerb::Select,
+        "insert" | "replace" | "upsert" => SqlVerb::Insert,
+        "update" => SqlVerb::Update,
+        "delete" => SqlVerb::Delete,
+        _ => SqlVerb::Other,
+    };
+    let all_words: Vec<&str> = toks.iter().filter_map(|t| word(Some(t))).collect();
+    let has_seq = |seq: &[&str]| all_words.windows(seq.len()).any(|w| w == seq);
+    let top_after = |from: usize| top.iter().copied().filter(move |&i| i > from);
+    let mut st = SqlStatement {
+        verb,
+        table: None,
+        columns: Vec::new(),
+        conflict_columns: Vec::new(),
+        on_conflict: OnConflict::None,
+        conditional_where: false,
+        where_params: Vec::new(),
+        where_eq: Vec::new(),
+        locking: has_seq(&["for", "update"])
+            || has_seq(&["for", "share"])
+            || has_seq(&["for", "no", "key", "update"])
+            || all_words.iter().any(|w| w.contains("advisory")),
+        returning: all_words.contains(&"returning"),
+        params,
+    };
+    match verb {
+        SqlVerb::Insert => {
+            let into = (verb_at..toks.len()).find(|&i| is_word(i, "into"));
+            if let Some(t) = into.and_then(|i| word(toks.get(i + 1))) {
+                st.table = Some(table_name(t));
+            }
+            if let Some(into) = into {
+                st.columns = insert_columns(&toks, into + 2);
+            }
+            let ignore = has_seq(&["insert", "ignore"]) || has_seq(&["or", "ignore"]);
+            let replace = verb_word == "replace" || has_seq(&["or", "replace"]);
+            st.on_conflict = if has_seq(&["do", "nothing"]) || ignore {
+                OnConflict::DoNothing
+            } else if has_seq(&["do", "update"]) || has_seq(&["duplicate", "key"]) || replace {
+                OnConflict::DoUpdate
+            } else if has_seq(&["where", "not", "exists"]) {
+                OnConflict::DoNothing
+            } else {
+                OnConflict::None
+            };
+            if let Some(i) = (0..toks.len()).find(|&i| is_word(i, "conflict")) {
+                if toks.get(i + 1) == Some(&Tok::Open) {
+                    let mut j = i + 2;
+                    while let Some(w) = word(toks.get(j)) {
+                        st.conflict_columns.push(w.to_owned());
+                        j += 1;
+                        if toks.get(j) == Some(&Tok::Comma) {
+                            j += 1;
+                        }
+                    }
+                }
+            }
+        }
+        SqlVerb::Update => {
+            if let Some(t) = word(toks.get(verb_at + 1)) {
+                st.table = Some(table_name(t));
+            }
+        }
+        SqlVerb::Select | SqlVerb::Delete => {
+            if let Some(i) = top_after(verb_at).find(|&i| is_word(i, "from")) {
+                st.table = word(toks.get(i + 1)).map(table_name);
+            }
+        }
+        SqlVerb::Other => {}
+    }
+    if let Some(w) = top_after(verb_at).find(|&i| is_word(i, "where")) {
+        let end = top_after(w)
+            .find(|&i| {
+                matches!(
+                    word(toks.get(i)),
+                    Some("returning" | "order" | "limit" | "for" | "group" | "on")
+                )
+            })
+            .unwrap_or(toks.len());
+        let clause = &toks[w + 1..end];
+        st.where_params = clause
+            .iter()
+            .filter_map(|t| match t {
+                Tok::Param(p) => Some(*p),
+                _ => None,
+            })
+            .collect();
+        for w in clause.windows(3) {
+            match w {
+                [Tok::Word(c), Tok::Op(o), Tok::Param(p)]
+                | [Tok::Param(p), Tok::Op(o), Tok::Word(c)]
+                    if o == "=" =>
+                {
+                    st.where_eq.push((table_name(c), *p))
+                }
+                _ => {}
+            }
+        }
+        st.conditional_where = tests_state(clause);
+    }
+    st
+}
+
+/// Whether a `WHERE` clause tests the row's state, not only which row: `IS NULL`, an
+/// ordering comparison (`lock_at < $2`, `attempts < 3`), `NOT`, or any comparison of a
+/// state-like column (`status = 'new'`, `processed = false`, `version = $3`). `id = $1 AND
+/// queue = $2` only selects the row.
+fn tests_state(clause: &[Tok]) -> bool {
+    let state_column = |c: &str| {
+        let c = c.rsplit('.').next().unwrap_or(c);
+        [
+            "status",
+            "state",
+            "lock",
+            "claim",
+            "processed",
+            "done",
+            "handled",
+            "version",
+            "attempt",
+            "owner",
+            "lease",
+        ]
+        .iter()
+        .any(|w| c.contains(w))
+            || c.ends_with("_at")
+            || c.ends_with("_until")
+    };
+    clause.iter().enumerate().any(|(i, t)| match t {
+        Tok::Word(w) if matches!(w.as_str(), "is" | "not" | "exists") => true,
+        Tok::Op(o) if matches!(o.as_str(), "<" | ">" | "<=" | ">=" | "<>" | "!=") => true,
+        Tok::Op(o) if o == "=" => {
+            let side = |t: Option<&Tok>| matches!(t, Some(Tok::Word(c)) if state_column(c));
+            side(i.checked_sub(1).and_then(|j| clause.get(j))) || side(clause.get(i + 1))
+        }
+        _ => false,
+    })
+}
+
+/// `(a, b, c) VALUES ($1, $2, now())` starting at the `(` after the table.
+fn insert_columns(toks: &[Tok], at: usize) -> Vec<(String, Option<usize>)> {
+    let mut cols = Vec::new();
+    if toks.get(at) != Some(&Tok::Open) {
+        return cols;
+    }
+    let mut i = at + 1;
+    while let Some(t) = toks.get(i) {
+        match t {
+            Tok::Word(w) => cols.push((w.clone(), None)),
+            Tok::Close => break,
+            _ => {}
+        }
+        i += 1;
+    }
+    if word(toks.get(i + 1)) != Some("values") || toks.get(i + 2) != Some(&Tok::Open) {
+        return cols;
+    }
+    let mut col = 0;
+    let mut depth = 0;
+    let mut item_param: Option<usize> = None;
+    let mut item_len = 0;
+    for t in &toks[i + 3..] {
+        match t {
+            Tok::Open => depth += 1,
+            Tok::Close if depth == 0 => break,
+            Tok::Close => depth -= 1,
+            Tok::Comma if depth == 0 => {
+                if let Some(c) = cols.get_mut(col) {
+                    c.1 = item_param.filter(|_| item_len == 1);
+                }
+                col += 1;
+                item_param = None;
+                item_len = 0;
+                continue;
+            }
+            _ => {}
+        }
+        if let Tok::Param(p) = t {
+            item_param = Some(*p);
+        }
+        item_len += 1;
+    }
+    if let Some(c) = cols.get_mut(col) {
+        c.1 = item_param.filter(|_| item_len == 1);
+    }
+    cols
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn inserts_know_their_conflict_handling_and_key_binds() {
+        let s = parse(
+            "INSERT INTO processed_messages (message_id, processed_at) VALUES ($1, $2) \
+             ON CONFLICT (message_id) DO NOTHING",
+        );
+        assert_eq!(s.verb, SqlVerb::Insert);
+        assert_eq!(s.table.as_deref(), Some("processed_messages"));
+        assert_eq!(s.on_conflict, OnConflict::DoNothing);
+        assert!(s.is_dedupe_table());
+        assert_eq!(s.key_params(), vec![0]);
+        assert_eq!(s.value_params(), vec![1]);
+        let s = parse("insert into public.\"orders\" (id, total, created_at) values (?, ?, now())");
+        assert_eq!(s.table.as_deref(), Some("orders"));
+        assert_eq!(s.on_conflict, OnConflict::None);
+        assert_eq!(s.key_params(), vec![0]);
+        assert_eq!(
+            parse("INSERT INTO t (k) VALUES (?) ON DUPLICATE KEY UPDATE k = k").on_conflict,
+            OnConflict::DoUpdate
+        );
+        assert_eq!(
+            parse("INSERT OR IGNORE INTO seen (k) VALUES (?1)").on_conflict,
+            OnConflict::DoNothing
+        );
+    }
+
+    #[test]
+    fn selects_updates_and_ctes() {
+        let s = parse("SELECT 1 FROM processed WHERE id = $1 -- comment\n");
+        assert_eq!(
+            (s.verb, s.table.as_deref(), s.where_params.clone()),
+            (SqlVerb::Select, Some("processed"), vec![0])
+        );
+        assert!(!s.locking);
+        assert!(parse("SELECT * FROM jobs WHERE id = $1 FOR UPDATE SKIP LOCKED").locking);
+        let u = parse("UPDATE jobs SET status = 'running' WHERE id = $2 AND status = 'new'");
+        assert_eq!(u.table.as_deref(), Some("jobs"));
+        assert!(u.conditional_where);
+        assert_eq!(u.where_params, vec![1]);
+        assert_eq!(u.key_params(), vec![1]);
+        let orphans = parse(
+            "UPDATE jobs SET status = 'Pending' WHERE id IN (SELECT id FROM jobs \
+             WHERE status = 'Running' AND lock_at < $1)",
+        );
+        assert!(orphans.conditional_where && !orphans.keys_certain());
+        assert!(!parse("UPDATE jobs SET status = $1 WHERE id = $2").conditional_where);
+        assert!(
+            !parse("UPDATE task SET state = $3 WHERE id = $1 AND queue_name = $2")
+                .conditional_where
+        );
+        assert!(
+            parse("UPDATE task SET state = 'run' WHERE id = $1 AND state = 'pending'")
+                .conditional_where
+        );
+        assert!(
+            parse("UPDATE t SET done_at = now() WHERE id = $1 AND done_at IS NULL")
+                .conditional_where
+        );
+        assert!(parse("SELECT pg_try_advisory_xact_lock($1)").locking);
+        assert!(!parse("UPDATE t SET x = 1 WHERE id = $1::uuid").conditional_where);
+        let c = parse("WITH x AS (SELECT id FROM a) INSERT INTO b (id) SELECT id FROM x");
+        assert_eq!((c.verb, c.table.as_deref()), (SqlVerb::Insert, Some("b")));
+        assert!(looks_like_sql("  select 1"));
+        assert!(!looks_like_sql("hello world"));
+    }
+}

@@ -1,0 +1,857 @@
+//! Store operations: is this call a read, a plain write, an atomic claim or a delete of a
+//! Redis, DynamoDB or SQL store, with which key expressions?
+//!
+//! Public API:
+//! - [`classify`]`(env, expr) -> Option<StoreOp>`: classifies the expression where an
+//!   operation happens (a Redis command method, the `.send()` of a DynamoDB builder, the
+//!   `.execute()`/`.fetch_*()` of a SQL query, a `tokio_postgres`/`rusqlite` `execute`/`query`
+//!   with SQL text). Inner nodes of a chain (`.bind(x)`, `sqlx::query(..)`) return `None`,
+//!   so each operation is found once.
+//! - [`OpEnv`]: what classification needs from the caller (path resolution, local type
+//!   evidence, strings bound to locals, dependencies). [`crate::analysis::flow`]'s walker
+//!   implements it.
+//! - [`Store`], [`Access`], [`StoreOp`]; SQL text is read by [`crate::analysis::sql`].
+//!
+//! Evidence comes from the receiver's type (`redis::aio::MultiplexedConnection`,
+//! `aws_sdk_dynamodb::Client`), a resolved path (`sqlx::query`, `redis::cmd`), or a
+//! dependency of the package together with a command name that only that store has
+//! (`set_nx`, `get_item().send()`) or a receiver named for the store (`redis`, `conn`).
+//! Without evidence, a `get`/`set` is not a store operation.
+
+use super::resolve::DefPath;
+use super::sql::{self, OnConflict, SqlStatement, SqlVerb};
+use crate::model::ir::{Expr, ExprKind, Path};
+use crate::model::Span;
+
+/// Which kind of store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Store {
+    Redis,
+    DynamoDb,
+    Sql,
+}
+
+impl Store {
+    pub fn name(self) -> &'static str {
+        match self {
+            Store::Redis => "Redis",
+            Store::DynamoDb => "DynamoDB",
+            Store::Sql => "SQL",
+        }
+    }
+}
+
+/// What the operation does to the store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Access {
+    /// `EXISTS`/`GET`/`HGET`, `get_item`/`query`, `SELECT` (see [`StoreOp::locking`]).
+    Read,
+    /// An unconditional write: `SET`/`SET EX`/`HSET`, `put_item`/`update_item` without a
+    /// condition, `INSERT` without conflict handling, `UPDATE .. WHERE key = $1`.
+    Write,
+    /// An idempotent overwrite that cannot tell whether the row existed: `ON CONFLICT DO
+    /// UPDATE`, `ON DUPLICATE KEY UPDATE`, `REPLACE`.
+    Upsert,
+    /// An atomic conditional write that tells the caller whether it won: `SET NX`/`set_nx`,
+    /// a conditional `put_item`/`update_item`, `INSERT .. ON CONFLICT DO NOTHING`, an
+    /// `UPDATE` whose `WHERE` tests the state.
+    Claim,
+    /// `DEL`, `delete_item`, `DELETE`.
+    Delete,
+}
+
+impl Access {
+    /// Writes of any kind (not reads, not deletes).
+    pub fn is_write(self) -> bool {
+        matches!(self, Access::Write | Access::Upsert | Access::Claim)
+    }
+}
+
+/// One classified operation. Key and value expressions borrow from the IR.
+#[derive(Debug, Clone)]
+pub struct StoreOp<'a> {
+    pub store: Store,
+    pub access: Access,
+    /// How to name it in a message: `SET`, `set_nx`, `put_item`, `INSERT INTO processed`.
+    pub command: String,
+    /// SQL table or DynamoDB table name, when written as a literal (lower-case for SQL).
+    pub table: Option<String>,
+    /// The expressions that make the key: the Redis key argument, the DynamoDB key
+    /// attribute values, the SQL placeholders bound to key columns / the `WHERE` clause.
+    pub keys: Vec<&'a Expr>,
+    /// The data written (Redis value, other attributes, other bound values).
+    pub values: Vec<&'a Expr>,
+    /// The whole operation.
+    pub span: Span,
+    /// A read that takes a lock (`SELECT .. FOR UPDATE`): not a racy check.
+    pub locking: bool,
+    /// A SQL insert into a table named like a dedupe/idempotency table.
+    pub dedupe_table: bool,
+    /// Whether `keys` are certainly the key the store compares: a Redis key, a DynamoDB
+    /// key attribute, a SQL conflict target, `WHERE` placeholders or a dedupe table's key
+    /// column. False for a guess (an `INSERT` whose unique column is not in the text).
+    pub keys_certain: bool,
+}
+
+/// What [`classify`] needs from the code around the expression.
+pub trait OpEnv {
+    /// Resolves a path written in the current function.
+    fn resolve(&self, path: &Path) -> DefPath;
+    /// The type of an expression, when the source gives evidence for it.
+    fn type_of(&self, expr: &Expr) -> Option<DefPath>;
+    /// The string an expression certainly holds: a literal, or a local bound to a literal.
+    fn string_of(&self, expr: &Expr) -> Option<String>;
+    /// Whether the package depends on crate `krate` (`redis`, `aws_sdk_dynamodb`).
+    fn depends_on(&self, krate: &str) -> bool;
+    /// The initializer of local `name` (`opts` of `let opts = SetOptions::default()..`),
+    /// when known, so options built before the call are read too.
+    fn local_init(&self, _name: &str) -> Option<&Expr> {
+        None
+    }
+}
+
+const REDIS_CRATES: &[&str] = &[
+    "redis",
+    "deadpool_redis",
+    "bb8_redis",
+    "mobc_redis",
+    "r2d2_redis",
+    "fred",
+    "redis_pool",
+    "rustis",
+];
+
+const SQL_CRATES: &[&str] = &[
+    "sqlx",
+    "tokio_postgres",
+    "postgres",
+    "deadpool_postgres",
+    "bb8_postgres",
+    "r2d2_postgres",
+    "diesel",
+    "diesel_async",
+    "sea_orm",
+    "rusqlite",
+    "r2d2_sqlite",
+    "mysql",
+    "mysql_async",
+    "tiberius",
+    "libsql",
+];
+
+/// Classifies `expr` if it is where a store operation happens.
+pub fn classify<'a>(env: &dyn OpEnv, expr: &'a Expr) -> Option<StoreOp<'a>> {
+    let ExprKind::MethodCall {
+        receiver,
+        method,
+        args,
+        ..
+    } = &expr.kind
+    else {
+        return None;
+    };
+    let method = method.as_str();
+    if method == "send" && args.is_empty() {
+        return dynamodb(env, receiver, expr.span);
+    }
+    if let Some(op) = sql_op(env, receiver, method, args, expr.span) {
+        return Some(op);
+    }
+    if matches!(method, "query_async" | "query" | "exec_async" | "exec") {
+        if let Some(op) = redis_cmd(env, receiver, expr.span) {
+            return Some(op);
+        }
+    }
+    redis_method(env, receiver, method, args, expr.span)
+}
+
+// ---------------------------------------------------------------- Redis
+
+/// Redis command methods (`redis::Commands`/`AsyncCommands`, fred, deadpool re-exports):
+/// (name, access, index of the key argument, index of the value argument).
+const REDIS_METHODS: &[(&str, Access, usize, Option<usize>)] = &[
+    ("exists", Access::Read, 0, None),
+    ("get", Access::Read, 0, None),
+    ("hget", Access::Read, 0, None),
+    ("hexists", Access::Read, 0, None),
+    ("sismember", Access::Read, 0, None),
+    ("hgetall", Access::Read, 0, None),
+    ("set", Access::Write, 0, Some(1)),
+    ("set_ex", Access::Write, 0, Some(1)),
+    ("pset_ex", Access::Write, 0, Some(1)),
+    ("setex", Access::Write, 0, Some(1)),
+    ("hset", Access::Write, 0, Some(2)),
+    ("hset_multiple", Access::Write, 0, Some(1)),
+    ("sadd", Access::Write, 0, Some(1)),
+    ("set_nx", Access::Claim, 0, Some(1)),
+    ("setnx", Access::Claim, 0, Some(1)),
+    ("hset_nx", Access::Claim, 0, Some(2)),
+    ("hsetnx", Access::Claim, 0, Some(2)),
+    ("set_options", Access::Write, 0, Some(1)),
+    ("del", Access::Delete, 0, None),
+    ("unlink", Access::Delete, 0, None),
+];
+
+/// Command names no other common API has: evidence of Redis on their own, given a Redis
+/// dependency.
+const REDIS_ONLY: &[&str] = &[
+    "hexists",
+    "sismember",
+    "hgetall",
+    "set_ex",
+    "pset_ex",
+    "setex",
+    "hset",
+    "hget",
+    "hset_multiple",
+    "sadd",
+    "set_nx",
+    "setnx",
+    "hset_nx",
+    "hsetnx",
+    "set_options",
+];
+
+/// Receiver names that say "a Redis connection" in a crate that depends on Redis.
+const REDIS_RECEIVER_NAMES: &[&str] = &[
+    "conn",
+    "con",
+    "connection",
+    "rconn",
+    "redis_conn",
+    "manager",
+    "conn_manager",
+    "connection_manager",
+    "mgr",
+];
+
+fn redis_method<'a>(
+    env: &dyn OpEnv,
+    receiver: &'a Expr,
+    method: &str,
+    args: &'a [Expr],
+    span: Span,
+) -> Option<StoreOp<'a>> {
+    let &(name, mut access, key_idx, value_idx) =
+        REDIS_METHODS.iter().find(|(n, ..)| *n == method)?;
+    let key = args.get(key_idx)?;
+    if name == "get" && args.len() != 1 || name == "set" && !(2..=5).contains(&args.len()) {
+        return None;
+    }
+    if !is_redis_receiver(env, receiver, name) {
+        return None;
+    }
+    // `set_options(k, v, SetOptions::default().conditional_set(ExistenceCheck::NX))` and
+    // fred's `set(k, v, expire, Some(SetOptions::NX), get)`.
+    if matches!(name, "set" | "set_options")
+        && args[2.min(args.len())..]
+            .iter()
+            .any(|a| mentions_nx(env, a, 0))
+    {
+        access = Access::Claim;
+    }
+    Some(StoreOp {
+        store: Store::Redis,
+        access,
+        command: match (access, name) {
+            (Access::Claim, "set" | "set_options") => "SET NX".to_owned(),
+            (_, "set_options") => "SET".to_owned(),
+            _ => name.to_owned(),
+        },
+        table: None,
+        keys: vec![key],
+        values: value_idx.and_then(|i| args.get(i)).into_iter().collect(),
+        span,
+        locking: false,
+        dedupe_table: false,
+        keys_certain: true,
+    })
+}
+
+fn is_redis_receiver(env: &dyn OpEnv, receiver: &Expr, method: &str) -> bool {
+    if let Some(ty) = env.type_of(receiver) {
+        if ty.crate_name().is_some_and(|k| REDIS_CRATES.contains(&k)) {
+            return true;
+        }
+        // A known type of another crate (a `HashMap`, a `reqwest::Client`) is not Redis.
+        if !ty.is_local() && ty.segments.len() > 1 {
+            return false;
+        }
+    }
+    if !REDIS_CRATES.iter().any(|k| env.depends_on(k)) {
+        return false;
+    }
+    if REDIS_ONLY.contains(&method) {
+        return true;
+    }
+    receiver_name(receiver).is_some_and(|n| {
+        let n = n.to_ascii_lowercase();
+        n.contains("redis") || REDIS_RECEIVER_NAMES.contains(&n.as_str())
+    })
+}
+
+/// The name a receiver is known by: `conn` of `&mut conn`, `redis` of `self.redis`,
+/// `pool` of `self.pool.get().await?`.
+fn receiver_name(e: &Expr) -> Option<&str> {
+    match &e.peel().kind {
+        ExprKind::Path(p) => p.as_ident(),
+        ExprKind::Field { member, .. } => Some(member),
+        ExprKind::MethodCall {
+            receiver, method, ..
+        } if matches!(
+            method.as_str(),
+            "clone" | "as_mut" | "as_ref" | "get_mut" | "lock" | "borrow_mut" | "deref_mut"
+        ) =>
+        {
+            receiver_name(receiver)
+        }
+        _ => None,
+    }
+}
+
+/// Whether set options say `NX`, following locals they were built in (a few deep).
+fn mentions_nx(env: &dyn OpEnv, e: &Expr, depth: usize) -> bool {
+    let mut found = false;
+    let mut locals = Vec::new();
+    e.walk(&mut |x| match &x.kind {
+        ExprKind::Path(p) => {
+            found |= p.segments.iter().any(|s| s == "NX" || s == "nx");
+            locals.extend(p.as_ident().map(str::to_owned));
+        }
+        ExprKind::MethodCall { method, .. } => found |= method == "nx",
+        ExprKind::Lit(crate::model::ir::Lit::Str(s)) => found |= s.eq_ignore_ascii_case("nx"),
+        _ => {}
+    });
+    found
+        || depth < 4
+            && locals.iter().any(|n| {
+                env.local_init(n)
+                    .is_some_and(|init| mentions_nx(env, init, depth + 1))
+            })
+}
+
+/// `redis::cmd("SET").arg(&key).arg(1).arg("NX").query_async(&mut conn)`.
+fn redis_cmd<'a>(env: &dyn OpEnv, receiver: &'a Expr, span: Span) -> Option<StoreOp<'a>> {
+    let mut args: Vec<&'a Expr> = Vec::new();
+    let mut cur = receiver.peel();
+    let name = loop {
+        match &cur.kind {
+            ExprKind::MethodCall {
+                receiver,
+                method,
+                args: a,
+                ..
+            } => {
+                if matches!(method.as_str(), "arg" | "cursor_arg") {
+                    args.extend(a.first());
+                }
+                cur = receiver.peel();
+            }
+            ExprKind::Call { func, args: a } => {
+                let path = func.as_path()?;
+                let resolved = env.resolve(path);
+                if !(resolved.matches("redis::cmd") || resolved.matches("redis::Cmd::new")) {
+                    return None;
+                }
+                break env.string_of(a.first()?)?;
+            }
+            _ => return None,
+        }
+    };
+    args.reverse();
+    let upper = name.to_ascii_uppercase();
+    let nx = args.iter().any(|a| {
+        env.string_of(a)
+            .is_some_and(|s| s.eq_ignore_ascii_case("nx"))
+    });
+    let (access, value) = match upper.as_str() {
+        "GET" | "EXISTS" | "HGET" | "HEXISTS" | "SISMEMBER" | "HGETALL" => (Access::Read, None),
+        "SET" if nx => (Access::Claim, Some(1)),
+        "SETNX" | "HSETNX" => (Access::Claim, Some(1)),
+        "SET" | "SETEX" | "PSETEX" | "HSET" | "SADD" | "MSET" => (Access::Write, Some(1)),
+        "DEL" | "UNLINK" => (Access::Delete, None),
+        _ => return None,
+    };
+    Some(StoreOp {
+        store: Store::Redis,
+        access,
+        command: if upper == "SET" && nx {
+            "SET NX".to_owned()
+        } else {
+            upper
+        },
+        table: None,
+        keys: args.first().copied().into_iter().collect(),
+        values: value
+            .and_then(|i| args.get(i).copied())
+            .into_iter()
+            .collect(),
+        span,
+        locking: false,
+        dedupe_table: false,
+        keys_certain: true,
+    })
+}
+
+// ---------------------------------------------------------------- DynamoDB
+
+/// `client.put_item().table_name(t).item("pk", v).condition_expression(c).send()`.
+fn dynamodb<'a>(env: &dyn OpEnv, receiver: &'a Expr, span: Span) -> Option<StoreOp<'a>> {
+    // The chain from `.send()` down to the operation method on the client.
+    let mut calls: Vec<(&'a str, &'a [Expr])> = Vec::new();
+    let mut cur = receiver.peel();
+    let client = loop {
+        match &cur.kind {
+            ExprKind::MethodCall {
+                receiver,
+                method,
+                args,
+                ..
+            } => {
+                calls.push((method.as_str(), args.as_slice()));
+                if args.is_empty()
+                    && matches!(
+                        method.as_str(),
+                        "get_item" | "put_item" | "update_item" | "query" | "delete_item"
+                    )
+                {
+                    break receiver;
+                }
+                cur = receiver.peel();
+            }
+            _ => return None,
+        }
+    };
+    let (op, _) = *calls.last()?;
+    let typed = env
+        .type_of(client)
+        .is_some_and(|t| t.matches("aws_sdk_dynamodb::Client"));
+    if !typed && !env.depends_on("aws_sdk_dynamodb") {
+        return None;
+    }
+    let setter = |name: &'static str| calls.iter().filter(move |(m, _)| *m == name);
+    let table = setter("table_name")
+        .chain(setter("set_table_name"))
+        .find_map(|(_, a)| a.first().and_then(|e| env.string_of(e)));
+    let condition = setter("condition_expression")
+        .chain(setter("set_condition_expression"))
+        .find_map(|(_, a)| a.first());
+    let condition_text = condition.and_then(|c| env.string_of(c));
+    let pairs = |name: &'static str| {
+        setter(name).filter_map(|(_, a)| match a {
+            [k, v] => Some((env.string_of(k), v)),
+            _ => None,
+        })
+    };
+    let (access, keys, values): (Access, Vec<&Expr>, Vec<&Expr>) = match op {
+        "get_item" => (Access::Read, pairs("key").map(|(_, v)| v).collect(), vec![]),
+        "query" => (
+            Access::Read,
+            pairs("expression_attribute_values")
+                .map(|(_, v)| v)
+                .collect(),
+            vec![],
+        ),
+        "delete_item" => (
+            Access::Delete,
+            pairs("key").map(|(_, v)| v).collect(),
+            vec![],
+        ),
+        "update_item" => (
+            if condition.is_some() {
+                Access::Claim
+            } else {
+                Access::Write
+            },
+            pairs("key").map(|(_, v)| v).collect(),
+            pairs("expression_attribute_values")
+                .map(|(_, v)| v)
+                .collect(),
+        ),
+        _ => {
+            // put_item: the key attribute is the one the condition tests, else a key-like
+            // attribute name, else the first attribute written (`calls` runs from `.send()`
+            // back to `put_item()`, so that is the last one here).
+            let items: Vec<(Option<String>, &Expr)> = pairs("item").collect();
+            let tested = |n: &str| {
+                condition_text
+                    .as_deref()
+                    .is_some_and(|c| c.contains(&format!("attribute_not_exists({n})")))
+            };
+            let keyish = |n: &str| {
+                let l = n.to_ascii_lowercase();
+                l == "pk" || l == "id" || l == "key" || l.ends_with("_id") || l.ends_with("id")
+            };
+            let mut key_idx: Vec<usize> = (0..items.len())
+                .filter(|&i| items[i].0.as_deref().is_some_and(tested))
+                .collect();
+            if key_idx.is_empty() {
+                key_idx = (0..items.len())
+                    .filter(|&i| items[i].0.as_deref().is_some_and(keyish))
+                    .take(1)
+                    .collect();
+            }
+            if key_idx.is_empty() && !items.is_empty() {
+                key_idx.push(items.len() - 1);
+            }
+            let keys = key_idx.iter().map(|&i| items[i].1).collect();
+            let values = (0..items.len())
+                .filter(|i| !key_idx.contains(i))
+                .map(|i| items[i].1)
+                .collect();
+            let access = if condition.is_some() {
+                Access::Claim
+            } else {
+                Access::Write
+            };
+            (access, keys, values)
+        }
+    };
+    Some(StoreOp {
+        store: Store::DynamoDb,
+        access,
+        command: op.to_owned(),
+        table,
+        keys,
+        values,
+        span,
+        locking: false,
+        dedupe_table: false,
+        keys_certain: true,
+    })
+}
+
+// ---------------------------------------------------------------- SQL
+
+/// Methods that run a prepared query (sqlx, diesel, sea_orm).
+const SQL_RUNNERS: &[&str] = &[
+    "execute",
+    "fetch_one",
+    "fetch_optional",
+    "fetch_all",
+    "fetch",
+    "fetch_many",
+    "get_result",
+    "get_results",
+    "load",
+    "first",
+    "query_one",
+    "query_all",
+];
+
+/// Client methods that take SQL text first (tokio_postgres, rusqlite, mysql, sea_orm).
+const SQL_TEXT_METHODS: &[&str] = &[
+    "execute",
+    "query",
+    "query_one",
+    "query_opt",
+    "query_raw",
+    "execute_raw",
+    "query_typed",
+    "query_row",
+    "query_map",
+    "exec_drop",
+    "exec_first",
+    "exec",
+    "execute_unprepared",
+];
+
+/// SQL text and its bound arguments, found at the root of a query chain.
+struct SqlRoot<'a> {
+    text: String,
+    binds: Vec<&'a Expr>,
+}
+
+fn sql_op<'a>(
+    env: &dyn OpEnv,
+    receiver: &'a Expr,
+    method: &str,
+    args: &'a [Expr],
+    span: Span,
+) -> Option<StoreOp<'a>> {
+    let root = if SQL_RUNNERS.contains(&method) {
+        sql_chain(env, receiver).or_else(|| args.first().and_then(|a| sql_chain(env, a)))
+    } else {
+        None
+    };
+    let root = match root {
+        Some(r) => r,
+        None if SQL_TEXT_METHODS.contains(&method) => {
+            if !SQL_CRATES.iter().any(|k| env.depends_on(k)) {
+                return None;
+            }
+            let text = env.string_of(args.first()?)?;
+            if !sql::looks_like_sql(&text) {
+                return None;
+            }
+            SqlRoot {
+                text,
+                binds: args.get(1).map(param_list).unwrap_or_default(),
+            }
+        }
+        None => return None,
+    };
+    Some(sql_statement_op(root, span))
+}
+
+fn sql_statement_op(root: SqlRoot<'_>, span: Span) -> StoreOp<'_> {
+    let st: SqlStatement = sql::parse(&root.text);
+    let access = match st.verb {
+        SqlVerb::Select => Access::Read,
+        SqlVerb::Insert => match st.on_conflict {
+            OnConflict::None => Access::Write,
+            OnConflict::DoNothing => Access::Claim,
+            OnConflict::DoUpdate => Access::Upsert,
+        },
+        SqlVerb::Update if st.conditional_where => Access::Claim,
+        SqlVerb::Update => Access::Write,
+        SqlVerb::Delete => Access::Delete,
+        SqlVerb::Other => Access::Read,
+    };
+    let verb = match st.verb {
+        SqlVerb::Select => "SELECT",
+        SqlVerb::Insert => "INSERT INTO",
+        SqlVerb::Update => "UPDATE",
+        SqlVerb::Delete => "DELETE FROM",
+        SqlVerb::Other => "query",
+    };
+    let command = match &st.table {
+        Some(t) => format!("{verb} {t}"),
+        None => verb.to_owned(),
+    };
+    let pick = |idx: Vec<usize>| -> Vec<&Expr> {
+        idx.into_iter()
+            .filter_map(|i| root.binds.get(i).copied())
+            .collect()
+    };
+    StoreOp {
+        store: Store::Sql,
+        access,
+        command,
+        table: st.table.clone(),
+        keys: pick(st.key_params()),
+        values: pick(st.value_params()),
+        span,
+        locking: st.locking,
+        dedupe_table: st.verb == SqlVerb::Insert && st.is_dedupe_table(),
+        keys_certain: st.keys_certain(),
+    }
+}
+
+/// The SQL root of a query chain: `sqlx::query("..").bind(a).bind(b)`, `query!("..", a)`,
+/// `query_as!(T, "..", a)`, `diesel::sql_query("..").bind::<T, _>(a)`,
+/// `Statement::from_sql_and_values(backend, "..", [a.into()])`.
+fn sql_chain<'a>(env: &dyn OpEnv, e: &'a Expr) -> Option<SqlRoot<'a>> {
+    let mut binds: Vec<&'a Expr> = Vec::new();
+    let mut cur = e.peel();
+    loop {
+        match &cur.kind {
+            ExprKind::MethodCall {
+                receiver,
+                method,
+                args,
+                ..
+            } => {
+                if method == "bind" {
+                    binds.extend(args.first());
+                } else if !matches!(
+                    method.as_str(),
+                    "persistent" | "bind_all" | "into_sql" | "map" | "try_map" | "as_mut"
+                ) {
+                    return None;
+                }
+                cur = receiver.peel();
+            }
+            ExprKind::Call { func, args } => {
+                let path = func.as_path()?;
+                let resolved = env.resolve(path);
+                let text_arg = if [
+                    "sqlx::query",
+                    "sqlx::query_as",
+                    "sqlx::query_scalar",
+                    "sqlx::query_with",
+                    "sqlx::query_as_with",
+                    "sqlx::query_scalar_with",
+                    "sqlx::raw_sql",
+                    "diesel::sql_query",
+                ]
+                .iter()
+                .any(|p| resolved.matches(p))
+                {
+                    0
+                } else if resolved.matches("sea_orm::Statement::from_sql_and_values")
+                    || resolved.matches("sea_orm::Statement::from_string")
+                {
+                    1
+                } else {
+                    return None;
+                };
+                let text = env.string_of(args.get(text_arg)?)?;
+                binds.reverse();
+                if resolved.last() == "from_sql_and_values" {
+                    binds = args.get(2).map(param_list).unwrap_or_default();
+                }
+                return Some(SqlRoot { text, binds });
+            }
+            ExprKind::Macro(m) => {
+                let name = m.path.last();
+                let resolved = env.resolve(&m.path);
+                let sqlx_macro = resolved.crate_name() == Some("sqlx")
+                    || (m.path.segments.len() == 1 && env.depends_on("sqlx"));
+                if !sqlx_macro || !name.starts_with("query") || name.contains("file") {
+                    return None;
+                }
+                let text_at = m.args.iter().position(|a| a.as_str_lit().is_some())?;
+                let text = m.args[text_at].as_str_lit()?.to_owned();
+                // Inline captures are not arguments of `query!`; lowering appends them
+                // after the real ones only for `{name}` text, which SQL rarely contains.
+                let binds = m.args[text_at + 1..]
+                    .iter()
+                    .filter(|a| a.span != m.args[text_at].span)
+                    .collect();
+                return Some(SqlRoot { text, binds });
+            }
+            _ => return None,
+        }
+    }
+}
+
+/// `&[&a, &b]`, `params![a, b]`, `(a, b)`, `vec![a.into()]`: the bound values in order.
+fn param_list(e: &Expr) -> Vec<&Expr> {
+    match &e.peel().kind {
+        ExprKind::Array(items) | ExprKind::Tuple(items) => items.iter().collect(),
+        ExprKind::Macro(m) => m.args.iter().collect(),
+        _ => vec![],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::Krate;
+    use crate::model::ir::Stmt;
+    use crate::model::{lower_file, FileId};
+
+    struct Env {
+        deps: Vec<&'static str>,
+    }
+
+    impl OpEnv for Env {
+        fn resolve(&self, path: &Path) -> DefPath {
+            let mut segs = path.segments.clone();
+            // The tests write `use`-free full paths, except for these imported names.
+            match segs[0].as_str() {
+                "query" | "query_as" => segs.insert(0, "sqlx".into()),
+                "cmd" => segs.insert(0, "redis".into()),
+                _ => {}
+            }
+            DefPath {
+                krate: Krate::Extern(segs[0].clone()),
+                segments: segs[1..].to_vec(),
+            }
+        }
+        fn type_of(&self, _: &Expr) -> Option<DefPath> {
+            None
+        }
+        fn string_of(&self, e: &Expr) -> Option<String> {
+            e.as_str_lit().map(str::to_owned)
+        }
+        fn depends_on(&self, k: &str) -> bool {
+            self.deps.contains(&k)
+        }
+    }
+
+    /// Classifies the outermost expression of each statement of `f`'s body.
+    fn ops(deps: &[&'static str], body: &str) -> Vec<(Store, Access, String, usize)> {
+        let src = format!("async fn f() {{ {body} }}");
+        let file = lower_file(&src, FileId(0), vec!["crate".into()], false).unwrap();
+        let env = Env {
+            deps: deps.to_vec(),
+        };
+        let mut out = Vec::new();
+        for stmt in &file.fns[0].body.as_ref().unwrap().stmts {
+            let (Stmt::Expr { expr, .. }
+            | Stmt::Let {
+                init: Some(expr), ..
+            }) = stmt
+            else {
+                continue;
+            };
+            if let Some(op) = classify(&env, expr.peel()) {
+                out.push((op.store, op.access, op.command, op.keys.len()));
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn redis_commands_need_evidence_and_nx_makes_a_claim() {
+        let got = ops(
+            &["redis"],
+            r#"conn.exists(&key).await?;
+               conn.set(&key, 1).await?;
+               conn.set_nx(&key, 1).await?;
+               map.get(&key);
+               cache.set(&key, 1);
+               cmd("SET").arg(&key).arg(1).arg("NX").arg("EX").arg(60).query_async(&mut conn).await?;
+               cmd("GET").arg(&key).query_async(&mut conn).await?;"#,
+        );
+        use Access::*;
+        assert_eq!(
+            got,
+            vec![
+                (Store::Redis, Read, "exists".into(), 1),
+                (Store::Redis, Write, "set".into(), 1),
+                (Store::Redis, Claim, "set_nx".into(), 1),
+                (Store::Redis, Claim, "SET NX".into(), 1),
+                (Store::Redis, Read, "GET".into(), 1),
+            ]
+        );
+        assert!(ops(&[], "conn.exists(&key).await?;").is_empty());
+    }
+
+    #[test]
+    fn dynamodb_condition_expressions_make_claims() {
+        let got = ops(
+            &["aws_sdk_dynamodb"],
+            r#"client.get_item().table_name("t").key("pk", v).send().await?;
+               client.put_item().table_name("t").item("pk", v).item("at", now).send().await?;
+               client.put_item().table_name("t").item("pk", v)
+                   .condition_expression("attribute_not_exists(pk)").send().await?;
+               s3.get_object().bucket("b").send().await?;"#,
+        );
+        use Access::*;
+        assert_eq!(
+            got,
+            vec![
+                (Store::DynamoDb, Read, "get_item".into(), 1),
+                (Store::DynamoDb, Write, "put_item".into(), 1),
+                (Store::DynamoDb, Claim, "put_item".into(), 1),
+            ]
+        );
+    }
+
+    #[test]
+    fn sql_text_decides_the_access() {
+        let got = ops(
+            &["sqlx", "tokio_postgres"],
+            r#"query("SELECT 1 FROM processed WHERE id = $1").bind(id).fetch_optional(&pool).await?;
+               query("INSERT INTO processed (id) VALUES ($1)").bind(id).execute(&pool).await?;
+               sqlx::query!("INSERT INTO processed (id) VALUES ($1) ON CONFLICT DO NOTHING", id).execute(&pool).await?;
+               client.execute("UPDATE jobs SET state = 'run' WHERE id = $1 AND state = 'new'", &[&id]).await?;
+               client.query("not sql", &[]).await?;
+               diesel::sql_query("INSERT INTO seen (k) VALUES ($1) ON CONFLICT (k) DO UPDATE SET k = $1").bind(k).execute(conn)?;"#,
+        );
+        use Access::*;
+        assert_eq!(
+            got,
+            vec![
+                (Store::Sql, Read, "SELECT processed".into(), 1),
+                (Store::Sql, Write, "INSERT INTO processed".into(), 1),
+                (Store::Sql, Claim, "INSERT INTO processed".into(), 1),
+                (Store::Sql, Claim, "UPDATE jobs".into(), 1),
+                (Store::Sql, Upsert, "INSERT INTO seen".into(), 1),
+            ]
+        );
+    }
+}

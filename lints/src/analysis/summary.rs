@@ -1,0 +1,469 @@
+//! Function summaries for every fn and method of the package, computed once, to a fixed
+//! point, and used at call sites instead of re-analysing callees.
+//!
+//! Public API:
+//! - [`Summaries::compute`] (reached as `cx.analysis().summaries(cx.package)`) walks every
+//!   function with [`crate::analysis::flow::walk`], callees first (on demand, depth-first);
+//!   functions in a cycle, or that read a summary not final yet, are walked again until no
+//!   summary changes.
+//! - [`Summaries::summary`]`(id) -> &FnSummary` and [`Summaries::flow`]`(id) -> &FnFlow`
+//!   (the facts of the function's final walk: key uses, store events, decisions, effects,
+//!   resolved calls); [`Summaries::ids`] lists every function.
+//! - [`FnSummary`]: does the function return a nondeterministic value (and from where),
+//!   which parameters flow into its return value and into key sinks, which stores it reads
+//!   and writes with which keys ([`StoreAccess`], keys as [`KeyDesc`] with parameter
+//!   placeholders), whether it is a guard (an atomic claim whose result is checked or
+//!   returned), whether it has effects.
+
+use super::flow::{self, Callees, FlowCx, FnFlow, FnId, KeyDesc, Source, Trail};
+use super::resolve::Resolver;
+use super::store_ops::{Access, Store};
+use super::types::Types;
+use crate::catalog::{Catalog, SinkKind};
+use crate::model::{Package, SelfKind, Span};
+use std::cell::{Cell, RefCell};
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+/// A store access as a summary states it (and as [`flow::StoreEvent`] records it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoreAccess {
+    pub store: Store,
+    pub access: Access,
+    /// `SET NX`, `exists`, `put_item`, `INSERT INTO processed`.
+    pub command: String,
+    pub table: Option<String>,
+    /// How the key is derived; parameters of the function that performs it appear as
+    /// `$0$`, `$1$`... and are replaced by the arguments at a call site.
+    pub key: Option<KeyDesc>,
+    /// The key expression in the function that performs the operation.
+    pub key_span: Option<Span>,
+    /// Every written value is a marker (literal, constant, timestamp), not computed data.
+    pub value_is_marker: bool,
+    /// A read holding a lock (`SELECT .. FOR UPDATE`).
+    pub locking: bool,
+    /// A write into a table named like a dedupe table.
+    pub dedupe_table: bool,
+    /// The operation itself (in the function that performs it).
+    pub span: Span,
+}
+
+/// A parameter that reaches a key sink inside the function (or a callee).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParamSink {
+    pub param: usize,
+    /// The parameter's field that reaches it (`msg.id`), or the whole parameter.
+    pub field: Option<String>,
+    pub sink: SinkKind,
+    /// The sink, possibly in a callee of the function.
+    pub span: Span,
+}
+
+/// What callers need to know about a function.
+#[derive(Debug, Clone, Default)]
+pub struct FnSummary {
+    /// Nondeterministic sources the return value is derived from, with their trails.
+    pub ret_nondet: Vec<(Arc<Source>, Trail)>,
+    /// Parameters (and parameter fields) the return value is derived from.
+    pub ret_params: Vec<(usize, Option<String>)>,
+    /// The store operation the return value reports: a read (`is_processed`) or a claim
+    /// (`try_claim`).
+    pub ret_access: Option<StoreAccess>,
+    pub param_sinks: Vec<ParamSink>,
+    /// Store operations performed, directly or through callees (bounded).
+    pub accesses: Vec<StoreAccess>,
+    /// An atomic claim whose result the function checks or returns: the function is a guard.
+    pub guard: Option<StoreAccess>,
+    /// Calls made for their effects, or store writes.
+    pub has_effects: bool,
+}
+
+/// Store accesses kept per summary: callers need the kinds and keys, not every one.
+const MAX_ACCESSES: usize = 8;
+
+impl FnSummary {
+    /// Whether the function reads a store and returns what it found (a check helper).
+    pub fn is_check(&self) -> bool {
+        self.ret_access
+            .as_ref()
+            .is_some_and(|a| a.access == Access::Read)
+    }
+
+    /// Whether the function is a guard (an atomic reservation whose result is used).
+    pub fn is_guard(&self) -> bool {
+        self.guard.is_some()
+    }
+
+    fn from_flow(flow: &FnFlow) -> FnSummary {
+        let mut s = FnSummary::default();
+        for (src, trail) in flow.ret.nondet() {
+            s.ret_nondet.push((src.clone(), trail.clone()));
+        }
+        for (p, field) in flow.ret.params() {
+            let entry = (p, field.map(str::to_owned));
+            if !s.ret_params.contains(&entry) {
+                s.ret_params.push(entry);
+            }
+        }
+        s.ret_access = flow
+            .ret
+            .ops()
+            .map(|i| &flow.store_events[i].access)
+            .find(|a| matches!(a.access, Access::Read | Access::Claim))
+            .cloned();
+        for ku in &flow.key_uses {
+            for (p, field) in ku.value.params() {
+                let ps = ParamSink {
+                    param: p,
+                    field: field.map(str::to_owned),
+                    sink: ku.sink.clone(),
+                    span: ku.via.map_or(ku.span, |(_, s)| s),
+                };
+                if !s.param_sinks.contains(&ps) {
+                    s.param_sinks.push(ps);
+                }
+            }
+        }
+        let returned: Vec<usize> = flow.ret.ops().collect();
+        for (i, ev) in flow.store_events.iter().enumerate() {
+            if returned.contains(&i) && ev.access.access == Access::Read {
+                // Reported through `ret_access`; the caller decides on it.
+                continue;
+            }
+            if s.accesses.len() < MAX_ACCESSES && !s.accesses.contains(&ev.access) {
+                s.accesses.push(ev.access.clone());
+            }
+            if ev.access.access == Access::Claim && ev.checked && s.guard.is_none() {
+                s.guard = Some(ev.access.clone());
+            }
+        }
+        s.has_effects = !flow.effects.is_empty()
+            || flow.store_events.iter().any(|e| e.access.access.is_write());
+        s
+    }
+
+    /// Equality for the fixed point: sources by span, the rest structurally.
+    fn same(&self, other: &FnSummary) -> bool {
+        self.ret_nondet.len() == other.ret_nondet.len()
+            && self
+                .ret_nondet
+                .iter()
+                .zip(&other.ret_nondet)
+                .all(|(a, b)| a.0.span == b.0.span)
+            && self.ret_params == other.ret_params
+            && self.ret_access == other.ret_access
+            && self.param_sinks == other.param_sinks
+            && self.accesses == other.accesses
+            && self.guard == other.guard
+            && self.has_effects == other.has_effects
+    }
+}
+
+/// Every function's summary and final flow facts.
+#[derive(Debug)]
+pub struct Summaries {
+    summaries: Vec<Vec<Arc<FnSummary>>>,
+    flows: Vec<Vec<FnFlow>>,
+}
+
+impl Summaries {
+    pub fn compute(
+        package: &Package,
+        resolver: &Resolver,
+        types: &Types,
+        catalog: &Catalog,
+    ) -> Summaries {
+        let mut methods: HashMap<String, Vec<FnId>> = HashMap::new();
+        for (fi, file) in package.files.iter().enumerate() {
+            for (ni, f) in file.fns.iter().enumerate() {
+                if f.self_kind != SelfKind::None {
+                    methods
+                        .entry(f.name.clone())
+                        .or_default()
+                        .push(FnId::new(fi, ni));
+                }
+            }
+        }
+        let cx = FlowCx {
+            package,
+            resolver,
+            types,
+            catalog,
+            methods: &methods,
+        };
+        fn shape<T>(package: &Package, f: impl Fn() -> T) -> Vec<Vec<T>> {
+            package
+                .files
+                .iter()
+                .map(|file| (0..file.fns.len()).map(|_| f()).collect())
+                .collect()
+        }
+        let b = Builder {
+            cx: &cx,
+            state: RefCell::new(shape(package, || State::NotStarted)),
+            summaries: RefCell::new(shape(package, || Arc::new(FnSummary::default()))),
+            flows: RefCell::new(shape(package, || None)),
+            readers: RefCell::new(HashMap::new()),
+            stale: RefCell::new(HashMap::new()),
+            stack: RefCell::new(Vec::new()),
+            depth: Cell::new(0),
+            worklist: RefCell::new(Vec::new()),
+            queued: RefCell::new(HashSet::new()),
+        };
+        for (fi, file) in package.files.iter().enumerate() {
+            for ni in 0..file.fns.len() {
+                let id = FnId::new(fi, ni);
+                if b.state(id) == State::NotStarted {
+                    b.compute(id);
+                }
+            }
+        }
+        // Cycles and depth-limited reads: walk again until nothing changes. Summaries only
+        // grow and are bounded, so this ends; the bound on rounds is a safety net.
+        let mut rounds = 0;
+        loop {
+            let next = b.worklist.borrow_mut().pop();
+            let Some(id) = next else {
+                break;
+            };
+            b.queued.borrow_mut().remove(&id);
+            rounds += 1;
+            if rounds > 50_000 {
+                break;
+            }
+            b.compute(id);
+        }
+        let summaries = b.summaries.into_inner();
+        let flows = b
+            .flows
+            .into_inner()
+            .into_iter()
+            .map(|v| v.into_iter().map(Option::unwrap_or_default).collect())
+            .collect();
+        Summaries { summaries, flows }
+    }
+
+    pub fn summary(&self, id: FnId) -> &FnSummary {
+        &self.summaries[id.file as usize][id.index as usize]
+    }
+
+    pub fn flow(&self, id: FnId) -> &FnFlow {
+        &self.flows[id.file as usize][id.index as usize]
+    }
+
+    /// Every function of the package.
+    pub fn ids(&self) -> impl Iterator<Item = FnId> + '_ {
+        self.flows
+            .iter()
+            .enumerate()
+            .flat_map(|(fi, fs)| (0..fs.len()).map(move |ni| FnId::new(fi, ni)))
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    NotStarted,
+    InProgress,
+    Done,
+}
+
+/// How deep summaries are computed on demand before a caller settles for a partial one
+/// (and is walked again later): bounds the stack, whatever the call depth of the crate.
+const MAX_DEPTH: usize = 12;
+
+struct Builder<'a, 'c> {
+    cx: &'c FlowCx<'a>,
+    state: RefCell<Vec<Vec<State>>>,
+    summaries: RefCell<Vec<Vec<Arc<FnSummary>>>>,
+    flows: RefCell<Vec<Vec<Option<FnFlow>>>>,
+    /// callee → functions that read its summary.
+    readers: RefCell<HashMap<FnId, Vec<FnId>>>,
+    /// callee → functions that read its summary before it was final.
+    stale: RefCell<HashMap<FnId, Vec<FnId>>>,
+    stack: RefCell<Vec<FnId>>,
+    depth: Cell<usize>,
+    worklist: RefCell<Vec<FnId>>,
+    /// What `worklist` holds, for constant-time membership.
+    queued: RefCell<HashSet<FnId>>,
+}
+
+impl Builder<'_, '_> {
+    fn state(&self, id: FnId) -> State {
+        self.state.borrow()[id.file as usize][id.index as usize]
+    }
+
+    fn set_state(&self, id: FnId, s: State) {
+        self.state.borrow_mut()[id.file as usize][id.index as usize] = s;
+    }
+
+    fn get(&self, id: FnId) -> Arc<FnSummary> {
+        self.summaries.borrow()[id.file as usize][id.index as usize].clone()
+    }
+
+    fn compute(&self, id: FnId) {
+        let was_done = self.state(id) == State::Done;
+        self.set_state(id, State::InProgress);
+        self.stack.borrow_mut().push(id);
+        self.depth.set(self.depth.get() + 1);
+        let flow = flow::walk(self.cx, id, self);
+        self.depth.set(self.depth.get() - 1);
+        self.stack.borrow_mut().pop();
+        let summary = FnSummary::from_flow(&flow);
+        let changed = !summary.same(&self.get(id));
+        self.summaries.borrow_mut()[id.file as usize][id.index as usize] = Arc::new(summary);
+        self.flows.borrow_mut()[id.file as usize][id.index as usize] = Some(flow);
+        self.set_state(id, State::Done);
+        let stale = self.stale.borrow_mut().remove(&id).unwrap_or_default();
+        if !changed {
+            return;
+        }
+        // Readers that saw an older summary walk again: those that read it before it was
+        // final, and, when a final summary changes, everyone who read it.
+        let mut requeue = stale;
+        if was_done {
+            requeue.extend(
+                self.readers
+                    .borrow()
+                    .get(&id)
+                    .into_iter()
+                    .flatten()
+                    .copied(),
+            );
+        }
+        let mut wl = self.worklist.borrow_mut();
+        let mut queued = self.queued.borrow_mut();
+        for r in requeue {
+            if queued.insert(r) {
+                wl.push(r);
+            }
+        }
+    }
+}
+
+impl Callees for Builder<'_, '_> {
+    fn summary(&self, id: FnId) -> Arc<FnSummary> {
+        let reader = self.stack.borrow().last().copied();
+        if let Some(r) = reader {
+            let mut readers = self.readers.borrow_mut();
+            let list = readers.entry(id).or_default();
+            if !list.contains(&r) {
+                list.push(r);
+            }
+        }
+        match self.state(id) {
+            State::Done => {}
+            State::NotStarted if self.depth.get() < MAX_DEPTH => self.compute(id),
+            State::NotStarted | State::InProgress => {
+                if let Some(r) = reader {
+                    self.stale.borrow_mut().entry(id).or_default().push(r);
+                }
+            }
+        }
+        self.get(id)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::Analysis;
+    use crate::testing;
+
+    fn find(package: &Package, name: &str) -> FnId {
+        package
+            .files
+            .iter()
+            .enumerate()
+            .find_map(|(fi, f)| {
+                f.fns
+                    .iter()
+                    .position(|d| d.name == name)
+                    .map(|ni| FnId::new(fi, ni))
+            })
+            .unwrap_or_else(|| panic!("no fn {name}"))
+    }
+
+    #[test]
+    fn summaries_follow_helpers_across_modules() {
+        let package = testing::package(
+            "app",
+            &["uuid", "redis"],
+            &[
+                ("crate", "mod keys; mod store;"),
+                (
+                    "crate::keys",
+                    "use uuid::Uuid as Id;
+                     pub fn fresh() -> String { let k = Id::new_v4(); format!(\"job-{k}\") }
+                     pub fn wrapped() -> String { super::keys::fresh().to_string() }
+                     pub fn stable(order: &Order) -> String { format!(\"order-{}\", order.id) }",
+                ),
+                (
+                    "crate::store",
+                    "pub struct Store { conn: redis::aio::ConnectionManager }
+                     impl Store {
+                         pub async fn is_processed(&self, id: &str) -> bool {
+                             let mut conn = self.conn.clone();
+                             conn.exists(format!(\"done:{id}\")).await.unwrap_or(false)
+                         }
+                         pub async fn mark(&self, id: &str) {
+                             let mut conn = self.conn.clone();
+                             let _: () = conn.set(format!(\"done:{}\", id), 1).await.unwrap();
+                         }
+                         pub async fn claim(&self, key: &str) -> bool {
+                             let mut conn = self.conn.clone();
+                             conn.set_nx(key, 1).await.unwrap_or(false)
+                         }
+                     }",
+                ),
+            ],
+        );
+        let analysis = Analysis::new(&package);
+        let s = analysis.summaries(&package);
+        let fresh = s.summary(find(&package, "fresh"));
+        assert_eq!(fresh.ret_nondet.len(), 1);
+        assert_eq!(fresh.ret_nondet[0].0.what, "Id::new_v4()");
+        let wrapped = s.summary(find(&package, "wrapped"));
+        assert_eq!(wrapped.ret_nondet.len(), 1, "through `super::keys::fresh`");
+        let stable = s.summary(find(&package, "stable"));
+        assert!(stable.ret_nondet.is_empty());
+        assert_eq!(stable.ret_params, vec![(0, Some("id".to_owned()))]);
+
+        let check = s.summary(find(&package, "is_processed"));
+        assert!(check.is_check());
+        let key = check.ret_access.as_ref().unwrap().key.as_ref().unwrap();
+        let mark = s.summary(find(&package, "mark"));
+        assert_eq!(mark.accesses.len(), 1);
+        assert_eq!(mark.accesses[0].access, Access::Write);
+        assert!(key.same_key(mark.accesses[0].key.as_ref().unwrap()));
+        assert!(!mark.is_guard());
+
+        let claim = s.summary(find(&package, "claim"));
+        assert!(claim.is_guard());
+        assert_eq!(claim.param_sinks.len(), 1);
+        assert_eq!(claim.param_sinks[0].param, 0);
+        assert!(matches!(claim.param_sinks[0].sink, SinkKind::GuardKey(_)));
+    }
+
+    #[test]
+    fn recursion_reaches_a_fixed_point() {
+        let package = testing::package(
+            "app",
+            &["uuid"],
+            &[(
+                "crate",
+                "fn a(n: u32) -> String { if n == 0 { b(n) } else { a(n - 1) } }
+                 fn b(n: u32) -> String { if n > 9 { a(n) } else { uuid::Uuid::new_v4().to_string() } }
+                 fn c() -> String { a(3) }",
+            )],
+        );
+        let analysis = Analysis::new(&package);
+        let s = analysis.summaries(&package);
+        for name in ["a", "b", "c"] {
+            assert_eq!(
+                s.summary(find(&package, name)).ret_nondet.len(),
+                1,
+                "{name}"
+            );
+        }
+    }
+}

@@ -1,0 +1,259 @@
+use crate::analysis::flow::{Decision, FnFlow, StoreEvent};
+use crate::analysis::sql::is_dedupe_table_name;
+use crate::analysis::{Access, Store};
+use crate::context::LintContext;
+use crate::declare_lint;
+use crate::model::Span;
+
+declare_lint! {
+    /// ### What it does
+    /// Finds a guard made of a check and a separate write: a store is read to decide
+    /// whether a message was already handled (Redis `exists`/`get`, DynamoDB
+    /// `get_item`/`query`, SQL `SELECT`, or the crate's own helper such as
+    /// `is_processed(id)`), and on the path that goes on, the marker is written with a
+    /// plain write (Redis `set`/`set_ex`/`hset` without `NX`, `put_item`/`update_item`
+    /// without `condition_expression`, `INSERT`/`UPDATE` without `ON CONFLICT`, `ON
+    /// DUPLICATE KEY` or a checked conditional `WHERE`, or a helper such as
+    /// `mark_processed(id)`). An atomic claim that comes only after the work is reported
+    /// too.
+    ///
+    /// ### Why is this bad?
+    /// Two deliveries of the same message that run at the same time both read "not
+    /// processed", both do the work and both write the marker: a double refund, a second
+    /// e-mail, a second paid job. The claim must be one atomic step that tells exactly one
+    /// worker it won, and it must come before the effects.
+    ///
+    /// ### Known problems
+    /// Keys are compared where both are derived in ways the linter can see; when one is
+    /// opaque, the same store and table are taken as the same key. A unique constraint
+    /// that makes a plain `INSERT` fail on the second worker is not visible in the code
+    /// and such a guard is still reported. Cache-aside (read a cached value, compute it,
+    /// write it back) is not a guard and is not reported, unless the key or table names
+    /// an idempotency or dedupe record.
+    ///
+    /// ### Example
+    /// ```rust
+    /// async fn handle(conn: &mut redis::aio::ConnectionManager, msg: &Msg) -> redis::RedisResult<()> {
+    ///     let key = format!("processed:{}", msg.id);
+    ///     if conn.exists(&key).await? {
+    ///         return Ok(());
+    ///     }
+    ///     refund(msg).await;
+    ///     conn.set(&key, 1).await
+    /// }
+    /// ```
+    ///
+    /// ### Use instead
+    /// ```rust
+    /// async fn handle(conn: &mut redis::aio::ConnectionManager, msg: &Msg) -> redis::RedisResult<()> {
+    ///     let key = format!("processed:{}", msg.id);
+    ///     let claimed: bool = redis::cmd("SET").arg(&key).arg(1).arg("NX").arg("EX").arg(86_400)
+    ///         .query_async(conn).await?;
+    ///     if !claimed {
+    ///         return Ok(());
+    ///     }
+    ///     refund(msg).await;
+    ///     Ok(())
+    /// }
+    /// ```
+    pub CHECK_THEN_ACT, "check_then_act", Warn,
+    "a store is read to decide, then written without an atomic condition"
+}
+
+/// One finding: the write, the read and the branch that decided.
+struct Finding {
+    write: StoreEvent,
+    read: StoreEvent,
+    branch: Span,
+    /// For a claim that comes after the work: the first effect before it.
+    late_after: Option<Span>,
+}
+
+pub fn check(cx: &mut LintContext<'_>) {
+    let package = cx.package;
+    let summaries = cx.analysis().summaries(package);
+    let mut findings = Vec::new();
+    for id in summaries.ids() {
+        if id.def(package).1.in_test {
+            continue;
+        }
+        findings.extend(fn_findings(summaries.flow(id)));
+    }
+    for f in findings {
+        report(cx, f);
+    }
+}
+
+fn fn_findings(flow: &FnFlow) -> Vec<Finding> {
+    let mut out: Vec<Finding> = Vec::new();
+    for write in flow
+        .store_events
+        .iter()
+        .filter(|w| w.access.access.is_write())
+    {
+        let found = flow.decisions.iter().find_map(|d| {
+            d.ops
+                .iter()
+                .map(|&r| &flow.store_events[r])
+                .filter(|r| is_racy_check(r))
+                .find(|r| {
+                    same_record(r, write)
+                        && is_guard_marker(r, write)
+                        && on_proceed_path(d, write.span)
+                })
+                .map(|r| (d, r))
+        });
+        let Some((decision, read)) = found else {
+            continue;
+        };
+        let late_after = match write.access.access {
+            Access::Write => None,
+            _ => match effect_between(flow, decision, write.span) {
+                Some(e) => Some(e),
+                // An atomic write right after the check is the claim: the check is only a
+                // shortcut.
+                None => continue,
+            },
+        };
+        if !out.iter().any(|f| f.write.span == write.span) {
+            out.push(Finding {
+                write: write.clone(),
+                read: read.clone(),
+                branch: decision.span,
+                late_after,
+            });
+        }
+    }
+    out
+}
+
+/// A read whose answer can be stale by the time of the write: not a locking read.
+fn is_racy_check(r: &StoreEvent) -> bool {
+    r.access.access == Access::Read && !r.access.locking
+}
+
+/// Same store, same table where both name one, same key where both can be compared.
+fn same_record(read: &StoreEvent, write: &StoreEvent) -> bool {
+    let (r, w) = (&read.access, &write.access);
+    if r.store != w.store {
+        return false;
+    }
+    if let (Some(a), Some(b)) = (&r.table, &w.table) {
+        if !a.eq_ignore_ascii_case(b) {
+            return false;
+        }
+    }
+    match (&r.key, &w.key) {
+        (Some(a), Some(b)) => a.same_key(b),
+        _ => true,
+    }
+}
+
+/// The write records that the work was done (a marker, an idempotency or dedupe record),
+/// rather than caching computed data under the key (cache-aside).
+fn is_guard_marker(read: &StoreEvent, write: &StoreEvent) -> bool {
+    // A dedupe table's name, or a key that says what it marks (`done:{id}`, `lock:{id}`).
+    let names_a_guard = |text: &str| {
+        let t = text.to_ascii_lowercase();
+        is_dedupe_table_name(&t)
+            || ["seen", "done", "lock", "claim"]
+                .iter()
+                .any(|w| t.contains(w))
+    };
+    let key_named = [&read.access, &write.access].iter().any(|a| {
+        a.key.as_ref().is_some_and(|k| names_a_guard(&k.text))
+            || a.table.as_deref().is_some_and(names_a_guard)
+            || a.dedupe_table
+    });
+    write.access.value_is_marker || key_named
+}
+
+/// Whether the code at `span` runs on the path where the check found nothing: inside a
+/// branch not taken when the key was present, or after the decision when a branch taken
+/// when it was present (or not known to be otherwise) leaves the block.
+fn on_proceed_path(d: &Decision, span: Span) -> bool {
+    if span.lo <= d.span.hi {
+        return false;
+    }
+    if let Some(b) = d.branches.iter().find(|b| b.span.contains(span)) {
+        return b.when_present != Some(true);
+    }
+    d.block.contains(span)
+        && d.branches
+            .iter()
+            .any(|b| b.diverges && b.when_present != Some(false))
+}
+
+/// The first effect after the decision and before `write`, on the path that goes on.
+fn effect_between(flow: &FnFlow, d: &Decision, write: Span) -> Option<Span> {
+    flow.effects
+        .iter()
+        .filter(|e| e.span.lo > d.span.hi && e.span.hi <= write.lo)
+        .filter(|e| {
+            !d.branches
+                .iter()
+                .any(|b| b.diverges && b.span.contains(e.span))
+        })
+        .map(|e| e.span)
+        .next()
+}
+
+fn report(cx: &mut LintContext<'_>, f: Finding) {
+    let (w, r) = (&f.write.access, &f.read.access);
+    let message = match f.late_after {
+        None => format!(
+            "`{}` check and `{}` write are not atomic: two deliveries can both pass the check",
+            r.command, w.command
+        ),
+        Some(_) => format!(
+            "the atomic `{}` comes after the work, so two deliveries can both pass the `{}` check",
+            w.command, r.command
+        ),
+    };
+    cx.span_lint(&CHECK_THEN_ACT, f.write.span, message, |d| {
+        d.primary_label(match f.late_after {
+            None => "the marker is written here without an atomic condition",
+            Some(_) => "claimed here, after the work",
+        });
+        d.span_label(f.read.span, "the store is checked here");
+        if !f.branch.contains(f.read.span) {
+            d.span_label(f.branch, "and the check decides here");
+        }
+        // Through a helper: where the helper touches the store.
+        if f.read.via.is_some() {
+            d.span_label(
+                f.read.access.span,
+                format!("`{}` reads the store here", r.command),
+            );
+        }
+        if f.write.via.is_some() {
+            d.span_label(
+                f.write.access.span,
+                format!("`{}` writes it here", w.command),
+            );
+        }
+        if let Some(e) = f.late_after {
+            d.span_label(e, "the work starts here, before the claim");
+        }
+        d.help(atomic_form(w.store));
+        d.help("or put `#[idempotent(key = ..., store = ...)]` on the handler");
+    });
+}
+
+fn atomic_form(store: Store) -> &'static str {
+    match store {
+        Store::Redis => {
+            "claim the key in one step before the work: `SET key value NX EX ttl` \
+             (`set_nx`, or `set_options` with `NX`), and skip the work when it returns false"
+        }
+        Store::DynamoDb => {
+            "claim the item in one step before the work: `put_item` with \
+             `.condition_expression(\"attribute_not_exists(pk)\")`, and skip the work on \
+             `ConditionalCheckFailedException`"
+        }
+        Store::Sql => {
+            "claim the row in one step before the work: `INSERT ... ON CONFLICT DO NOTHING` \
+             and skip the work when `rows_affected()` is 0"
+        }
+    }
+}

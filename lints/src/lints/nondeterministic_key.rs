@@ -1,0 +1,147 @@
+use crate::analysis::flow::{FnFlow, KeyUse, Source, Step};
+use crate::analysis::FnId;
+use crate::catalog::SinkKind;
+use crate::context::LintContext;
+use crate::declare_lint;
+use crate::model::Span;
+use std::collections::HashSet;
+
+declare_lint! {
+    /// ### What it does
+    /// Finds idempotency and deduplication keys derived from a clock or a random generator:
+    /// `Uuid::new_v4()`, `Uuid::now_v7()`, `Utc::now()`, `SystemTime::now()`,
+    /// `Instant::now()`, `rand::random()`, `thread_rng()`, `Ulid::new()`, `nanoid!()`,
+    /// `fastrand`, and functions of the crate that return one of them. A key is a value
+    /// passed as an AWS idempotency token (`client_request_token`, `client_token`,
+    /// `idempotency_token`, `message_deduplication_id`, Step Functions' `name`), the key of
+    /// an atomic reservation (`SET NX`, a conditional `put_item`, an insert into a dedupe
+    /// table), the `key` of `#[idempotent]`, an `Idempotency-Key` header, or a binding,
+    /// field or parameter named like a key (`idempotency_key`, `dedupe_id`,
+    /// `request_token`, `processed_id`).
+    ///
+    /// ### Why is this bad?
+    /// A redelivered message, a retried request or a restarted worker runs the code again
+    /// and makes a new key, so the store, the API or the queue never sees the same key
+    /// twice and every duplicate is processed as new. The key must come from the intent
+    /// (the message), not from the execution.
+    ///
+    /// ### Known problems
+    /// Values are followed through the crate's own code but not through other crates: a
+    /// key built by a dependency from a random value is not seen. A timestamp stored as
+    /// data, an expiry computed from `now()` and a fresh id for a new record are not keys
+    /// and are not reported; neither is test code, nor a random default used only when no
+    /// key was given (`given.unwrap_or_else(|| Uuid::new_v4().to_string())`), which is
+    /// deliberate: the place to fix is the caller that gives none. Configure more sources with
+    /// `sources = ["my_ids::fresh"]` and more key names with `key_names = ["job_key"]` in
+    /// `[lints.nondeterministic_key]`.
+    ///
+    /// ### Example
+    /// ```rust
+    /// async fn transcode(mc: &aws_sdk_mediaconvert::Client, msg: &Upload) -> Result<(), Error> {
+    ///     let token = uuid::Uuid::new_v4().to_string();
+    ///     mc.create_job().client_request_token(token).send().await?;
+    ///     Ok(())
+    /// }
+    /// ```
+    ///
+    /// ### Use instead
+    /// ```rust
+    /// async fn transcode(mc: &aws_sdk_mediaconvert::Client, msg: &Upload) -> Result<(), Error> {
+    ///     let token = format!("{}-transcode-{}", msg.file_id, msg.version);
+    ///     mc.create_job().client_request_token(token).send().await?;
+    ///     Ok(())
+    /// }
+    /// ```
+    pub NONDETERMINISTIC_KEY, "nondeterministic_key", Warn,
+    "an idempotency key is derived from a clock or a random generator"
+}
+
+/// One finding, gathered before reporting (the analysis borrows the context).
+struct Finding {
+    sink: SinkKind,
+    span: Span,
+    source: Source,
+    steps: Vec<Step>,
+    callee_sink: Option<Span>,
+}
+
+pub fn check(cx: &mut LintContext<'_>) {
+    let package = cx.package;
+    let summaries = cx.analysis().summaries(package);
+    let mut findings = Vec::new();
+    let mut seen = HashSet::new();
+    for id in summaries.ids() {
+        if is_test_code(id, package) {
+            continue;
+        }
+        for f in fn_findings(summaries.flow(id)) {
+            if seen.insert((f.source.span, f.span)) {
+                findings.push(f);
+            }
+        }
+    }
+    for f in findings {
+        report(cx, f);
+    }
+}
+
+/// Keys in tests are test data.
+fn is_test_code(id: FnId, package: &crate::model::Package) -> bool {
+    id.def(package).1.in_test
+}
+
+/// Each nondeterministic source reaching a key sink in this function, once, at its
+/// strongest sink (an API or store sink before a name-only one, then the first).
+fn fn_findings(flow: &FnFlow) -> Vec<Finding> {
+    let mut best: Vec<(&KeyUse, &Source, Vec<Step>)> = Vec::new();
+    for ku in &flow.key_uses {
+        for (source, trail) in ku.value.nondet() {
+            let steps: Vec<Step> = trail.steps().into_iter().cloned().collect();
+            match best.iter_mut().find(|(_, s, _)| s.span == source.span) {
+                Some(slot) if stronger(ku, slot.0) => *slot = (ku, source, steps),
+                Some(_) => {}
+                None => best.push((ku, source, steps)),
+            }
+        }
+    }
+    best.into_iter()
+        .map(|(ku, source, steps)| Finding {
+            sink: ku.sink.clone(),
+            span: ku.span,
+            source: source.clone(),
+            steps,
+            callee_sink: ku.via.map(|(_, s)| s),
+        })
+        .collect()
+}
+
+fn stronger(a: &KeyUse, b: &KeyUse) -> bool {
+    match (a.sink.is_name_only(), b.sink.is_name_only()) {
+        (false, true) => true,
+        (true, false) => false,
+        _ => a.span.lo < b.span.lo,
+    }
+}
+
+fn report(cx: &mut LintContext<'_>, f: Finding) {
+    let message = format!(
+        "idempotency key derived from `{}` changes on every delivery, so duplicates are never detected",
+        f.source.what.trim_end_matches("()")
+    );
+    cx.span_lint(&NONDETERMINISTIC_KEY, f.span, message, |d| {
+        d.primary_label(f.sink.describe());
+        d.span_label(f.source.span, f.source.kind.describe());
+        for step in &f.steps {
+            if step.span != f.span && step.span != f.source.span {
+                d.span_label(step.span, step.note.clone());
+            }
+        }
+        if let Some(s) = f.callee_sink {
+            d.span_label(s, "where the called function uses it as a key");
+        }
+        d.help(
+            "derive the key from the message: its event, command or order id, or file id + \
+             stage + content version",
+        );
+    });
+}
