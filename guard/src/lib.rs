@@ -1,1 +1,132 @@
+//! Runs a handler at most once per idempotency key, however often its message is delivered.
+//!
+//! Queues, webhooks, Lambda retries and double clicks deliver the same request more than once.
+//! The guard makes the handler safe: one atomic reservation per key (no check-then-act race),
+//! the stored result replayed to duplicates, a concurrent duplicate refused (or made to wait),
+//! a key reused with a different payload refused, a crashed attempt taken over after its lease,
+//! and, with PostgreSQL, the completion written in the same transaction as the business change.
+//!
+//! # With the attribute
+//!
+//! ```
+//! use idem_guard::{idempotent, MemoryStore};
+//! use serde::{Deserialize, Serialize};
+//!
+//! #[derive(Debug)]
+//! enum AppError { Guard(idem_guard::Error) }
+//! impl From<idem_guard::Error> for AppError {
+//!     fn from(e: idem_guard::Error) -> Self { AppError::Guard(e) }
+//! }
+//!
+//! #[derive(Serialize, Deserialize, Clone)]
+//! struct Refund { refund_id: String, cents: u64 }
+//!
+//! struct Payments { store: MemoryStore, refunded_cents: std::sync::atomic::AtomicU64 }
+//!
+//! impl Payments {
+//!     // The key comes from the command (its id); the payload is every argument but `self`.
+//!     #[idempotent(key = refund.refund_id, store = self.store)]
+//!     async fn refund(&self, refund: Refund) -> Result<u64, AppError> {
+//!         let total = self.refunded_cents.fetch_add(refund.cents, std::sync::atomic::Ordering::SeqCst);
+//!         Ok(total + refund.cents)
+//!     }
+//! }
+//!
+//! # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), AppError> {
+//! let payments = Payments { store: MemoryStore::new(), refunded_cents: Default::default() };
+//! let refund = Refund { refund_id: "rf_1".into(), cents: 500 };
+//! assert_eq!(payments.refund(refund.clone()).await?, 500);
+//! // The redelivery replays the stored result; the money moves once.
+//! assert_eq!(payments.refund(refund).await?, 500);
+//! // The same id with another amount is refused, not served.
+//! let other = Refund { refund_id: "rf_1".into(), cents: 900 };
+//! assert!(matches!(
+//!     payments.refund(other).await,
+//!     Err(AppError::Guard(idem_guard::Error::Rejected(idem_guard::Rejected::PayloadMismatch { .. })))
+//! ));
+//! # Ok(()) }
+//! ```
+//!
+//! The attribute expands to a call of [`Guard::run`] (see [`idempotent`] for its options); use
+//! that directly where an attribute does not fit. Stores: [`MemoryStore`] (one process),
+//! [`RedisStore`], [`PostgresStore`] (with [`Guard::run_in_tx`]); implement [`Store`] for another.
 
+// Lets `#[idempotent]`, which names `::idem_guard`, be used in this crate's own tests.
+extern crate self as idem_guard;
+
+pub mod batch;
+mod error;
+mod guard;
+mod key;
+mod memory;
+pub mod on_error;
+mod postgres;
+mod redis;
+mod store;
+mod transactional;
+
+pub use crate::error::{Error, Rejected};
+pub use crate::guard::{Guard, InFlight, Outcome, DEFAULT_LEASE, DEFAULT_RETENTION};
+pub use crate::key::{DisplayKey, Fingerprint, KeyPart, Payload, MAX_KEY_LEN};
+pub use crate::memory::{MemoryStore, DEFAULT_CAPACITY};
+pub use crate::on_error::Classify;
+pub use crate::postgres::{PostgresStore, MIGRATION};
+pub use crate::redis::RedisStore;
+pub use crate::store::{OwnerToken, Reservation, Store, StoredResult};
+pub use crate::transactional::{TxAttempt, TxStart};
+
+/// Makes an `async fn` returning `Result<T, E>` idempotent. See the crate docs for an example.
+///
+/// ```text
+/// #[idempotent(
+///     key = <expr over the arguments>,      // required: String, &str, integer, Option, tuple, or Display
+///     store = <expr>,                       // required: a Store (cloned), e.g. self.store
+///     payload = <expr>,                     // default: all arguments but self, as a tuple
+///     prefix = "name",                      // names the operation (also spelled `scope`); default: the fn name
+///     tenant = <expr>,                      // tenant scoping: one more part of the key
+///     lease = <Duration expr>,              // default 60 s, renewed while the body runs
+///     retention = <Duration expr>,          // default 24 h
+///     in_flight = "reject" | wait(<Duration expr>),
+///     on_error = "release" | "cache" | "classify",
+///     required = false,                     // a `None` key runs unguarded instead of failing
+///     tx = <argument name>,                 // PostgreSQL: complete in this transaction argument
+/// )]
+/// ```
+///
+/// `E` must implement `From<idem_guard::Error>`. When the function returns
+/// `Result<Outcome<T>, E>`, its body builds `Outcome::fresh(value)` and callers learn whether a
+/// result was replayed. A `key` that calls a clock or an RNG (`Uuid::new_v4()`, `Utc::now()`,
+/// `rand::random()`...) is a compile error: it would give every redelivery a new key.
+pub use idem_guard_macros::idempotent;
+
+/// Support for the code `#[idempotent]` generates; not a public API.
+#[doc(hidden)]
+pub mod __private {
+    use std::fmt::Display;
+
+    use crate::KeyPart;
+
+    /// Picks a key type's [`KeyPart`] impl when it has one and its `Display` otherwise (autoref
+    /// specialization: the `KeyPart` method matches without the extra reference, so wins).
+    pub struct KeyProbe<'a, T: ?Sized>(pub &'a T);
+
+    pub trait ByKeyPart {
+        fn idem_key(&self) -> Option<String>;
+    }
+
+    impl<T: KeyPart + ?Sized> ByKeyPart for KeyProbe<'_, T> {
+        fn idem_key(&self) -> Option<String> {
+            self.0.key_part()
+        }
+    }
+
+    pub trait ByDisplay {
+        fn idem_key(&self) -> Option<String>;
+    }
+
+    impl<T: Display + ?Sized> ByDisplay for &KeyProbe<'_, T> {
+        fn idem_key(&self) -> Option<String> {
+            Some(self.0.to_string())
+        }
+    }
+}

@@ -2,6 +2,7 @@
 //!
 //! - [`model`]: each file lowered to a `Send` tree with byte spans ([`model::lower_file`]).
 //! - [`diagnostic`], [`lint`]: the finding model and the lint declarations.
+//! - [`catalog`]: the tables lints match code against (generated where possible).
 //! - [`lints`]: one module per lint, each opening with its documentation; [`lints::ALL`].
 //! - [`analysis`], [`catalog`]: the analysis layer (resolution, value flow, store operations,
 //!   function summaries) and the catalogs of sources and sinks it looks for.

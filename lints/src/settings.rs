@@ -6,6 +6,7 @@ use serde::Deserialize;
 /// The settings of every lint that has some, each with its defaults.
 #[derive(Debug, Clone, Default)]
 pub struct Settings {
+    pub missing_idempotency_token: crate::lints::missing_idempotency_token::Settings,
     pub nondeterministic_key: NondeterministicKeySettings,
     pub unguarded_entry_point: UnguardedEntryPointSettings,
     pub mark_outside_transaction: MarkOutsideTransactionSettings,
@@ -48,6 +49,12 @@ impl Settings {
     /// driver). Errors name the offending key.
     pub fn set(&mut self, lint: &str, value: serde_json::Value) -> Result<(), String> {
         match lint {
+            "missing_idempotency_token" => {
+                self.missing_idempotency_token =
+                    parse::<crate::lints::missing_idempotency_token::Settings>(value)?
+                        .normalize()?;
+                Ok(())
+            }
             "nondeterministic_key" => {
                 self.nondeterministic_key = parse(value)?;
                 Ok(())

@@ -1,1 +1,218 @@
+//! `#[idempotent]`: the attribute of `idem-guard`. Documented on its re-export,
+//! `idem_guard::idempotent`.
+//!
+//! The expansion is ordinary code over the plain API: compute the key and the payload fingerprint
+//! from the arguments, build a `Guard` from the options, and hand the original body to
+//! `Guard::run` (or `run_outcome` / `run_in_tx`) as an `async move` block.
 
+mod nondeterminism;
+mod options;
+
+use proc_macro::TokenStream;
+use proc_macro2::TokenStream as TokenStream2;
+use quote::{quote, quote_spanned};
+use syn::spanned::Spanned;
+use syn::{FnArg, GenericArgument, ItemFn, Pat, PathArguments, ReturnType, Type};
+
+use crate::options::{InFlight, OnError, Options};
+
+/// Makes an `async fn` returning `Result<T, E>` run at most once per key.
+#[proc_macro_attribute]
+pub fn idempotent(args: TokenStream, item: TokenStream) -> TokenStream {
+    let item2 = TokenStream2::from(item.clone());
+    match expand(args.into(), item2.clone()) {
+        Ok(tokens) => tokens.into(),
+        // Emitting the function unchanged next to the error keeps the user's other code
+        // compiling, so the only error they see is ours.
+        Err(e) => {
+            let error = e.to_compile_error();
+            quote!(#error #item2).into()
+        }
+    }
+}
+
+fn expand(args: TokenStream2, item: TokenStream2) -> syn::Result<TokenStream2> {
+    let options = Options::parse(args)?;
+    let mut func: ItemFn = syn::parse2(item)?;
+    if func.sig.asyncness.is_none() {
+        return Err(syn::Error::new(
+            func.sig.fn_token.span(),
+            "#[idempotent] goes on an `async fn` returning `Result<T, E>`",
+        ));
+    }
+    let ret = match &func.sig.output {
+        ReturnType::Type(_, ty) => (**ty).clone(),
+        ReturnType::Default => return Err(syn::Error::new(
+            func.sig.ident.span(),
+            "#[idempotent] needs a return type `Result<T, E>` with `E: From<idem_guard::Error>`",
+        )),
+    };
+    for expr in [
+        Some(&options.key),
+        options.scope.as_ref(),
+        options.payload.as_ref(),
+    ]
+    .into_iter()
+    .flatten()
+    {
+        nondeterminism::reject(expr, options.name_of(expr))?;
+    }
+
+    let key = &options.key;
+    let store = &options.store;
+    let payload = match &options.payload {
+        Some(payload) => quote!(&(#payload)),
+        None => default_payload(&func, options.tx.as_ref())?,
+    };
+    let prefix = match &options.prefix {
+        Some(prefix) => quote!(#prefix),
+        None => {
+            let name = func.sig.ident.to_string();
+            quote!(#name)
+        }
+    };
+    let mut builder = quote!(::idem_guard::Guard::new((#store).clone()).prefix(#prefix));
+    if let Some(scope) = &options.scope {
+        let scope = key_probe(scope);
+        builder.extend(quote!(.tenant(#scope)));
+    }
+    if let Some(lease) = &options.lease {
+        builder.extend(quote!(.lease(#lease)));
+    }
+    if let Some(retention) = &options.retention {
+        builder.extend(quote!(.retention(#retention)));
+    }
+    match &options.in_flight {
+        Some(InFlight::Reject) => {
+            builder.extend(quote!(.in_flight(::idem_guard::InFlight::Reject)))
+        }
+        Some(InFlight::Wait(d)) => {
+            builder.extend(quote!(.in_flight(::idem_guard::InFlight::Wait(#d))))
+        }
+        None => {}
+    }
+    match options.on_error {
+        Some(OnError::Release) => {
+            builder.extend(quote!(.on_error(::idem_guard::on_error::Release)))
+        }
+        Some(OnError::Cache) => builder.extend(quote!(.on_error(::idem_guard::on_error::Cache))),
+        Some(OnError::Classify) => {
+            builder.extend(quote!(.on_error(::idem_guard::on_error::Classified)))
+        }
+        None => {}
+    }
+    if let Some(required) = &options.required {
+        builder.extend(quote!(.required(#required)));
+    }
+
+    let block = &func.block;
+    let returns_outcome = ok_type(&ret).is_some_and(is_outcome);
+    // The body keeps its declared return type, so `?` and `return` inside it mean what they
+    // meant before the attribute was added.
+    let body = if returns_outcome {
+        quote!({ let __idem_result: #ret = #block; __idem_result.map(::idem_guard::Outcome::into_inner) })
+    } else {
+        quote!({ let __idem_result: #ret = #block; __idem_result })
+    };
+    let key_value = key_probe(key);
+    let prelude = quote! {
+        // #[idempotent]: the key and the payload fingerprint are taken from the arguments as they
+        // arrive, before the body can change them.
+        let __idem_key = #key_value;
+        let __idem_fingerprint = match ::idem_guard::Fingerprint::of(#payload) {
+            ::core::result::Result::Ok(fingerprint) => fingerprint,
+            ::core::result::Result::Err(error) => {
+                return ::core::result::Result::Err(::core::convert::From::from(error));
+            }
+        };
+        let __idem_guard = #builder;
+    };
+    let span = func.block.span();
+    let new_block = match &options.tx {
+        None => {
+            let run = if returns_outcome {
+                quote!(run_outcome)
+            } else {
+                quote!(run)
+            };
+            quote_spanned! {span=> {
+                #prelude
+                __idem_guard.#run(__idem_key, __idem_fingerprint, move || async move #body).await
+            }}
+        }
+        // The transaction is never lent to a closure (that future could not be proved `Send`):
+        // reserve through it, run the body inline, finish through it.
+        Some(tx) => {
+            let (done, fresh) = if returns_outcome {
+                (quote!(done), quote!(.map(::idem_guard::Outcome::fresh)))
+            } else {
+                (
+                    quote!(done.map(::idem_guard::Outcome::into_inner)),
+                    quote!(),
+                )
+            };
+            quote_spanned! {span=> {
+                #prelude
+                let __idem_attempt = match __idem_guard.begin_in_tx(&mut *#tx, __idem_key, __idem_fingerprint).await {
+                    ::core::result::Result::Ok(::idem_guard::TxStart::Run(attempt)) => attempt,
+                    ::core::result::Result::Ok(::idem_guard::TxStart::Done(done)) => return #done,
+                    ::core::result::Result::Err(error) => return ::core::result::Result::Err(error),
+                };
+                let __idem_result = async #body.await;
+                __idem_attempt.finish(&__idem_guard, &mut *#tx, __idem_result).await #fresh
+            }}
+        }
+    };
+    *func.block = syn::parse2(new_block)?;
+    Ok(quote!(#func))
+}
+
+/// `Option<String>` of a key expression: its `KeyPart` impl if it has one, else its `Display`.
+fn key_probe(expr: &syn::Expr) -> TokenStream2 {
+    quote!({
+        use ::idem_guard::__private::{ByDisplay as _, ByKeyPart as _};
+        (&::idem_guard::__private::KeyProbe(&(#expr))).idem_key()
+    })
+}
+
+/// All arguments but `self` and the transaction, as a tuple of references.
+fn default_payload(func: &ItemFn, tx: Option<&syn::Ident>) -> syn::Result<TokenStream2> {
+    let mut parts = Vec::new();
+    for arg in &func.sig.inputs {
+        let FnArg::Typed(arg) = arg else { continue };
+        match &*arg.pat {
+            Pat::Ident(p) if Some(&p.ident) == tx => {}
+            Pat::Ident(p) => {
+                let ident = &p.ident;
+                parts.push(quote!(&#ident));
+            }
+            other => {
+                return Err(syn::Error::new_spanned(
+                    other,
+                    "the default payload takes arguments by name; with a pattern here, say what the payload is: `payload = (...)`",
+                ))
+            }
+        }
+    }
+    Ok(quote!(&(#(#parts,)*)))
+}
+
+/// `T` of `Result<T, E>` (or of an alias named `...Result<T>`).
+fn ok_type(ret: &Type) -> Option<&Type> {
+    let Type::Path(path) = ret else { return None };
+    let last = path.path.segments.last()?;
+    if !last.ident.to_string().ends_with("Result") {
+        return None;
+    }
+    let PathArguments::AngleBracketed(args) = &last.arguments else {
+        return None;
+    };
+    args.args.iter().find_map(|a| match a {
+        GenericArgument::Type(t) => Some(t),
+        _ => None,
+    })
+}
+
+fn is_outcome(ty: &Type) -> bool {
+    matches!(ty, Type::Path(p) if p.path.segments.last().is_some_and(|s| s.ident == "Outcome"))
+}

@@ -14,6 +14,7 @@
 //!   with [`Analysis::summaries`].
 
 pub mod callgraph;
+pub mod chain;
 pub mod completion;
 pub mod dominance;
 pub mod effects;
@@ -28,6 +29,7 @@ pub mod transactions;
 pub mod types;
 
 pub use callgraph::{Call, CallGraph, CallKind};
+pub use chain::{Chain, Locals, MethodStep, Step};
 pub use flow::{FnFlow, FnId, KeyDesc, Value};
 pub use resolve::{DefPath, Krate, Resolver};
 pub use store_ops::{Access, Store, StoreOp};

@@ -509,6 +509,19 @@ impl Resolver {
         }
     }
 
+    /// Whether a `use` of `module` (in target `target`) imports anything from the external
+    /// crate `krate`, renamed or globbed: `use aws_sdk_s3 as s3;`, `use aws_sdk_s3::types::*;`.
+    pub fn imports_from(&self, target: usize, module: &[String], krate: &str) -> bool {
+        let Some(scope) = self.scope(target, module) else {
+            return false;
+        };
+        scope
+            .uses
+            .values()
+            .chain(&scope.globs)
+            .any(|path| self.resolve_use_path(target, module, path, 0).crate_name() == Some(krate))
+    }
+
     /// The path of a function's definition: `crate::a::f`, or `crate::a::S::f` for methods
     /// (the `Self` type resolved), or `crate::a::Trait::f` for trait declarations.
     pub fn fn_path(&self, file: &FileModel, f: &FnDef) -> DefPath {

@@ -24,11 +24,13 @@ const CONSTRUCTORS: &[&str] = &[
     "build",
 ];
 
-/// Methods whose result has the receiver's type (or a reference to it).
+/// Methods whose result has the receiver's type, a reference to it, or the same type inside
+/// `Option`/`Result` (which types here see through): `self.client.as_ref().context("..")?`.
 const SAME_TYPE_METHODS: &[&str] = &[
     "clone",
     "as_ref",
     "as_mut",
+    "as_deref",
     "borrow",
     "borrow_mut",
     "lock",
@@ -36,6 +38,13 @@ const SAME_TYPE_METHODS: &[&str] = &[
     "write",
     "unwrap",
     "expect",
+    "unwrap_or",
+    "unwrap_or_else",
+    "unwrap_or_default",
+    "ok_or",
+    "ok_or_else",
+    "context",
+    "with_context",
     "to_owned",
     "get_ref",
     "get_mut",
@@ -201,9 +210,23 @@ impl<'a> TypeEnv<'a> {
                 }
             });
         }
-        // Lets inside nested blocks (closures, async blocks, branches) bind too.
+        // Lets inside nested blocks (closures, async blocks, branches) bind too, and so do
+        // `if let Some(c) = &state.client` and `match` arms: wrappers are already stripped
+        // from the types here, so `Some(c)` of an `Option<Client>` is a `Client`.
         for stmt in &block.stmts {
             stmt.walk(&mut |e| {
+                let unwrapped: Vec<(&Pat, &Expr)> = match &e.kind {
+                    ExprKind::Let { pat, expr } => vec![(pat, expr)],
+                    ExprKind::Match { scrutinee, arms } => {
+                        arms.iter().map(|a| (&a.pat, &**scrutinee)).collect()
+                    }
+                    _ => Vec::new(),
+                };
+                for (pat, value) in unwrapped {
+                    if let (Some(n), Some(t)) = (unwrapped_name(pat), self.type_of(value)) {
+                        self.locals.insert(n.to_owned(), t);
+                    }
+                }
                 let inner = match &e.kind {
                     ExprKind::Block(b) | ExprKind::Async { block: b, .. } => Some(b),
                     ExprKind::If { then, .. } => Some(then),
@@ -249,6 +272,28 @@ impl<'a> TypeEnv<'a> {
     /// The type of a local variable.
     pub fn local(&self, name: &str) -> Option<&DefPath> {
         self.locals.get(name)
+    }
+
+    /// The crate fn (file index, fn index) that a call expression calls, when the source says
+    /// which: `f(..)` and `m::f(..)` through the `use`s in scope, `Type::f(..)`, and `x.f(..)`
+    /// on a receiver of known type.
+    pub fn callee(&self, call: &Expr) -> Option<(usize, usize)> {
+        match &call.peel().kind {
+            ExprKind::Call { func, .. } => {
+                let path = func.as_path()?;
+                let callee = self
+                    .resolver
+                    .resolve(self.target, self.module, path, self.self_ty);
+                self.types.crate_fn(&callee)
+            }
+            ExprKind::MethodCall {
+                receiver, method, ..
+            } => {
+                let ty = self.type_of(receiver)?;
+                self.types.crate_fn(&ty.child(method))
+            }
+            _ => None,
+        }
     }
 
     /// The type of `expr`, when the source gives evidence for it.
@@ -306,22 +351,39 @@ impl<'a> TypeEnv<'a> {
             ExprKind::MethodCall {
                 receiver, method, ..
             } if SAME_TYPE_METHODS.contains(&method.as_str()) => self.type_of(receiver),
-            // A method of a crate type returns what it declares (`state.repo()`).
-            ExprKind::MethodCall {
-                receiver, method, ..
-            } => {
-                let ty = self.type_of(receiver).filter(DefPath::is_local)?;
-                self.return_type(self.types.crate_fn(&ty.child(method))?)
-            }
+            // A method of a crate type returns what it declares (`self.media()`).
+            ExprKind::MethodCall { .. } => self.return_type(self.callee(expr)?),
             ExprKind::Struct { path, .. } => {
                 Some(
                     self.resolver
                         .resolve(self.target, self.module, path, self.self_ty),
                 )
             }
-            ExprKind::Block(b) => b.tail().and_then(|t| self.type_of(t)),
+            ExprKind::Block(b) | ExprKind::Async { block: b, .. } => {
+                b.tail().and_then(|t| self.type_of(t))
+            }
+            // Every branch has the same type: the first that shows it decides.
+            ExprKind::If { then, els, .. } => then
+                .tail()
+                .and_then(|t| self.type_of(t))
+                .or_else(|| els.as_ref().and_then(|e| self.type_of(e))),
+            ExprKind::Match { arms, .. } => arms.iter().find_map(|a| self.type_of(&a.body)),
             _ => None,
         }
+    }
+}
+
+/// The name bound to the value inside `Some(x)`, `Ok(x)`, or to the value itself by `x`.
+fn unwrapped_name(pat: &Pat) -> Option<&str> {
+    match pat {
+        Pat::TupleStruct { path, elems } if matches!(path.last(), "Some" | "Ok") => {
+            match elems.as_slice() {
+                [one] => one.simple_name(),
+                _ => None,
+            }
+        }
+        Pat::Ref(p) => unwrapped_name(p),
+        other => other.simple_name(),
     }
 }
 
@@ -347,7 +409,7 @@ mod tests {
         let src = r#"
             use aws_sdk_mediaconvert::Client;
             use aws_sdk_ec2 as ec2;
-            struct Svc { mc: Client, other: std::sync::Arc<ec2::Client> }
+            struct Svc { mc: Client, other: std::sync::Arc<ec2::Client>, maybe: Option<ec2::Client> }
             fn make() -> Result<ec2::Client, ()> { todo!() }
             impl Svc {
                 fn go(&self, p: &Client) {
@@ -355,6 +417,9 @@ mod tests {
                     let b: ec2::Client = x;
                     let c = make()?;
                     let d = self.other.clone();
+                    let e = if cold { None } else { Some(aws_sdk_s3::Client::new(conf)) };
+                    if let Some(f) = &self.maybe { f.go(); }
+                    match self.maybe.as_ref() { Some(g) => g.go(), None => {} }
                 }
             }
         "#;
@@ -380,6 +445,9 @@ mod tests {
         assert!(is("b", "aws_sdk_ec2::Client"));
         assert!(is("c", "aws_sdk_ec2::Client"));
         assert!(is("d", "aws_sdk_ec2::Client"));
+        assert!(is("e", "aws_sdk_s3::Client"));
+        assert!(is("f", "aws_sdk_ec2::Client"));
+        assert!(is("g", "aws_sdk_ec2::Client"));
         let field = ExprKind::Field {
             base: Box::new(Expr {
                 kind: ExprKind::Path(crate::model::ir::Path {

@@ -1,5 +1,6 @@
 //! Catalogs of known APIs the analyses look for: nondeterministic value sources
-//! ([`sources`]) and places where a value is used as an idempotency key ([`sinks`]).
+//! ([`sources`]), places where a value is used as an idempotency key ([`sinks`]) and the
+//! operations that take an idempotency token ([`tokens`]).
 //!
 //! Both are data, not code: a lint asks "is this call a source?" or "is this name a key?"
 //! and the answer comes from a table that users extend in `idem-lint.toml`
@@ -7,6 +8,7 @@
 
 pub mod sinks;
 pub mod sources;
+pub mod tokens;
 
 pub use sinks::{SinkCatalog, SinkKind};
 pub use sources::{SourceCatalog, SourceKind};

@@ -3,6 +3,7 @@
 
 pub mod check_then_act;
 pub mod mark_outside_transaction;
+pub mod missing_idempotency_token;
 pub mod nondeterministic_key;
 pub mod unguarded_entry_point;
 
@@ -10,6 +11,7 @@ use crate::context::LintContext;
 use crate::lint::{Lint, PARSE_ERROR};
 pub use check_then_act::CHECK_THEN_ACT;
 pub use mark_outside_transaction::MARK_OUTSIDE_TRANSACTION;
+pub use missing_idempotency_token::MISSING_IDEMPOTENCY_TOKEN;
 pub use nondeterministic_key::NONDETERMINISTIC_KEY;
 pub use unguarded_entry_point::UNGUARDED_ENTRY_POINT;
 
@@ -24,6 +26,7 @@ pub static ALL: &[&Lint] = &[
     &PARSE_ERROR,
     &NONDETERMINISTIC_KEY,
     &CHECK_THEN_ACT,
+    &MISSING_IDEMPOTENCY_TOKEN,
     &UNGUARDED_ENTRY_POINT,
     &MARK_OUTSIDE_TRANSACTION,
 ];
@@ -36,6 +39,10 @@ pub static PASSES: &[LintPass] = &[
     LintPass {
         lints: &[&CHECK_THEN_ACT],
         check: check_then_act::check,
+    },
+    LintPass {
+        lints: &[&MISSING_IDEMPOTENCY_TOKEN],
+        check: missing_idempotency_token::check,
     },
     LintPass {
         lints: &[&UNGUARDED_ENTRY_POINT],

@@ -226,6 +226,14 @@ impl Lowerer {
                 self.named(module, &u.ident, &u.vis, ItemKind::Other);
                 ItemKind::Other
             }
+            syn::Item::Macro(m) => {
+                // `cfg_rt! { mod runtime; pub fn spawn(..) {..} }`: item macros that wrap items
+                // (tokio, hyper, cfg-if-free crates) hide modules and fns unless we look inside.
+                if let Some(items) = macro_items(&m.mac) {
+                    self.items(&items, module, inline, in_test);
+                }
+                ItemKind::Other
+            }
             _ => ItemKind::Other,
         };
         if !nested {
@@ -923,6 +931,23 @@ impl Lowerer {
     }
 }
 
+/// The items a macro invocation wraps, when its input parses as a list of items and it is not a
+/// macro definition.
+fn macro_items(mac: &syn::Macro) -> Option<Vec<syn::Item>> {
+    if mac.path.is_ident("macro_rules") {
+        return None;
+    }
+    mac.parse_body_with(|input: syn::parse::ParseStream<'_>| {
+        let mut items = Vec::new();
+        while !input.is_empty() {
+            items.push(input.parse::<syn::Item>()?);
+        }
+        Ok(items)
+    })
+    .ok()
+    .filter(|items| !items.is_empty())
+}
+
 /// Names captured inline by a format string: `{id}`, `{id:?}`, `{id:>8}`; not `{}`, `{0}`,
 /// `{{`.
 pub(crate) fn inline_captures(fmt: &str) -> Vec<String> {
@@ -1103,6 +1128,13 @@ mod tests {
             (b.path_attr.as_deref(), b.inline_parents.as_slice()),
             (Some("x.rs"), &["a".to_string()][..])
         );
+    }
+
+    #[test]
+    fn items_wrapped_in_item_macros_are_lowered() {
+        let m = lower("cfg_rt! { mod runtime; pub fn spawn() {} } macro_rules! m { () => {} }");
+        assert!(m.mods.iter().any(|d| d.name == "runtime"));
+        assert!(m.fns.iter().any(|f| f.name == "spawn"));
     }
 
     #[test]

@@ -1,0 +1,500 @@
+//! The guard: reserve, run, complete; the same steps for every store.
+
+use std::borrow::Cow;
+use std::future::Future;
+use std::time::Duration;
+
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use tokio::time::{sleep, Instant};
+
+use crate::key::{full_key, Fingerprint, KeyPart, Payload};
+use crate::on_error::{Disposition, OnError, Release};
+use crate::store::{OwnerToken, Reservation, Store, StoredResult};
+use crate::{Error, Rejected};
+
+/// Default lease of an in-progress record.
+pub const DEFAULT_LEASE: Duration = Duration::from_secs(60);
+/// Default retention of a completed record.
+pub const DEFAULT_RETENTION: Duration = Duration::from_secs(24 * 60 * 60);
+
+/// What a duplicate does while the first delivery of its key is still running.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum InFlight {
+    /// Fail at once with [`Rejected::InProgress`] and its retry-after (the default: the queue's
+    /// redelivery or the client's retry comes back later).
+    #[default]
+    Reject,
+    /// Poll until the first delivery completes (then return its result), its record is released
+    /// (then run), or the duration passes (then reject as above).
+    Wait(Duration),
+}
+
+/// A result and whether it was replayed from the store instead of produced by running the body.
+///
+/// Returned by [`Guard::run_outcome`]; an `#[idempotent]` function returning
+/// `Result<Outcome<T>, E>` gets the same (its body builds `Outcome::fresh(value)`). An HTTP
+/// handler uses it to set `Idempotent-Replayed: true`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Outcome<T> {
+    value: T,
+    replayed: bool,
+}
+
+impl<T> Outcome<T> {
+    /// A value produced by running the body now.
+    pub fn fresh(value: T) -> Self {
+        Outcome {
+            value,
+            replayed: false,
+        }
+    }
+
+    /// Whether the value was replayed from an earlier delivery.
+    pub fn is_replay(&self) -> bool {
+        self.replayed
+    }
+
+    /// The value.
+    pub fn into_inner(self) -> T {
+        self.value
+    }
+
+    /// The value, by reference.
+    pub fn value(&self) -> &T {
+        &self.value
+    }
+}
+
+impl<T> From<T> for Outcome<T> {
+    fn from(value: T) -> Self {
+        Outcome::fresh(value)
+    }
+}
+
+/// Runs a body at most once per key: the plain API behind `#[idempotent]`.
+///
+/// ```
+/// use idem_guard::{Guard, MemoryStore};
+/// use std::sync::atomic::{AtomicU32, Ordering};
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), idem_guard::Error> {
+/// let emails_sent = AtomicU32::new(0);
+/// let guard = Guard::new(MemoryStore::new()).prefix("send-receipt");
+/// for _delivery in 0..3 {
+///     // The key comes from the message (its order id), never from the clock or an RNG.
+///     let order_id = "order-81";
+///     let receipt: Result<String, idem_guard::Error> = guard
+///         .run(order_id, &order_id, || async {
+///             emails_sent.fetch_add(1, Ordering::SeqCst);
+///             Ok(format!("receipt for {order_id}"))
+///         })
+///         .await;
+///     assert_eq!(receipt?, "receipt for order-81");
+/// }
+/// assert_eq!(emails_sent.load(Ordering::SeqCst), 1);
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+pub struct Guard<S, P = Release> {
+    store: S,
+    prefix: Cow<'static, str>,
+    scope: Option<String>,
+    lease: Duration,
+    retention: Duration,
+    renew: bool,
+    in_flight: InFlight,
+    on_error: P,
+    required: bool,
+}
+
+/// Key and fingerprint, computed before the body runs; `None` when the key is missing and not
+/// required.
+pub(crate) type Prepared = Result<Option<(String, Fingerprint)>, Error>;
+
+/// What the store's answer means for this delivery.
+pub(crate) enum Step<T, E> {
+    Run,
+    Done(Result<Outcome<T>, E>),
+    Busy(Duration),
+}
+
+impl<S: Store> Guard<S> {
+    /// A guard over `store` with the defaults: prefix `"idem"`, lease 1 min renewed while the
+    /// body runs, retention 24 h, duplicates in flight rejected, errors released, key required.
+    pub fn new(store: S) -> Self {
+        Guard {
+            store,
+            prefix: Cow::Borrowed("idem"),
+            scope: None,
+            lease: DEFAULT_LEASE,
+            retention: DEFAULT_RETENTION,
+            renew: true,
+            in_flight: InFlight::Reject,
+            on_error: Release,
+            required: true,
+        }
+    }
+}
+
+impl<S: Store, P> Guard<S, P> {
+    /// Names the operation; part of every stored key, so two operations keyed by the same order
+    /// id do not dedupe each other. `#[idempotent]` uses the function's name.
+    pub fn prefix(mut self, prefix: impl Into<Cow<'static, str>>) -> Self {
+        self.prefix = prefix.into();
+        self
+    }
+
+    /// Scopes keys by tenant (or any other partition): the same key under two tenants is two
+    /// records.
+    pub fn tenant(mut self, tenant: impl KeyPart) -> Self {
+        self.scope = tenant.key_part();
+        self
+    }
+
+    /// How long an in-progress record blocks duplicates before a retry may take it over (it is
+    /// renewed while the body runs, so this bounds how long a crashed attempt blocks).
+    pub fn lease(mut self, lease: Duration) -> Self {
+        self.lease = lease;
+        self
+    }
+
+    /// How long a completed result is kept for replay. Make it longer than the longest
+    /// redelivery window (SQS retention, webhook retry schedule), or late duplicates run again.
+    pub fn retention(mut self, retention: Duration) -> Self {
+        self.retention = retention;
+        self
+    }
+
+    /// Whether to renew the lease every third of its length while the body runs (default on).
+    pub fn renew_lease(mut self, renew: bool) -> Self {
+        self.renew = renew;
+        self
+    }
+
+    /// What a duplicate does while the first delivery is running.
+    pub fn in_flight(mut self, in_flight: InFlight) -> Self {
+        self.in_flight = in_flight;
+        self
+    }
+
+    /// Whether a missing key (`None`) is an error (the default) or runs the body unguarded, with
+    /// a `tracing` warning.
+    pub fn required(mut self, required: bool) -> Self {
+        self.required = required;
+        self
+    }
+
+    /// The policy for failed bodies: [`Release`] (default), [`Cache`](crate::on_error::Cache)
+    /// or [`Classified`](crate::on_error::Classified).
+    pub fn on_error<Q>(self, policy: Q) -> Guard<S, Q> {
+        Guard {
+            store: self.store,
+            prefix: self.prefix,
+            scope: self.scope,
+            lease: self.lease,
+            retention: self.retention,
+            renew: self.renew,
+            in_flight: self.in_flight,
+            on_error: policy,
+            required: self.required,
+        }
+    }
+
+    /// The store.
+    pub fn store(&self) -> &S {
+        &self.store
+    }
+
+    pub(crate) fn lease_and_retention(&self) -> (Duration, Duration) {
+        (self.lease, self.retention)
+    }
+
+    pub(crate) fn in_flight_policy(&self) -> InFlight {
+        self.in_flight
+    }
+
+    pub(crate) fn policy(&self) -> &P {
+        &self.on_error
+    }
+
+    /// Runs `body` unless this key already ran: returns the body's result, the stored result of an
+    /// earlier delivery, or the guard's refusal as `E::from(Error)`.
+    ///
+    /// The key and the payload's fingerprint are computed when `run` is called, before the body
+    /// can change anything. If the store cannot be reached the body does not run.
+    pub fn run<K, Pl, T, E, F, Fut>(
+        &self,
+        key: K,
+        payload: Pl,
+        body: F,
+    ) -> impl Future<Output = Result<T, E>> + use<'_, S, P, K, Pl, T, E, F, Fut>
+    where
+        K: KeyPart,
+        Pl: Payload,
+        T: Serialize + DeserializeOwned,
+        E: From<Error>,
+        P: OnError<E> + Sync,
+        F: FnOnce() -> Fut,
+        Fut: Future<Output = Result<T, E>>,
+    {
+        let prepared = self.prepare(&key, payload);
+        async move { self.execute(prepared, body).await.map(Outcome::into_inner) }
+    }
+
+    /// Like [`run`](Self::run), and tells whether the result was replayed.
+    pub fn run_outcome<K, Pl, T, E, F, Fut>(
+        &self,
+        key: K,
+        payload: Pl,
+        body: F,
+    ) -> impl Future<Output = Result<Outcome<T>, E>> + use<'_, S, P, K, Pl, T, E, F, Fut>
+    where
+        K: KeyPart,
+        Pl: Payload,
+        T: Serialize + DeserializeOwned,
+        E: From<Error>,
+        P: OnError<E> + Sync,
+        F: FnOnce() -> Fut,
+        Fut: Future<Output = Result<T, E>>,
+    {
+        let prepared = self.prepare(&key, payload);
+        self.execute(prepared, body)
+    }
+
+    pub(crate) fn prepare<K: KeyPart, Pl: Payload>(&self, key: &K, payload: Pl) -> Prepared {
+        self.prepare_with(key, || payload.fingerprint())
+    }
+
+    /// The fingerprint is only computed when there is a key: a missing key never hashes anything.
+    pub(crate) fn prepare_with<K: KeyPart>(
+        &self,
+        key: &K,
+        fingerprint: impl FnOnce() -> Result<Fingerprint, Error>,
+    ) -> Prepared {
+        let Some(key) = key.key_part() else {
+            if self.required {
+                return Err(Error::MissingKey);
+            }
+            tracing::warn!(prefix = %self.prefix, "idempotency key is missing; running the body unguarded");
+            return Ok(None);
+        };
+        let full = full_key(&self.prefix, self.scope.as_deref(), &key)?;
+        Ok(Some((full, fingerprint()?)))
+    }
+
+    pub(crate) async fn execute<T, E, F, Fut>(
+        &self,
+        prepared: Prepared,
+        body: F,
+    ) -> Result<Outcome<T>, E>
+    where
+        T: Serialize + DeserializeOwned,
+        E: From<Error>,
+        P: OnError<E> + Sync,
+        F: FnOnce() -> Fut,
+        Fut: Future<Output = Result<T, E>>,
+    {
+        let Some((key, fingerprint)) = prepared? else {
+            return body().await.map(Outcome::fresh);
+        };
+        let owner = OwnerToken::generate();
+        let mut waiting = Waiting::new(self.in_flight);
+        loop {
+            let found = self
+                .store
+                .reserve(&key, fingerprint, &owner, self.lease)
+                .await?;
+            match self.judge(&key, fingerprint, found) {
+                Step::Run => break,
+                Step::Done(result) => return result,
+                Step::Busy(retry_after) => waiting.pause(&key, retry_after).await?,
+            }
+        }
+
+        let result = self.run_renewing(&key, fingerprint, &owner, body()).await;
+        let settle = match &result {
+            Ok(value) => {
+                let stored = encode(value);
+                retry_store(|| {
+                    self.store
+                        .complete(&key, fingerprint, &owner, &stored, self.retention)
+                })
+                .await
+            }
+            Err(error) => match self.on_error.decide(error) {
+                Disposition::Release => retry_store(|| self.store.release(&key, &owner)).await,
+                Disposition::Cache(json) => {
+                    let stored = StoredResult::Err(json);
+                    retry_store(|| {
+                        self.store
+                            .complete(&key, fingerprint, &owner, &stored, self.retention)
+                    })
+                    .await
+                }
+            },
+        };
+        match (result, settle) {
+            (Ok(value), Ok(())) => Ok(Outcome::fresh(value)),
+            // The effect happened but is not recorded: say so rather than return a value a retry
+            // would produce again. The record stays in progress, so retries are refused until the
+            // lease ends.
+            (Ok(_), Err(e)) => Err(e.into()),
+            (Err(error), Ok(())) => Err(error),
+            (Err(error), Err(e)) => {
+                // The body's error says more than the bookkeeping failure; the record expires
+                // with its lease.
+                tracing::warn!(key = %key, error = %e, "could not settle the record of a failed body");
+                Err(error)
+            }
+        }
+    }
+
+    /// Polls the body, renewing the lease every third of it so a long body keeps its key. If the
+    /// record was taken over meanwhile the body still finishes (stopping an effect half-way is
+    /// worse) and completion then fails with [`Error::NotOwner`].
+    async fn run_renewing<T, E>(
+        &self,
+        key: &str,
+        fingerprint: Fingerprint,
+        owner: &OwnerToken,
+        body: impl Future<Output = Result<T, E>>,
+    ) -> Result<T, E> {
+        if !self.renew {
+            return body.await;
+        }
+        let period = (self.lease / 3).max(Duration::from_millis(10));
+        let mut body = std::pin::pin!(body);
+        let mut next = Instant::now() + period;
+        loop {
+            tokio::select! {
+                biased;
+                result = &mut body => return result,
+                () = tokio::time::sleep_until(next) => {
+                    next = Instant::now() + period;
+                    if let Err(e) = self.store.renew(key, fingerprint, owner, self.lease).await {
+                        tracing::warn!(key, error = %e, "could not renew the lease");
+                    }
+                }
+            }
+        }
+    }
+
+    /// Interprets a reservation: run, replay, or wait for another attempt.
+    pub(crate) fn judge<T, E>(
+        &self,
+        key: &str,
+        fingerprint: Fingerprint,
+        found: Reservation,
+    ) -> Step<T, E>
+    where
+        T: DeserializeOwned,
+        E: From<Error>,
+        P: OnError<E>,
+    {
+        let mismatch = || {
+            Step::Done(Err(Error::from(Rejected::PayloadMismatch {
+                key: key.to_owned(),
+            })
+            .into()))
+        };
+        match found {
+            Reservation::Acquired => Step::Run,
+            Reservation::InProgress {
+                fingerprint: theirs,
+                ..
+            } if theirs != fingerprint => mismatch(),
+            Reservation::InProgress { retry_after, .. } => Step::Busy(retry_after),
+            Reservation::Completed {
+                fingerprint: theirs,
+                ..
+            } if theirs != fingerprint => mismatch(),
+            Reservation::Completed { result, .. } => {
+                let decode = |reason: String| Error::Decode {
+                    key: key.to_owned(),
+                    reason,
+                };
+                Step::Done(match result {
+                    StoredResult::Ok(json) => serde_json::from_str(&json)
+                        .map(|value| Outcome {
+                            value,
+                            replayed: true,
+                        })
+                        .map_err(|e| decode(e.to_string()).into()),
+                    StoredResult::Err(json) => match self.on_error.replay(&json) {
+                        Ok(error) => Err(error),
+                        Err(reason) => Err(decode(reason).into()),
+                    },
+                    StoredResult::Unreplayable(reason) => Err(decode(reason).into()),
+                })
+            }
+        }
+    }
+}
+
+/// Encodes a successful value; a value that cannot be encoded still completes the key.
+pub(crate) fn encode<T: Serialize>(value: &T) -> StoredResult {
+    match serde_json::to_string(value) {
+        Ok(json) => StoredResult::Ok(json),
+        Err(e) => StoredResult::Unreplayable(format!(
+            "the result could not be encoded when it was produced: {e}"
+        )),
+    }
+}
+
+/// Retries a store write that failed on a store error (a dropped connection, say): the body
+/// already ran, and an unrecorded result would make the next delivery run it again. Fencing
+/// makes the retry safe, and `complete` is idempotent for its owner.
+async fn retry_store<Fut: Future<Output = Result<(), Error>>>(
+    mut write: impl FnMut() -> Fut,
+) -> Result<(), Error> {
+    let mut backoff = Duration::from_millis(50);
+    for _ in 0..3 {
+        match write().await {
+            Err(Error::Store(e)) => {
+                tracing::warn!(error = %e, "store write failed; retrying");
+                sleep(backoff).await;
+                backoff *= 4;
+            }
+            done => return done,
+        }
+    }
+    write().await
+}
+
+/// The in-flight policy's state across polls.
+pub(crate) struct Waiting {
+    deadline: Option<Instant>,
+    backoff: Duration,
+}
+
+impl Waiting {
+    pub(crate) fn new(policy: InFlight) -> Self {
+        let deadline = match policy {
+            InFlight::Reject => None,
+            InFlight::Wait(d) => Some(Instant::now() + d),
+        };
+        Waiting {
+            deadline,
+            backoff: Duration::from_millis(10),
+        }
+    }
+
+    /// Sleeps before the next poll, or rejects when waiting is not allowed or took too long.
+    pub(crate) async fn pause(&mut self, key: &str, retry_after: Duration) -> Result<(), Error> {
+        let now = Instant::now();
+        let reject = || {
+            Error::from(Rejected::InProgress {
+                key: key.to_owned(),
+                retry_after,
+            })
+        };
+        let deadline = self.deadline.ok_or_else(reject)?;
+        if now >= deadline {
+            return Err(reject());
+        }
+        sleep(self.backoff.min(deadline - now)).await;
+        self.backoff = (self.backoff * 2).min(Duration::from_millis(500));
+        Ok(())
+    }
+}

@@ -1,0 +1,300 @@
+//! Redis store: `SET NX PX` reservations and Lua scripts for fenced writes.
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use redis::Script;
+
+use crate::key::Fingerprint;
+use crate::store::{OwnerToken, Reservation, Store, StoredResult};
+use crate::Error;
+
+/// Records in Redis, one string key per record, expiring by Redis's own `PX` TTL.
+///
+/// Round trips: reserving is one `SET key value NX PX lease GET` (Redis ≥ 7.0), which either
+/// creates the record or returns the existing one, so a duplicate also costs one round trip.
+/// Completing, releasing and renewing are one `EVALSHA` each (the first call per connection may
+/// add a `SCRIPT LOAD`). Expired records vanish from Redis, so takeover is the plain `NX` write.
+///
+/// The value is `P|owner|fingerprint|lease_end_ms` while in progress and
+/// `C|owner|fingerprint|tag|result` once completed; owner and fingerprint are fixed-width hex, so
+/// the Lua scripts fence with a prefix comparison.
+///
+/// ```no_run
+/// use idem_guard::{Guard, RedisStore};
+///
+/// # #[tokio::main] async fn main() -> Result<(), idem_guard::Error> {
+/// // Clones share one multiplexed, auto-reconnecting connection.
+/// let store = RedisStore::connect("redis://127.0.0.1:6379").await?;
+/// let guard = Guard::new(store).prefix("refund");
+/// let refunded: Result<u64, idem_guard::Error> =
+///     guard.run("refund-7f3a", &("order-1", 500), || async { Ok(500) }).await;
+/// # refunded?; Ok(()) }
+/// ```
+/// (`no_run` here; `tests/redis_store.rs` runs the same against the live server.)
+#[derive(Clone)]
+pub struct RedisStore {
+    conn: ConnectionManager,
+    scripts: Arc<Scripts>,
+}
+
+impl std::fmt::Debug for RedisStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedisStore").finish_non_exhaustive()
+    }
+}
+
+struct Scripts {
+    complete: Script,
+    release: Script,
+    renew: Script,
+}
+
+/// Completes when the record is ours (in progress, or already completed by us: a retried
+/// complete whose first reply was lost) or gone (our lease lapsed and nobody took over).
+/// KEYS[1] key; ARGV owner, fingerprint, tag|result, retention ms. Returns 1, or 0 if not owner.
+const COMPLETE: &str = r"
+local v = redis.call('GET', KEYS[1])
+local p = 'P|' .. ARGV[1] .. '|'
+local c = 'C|' .. ARGV[1] .. '|'
+local fp = ARGV[2]
+if v then
+  if string.sub(v, 1, #p) == p then
+    fp = string.sub(v, #p + 1, #p + 32)
+  elseif string.sub(v, 1, #c) ~= c then
+    return 0
+  else
+    return 1
+  end
+end
+redis.call('SET', KEYS[1], c .. fp .. '|' .. ARGV[3], 'PX', ARGV[4])
+return 1
+";
+
+/// Deletes the record if it is ours in progress; a missing record is already released.
+/// KEYS[1] key; ARGV owner. Returns 1, or 0 if not owner.
+const RELEASE: &str = r"
+local v = redis.call('GET', KEYS[1])
+if not v then return 1 end
+local p = 'P|' .. ARGV[1] .. '|'
+if string.sub(v, 1, #p) == p then
+  redis.call('DEL', KEYS[1])
+  return 1
+end
+if string.sub(v, 1, #('C|' .. ARGV[1] .. '|')) == 'C|' .. ARGV[1] .. '|' then return 1 end
+return 0
+";
+
+/// Restarts our lease (rewriting the value so `retry_after` stays right), recreating it if it
+/// lapsed without a takeover. KEYS[1] key; ARGV owner, new value, lease ms. Returns 1 or 0.
+const RENEW: &str = r"
+local v = redis.call('GET', KEYS[1])
+local p = 'P|' .. ARGV[1] .. '|'
+if v and string.sub(v, 1, #p) ~= p then
+  if string.sub(v, 1, #('C|' .. ARGV[1] .. '|')) == 'C|' .. ARGV[1] .. '|' then return 1 end
+  return 0
+end
+redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
+return 1
+";
+
+impl RedisStore {
+    /// Connects to `url` (`redis://host:port/db`) with a reconnecting connection manager that
+    /// gives up on a request after 5 s, so a hung server surfaces as [`Error::Store`].
+    pub async fn connect(url: &str) -> Result<Self, Error> {
+        let client = redis::Client::open(url).map_err(Error::store)?;
+        let config = ConnectionManagerConfig::new()
+            .set_connection_timeout(Some(Duration::from_secs(5)))
+            .set_response_timeout(Some(Duration::from_secs(5)))
+            .set_number_of_retries(2);
+        let conn = ConnectionManager::new_with_config(client, config)
+            .await
+            .map_err(Error::store)?;
+        Ok(Self::new(conn))
+    }
+
+    /// Wraps a connection manager configured by the caller (timeouts, TLS, credentials).
+    pub fn new(conn: ConnectionManager) -> Self {
+        RedisStore {
+            conn,
+            scripts: Arc::new(Scripts {
+                complete: Script::new(COMPLETE),
+                release: Script::new(RELEASE),
+                renew: Script::new(RENEW),
+            }),
+        }
+    }
+
+    fn fenced(ok: i64, key: &str) -> Result<(), Error> {
+        if ok == 1 {
+            Ok(())
+        } else {
+            Err(Error::NotOwner {
+                key: key.to_owned(),
+            })
+        }
+    }
+}
+
+fn millis(d: Duration) -> u64 {
+    // Redis rejects a PX of 0; a sub-millisecond TTL means "expire as soon as possible".
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX / 2).max(1)
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+fn in_progress_value(owner: &OwnerToken, fingerprint: Fingerprint, lease: Duration) -> String {
+    format!(
+        "P|{owner}|{fingerprint}|{}",
+        now_ms().saturating_add(millis(lease))
+    )
+}
+
+/// Parses a stored value (the reply of `SET ... GET`) into what a reservation reports.
+fn parse(key: &str, value: &str) -> Result<Reservation, Error> {
+    let corrupt = || Error::store(format!("unexpected value stored under `{key}`"));
+    let mut parts = value.splitn(5, '|');
+    let (state, _owner, fp) = (parts.next(), parts.next(), parts.next());
+    let fingerprint = fp.and_then(Fingerprint::from_hex).ok_or_else(corrupt)?;
+    match state {
+        Some("P") => {
+            let until: u64 = parts
+                .next()
+                .and_then(|s| s.parse().ok())
+                .ok_or_else(corrupt)?;
+            let retry_after = Duration::from_millis(until.saturating_sub(now_ms()));
+            Ok(Reservation::InProgress {
+                fingerprint,
+                retry_after,
+            })
+        }
+        Some("C") => {
+            let tag = parts
+                .next()
+                .and_then(|t| t.chars().next())
+                .ok_or_else(corrupt)?;
+            let text = parts.next().unwrap_or_default().to_owned();
+            let result = StoredResult::from_tag(tag, text).ok_or_else(corrupt)?;
+            Ok(Reservation::Completed {
+                fingerprint,
+                result,
+            })
+        }
+        _ => Err(corrupt()),
+    }
+}
+
+impl Store for RedisStore {
+    async fn reserve(
+        &self,
+        key: &str,
+        fingerprint: Fingerprint,
+        owner: &OwnerToken,
+        lease: Duration,
+    ) -> Result<Reservation, Error> {
+        let mut conn = self.conn.clone();
+        let previous: Option<String> = redis::cmd("SET")
+            .arg(key)
+            .arg(in_progress_value(owner, fingerprint, lease))
+            .arg("NX")
+            .arg("PX")
+            .arg(millis(lease))
+            .arg("GET")
+            .query_async(&mut conn)
+            .await
+            .map_err(Error::store)?;
+        match previous {
+            None => Ok(Reservation::Acquired),
+            Some(value) => parse(key, &value),
+        }
+    }
+
+    async fn complete(
+        &self,
+        key: &str,
+        fingerprint: Fingerprint,
+        owner: &OwnerToken,
+        result: &StoredResult,
+        retention: Duration,
+    ) -> Result<(), Error> {
+        let mut conn = self.conn.clone();
+        let (tag, text) = result.tag_and_text();
+        let ok: i64 = self
+            .scripts
+            .complete
+            .key(key)
+            .arg(owner.as_str())
+            .arg(fingerprint.to_string())
+            .arg(format!("{tag}|{text}"))
+            .arg(millis(retention))
+            .invoke_async(&mut conn)
+            .await
+            .map_err(Error::store)?;
+        Self::fenced(ok, key)
+    }
+
+    async fn release(&self, key: &str, owner: &OwnerToken) -> Result<(), Error> {
+        let mut conn = self.conn.clone();
+        let ok: i64 = self
+            .scripts
+            .release
+            .key(key)
+            .arg(owner.as_str())
+            .invoke_async(&mut conn)
+            .await
+            .map_err(Error::store)?;
+        Self::fenced(ok, key)
+    }
+
+    async fn renew(
+        &self,
+        key: &str,
+        fingerprint: Fingerprint,
+        owner: &OwnerToken,
+        lease: Duration,
+    ) -> Result<(), Error> {
+        let mut conn = self.conn.clone();
+        let ok: i64 = self
+            .scripts
+            .renew
+            .key(key)
+            .arg(owner.as_str())
+            .arg(in_progress_value(owner, fingerprint, lease))
+            .arg(millis(lease))
+            .invoke_async(&mut conn)
+            .await
+            .map_err(Error::store)?;
+        Self::fenced(ok, key)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_what_the_scripts_write() {
+        let fp = Fingerprint::of(&1).unwrap();
+        let owner = OwnerToken::generate();
+        let p = in_progress_value(&owner, fp, Duration::from_secs(60));
+        assert!(
+            matches!(parse("k", &p), Ok(Reservation::InProgress { fingerprint, retry_after })
+            if fingerprint == fp && retry_after > Duration::from_secs(50))
+        );
+        let c = format!("C|{owner}|{fp}|o|{{\"a\":\"x|y\"}}");
+        assert_eq!(
+            parse("k", &c).unwrap(),
+            Reservation::Completed {
+                fingerprint: fp,
+                result: StoredResult::Ok("{\"a\":\"x|y\"}".into())
+            }
+        );
+        assert!(parse("k", "garbage").is_err());
+        assert!(parse("k", &format!("C|{owner}|{fp}|?|1")).is_err());
+    }
+}

@@ -1,0 +1,166 @@
+//! Connections to the test services, one namespace per test, and a TCP proxy to cut them.
+#![allow(dead_code)] // Each test binary uses a different part.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use idem_guard::{MemoryStore, PostgresStore, RedisStore};
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::Notify;
+
+pub fn database_url() -> String {
+    std::env::var("DATABASE_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into())
+}
+
+pub fn redis_url() -> String {
+    std::env::var("REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".into())
+}
+
+/// A name no other test and no earlier run uses, for Redis keys (which outlive the test).
+pub fn unique(name: &str) -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    format!("t-{name}-{}-{nanos}", std::process::id())
+}
+
+/// A fresh schema named after the test; pools built by [`pg_pool`] resolve tables in it.
+pub async fn pg_schema(name: &str) -> String {
+    let schema = format!("idem_t_{}", name.replace(['-', ':'], "_"));
+    let admin = PgPool::connect(&database_url())
+        .await
+        .expect("PostgreSQL at DATABASE_URL");
+    sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
+        "DROP SCHEMA IF EXISTS {schema} CASCADE; CREATE SCHEMA {schema}"
+    )))
+    .execute(&admin)
+    .await
+    .unwrap();
+    admin.close().await;
+    schema
+}
+
+pub async fn pg_pool(schema: &str, max: u32) -> PgPool {
+    pg_pool_at(&database_url(), schema, max).await
+}
+
+pub async fn pg_pool_at(url: &str, schema: &str, max: u32) -> PgPool {
+    let options: PgConnectOptions = url.parse().unwrap();
+    PgPoolOptions::new()
+        .max_connections(max)
+        .acquire_timeout(Duration::from_secs(3))
+        .connect_with(options.options([("search_path", schema)]))
+        .await
+        .expect("PostgreSQL at DATABASE_URL")
+}
+
+pub async fn postgres_store(schema: &str) -> PostgresStore {
+    PostgresStore::from_pool(pg_pool(schema, 4).await)
+        .await
+        .unwrap()
+}
+
+pub async fn redis_store() -> RedisStore {
+    RedisStore::connect(&redis_url())
+        .await
+        .expect("Redis at REDIS_URL")
+}
+
+/// A Redis store whose requests give up quickly, for fault tests.
+pub async fn redis_store_at(url: &str) -> RedisStore {
+    let config = ConnectionManagerConfig::new()
+        .set_connection_timeout(Some(Duration::from_millis(500)))
+        .set_response_timeout(Some(Duration::from_millis(500)))
+        .set_number_of_retries(1)
+        .set_max_delay(Duration::from_millis(100));
+    let client = redis::Client::open(url).unwrap();
+    RedisStore::new(
+        ConnectionManager::new_with_config(client, config)
+            .await
+            .unwrap(),
+    )
+}
+
+pub fn memory_store() -> MemoryStore {
+    MemoryStore::new()
+}
+
+/// A loopback TCP proxy in front of a service: `cut` closes every open connection, `down`
+/// refuses new ones until `up`. Lets a test drop a store's connection at a chosen moment.
+#[derive(Clone)]
+pub struct Proxy {
+    pub port: u16,
+    down: Arc<AtomicBool>,
+    cut: Arc<Notify>,
+}
+
+impl Proxy {
+    pub async fn start(target_port: u16) -> Proxy {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let proxy = Proxy {
+            port,
+            down: Arc::default(),
+            cut: Arc::new(Notify::new()),
+        };
+        let p = proxy.clone();
+        tokio::spawn(async move {
+            while let Ok((mut client, _)) = listener.accept().await {
+                if p.down.load(Ordering::SeqCst) {
+                    continue; // dropping `client` refuses the connection
+                }
+                let cut = p.cut.clone();
+                tokio::spawn(async move {
+                    let Ok(mut server) = TcpStream::connect(("127.0.0.1", target_port)).await
+                    else {
+                        return;
+                    };
+                    tokio::select! {
+                        _ = tokio::io::copy_bidirectional(&mut client, &mut server) => {}
+                        () = cut.notified() => {}
+                    }
+                });
+            }
+        });
+        proxy
+    }
+
+    /// Closes every connection open through the proxy.
+    pub fn cut(&self) {
+        self.cut.notify_waiters();
+    }
+
+    pub fn down(&self) {
+        self.down.store(true, Ordering::SeqCst);
+        self.cut();
+    }
+
+    pub fn up(&self) {
+        self.down.store(false, Ordering::SeqCst);
+    }
+}
+
+/// The error type the test handlers return.
+#[derive(Debug, serde::Serialize, serde::Deserialize, PartialEq)]
+pub enum TestError {
+    Guard(String),
+    Failed(String),
+    Transient(String),
+}
+
+impl From<idem_guard::Error> for TestError {
+    fn from(e: idem_guard::Error) -> Self {
+        TestError::Guard(format!("{e:?}"))
+    }
+}
+
+impl idem_guard::Classify for TestError {
+    fn is_transient(&self) -> bool {
+        matches!(self, TestError::Transient(_))
+    }
+}

@@ -1,0 +1,117 @@
+//! 1,000 keys, each delivered 16 times at once through two separate store clients, with a body
+//! that increments a per-key counter in PostgreSQL: every counter must end at exactly 1.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use idem_guard::{Error, Guard, Rejected, Store};
+use sqlx::PgPool;
+use tokio::sync::Semaphore;
+
+const KEYS: usize = 1_000;
+const DELIVERIES: usize = 16;
+
+async fn counters(schema: &str) -> PgPool {
+    let pool = common::pg_pool(schema, 4).await;
+    sqlx::query("CREATE TABLE counters (key text PRIMARY KEY, n int NOT NULL)")
+        .execute(&pool)
+        .await
+        .unwrap();
+    pool
+}
+
+/// Delivers every key `DELIVERIES` times, alternating between the two clients, with the
+/// deliveries of one key running concurrently.
+async fn deliver_all<S: Store + 'static>(a: S, b: S, counters: PgPool, ns: &str) {
+    let started = Instant::now();
+    let guards = [
+        Guard::new(a).prefix(ns.to_owned()),
+        Guard::new(b).prefix(ns.to_owned()),
+    ];
+    // Enough in flight for every key's duplicates to overlap, few enough for the pools.
+    let permits = Arc::new(Semaphore::new(64));
+    let mut tasks = Vec::with_capacity(KEYS * DELIVERIES);
+    for key in 0..KEYS {
+        for delivery in 0..DELIVERIES {
+            let guard = guards[delivery % 2].clone();
+            let (counters, permits) = (counters.clone(), permits.clone());
+            tasks.push(tokio::spawn(async move {
+                let _permit = permits.acquire_owned().await.unwrap();
+                let key = format!("order-{key}");
+                guard
+                    .run(&key, &key, || async {
+                        // Deliberately not idempotent: only the guard keeps it at one.
+                        let n: i32 = sqlx::query_scalar(
+                            "INSERT INTO counters (key, n) VALUES ($1, 1)
+                             ON CONFLICT (key) DO UPDATE SET n = counters.n + 1 RETURNING n",
+                        )
+                        .bind(&key)
+                        .fetch_one(&counters)
+                        .await
+                        .map_err(Error::store)?;
+                        Ok::<_, Error>(n)
+                    })
+                    .await
+            }));
+        }
+    }
+    let (mut ran_or_replayed, mut rejected) = (0, 0);
+    for task in tasks {
+        match task.await.unwrap() {
+            Ok(n) => {
+                assert_eq!(n, 1, "a delivery saw a counter past 1");
+                ran_or_replayed += 1;
+            }
+            Err(Error::Rejected(Rejected::InProgress { .. })) => rejected += 1,
+            Err(e) => panic!("unexpected error: {e}"),
+        }
+    }
+    let (keys, min, max): (i64, i32, i32) =
+        sqlx::query_as("SELECT count(*), min(n), max(n) FROM counters")
+            .fetch_one(&counters)
+            .await
+            .unwrap();
+    assert_eq!(
+        (keys, min, max),
+        (KEYS as i64, 1, 1),
+        "every counter must end at exactly 1"
+    );
+    assert_eq!(ran_or_replayed + rejected, KEYS * DELIVERIES);
+    println!(
+        "{ns}: {ran_or_replayed} ran or replayed, {rejected} rejected in flight, {:?}",
+        started.elapsed()
+    );
+    assert!(started.elapsed() < Duration::from_secs(120));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_counters_end_at_one() {
+    let counters = counters(&common::pg_schema("concurrency_redis").await).await;
+    // Two clients: two connection managers, two TCP connections.
+    let (a, b) = (common::redis_store().await, common::redis_store().await);
+    deliver_all(a, b, counters, &common::unique("concurrency")).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_counters_end_at_one() {
+    let schema = common::pg_schema("concurrency_postgres").await;
+    let counters = counters(&schema).await;
+    // Two clients: two pools.
+    let a = idem_guard::PostgresStore::from_pool(common::pg_pool(&schema, 4).await)
+        .await
+        .unwrap();
+    let b = idem_guard::PostgresStore::from_pool(common::pg_pool(&schema, 4).await)
+        .await
+        .unwrap();
+    deliver_all(a, b, counters, "concurrency").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn memory_counters_end_at_one() {
+    let counters = counters(&common::pg_schema("concurrency_memory").await).await;
+    // A memory store is shared within a process only: two clones.
+    let a = common::memory_store();
+    deliver_all(a.clone(), a, counters, "concurrency").await;
+}

@@ -1,0 +1,785 @@
+//! The rules, generic over the store. Each takes a fresh store and a namespace unique to the test.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use idem_guard::batch::BatchItem;
+use idem_guard::on_error::{Cache, Classified};
+use idem_guard::{
+    idempotent, Error, Fingerprint, Guard, InFlight, OwnerToken, Rejected, Reservation, Store,
+    StoredResult,
+};
+use tokio::sync::oneshot;
+use tokio::time::sleep;
+
+use crate::common::TestError;
+
+const LEASE: Duration = Duration::from_secs(30);
+const SHORT: Duration = Duration::from_millis(300);
+const RETENTION: Duration = Duration::from_secs(600);
+
+fn fp(v: &str) -> Fingerprint {
+    Fingerprint::of(v).unwrap()
+}
+
+fn is_not_owner<T: std::fmt::Debug>(r: Result<T, Error>) -> bool {
+    matches!(r, Err(Error::NotOwner { .. }))
+}
+
+fn in_progress<T: std::fmt::Debug>(r: &Result<T, Error>) -> Option<Duration> {
+    match r {
+        Err(Error::Rejected(Rejected::InProgress { retry_after, .. })) => Some(*retry_after),
+        _ => None,
+    }
+}
+
+pub async fn reserve_is_exclusive_across_clones<S: Store + 'static>(store: S, ns: &str) {
+    let key = format!("{ns}:k");
+    let mut tasks = Vec::new();
+    for _ in 0..32 {
+        let (store, key) = (store.clone(), key.clone());
+        tasks.push(tokio::spawn(async move {
+            store
+                .reserve(&key, fp("p"), &OwnerToken::generate(), LEASE)
+                .await
+        }));
+    }
+    let (mut acquired, mut busy) = (0, 0);
+    for t in tasks {
+        match t.await.unwrap().unwrap() {
+            Reservation::Acquired => acquired += 1,
+            Reservation::InProgress {
+                fingerprint,
+                retry_after,
+            } => {
+                assert_eq!(fingerprint, fp("p"));
+                assert!(
+                    retry_after <= LEASE && retry_after > LEASE / 2,
+                    "{retry_after:?}"
+                );
+                busy += 1;
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    assert_eq!((acquired, busy), (1, 31));
+}
+
+pub async fn completed_results_round_trip<S: Store>(store: S, ns: &str) {
+    let results = [
+        StoredResult::Ok(r#"{"text":"a|b|c ünï","n":[1,2]}"#.into()),
+        StoredResult::Ok(String::new()),
+        StoredResult::Err(r#"{"Failed":"declined"}"#.into()),
+        StoredResult::Unreplayable("could not encode".into()),
+    ];
+    for (i, result) in results.iter().enumerate() {
+        let key = format!("{ns}:{i}");
+        let owner = OwnerToken::generate();
+        assert_eq!(
+            store
+                .reserve(&key, fp("first"), &owner, LEASE)
+                .await
+                .unwrap(),
+            Reservation::Acquired
+        );
+        // The fingerprint of the reservation is kept, whatever `complete` is given.
+        store
+            .complete(&key, fp("other"), &owner, result, RETENTION)
+            .await
+            .unwrap();
+        let found = store
+            .reserve(&key, fp("second"), &OwnerToken::generate(), LEASE)
+            .await
+            .unwrap();
+        assert_eq!(
+            found,
+            Reservation::Completed {
+                fingerprint: fp("first"),
+                result: result.clone()
+            }
+        );
+    }
+}
+
+pub async fn expired_lease_is_taken_over_and_fences_the_old_owner<S: Store>(store: S, ns: &str) {
+    let key = format!("{ns}:k");
+    let (a, b) = (OwnerToken::generate(), OwnerToken::generate());
+    assert_eq!(
+        store.reserve(&key, fp("p"), &a, SHORT).await.unwrap(),
+        Reservation::Acquired
+    );
+    sleep(SHORT + Duration::from_millis(150)).await;
+    // The takeover may come with another payload: an expired record is as good as absent.
+    assert_eq!(
+        store.reserve(&key, fp("q"), &b, LEASE).await.unwrap(),
+        Reservation::Acquired
+    );
+    let done = StoredResult::Ok("1".into());
+    assert!(is_not_owner(
+        store.complete(&key, fp("p"), &a, &done, RETENTION).await
+    ));
+    assert!(is_not_owner(store.release(&key, &a).await));
+    assert!(is_not_owner(store.renew(&key, fp("p"), &a, LEASE).await));
+    let found = store
+        .reserve(&key, fp("q"), &OwnerToken::generate(), LEASE)
+        .await
+        .unwrap();
+    assert!(matches!(found, Reservation::InProgress { fingerprint, .. } if fingerprint == fp("q")));
+    store
+        .complete(&key, fp("q"), &b, &StoredResult::Ok("2".into()), RETENTION)
+        .await
+        .unwrap();
+    let found = store
+        .reserve(&key, fp("q"), &OwnerToken::generate(), LEASE)
+        .await
+        .unwrap();
+    assert_eq!(
+        found,
+        Reservation::Completed {
+            fingerprint: fp("q"),
+            result: StoredResult::Ok("2".into())
+        }
+    );
+}
+
+pub async fn expired_retention_is_taken_over<S: Store>(store: S, ns: &str) {
+    let key = format!("{ns}:k");
+    let a = OwnerToken::generate();
+    store.reserve(&key, fp("p"), &a, LEASE).await.unwrap();
+    store
+        .complete(&key, fp("p"), &a, &StoredResult::Ok("1".into()), SHORT)
+        .await
+        .unwrap();
+    assert!(matches!(
+        store
+            .reserve(&key, fp("p"), &OwnerToken::generate(), LEASE)
+            .await
+            .unwrap(),
+        Reservation::Completed { .. }
+    ));
+    sleep(SHORT + Duration::from_millis(150)).await;
+    assert_eq!(
+        store
+            .reserve(&key, fp("z"), &OwnerToken::generate(), LEASE)
+            .await
+            .unwrap(),
+        Reservation::Acquired
+    );
+}
+
+pub async fn other_owner_cannot_write_a_live_record<S: Store>(store: S, ns: &str) {
+    let key = format!("{ns}:k");
+    let (a, b) = (OwnerToken::generate(), OwnerToken::generate());
+    store.reserve(&key, fp("p"), &a, LEASE).await.unwrap();
+    assert!(is_not_owner(
+        store
+            .complete(&key, fp("p"), &b, &StoredResult::Ok("1".into()), RETENTION)
+            .await
+    ));
+    assert!(is_not_owner(store.release(&key, &b).await));
+    assert!(is_not_owner(store.renew(&key, fp("p"), &b, LEASE).await));
+    assert!(matches!(
+        store.reserve(&key, fp("p"), &b, LEASE).await.unwrap(),
+        Reservation::InProgress { .. }
+    ));
+    store
+        .complete(&key, fp("p"), &a, &StoredResult::Ok("1".into()), RETENTION)
+        .await
+        .unwrap();
+    // Nor can it overwrite or delete a completed one.
+    assert!(is_not_owner(
+        store
+            .complete(&key, fp("p"), &b, &StoredResult::Ok("2".into()), RETENTION)
+            .await
+    ));
+    assert!(is_not_owner(store.release(&key, &b).await));
+    let found = store.reserve(&key, fp("p"), &b, LEASE).await.unwrap();
+    assert_eq!(
+        found,
+        Reservation::Completed {
+            fingerprint: fp("p"),
+            result: StoredResult::Ok("1".into())
+        }
+    );
+}
+
+pub async fn complete_is_idempotent_for_its_owner<S: Store>(store: S, ns: &str) {
+    let key = format!("{ns}:k");
+    let a = OwnerToken::generate();
+    store.reserve(&key, fp("p"), &a, LEASE).await.unwrap();
+    let done = StoredResult::Ok("7".into());
+    store
+        .complete(&key, fp("p"), &a, &done, RETENTION)
+        .await
+        .unwrap();
+    // A retry whose first reply was lost.
+    store
+        .complete(&key, fp("p"), &a, &done, RETENTION)
+        .await
+        .unwrap();
+    // Renewing or releasing a completed record changes nothing.
+    store.renew(&key, fp("p"), &a, LEASE).await.unwrap();
+    store.release(&key, &a).await.unwrap();
+    let found = store
+        .reserve(&key, fp("p"), &OwnerToken::generate(), LEASE)
+        .await
+        .unwrap();
+    assert_eq!(
+        found,
+        Reservation::Completed {
+            fingerprint: fp("p"),
+            result: done
+        }
+    );
+}
+
+pub async fn release_frees_the_key<S: Store>(store: S, ns: &str) {
+    let key = format!("{ns}:k");
+    let a = OwnerToken::generate();
+    store.reserve(&key, fp("p"), &a, LEASE).await.unwrap();
+    store.release(&key, &a).await.unwrap();
+    store.release(&key, &a).await.unwrap();
+    store
+        .release(&format!("{ns}:never-reserved"), &a)
+        .await
+        .unwrap();
+    assert_eq!(
+        store
+            .reserve(&key, fp("p"), &OwnerToken::generate(), LEASE)
+            .await
+            .unwrap(),
+        Reservation::Acquired
+    );
+}
+
+pub async fn renew_extends_the_lease<S: Store>(store: S, ns: &str) {
+    let key = format!("{ns}:k");
+    let a = OwnerToken::generate();
+    store.reserve(&key, fp("p"), &a, SHORT).await.unwrap();
+    sleep(SHORT / 2).await;
+    store
+        .renew(&key, fp("p"), &a, Duration::from_secs(5))
+        .await
+        .unwrap();
+    sleep(SHORT).await;
+    let found = store
+        .reserve(&key, fp("p"), &OwnerToken::generate(), LEASE)
+        .await
+        .unwrap();
+    assert!(
+        matches!(found, Reservation::InProgress { retry_after, .. } if retry_after > Duration::from_secs(3))
+    );
+}
+
+pub async fn lapsed_owner_without_takeover_still_completes<S: Store>(store: S, ns: &str) {
+    let key = format!("{ns}:k");
+    let a = OwnerToken::generate();
+    store
+        .reserve(&key, fp("p"), &a, Duration::from_millis(100))
+        .await
+        .unwrap();
+    sleep(Duration::from_millis(250)).await;
+    store.renew(&key, fp("p"), &a, LEASE).await.unwrap();
+    store
+        .complete(&key, fp("p"), &a, &StoredResult::Ok("1".into()), RETENTION)
+        .await
+        .unwrap();
+    let found = store
+        .reserve(&key, fp("p"), &OwnerToken::generate(), LEASE)
+        .await
+        .unwrap();
+    assert_eq!(
+        found,
+        Reservation::Completed {
+            fingerprint: fp("p"),
+            result: StoredResult::Ok("1".into())
+        }
+    );
+}
+
+pub async fn replays_results_including_unit_and_none<S: Store>(store: S, ns: &str) {
+    let guard = Guard::new(store).prefix(ns.to_owned());
+    let runs = AtomicU32::new(0);
+    let body = |v: u32| {
+        runs.fetch_add(1, Ordering::SeqCst);
+        async move { Ok::<_, Error>(v) }
+    };
+    assert_eq!(guard.run("n", &1, || body(5)).await.unwrap(), 5);
+    let replay = guard.run_outcome("n", &1, || body(6)).await.unwrap();
+    assert!(replay.is_replay());
+    assert_eq!(replay.into_inner(), 5);
+
+    let unit = |_: ()| {
+        runs.fetch_add(1, Ordering::SeqCst);
+        async { Ok::<(), Error>(()) }
+    };
+    guard.run("unit", &1, || unit(())).await.unwrap();
+    assert!(guard
+        .run_outcome("unit", &1, || unit(()))
+        .await
+        .unwrap()
+        .is_replay());
+
+    let none = |v: Option<String>| {
+        runs.fetch_add(1, Ordering::SeqCst);
+        async move { Ok::<_, Error>(v) }
+    };
+    assert_eq!(guard.run("none", &1, || none(None)).await.unwrap(), None);
+    let replay = guard
+        .run_outcome("none", &1, || none(Some("x".into())))
+        .await
+        .unwrap();
+    assert_eq!((replay.is_replay(), replay.into_inner()), (true, None));
+    assert_eq!(runs.load(Ordering::SeqCst), 3);
+}
+
+pub async fn payload_mismatch_is_rejected_on_every_path<S: Store + 'static>(store: S, ns: &str) {
+    let guard = Guard::new(store).prefix(ns.to_owned());
+    let mismatch = |r: &Result<u32, Error>| {
+        matches!(r, Err(Error::Rejected(Rejected::PayloadMismatch { .. })))
+    };
+    // Completed record (the fast path).
+    guard
+        .run("done", &("a", 1), || async { Ok::<_, Error>(1) })
+        .await
+        .unwrap();
+    let r = guard
+        .run("done", &("a", 2), || async { Ok::<_, Error>(2) })
+        .await;
+    assert!(mismatch(&r), "{r:?}");
+    // In-progress record, whether the duplicate would reject or wait.
+    let (release, hold) = oneshot::channel::<()>();
+    let first = tokio::spawn({
+        let guard = guard.clone();
+        async move {
+            guard
+                .run("busy", &("a", 1), || async {
+                    hold.await.ok();
+                    Ok::<_, Error>(1)
+                })
+                .await
+        }
+    });
+    sleep(Duration::from_millis(100)).await;
+    let r = guard
+        .run("busy", &("a", 2), || async { Ok::<_, Error>(2) })
+        .await;
+    assert!(mismatch(&r), "{r:?}");
+    let waiting = guard
+        .clone()
+        .in_flight(InFlight::Wait(Duration::from_secs(5)));
+    let r = waiting
+        .run("busy", &("a", 2), || async { Ok::<_, Error>(2) })
+        .await;
+    assert!(mismatch(&r), "{r:?}");
+    release.send(()).unwrap();
+    assert_eq!(first.await.unwrap().unwrap(), 1);
+}
+
+pub async fn in_flight_duplicate_is_rejected_with_retry_after<S: Store + 'static>(
+    store: S,
+    ns: &str,
+) {
+    let guard = Guard::new(store)
+        .prefix(ns.to_owned())
+        .lease(Duration::from_secs(20));
+    let (release, hold) = oneshot::channel::<()>();
+    let first = tokio::spawn({
+        let guard = guard.clone();
+        async move {
+            guard
+                .run("k", &(), || async {
+                    hold.await.ok();
+                    Ok::<_, Error>(1)
+                })
+                .await
+        }
+    });
+    sleep(Duration::from_millis(100)).await;
+    let r: Result<u32, Error> = guard
+        .run("k", &(), || async { panic!("a duplicate must not run") })
+        .await;
+    let retry_after = in_progress(&r).unwrap_or_else(|| panic!("{r:?}"));
+    assert!(
+        retry_after > Duration::from_secs(10) && retry_after <= Duration::from_secs(20),
+        "{retry_after:?}"
+    );
+    release.send(()).unwrap();
+    assert_eq!(first.await.unwrap().unwrap(), 1);
+}
+
+pub async fn in_flight_wait_returns_the_first_result<S: Store + 'static>(store: S, ns: &str) {
+    let guard = Guard::new(store)
+        .prefix(ns.to_owned())
+        .in_flight(InFlight::Wait(Duration::from_secs(10)));
+    let first = tokio::spawn({
+        let guard = guard.clone();
+        async move {
+            guard
+                .run("k", &(), || async {
+                    sleep(Duration::from_millis(400)).await;
+                    Ok::<_, Error>(1)
+                })
+                .await
+        }
+    });
+    sleep(Duration::from_millis(100)).await;
+    let second = guard
+        .run_outcome("k", &(), || async { Ok::<_, Error>(2) })
+        .await
+        .unwrap();
+    assert_eq!((second.is_replay(), *second.value()), (true, 1));
+    assert_eq!(first.await.unwrap().unwrap(), 1);
+
+    // A released record lets the waiter run the body itself.
+    let first = tokio::spawn({
+        let guard = guard.clone();
+        async move {
+            guard
+                .run("released", &(), || async {
+                    sleep(Duration::from_millis(300)).await;
+                    Err::<u32, _>(Error::MissingKey)
+                })
+                .await
+        }
+    });
+    sleep(Duration::from_millis(100)).await;
+    let second = guard
+        .run_outcome("released", &(), || async { Ok::<_, Error>(2) })
+        .await
+        .unwrap();
+    assert_eq!((second.is_replay(), second.into_inner()), (false, 2));
+    assert!(first.await.unwrap().is_err());
+}
+
+pub async fn in_flight_wait_gives_up_after_its_duration<S: Store + 'static>(store: S, ns: &str) {
+    let guard = Guard::new(store).prefix(ns.to_owned());
+    let (release, hold) = oneshot::channel::<()>();
+    let first = tokio::spawn({
+        let guard = guard.clone();
+        async move {
+            guard
+                .run("k", &(), || async {
+                    hold.await.ok();
+                    Ok::<_, Error>(1)
+                })
+                .await
+        }
+    });
+    sleep(Duration::from_millis(100)).await;
+    let waiting = guard
+        .clone()
+        .in_flight(InFlight::Wait(Duration::from_millis(300)));
+    let started = std::time::Instant::now();
+    let r: Result<u32, Error> = waiting.run("k", &(), || async { Ok(2) }).await;
+    assert!(in_progress(&r).is_some(), "{r:?}");
+    assert!(started.elapsed() >= Duration::from_millis(300));
+    release.send(()).unwrap();
+    first.await.unwrap().unwrap();
+}
+
+pub async fn errors_release_by_default<S: Store>(store: S, ns: &str) {
+    let guard = Guard::new(store).prefix(ns.to_owned());
+    let r: Result<u32, TestError> = guard
+        .run("k", &(), || async { Err(TestError::Failed("boom".into())) })
+        .await;
+    assert_eq!(r, Err(TestError::Failed("boom".into())));
+    let r: Result<u32, TestError> = guard.run("k", &(), || async { Ok(2) }).await;
+    assert_eq!(r, Ok(2));
+}
+
+pub async fn cached_errors_are_replayed<S: Store>(store: S, ns: &str) {
+    let guard = Guard::new(store).prefix(ns.to_owned()).on_error(Cache);
+    let r: Result<u32, TestError> = guard
+        .run("k", &(), || async {
+            Err(TestError::Failed("declined".into()))
+        })
+        .await;
+    assert_eq!(r, Err(TestError::Failed("declined".into())));
+    let r: Result<u32, TestError> = guard.run("k", &(), || async { Ok(2) }).await;
+    assert_eq!(r, Err(TestError::Failed("declined".into())));
+    // A guard that does not cache errors cannot decode them, and says so instead of re-running.
+    let plain = Guard::new(guard.store().clone()).prefix(ns.to_owned());
+    let r: Result<u32, Error> = plain.run("k", &(), || async { Ok(3) }).await;
+    assert!(matches!(r, Err(Error::Decode { .. })), "{r:?}");
+}
+
+pub async fn classifier_releases_transient_and_caches_permanent<S: Store>(store: S, ns: &str) {
+    let guard = Guard::new(store).prefix(ns.to_owned()).on_error(Classified);
+    let r: Result<u32, TestError> = guard
+        .run("t", &(), || async {
+            Err(TestError::Transient("timeout".into()))
+        })
+        .await;
+    assert!(r.is_err());
+    assert_eq!(
+        guard
+            .run("t", &(), || async { Ok::<_, TestError>(1) })
+            .await,
+        Ok(1)
+    );
+    let r: Result<u32, TestError> = guard
+        .run("p", &(), || async {
+            Err(TestError::Failed("invalid".into()))
+        })
+        .await;
+    assert!(r.is_err());
+    assert_eq!(
+        guard
+            .run("p", &(), || async { Ok::<_, TestError>(1) })
+            .await,
+        Err(TestError::Failed("invalid".into()))
+    );
+}
+
+pub async fn lease_is_renewed_while_a_long_body_runs<S: Store + 'static>(store: S, ns: &str) {
+    let guard = Guard::new(store).prefix(ns.to_owned()).lease(SHORT);
+    let first = tokio::spawn({
+        let guard = guard.clone();
+        async move {
+            guard
+                .run("k", &(), || async {
+                    sleep(SHORT * 4).await;
+                    Ok::<_, Error>(1)
+                })
+                .await
+        }
+    });
+    // Well past the initial lease, the key is still held.
+    for _ in 0..3 {
+        sleep(SHORT).await;
+        let r: Result<u32, Error> = guard
+            .run("k", &(), || async { panic!("ran during a renewed lease") })
+            .await;
+        assert!(in_progress(&r).is_some(), "{r:?}");
+    }
+    assert_eq!(first.await.unwrap().unwrap(), 1);
+}
+
+pub async fn stale_owner_cannot_complete_after_takeover<S: Store + 'static>(store: S, ns: &str) {
+    let guard = Guard::new(store)
+        .prefix(ns.to_owned())
+        .lease(SHORT)
+        .renew_lease(false);
+    let first = tokio::spawn({
+        let guard = guard.clone();
+        async move {
+            guard
+                .run("k", &(), || async {
+                    sleep(SHORT * 3).await;
+                    Ok::<_, Error>(1)
+                })
+                .await
+        }
+    });
+    sleep(SHORT + Duration::from_millis(150)).await;
+    assert_eq!(
+        guard
+            .run("k", &(), || async { Ok::<_, Error>(2) })
+            .await
+            .unwrap(),
+        2
+    );
+    let stale = first.await.unwrap();
+    assert!(matches!(stale, Err(Error::NotOwner { .. })), "{stale:?}");
+    assert_eq!(
+        guard
+            .run("k", &(), || async { Ok::<_, Error>(3) })
+            .await
+            .unwrap(),
+        2
+    );
+}
+
+pub async fn panicking_body_leaves_a_record_taken_over_after_the_lease<S: Store + 'static>(
+    store: S,
+    ns: &str,
+) {
+    let guard = Guard::new(store).prefix(ns.to_owned()).lease(SHORT);
+    let crashed = tokio::spawn({
+        let guard = guard.clone();
+        async move {
+            guard
+                .run("k", &(), || async { panic!("worker crashed mid-way") })
+                .await as Result<u32, Error>
+        }
+    });
+    assert!(crashed.await.unwrap_err().is_panic());
+    let r: Result<u32, Error> = guard.run("k", &(), || async { Ok(2) }).await;
+    assert!(in_progress(&r).is_some(), "{r:?}");
+    sleep(SHORT + Duration::from_millis(150)).await;
+    assert_eq!(
+        guard
+            .run("k", &(), || async { Ok::<_, Error>(2) })
+            .await
+            .unwrap(),
+        2
+    );
+}
+
+pub async fn cancelled_body_leaves_a_record_taken_over_after_the_lease<S: Store>(
+    store: S,
+    ns: &str,
+) {
+    let guard = Guard::new(store).prefix(ns.to_owned()).lease(SHORT);
+    let slow = guard.run("k", &(), || async {
+        sleep(Duration::from_secs(30)).await;
+        Ok::<u32, Error>(1)
+    });
+    assert!(tokio::time::timeout(Duration::from_millis(100), slow)
+        .await
+        .is_err());
+    let r: Result<u32, Error> = guard.run("k", &(), || async { Ok(2) }).await;
+    assert!(in_progress(&r).is_some(), "{r:?}");
+    sleep(SHORT + Duration::from_millis(150)).await;
+    assert_eq!(
+        guard
+            .run("k", &(), || async { Ok::<_, Error>(2) })
+            .await
+            .unwrap(),
+        2
+    );
+}
+
+pub async fn missing_key_is_an_error_unless_not_required<S: Store>(store: S, ns: &str) {
+    let guard = Guard::new(store).prefix(ns.to_owned());
+    let runs = AtomicU32::new(0);
+    let r: Result<u32, Error> = guard.run(None::<String>, &(), || async { Ok(1) }).await;
+    assert!(matches!(r, Err(Error::MissingKey)));
+    let r: Result<u32, Error> = guard.run("", &(), || async { Ok(1) }).await;
+    assert!(matches!(r, Err(Error::InvalidKey(_))));
+    let lenient = guard.clone().required(false);
+    for _ in 0..2 {
+        let r: Result<u32, Error> = lenient
+            .run(None::<&str>, &(), || async {
+                runs.fetch_add(1, Ordering::SeqCst);
+                Ok(1)
+            })
+            .await;
+        assert_eq!(r.unwrap(), 1);
+    }
+    assert_eq!(
+        runs.load(Ordering::SeqCst),
+        2,
+        "an unguarded run runs every time"
+    );
+}
+
+pub async fn batch_reports_failed_ids<S: Store>(store: S, ns: &str) {
+    #[derive(serde::Serialize, Clone)]
+    struct Msg {
+        id: String,
+        order: u32,
+        receive_count: u32,
+    }
+    let guard = Guard::new(store).prefix(ns.to_owned());
+    let runs = Arc::new(AtomicU32::new(0));
+    let batch = |receive_count| {
+        (1..=3)
+            .map(move |order| Msg {
+                id: format!("m{order}"),
+                order,
+                receive_count,
+            })
+            .collect::<Vec<_>>()
+    };
+    let handler = |m: Msg| {
+        let runs = runs.clone();
+        async move {
+            runs.fetch_add(1, Ordering::SeqCst);
+            if m.order == 2 {
+                Err(Error::MissingKey)
+            } else {
+                Ok(m.order)
+            }
+        }
+    };
+    // The payload leaves out the receive count, which changes on every delivery.
+    let describe = |m: &Msg| BatchItem::new(m.id.clone(), m.order, &m.order);
+    let report = guard.run_batch(batch(1), describe, handler).await;
+    assert_eq!(report.failed_ids(), ["m2"]);
+    assert_eq!((report.succeeded, report.replayed), (2, 0));
+    let report = guard.run_batch(batch(2), describe, handler).await;
+    assert_eq!(report.failed_ids(), ["m2"]);
+    assert_eq!((report.succeeded, report.replayed), (2, 2));
+    assert_eq!(runs.load(Ordering::SeqCst), 4);
+}
+
+pub async fn tenant_and_prefix_separate_records<S: Store>(store: S, ns: &str) {
+    let a = Guard::new(store.clone())
+        .prefix(ns.to_owned())
+        .tenant("tenant-a");
+    let b = Guard::new(store.clone())
+        .prefix(ns.to_owned())
+        .tenant("tenant-b");
+    let other_op = Guard::new(store)
+        .prefix(format!("{ns}-other"))
+        .tenant("tenant-a");
+    assert_eq!(
+        a.run("k", &(), || async { Ok::<_, Error>(1) })
+            .await
+            .unwrap(),
+        1
+    );
+    assert_eq!(
+        b.run("k", &(), || async { Ok::<_, Error>(2) })
+            .await
+            .unwrap(),
+        2
+    );
+    assert_eq!(
+        other_op
+            .run("k", &(), || async { Ok::<_, Error>(3) })
+            .await
+            .unwrap(),
+        3
+    );
+    assert_eq!(
+        a.run("k", &(), || async { Ok::<_, Error>(9) })
+            .await
+            .unwrap(),
+        1
+    );
+}
+
+struct Ledger<S> {
+    store: S,
+    ns: String,
+    runs: AtomicU32,
+}
+
+impl<S: Store> Ledger<S> {
+    #[idempotent(key = (order.as_str(), stage), store = self.store, tenant = self.ns, payload = (order, amount))]
+    async fn charge(&self, order: String, stage: u8, mut amount: u64) -> Result<u64, Error> {
+        self.runs.fetch_add(1, Ordering::SeqCst);
+        // Changing an argument in the body does not change the fingerprint, taken before.
+        amount += 1;
+        if amount > 1_000 {
+            return Err(Error::MissingKey);
+        }
+        Ok(amount)
+    }
+}
+
+pub async fn attribute_guards_a_method<S: Store>(store: S, ns: &str) {
+    let ledger = Ledger {
+        store,
+        ns: ns.to_owned(),
+        runs: AtomicU32::new(0),
+    };
+    assert_eq!(ledger.charge("o-1".into(), 1, 10).await.unwrap(), 11);
+    assert_eq!(ledger.charge("o-1".into(), 1, 10).await.unwrap(), 11);
+    assert_eq!(
+        ledger.charge("o-1".into(), 2, 10).await.unwrap(),
+        11,
+        "another stage is another key"
+    );
+    let r = ledger.charge("o-1".into(), 1, 20).await;
+    assert!(
+        matches!(r, Err(Error::Rejected(Rejected::PayloadMismatch { .. }))),
+        "{r:?}"
+    );
+    assert!(ledger.charge("o-2".into(), 1, 5_000).await.is_err());
+    assert_eq!(ledger.runs.load(Ordering::SeqCst), 3);
+}

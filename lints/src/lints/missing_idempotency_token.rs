@@ -1,0 +1,724 @@
+//! `missing_idempotency_token`: an API call that takes an idempotency token, sent without one.
+
+use crate::analysis::{Analysis, DefPath, Locals, MethodStep, Step, TypeEnv};
+use crate::catalog::tokens::{aws::AWS, Api, Fill};
+use crate::context::LintContext;
+use crate::declare_lint;
+use crate::diagnostic::Applicability;
+use crate::model::ir::{Block, Expr, ExprKind};
+use crate::model::{FileModel, FnDef, Package, Span};
+use serde::Deserialize;
+use std::collections::HashMap;
+
+declare_lint! {
+    /// ### What it does
+    /// Finds AWS SDK calls (and calls of APIs added in the config) whose operation takes an
+    /// idempotency token, sent with `.send()` without the token ever being set on the request
+    /// builder: MediaConvert `create_job` without `client_request_token`, DynamoDB
+    /// `transact_write_items` without `client_request_token`, EC2 `run_instances` without
+    /// `client_token`, Step Functions `start_execution` without `name`, and about 1,350 other
+    /// operations read from the SDK's sources.
+    ///
+    /// The lint has no types, so it reports a call only when the source shows whose method it
+    /// is: the receiver's type is written as that crate's `Client` (a parameter, a struct
+    /// field, a `let` ascription, `Client::new`/`from_conf`, a function's return type), or,
+    /// for an untyped receiver, the module imports from that crate, or the package depends
+    /// on exactly one crate with an operation of that name.
+    ///
+    /// ### Why is this bad?
+    /// Queues, Lambda retries and restarted workers deliver the same message more than once.
+    /// Without a token derived from the message, each delivery starts a new job, instance or
+    /// transaction: a doubled MediaConvert bill, two EC2 instances, a transfer written twice.
+    ///
+    /// The Rust SDK fills a missing token (a Smithy `@idempotencyToken`, like MediaConvert's
+    /// `ClientRequestToken`) with a fresh random UUID on every `send()`. That only makes the
+    /// SDK's own HTTP retries of that one `send()` safe. A redelivered message or a restarted
+    /// worker calls `send()` again, gets a new UUID, and AWS takes it for a new request: it
+    /// starts the work again, or fails on a name the first call already took. The token must
+    /// come from the message: its event id, command id, or order id with the stage.
+    ///
+    /// A token deduplicates only within the service's window (MediaConvert: one minute,
+    /// DynamoDB transactions: ten minutes). It makes the call safe to retry; a redelivery
+    /// later than that still needs the handler's own guard (`idem_guard`'s `#[idempotent]`).
+    ///
+    /// ### Known problems
+    /// - A token set on any path counts as set: `if retry { req = req.client_token(k) }`
+    ///   silences the lint for the other path too. Two builders, one with and one without a
+    ///   token, are told apart.
+    /// - A builder passed through a function counts as set when the function is outside the
+    ///   crate, or is one of the crate's and calls the setter (itself or through its own
+    ///   helpers). A builder made in one function and sent in another is not followed, and a
+    ///   function with too many ways to build the request is skipped.
+    /// - A receiver of unknown type counts only through the module's imports or the package's
+    ///   dependencies, and not when the crate defines a method of the same name itself or the
+    ///   receiver comes from another crate's value (`ci.pipeline(p).create_job()`).
+    /// - SQS FIFO `message_deduplication_id` is not in the default table: a FIFO queue rejects
+    ///   a message without it unless content-based deduplication is on, which the source does
+    ///   not show. Add it under `apis` if your queues need it.
+    /// - Configured APIs: `[lints.missing_idempotency_token] apis = [{ crate = "payments",
+    ///   method = "create_refund", token = "idempotency_key" }]` (`send` names the method that
+    ///   sends the request, `"send"` by default). Without `crate`, every `.create_refund()`
+    ///   chain that is sent counts, whatever its receiver.
+    ///
+    /// ### Example
+    /// ```rust
+    /// async fn on_upload(mc: &aws_sdk_mediaconvert::Client, msg: &UploadEvent) -> Result<()> {
+    ///     mc.create_job()
+    ///         .role(ROLE_ARN)
+    ///         .settings(settings_for(&msg.key))
+    ///         .send()
+    ///         .await?;
+    ///     Ok(())
+    /// }
+    /// ```
+    ///
+    /// ### Use instead
+    /// ```rust
+    /// async fn on_upload(mc: &aws_sdk_mediaconvert::Client, msg: &UploadEvent) -> Result<()> {
+    ///     mc.create_job()
+    ///         .role(ROLE_ARN)
+    ///         .settings(settings_for(&msg.key))
+    ///         // Same message, same token: a redelivery returns the first job.
+    ///         .client_request_token(format!("transcode-{}", msg.event_id))
+    ///         .send()
+    ///         .await?;
+    ///     Ok(())
+    /// }
+    /// ```
+    pub MISSING_IDEMPOTENCY_TOKEN, "missing_idempotency_token", Warn,
+    "an API call that takes an idempotency token is sent without one"
+}
+
+/// `[lints.missing_idempotency_token]`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Settings {
+    /// APIs of other crates (or of AWS operations the table lacks) that take a token.
+    pub apis: Vec<ConfiguredApi>,
+}
+
+/// `{ crate = "payments", method = "create_refund", token = "idempotency_key" }`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConfiguredApi {
+    /// The crate whose client has the method, as in `Cargo.toml` (`-` and `_` both work).
+    #[serde(rename = "crate")]
+    pub krate: Option<String>,
+    /// The method starting the request builder.
+    pub method: String,
+    /// The builder's setter for the token.
+    pub token: String,
+    /// The method that sends the built request.
+    #[serde(default = "default_send")]
+    pub send: String,
+}
+
+fn default_send() -> String {
+    "send".to_owned()
+}
+
+impl Settings {
+    /// Checks the names and writes crate names as code does (`aws-sdk-s3` → `aws_sdk_s3`).
+    pub fn normalize(mut self) -> Result<Settings, String> {
+        for (i, api) in self.apis.iter_mut().enumerate() {
+            if let Some(k) = &mut api.krate {
+                *k = k.replace('-', "_");
+            }
+            let names = [
+                ("crate", api.krate.as_deref().unwrap_or("x")),
+                ("method", &api.method),
+                ("token", &api.token),
+                ("send", &api.send),
+            ];
+            if let Some((key, value)) = names.iter().find(|(_, v)| !is_ident(v)) {
+                return Err(format!(
+                    "apis[{i}].{key}: `{value}` is not a Rust identifier"
+                ));
+            }
+        }
+        Ok(self)
+    }
+}
+
+fn is_ident(s: &str) -> bool {
+    let mut chars = s.chars();
+    chars.next().is_some_and(|c| c.is_alphabetic() || c == '_')
+        && chars.all(|c| c.is_alphanumeric() || c == '_')
+}
+
+pub fn check(cx: &mut LintContext<'_>) {
+    let package = cx.package;
+    let catalog = Catalog::new(&cx.settings.missing_idempotency_token);
+    let findings = find_unset_tokens(package, cx.analysis(), &catalog);
+    for f in findings {
+        report(cx, f);
+    }
+}
+
+/// A sent request whose token is never set.
+struct Finding<'a> {
+    api: Api<'a>,
+    /// The operation's method call: `create_job()`.
+    op: Span,
+    /// The `send` method that sends it.
+    send: Span,
+    /// Where the setter goes: right after the receiver of `send`.
+    insert_at: Span,
+}
+
+fn find_unset_tokens<'a>(
+    package: &Package,
+    analysis: &Analysis,
+    catalog: &Catalog<'a>,
+) -> Vec<Finding<'a>> {
+    let mut findings: Vec<Finding<'a>> = Vec::new();
+    for (file, f) in package
+        .fns()
+        .filter(|(file, f)| !is_test_code(package, file, f))
+    {
+        let Some(body) = body_calling_an_operation(f, catalog) else {
+            continue;
+        };
+        let fcx = FnCx {
+            package,
+            analysis,
+            file,
+            f,
+            env: TypeEnv::for_fn(package, &analysis.resolver, &analysis.types, file, f),
+            locals: Locals::of_body(body),
+            catalog,
+        };
+        body.walk(&mut |e| {
+            for finding in fcx.unset_tokens_at(e) {
+                if !findings.iter().any(|g| g.op == finding.op) {
+                    findings.push(finding);
+                }
+            }
+        });
+    }
+    findings
+}
+
+/// The body of `f` if it calls a method named like an operation of the catalog: most do not,
+/// and need no further look.
+fn body_calling_an_operation<'f>(f: &'f FnDef, catalog: &Catalog<'_>) -> Option<&'f Block> {
+    let body = f.body.as_ref()?;
+    let mut found = false;
+    body.walk(&mut |e| {
+        if let ExprKind::MethodCall { method, .. } = &e.kind {
+            found |= !catalog.operations(method).is_empty();
+        }
+    });
+    found.then_some(body)
+}
+
+fn report(cx: &mut LintContext<'_>, f: Finding<'_>) {
+    let Finding {
+        api,
+        op,
+        send,
+        insert_at,
+    } = f;
+    let token = api.token;
+    let message = format!(
+        "`{}` is sent without `{token}`, its idempotency token",
+        api.method
+    );
+    cx.span_lint(&MISSING_IDEMPOTENCY_TOKEN, op, message, |d| {
+        d.primary_label(match api.krate {
+            Some(k) => format!("`{k}` operation `{}`", pascal_case(api.method)),
+            None => format!("`{}` takes `{token}`", api.method),
+        });
+        d.span_label(send, format!("sent here without `{token}`"));
+        match api.fill {
+            Fill::SdkUuid => d.note(format!(
+                "the SDK fills a missing `{token}` with a new random UUID on every `send()`: that \
+                 covers the SDK's own HTTP retries only; a redelivered message or a restarted \
+                 worker sends a new token, and AWS takes it for a new request"
+            )),
+            Fill::Unset => d.note(format!(
+                "without `{token}` every request is a new one: a redelivered message or a \
+                 restarted worker starts the operation again"
+            )),
+        };
+        if !api.note.is_empty() {
+            d.note(format!("`{token}`: {}", api.note));
+        }
+        d.help(format!(
+            "set `{token}` from the message being handled (its event id, command id or order \
+             id), so every delivery of it sends the same token"
+        ));
+        d.suggest(
+            format!("set `{token}` before `.{}()`", api.send),
+            insert_at,
+            format!(".{token}(/* idempotency key */)"),
+            Applicability::HasPlaceholders,
+        );
+    });
+}
+
+/// The operations to look for, by method name, and the methods that send them.
+struct Catalog<'a> {
+    by_method: HashMap<&'a str, Vec<Api<'a>>>,
+    sends: Vec<&'a str>,
+}
+
+impl<'a> Catalog<'a> {
+    fn new(settings: &'a Settings) -> Catalog<'a> {
+        let mut by_method: HashMap<&'a str, Vec<Api<'a>>> = HashMap::new();
+        let configured = settings.apis.iter().map(|c| Api {
+            krate: c.krate.as_deref(),
+            method: &c.method,
+            token: &c.token,
+            send: &c.send,
+            fill: Fill::Unset,
+            note: "",
+            is_aws: c
+                .krate
+                .as_deref()
+                .is_some_and(|k| k.starts_with("aws_sdk_")),
+        });
+        let mut sends = Vec::new();
+        // Configured APIs first: they replace a built-in entry of the same crate and method.
+        for api in configured.chain(AWS.iter().map(Api::from)) {
+            let apis = by_method.entry(api.method).or_default();
+            if !apis.iter().any(|a| a.krate == api.krate) {
+                apis.push(api);
+            }
+            if !sends.contains(&api.send) {
+                sends.push(api.send);
+            }
+        }
+        Catalog { by_method, sends }
+    }
+
+    fn is_send(&self, method: &str) -> bool {
+        self.sends.contains(&method)
+    }
+
+    fn operations(&self, method: &str) -> &[Api<'a>] {
+        self.by_method.get(method).map(Vec::as_slice).unwrap_or(&[])
+    }
+}
+
+/// What one function's body is checked with.
+struct FnCx<'p, 'a> {
+    package: &'p Package,
+    analysis: &'p Analysis,
+    file: &'p FileModel,
+    f: &'p FnDef,
+    env: TypeEnv<'p>,
+    locals: Locals<'p>,
+    catalog: &'p Catalog<'a>,
+}
+
+impl<'p, 'a> FnCx<'p, 'a> {
+    /// The requests `e` sends, if it is a `send` call, whose token was set on no way the
+    /// request was built.
+    fn unset_tokens_at(&self, e: &'p Expr) -> Vec<Finding<'a>> {
+        let ExprKind::MethodCall {
+            receiver,
+            method: send,
+            method_span,
+            ..
+        } = &e.kind
+        else {
+            return Vec::new();
+        };
+        if !self.catalog.is_send(send) {
+            return Vec::new();
+        }
+        // Too many ways to follow: one of them might set the token.
+        let Some(chains) = self.locals.chains(receiver) else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        for chain in chains {
+            let Some((at, api)) = self.operation_in(&chain.steps, send) else {
+                continue;
+            };
+            let Step::Method(op) = chain.steps[at] else {
+                continue;
+            };
+            let later = &chain.steps[at + 1..];
+            if self.token_may_be_set(&self.env, later, api.token, 0) {
+                continue;
+            }
+            out.push(Finding {
+                api,
+                op: op.call_span(),
+                send: *method_span,
+                insert_at: receiver.span.shrink_to_hi(),
+            });
+        }
+        out
+    }
+
+    /// The last step that starts an operation sent by `send`, when the source shows whose
+    /// operation it is.
+    fn operation_in(&self, steps: &[Step<'p>], send: &str) -> Option<(usize, Api<'a>)> {
+        steps.iter().enumerate().rev().find_map(|(i, s)| match s {
+            Step::Method(m) => self
+                .operation(m)
+                .filter(|api| api.send == send)
+                .map(|api| (i, api)),
+            Step::Through(_) => None,
+        })
+    }
+
+    /// Whose operation `step` calls: decided by the receiver's type when the source writes
+    /// it, else by the imports and dependencies of an untyped receiver's crate.
+    fn operation(&self, step: &MethodStep<'_>) -> Option<Api<'a>> {
+        let candidates = self.catalog.operations(step.method);
+        if candidates.is_empty() {
+            return None;
+        }
+        match self.env.type_of(step.receiver) {
+            Some(ty) => candidates
+                .iter()
+                .find(|api| is_client_of(&ty, api))
+                .copied(),
+            None if self.comes_from_another_crate(step.receiver, candidates) => None,
+            None => self.untyped_operation(step.method, candidates),
+        }
+    }
+
+    /// A receiver got from a method of a value whose type is another crate's
+    /// (`octocrab.repos(owner, name).create_file(..)`): AWS operations are methods of the
+    /// client itself, so this is not one. Values of `std` types (`clients.get(region)`) say
+    /// nothing either way.
+    fn comes_from_another_crate(&self, receiver: &Expr, candidates: &[Api<'_>]) -> bool {
+        let mut root = receiver.peel();
+        while let ExprKind::MethodCall { receiver, .. } = &root.kind {
+            root = receiver.peel();
+        }
+        if std::ptr::eq(root, receiver.peel()) {
+            return false;
+        }
+        let Some(ty) = self.env.type_of(root) else {
+            return false;
+        };
+        let Some(k) = ty.crate_name() else {
+            return false;
+        };
+        !matches!(k, "std" | "core" | "alloc") && candidates.iter().all(|a| a.krate != Some(k))
+    }
+
+    fn untyped_operation(&self, method: &str, candidates: &[Api<'a>]) -> Option<Api<'a>> {
+        if let Some(api) = candidates.iter().find(|a| a.krate.is_none()) {
+            return Some(*api);
+        }
+        // A receiver of unknown type may be one of the crate's own types with that method.
+        if self.package_defines_method(method) {
+            return None;
+        }
+        let imported = |api: &&Api<'a>| {
+            api.krate.is_some_and(|k| {
+                self.analysis
+                    .resolver
+                    .imports_from(self.file.target, &self.f.module, k)
+            })
+        };
+        let depended = |api: &&Api<'a>| api.krate.is_some_and(|k| self.package.depends_on(k));
+        only(candidates.iter().filter(imported))
+            .or_else(|| {
+                let any_imported = candidates.iter().any(|a| imported(&a));
+                (!any_imported)
+                    .then(|| only(candidates.iter().filter(depended)))
+                    .flatten()
+            })
+            .copied()
+    }
+
+    fn package_defines_method(&self, method: &str) -> bool {
+        self.package
+            .fns()
+            .any(|(_, f)| f.name == method && f.self_ty.is_some())
+    }
+
+    /// Whether a later step sets the token: its setter, `set_<token>(..)` with anything but
+    /// `None`, or a call the request was passed through that may set it. `env` is the type
+    /// evidence of the function the steps are in.
+    fn token_may_be_set(
+        &self,
+        env: &TypeEnv<'_>,
+        later: &[Step<'_>],
+        token: &str,
+        depth: usize,
+    ) -> bool {
+        later.iter().any(|s| match s {
+            Step::Method(m) => is_setter_call(m, token),
+            Step::Through(call) => self.call_may_set(env, call, token, depth),
+        })
+    }
+
+    /// A call the request was passed through. `Ok`, `Some` and `Box::new` only wrap it; a
+    /// function of the crate may set the token if its body calls the setter or a way its
+    /// result is built sets it (through its own helpers, up to a depth); any other function
+    /// may.
+    fn call_may_set(&self, env: &TypeEnv<'_>, call: &Expr, token: &str, depth: usize) -> bool {
+        if is_wrapper_call(call) {
+            return false;
+        }
+        let Some((fi, ni)) = env.callee(call) else {
+            return true;
+        };
+        let file = &self.package.files[fi];
+        let helper = &file.fns[ni];
+        let Some(body) = &helper.body else {
+            return true;
+        };
+        if depth >= MAX_HELPER_DEPTH || calls_setter(body, token) {
+            return true;
+        }
+        let analysis = self.analysis;
+        let env = TypeEnv::for_fn(
+            self.package,
+            &analysis.resolver,
+            &analysis.types,
+            file,
+            helper,
+        );
+        let locals = Locals::of_body(body);
+        results(body).iter().any(|r| match locals.chains(r) {
+            None => true,
+            Some(chains) => chains
+                .iter()
+                .any(|c| self.token_may_be_set(&env, &c.steps, token, depth + 1)),
+        })
+    }
+}
+
+/// How deep helpers calling helpers are followed before assuming they set the token.
+const MAX_HELPER_DEPTH: usize = 4;
+
+/// `Ok(x)`, `Err(x)`, `Some(x)`, `Box::new(x)`, `Arc::new(x)`: calls that wrap a value and do nothing
+/// else to it.
+fn is_wrapper_call(call: &Expr) -> bool {
+    let ExprKind::Call { func, .. } = &call.peel().kind else {
+        return false;
+    };
+    let Some(path) = func.as_path() else {
+        return false;
+    };
+    match path.segments.as_slice() {
+        [one] => matches!(one.as_str(), "Ok" | "Err" | "Some"),
+        [.., ty, new] => new == "new" && matches!(ty.as_str(), "Box" | "Arc" | "Rc"),
+        [] => false,
+    }
+}
+
+/// Whether anything in `body` calls the token's setter.
+fn calls_setter(body: &Block, token: &str) -> bool {
+    let mut found = false;
+    body.walk(&mut |e| {
+        if let Some(step) = method_step(e) {
+            found |= is_setter_call(&step, token);
+        }
+    });
+    found
+}
+
+/// The expressions a body's value comes from: its tail and its `return`s.
+fn results(body: &Block) -> Vec<&Expr> {
+    let mut out: Vec<&Expr> = body.tail().into_iter().collect();
+    body.walk(&mut |e| {
+        if let ExprKind::Return(Some(v)) = &e.kind {
+            out.push(v);
+        }
+    });
+    out
+}
+
+fn method_step(e: &Expr) -> Option<MethodStep<'_>> {
+    match &e.kind {
+        ExprKind::MethodCall {
+            receiver,
+            method,
+            method_span,
+            args,
+        } => Some(MethodStep {
+            expr: e,
+            receiver,
+            method,
+            method_span: *method_span,
+            args,
+        }),
+        _ => None,
+    }
+}
+
+/// `x.client_token(..)`, or `x.set_client_token(v)` with `v` other than `None`.
+fn is_setter_call(m: &MethodStep<'_>, token: &str) -> bool {
+    if m.method == token {
+        return true;
+    }
+    let sets_none = m
+        .args
+        .first()
+        .and_then(Expr::as_path)
+        .is_some_and(|p| p.segments.last().is_some_and(|s| s == "None"));
+    m.method.strip_prefix("set_") == Some(token) && !sets_none
+}
+
+/// Whether a receiver of type `ty` is the client of `api`'s crate.
+fn is_client_of(ty: &DefPath, api: &Api<'_>) -> bool {
+    match api.krate {
+        None => true,
+        Some(k) => ty.crate_name() == Some(k) && (!api.is_aws || ty.last() == "Client"),
+    }
+}
+
+fn is_test_code(package: &Package, file: &FileModel, f: &FnDef) -> bool {
+    f.in_test
+        || file.in_test
+        || package
+            .targets
+            .get(file.target)
+            .is_some_and(|t| t.is_test_like())
+}
+
+/// The single item of an iterator, if it has exactly one.
+fn only<T>(mut it: impl Iterator<Item = T>) -> Option<T> {
+    let first = it.next()?;
+    it.next().is_none().then_some(first)
+}
+
+/// `create_job` → `CreateJob`, the operation's name in the AWS documentation.
+fn pascal_case(snake: &str) -> String {
+    snake
+        .split('_')
+        .map(|w| {
+            let mut c = w.chars();
+            c.next()
+                .map(|f| f.to_uppercase().chain(c).collect::<String>())
+                .unwrap_or_default()
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::diagnostic::Diagnostic;
+    use crate::testing;
+
+    fn lint(deps: &[&str], src: &str, settings: &crate::Settings) -> Vec<Diagnostic> {
+        let package = testing::package("app", deps, &[("crate", src)]);
+        testing::check(&package, settings)
+            .into_iter()
+            .filter(|d| d.lint.name == MISSING_IDEMPOTENCY_TOKEN.name)
+            .collect()
+    }
+
+    fn text(src: &str, span: Span) -> &str {
+        &src[span.lo as usize..span.hi as usize]
+    }
+
+    #[test]
+    fn the_finding_points_at_the_operation_and_suggests_the_setter_before_send() {
+        let src = "async fn f(mc: &aws_sdk_mediaconvert::Client) {\n    \
+                   mc.create_job()\n        .role(r)\n        .send()\n        .await;\n}\n";
+        let diags = lint(&[], src, &Default::default());
+        let [d] = diags.as_slice() else {
+            panic!("one finding, got {diags:?}");
+        };
+        assert_eq!(text(src, d.span), "create_job()");
+        assert_eq!(
+            d.message,
+            "`create_job` is sent without `client_request_token`, its idempotency token"
+        );
+        assert_eq!(
+            d.label.as_deref(),
+            Some("`aws_sdk_mediaconvert` operation `CreateJob`")
+        );
+        assert_eq!(text(src, d.labels[0].span), "send");
+        assert!(d.notes[0].contains("random UUID on every `send()`"));
+        assert!(d.help[0].starts_with("set `client_request_token` from the message"));
+        let [s] = d.suggestions.as_slice() else {
+            panic!("one suggestion");
+        };
+        assert_eq!(s.applicability, Applicability::HasPlaceholders);
+        let (at, insert) = &s.edits[0];
+        assert_eq!(insert, ".client_request_token(/* idempotency key */)");
+        let fixed = format!(
+            "{}{insert}{}",
+            &src[..at.lo as usize],
+            &src[at.hi as usize..]
+        );
+        assert!(fixed.contains(".role(r).client_request_token(/* idempotency key */)\n"));
+    }
+
+    #[test]
+    fn operations_without_a_fill_say_that_nothing_fills_them() {
+        let src = "async fn f(sfn: aws_sdk_sfn::Client) { sfn.start_execution().send().await; }";
+        let diags = lint(&[], src, &Default::default());
+        assert!(diags[0].notes[0].starts_with("without `name` every request is a new one"));
+        assert!(diags[0].notes[1].contains("90 days"));
+    }
+
+    fn settings(json: serde_json::Value) -> Result<crate::Settings, String> {
+        let mut s = crate::Settings::default();
+        s.set("missing_idempotency_token", json)?;
+        Ok(s)
+    }
+
+    #[test]
+    fn configured_apis_name_crates_either_way_and_reject_non_identifiers() {
+        let s = settings(serde_json::json!({ "apis": [
+            { "crate": "acme-payments", "method": "create_refund", "token": "idempotency_key" }
+        ]}))
+        .unwrap();
+        let api = &s.missing_idempotency_token.apis[0];
+        assert_eq!(api.krate.as_deref(), Some("acme_payments"));
+        assert_eq!(api.send, "send");
+        let bad = settings(serde_json::json!({ "apis": [
+            { "method": "create refund", "token": "k" }
+        ]}));
+        assert_eq!(
+            bad.unwrap_err(),
+            "apis[0].method: `create refund` is not a Rust identifier"
+        );
+        let unknown = settings(serde_json::json!({ "apis": [], "extra": 1 }));
+        assert!(unknown.unwrap_err().contains("unknown field `extra`"));
+    }
+
+    #[test]
+    fn a_configured_sqs_fifo_token_is_checked_like_a_built_in_one() {
+        let src = "async fn f(sqs: &aws_sdk_sqs::Client, id: &str) {\n    \
+                   sqs.send_message().queue_url(FIFO).send().await;\n    \
+                   sqs.send_message().queue_url(FIFO).message_deduplication_id(id).send().await;\n}\n";
+        assert!(lint(&["aws-sdk-sqs"], src, &Default::default()).is_empty());
+        let s = settings(serde_json::json!({ "apis": [{
+            "crate": "aws_sdk_sqs", "method": "send_message", "token": "message_deduplication_id"
+        }]}))
+        .unwrap();
+        let diags = lint(&["aws-sdk-sqs"], src, &s);
+        assert_eq!(diags.len(), 1);
+        assert_eq!(testing::line_of(src, diags[0].span.lo), 2);
+    }
+
+    #[test]
+    fn a_configured_api_without_a_crate_is_known_by_its_method_alone() {
+        let src = "async fn f(ledger: &Ledger, other: impl Sized) {\n    \
+                   ledger.post_entry().amount(1).commit().await;\n    \
+                   other.post_entry().entry_key(k).commit().await;\n}\n";
+        let s = settings(serde_json::json!({ "apis": [{
+            "method": "post_entry", "token": "entry_key", "send": "commit"
+        }]}))
+        .unwrap();
+        let diags = lint(&[], src, &s);
+        assert_eq!(diags.len(), 1);
+        assert_eq!(testing::line_of(src, diags[0].span.lo), 2);
+        assert_eq!(
+            diags[0].label.as_deref(),
+            Some("`post_entry` takes `entry_key`")
+        );
+    }
+
+    #[test]
+    fn pascal_case_names_the_operation_as_aws_does() {
+        assert_eq!(pascal_case("transact_write_items"), "TransactWriteItems");
+        assert_eq!(pascal_case("run_instances"), "RunInstances");
+    }
+}

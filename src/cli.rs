@@ -1,0 +1,133 @@
+//! Command-line arguments, in cargo's own spellings.
+
+use crate::levels::LevelFlag;
+use anyhow::{anyhow, Result};
+use clap::{ArgMatches, CommandFactory, FromArgMatches, Parser, ValueEnum};
+use idem_lints::Level;
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum MessageFormat {
+    /// rustc-style, with source snippets
+    Human,
+    /// one line per finding: `path:line:col: level[code]: message`
+    Short,
+    /// the JSON lines `cargo check --message-format=json` prints
+    Json,
+    /// SARIF 2.1.0, for code scanning
+    Sarif,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ColorChoice {
+    Auto,
+    Always,
+    Never,
+}
+
+/// Finds idempotency mistakes in a crate or workspace by reading its sources (nothing is
+/// compiled).
+#[derive(Debug, Clone, Parser)]
+#[command(name = "cargo idem-lint", bin_name = "cargo idem-lint", version)]
+pub struct Args {
+    /// A directory with a Cargo.toml (package or workspace), or a plain directory of .rs files.
+    /// Default: the package or workspace around the current directory.
+    pub path: Option<PathBuf>,
+
+    /// Path to Cargo.toml.
+    #[arg(long, value_name = "PATH", conflicts_with = "path")]
+    pub manifest_path: Option<PathBuf>,
+
+    /// Package to lint (repeatable).
+    #[arg(short = 'p', long = "package", value_name = "SPEC")]
+    pub packages: Vec<String>,
+
+    /// Lint every member of the workspace.
+    #[arg(long, conflicts_with = "packages")]
+    pub workspace: bool,
+
+    #[arg(long, value_enum, value_name = "FMT", default_value = "human")]
+    pub message_format: MessageFormat,
+
+    #[arg(long, value_enum, value_name = "WHEN", default_value = "auto")]
+    pub color: ColorChoice,
+
+    /// Set LINT to allow (repeatable).
+    #[arg(short = 'A', long = "allow", value_name = "LINT")]
+    pub allow: Vec<String>,
+
+    /// Set LINT to warn (repeatable).
+    #[arg(short = 'W', long = "warn", value_name = "LINT")]
+    pub warn: Vec<String>,
+
+    /// Set LINT to deny (repeatable); `-D warnings` makes every warning an error.
+    #[arg(short = 'D', long = "deny", value_name = "LINT")]
+    pub deny: Vec<String>,
+
+    /// Time budget for parsing one file, in milliseconds (default 10000, or the config's
+    /// `file-timeout-ms`). A file over budget is reported as `idem::parse_error` and skipped.
+    #[arg(long, value_name = "MS")]
+    pub file_timeout_ms: Option<u64>,
+
+    /// Print the documentation of LINT and exit.
+    #[arg(long, value_name = "LINT")]
+    pub explain: Option<String>,
+
+    /// List every lint with its default and effective level, and exit.
+    #[arg(long)]
+    pub list: bool,
+
+    /// The -A/-W/-D flags in the order given (later ones win).
+    #[arg(skip)]
+    pub level_flags: Vec<LevelFlag>,
+}
+
+impl Args {
+    /// Parses `argv` (program name first). Cargo runs `cargo-idem-lint idem-lint ARGS`
+    /// for `cargo idem-lint ARGS`, so a leading `idem-lint` is dropped.
+    pub fn parse_from_env<I: IntoIterator<Item = OsString>>(argv: I) -> clap::error::Result<Args> {
+        let mut argv: Vec<OsString> = argv.into_iter().collect();
+        if argv.get(1).is_some_and(|a| a == "idem-lint") {
+            argv.remove(1);
+        }
+        let matches = Args::command().try_get_matches_from(argv)?;
+        let mut args = Args::from_arg_matches(&matches)?;
+        args.level_flags = ordered_level_flags(&matches);
+        Ok(args)
+    }
+}
+
+/// Merges the three level options into one list ordered by position on the command line,
+/// because precedence follows the order given (`-D x -A x` allows `x`).
+fn ordered_level_flags(matches: &ArgMatches) -> Vec<LevelFlag> {
+    let mut flags: Vec<(usize, LevelFlag)> = Vec::new();
+    for (id, level) in [
+        ("allow", Level::Allow),
+        ("warn", Level::Warn),
+        ("deny", Level::Deny),
+    ] {
+        let (Some(values), Some(indices)) =
+            (matches.get_many::<String>(id), matches.indices_of(id))
+        else {
+            continue;
+        };
+        for (name, index) in values.zip(indices) {
+            flags.push((
+                index,
+                LevelFlag {
+                    level,
+                    name: name.clone(),
+                },
+            ));
+        }
+    }
+    flags.sort_by_key(|(i, _)| *i);
+    flags.into_iter().map(|(_, f)| f).collect()
+}
+
+/// `--explain` takes a lint name with or without `idem::`.
+pub fn explain_target(name: &str) -> Result<&'static idem_lints::Lint> {
+    idem_lints::lints::find(name)
+        .ok_or_else(|| anyhow!("no lint named `{name}` (see `cargo idem-lint --list`)"))
+}

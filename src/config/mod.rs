@@ -1,0 +1,304 @@
+//! The user's configuration: `idem-lint.toml` at the workspace root, or
+//! `[workspace.metadata.idem-lint]` in the root `Cargo.toml`, then
+//! `[package.metadata.idem-lint]` per package, each with the same keys:
+//!
+//! ```toml
+//! file-timeout-ms = 10000          # workspace level only
+//! [lints]
+//! check_then_act = "deny"
+//! missing_idempotency_token = { level = "warn", extra-apis = [] }
+//! ```
+//!
+//! Every error names the file, the position and the key, on one line.
+
+mod toml_value;
+
+use crate::discovery::Workspace;
+use crate::levels::{LevelFlag, Levels};
+use anyhow::{anyhow, bail, Context, Result};
+use idem_lints::{Level, Lint, Settings};
+use std::path::{Path, PathBuf};
+use toml::de::{DeTable, DeValue};
+use toml::Spanned;
+
+pub const FILE_NAME: &str = "idem-lint.toml";
+
+/// Where a key was written, for error messages: `path:line:col`, key `lints.foo`.
+#[derive(Debug, Clone)]
+pub struct Origin {
+    pub file: PathBuf,
+    pub line: usize,
+    pub column: usize,
+    pub key: String,
+}
+
+impl std::fmt::Display for Origin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}:{}:{}: key `{}`",
+            self.file.display(),
+            self.line,
+            self.column,
+            self.key
+        )
+    }
+}
+
+/// One config table (workspace or package level).
+#[derive(Debug, Clone, Default)]
+pub struct Layer {
+    pub levels: Vec<(&'static Lint, Level)>,
+    pub settings: Vec<(&'static Lint, serde_json::Value, Origin)>,
+    pub file_timeout_ms: Option<u64>,
+}
+
+/// The whole configuration of a run.
+#[derive(Debug, Clone, Default)]
+pub struct Config {
+    pub workspace: Layer,
+    /// One per package of the workspace, in the same order.
+    pub packages: Vec<Layer>,
+}
+
+/// What a package is linted with.
+#[derive(Debug, Clone)]
+pub struct PackageConfig {
+    pub levels: Levels,
+    pub settings: Settings,
+}
+
+impl Config {
+    /// Reads every config that applies to `ws`.
+    pub fn load(ws: &Workspace) -> Result<Config> {
+        let dedicated = ws.root.join(FILE_NAME);
+        let mut workspace = if dedicated.is_file() {
+            read_layer(&dedicated, &[], "")?.unwrap_or_default()
+        } else {
+            Layer::default()
+        };
+        if let Some(root_manifest) = &ws.root_manifest {
+            let path = ["workspace", "metadata", "idem-lint"];
+            if let Some(layer) = read_layer(root_manifest, &path, "workspace.metadata.idem-lint")? {
+                if dedicated.is_file() {
+                    bail!(
+                        "both `{}` and `[workspace.metadata.idem-lint]` in `{}` configure idem-lint; keep one",
+                        dedicated.display(),
+                        root_manifest.display()
+                    );
+                }
+                workspace = layer;
+            }
+        }
+        let mut packages = Vec::with_capacity(ws.packages.len());
+        for p in &ws.packages {
+            let layer = if p.has_manifest {
+                let path = ["package", "metadata", "idem-lint"];
+                read_layer(&p.manifest_path, &path, "package.metadata.idem-lint")?
+            } else {
+                None
+            };
+            let layer = layer.unwrap_or_default();
+            if layer.file_timeout_ms.is_some() {
+                bail!(
+                    "{}: key `package.metadata.idem-lint.file-timeout-ms`: set the time budget at the workspace level",
+                    p.manifest_path.display()
+                );
+            }
+            packages.push(layer);
+        }
+        Ok(Config {
+            workspace,
+            packages,
+        })
+    }
+
+    /// Levels of the workspace layer with the command line applied (for `--list`).
+    pub fn workspace_levels(&self, flags: &[LevelFlag]) -> Result<Levels> {
+        let mut levels = Levels::default();
+        for (lint, level) in &self.workspace.levels {
+            levels.set(lint, *level);
+        }
+        levels.apply_flags(flags)?;
+        Ok(levels)
+    }
+
+    /// Levels and settings of package `index`: defaults < workspace < package < flags.
+    pub fn package(&self, index: usize, flags: &[LevelFlag]) -> Result<PackageConfig> {
+        let mut levels = Levels::default();
+        let mut settings = Settings::default();
+        let layers = std::iter::once(&self.workspace).chain(self.packages.get(index));
+        for layer in layers {
+            for (lint, level) in &layer.levels {
+                levels.set(lint, *level);
+            }
+            for (lint, value, origin) in &layer.settings {
+                settings
+                    .set(lint.name, value.clone())
+                    .map_err(|e| anyhow!("{origin}: {e}"))?;
+            }
+        }
+        levels.apply_flags(flags)?;
+        Ok(PackageConfig { levels, settings })
+    }
+}
+
+/// Reads the table at `path` inside the TOML file `file` (the whole file when `path` is
+/// empty); `None` when the file has no such table.
+fn read_layer(file: &Path, path: &[&str], prefix: &str) -> Result<Option<Layer>> {
+    let text = std::fs::read_to_string(file)
+        .with_context(|| format!("could not read `{}`", file.display()))?;
+    let doc = DeTable::parse(&text).map_err(|e| {
+        let at = e.span().map(|s| s.start).unwrap_or(0);
+        let (line, column) = line_col(&text, at);
+        anyhow!(
+            "{}:{line}:{column}: invalid TOML: {}",
+            file.display(),
+            e.message().trim()
+        )
+    })?;
+    let mut table: &DeTable = doc.get_ref();
+    for key in path {
+        match table.get(*key).map(Spanned::get_ref) {
+            Some(DeValue::Table(t)) => table = t,
+            Some(_) => {
+                let value = table.get(*key).map(|v| v.span().start).unwrap_or(0);
+                let origin = origin(file, &text, value, &path.join("."));
+                bail!("{origin}: expected a table");
+            }
+            None => return Ok(None),
+        }
+    }
+    let cx = Cx {
+        file,
+        text: &text,
+        prefix,
+    };
+    cx.layer(table).map(Some)
+}
+
+struct Cx<'a> {
+    file: &'a Path,
+    text: &'a str,
+    prefix: &'a str,
+}
+
+impl Cx<'_> {
+    fn origin(&self, at: usize, key: &str) -> Origin {
+        let key = if self.prefix.is_empty() {
+            key.to_string()
+        } else {
+            format!("{}.{key}", self.prefix)
+        };
+        origin(self.file, self.text, at, &key)
+    }
+
+    fn layer(&self, table: &DeTable) -> Result<Layer> {
+        let mut layer = Layer::default();
+        for (key, value) in table.iter() {
+            let at = key.span().start;
+            match key.get_ref().as_ref() {
+                "lints" => match value.get_ref() {
+                    DeValue::Table(lints) => self.lints(lints, &mut layer)?,
+                    _ => bail!("{}: expected a table", self.origin(at, "lints")),
+                },
+                "file-timeout-ms" => match value.get_ref().as_integer() {
+                    Some(i) => {
+                        let ms = u64::from_str_radix(i.as_str(), i.radix()).map_err(|_| {
+                            anyhow!(
+                                "{}: expected a positive number of milliseconds",
+                                self.origin(at, "file-timeout-ms")
+                            )
+                        })?;
+                        layer.file_timeout_ms = Some(ms);
+                    }
+                    None => bail!(
+                        "{}: expected a number of milliseconds",
+                        self.origin(at, "file-timeout-ms")
+                    ),
+                },
+                other => bail!(
+                    "{}: unknown key (expected `lints` or `file-timeout-ms`)",
+                    self.origin(at, other)
+                ),
+            }
+        }
+        Ok(layer)
+    }
+
+    fn lints(&self, lints: &DeTable, layer: &mut Layer) -> Result<()> {
+        for (key, value) in lints.iter() {
+            let name = key.get_ref().as_ref();
+            let full = format!("lints.{name}");
+            let at = key.span().start;
+            let lint = idem_lints::lints::find(name).ok_or_else(|| {
+                anyhow!(
+                    "{}: unknown lint `{name}` (see `cargo idem-lint --list`)",
+                    self.origin(at, &full)
+                )
+            })?;
+            match value.get_ref() {
+                DeValue::String(s) => layer.levels.push((lint, self.level(s, at, &full)?)),
+                DeValue::Table(t) => {
+                    let mut rest = serde_json::Map::new();
+                    for (k, v) in t.iter() {
+                        let k_name = k.get_ref().as_ref();
+                        if k_name == "level" {
+                            let s = v.get_ref().as_str().ok_or_else(|| {
+                                anyhow!(
+                                    "{}: expected a string",
+                                    self.origin(k.span().start, &format!("{full}.level"))
+                                )
+                            })?;
+                            let level = self.level(s, k.span().start, &format!("{full}.level"))?;
+                            layer.levels.push((lint, level));
+                        } else {
+                            rest.insert(k_name.to_string(), toml_value::to_json(v.get_ref()));
+                        }
+                    }
+                    layer.settings.push((
+                        lint,
+                        serde_json::Value::Object(rest),
+                        self.origin(at, &full),
+                    ));
+                }
+                _ => bail!(
+                    "{}: expected a level (\"allow\", \"warn\", \"deny\") or a table",
+                    self.origin(at, &full)
+                ),
+            }
+        }
+        Ok(())
+    }
+
+    fn level(&self, s: &str, at: usize, key: &str) -> Result<Level> {
+        Level::parse(s).ok_or_else(|| {
+            anyhow!(
+                "{}: invalid level `{s}` (expected \"allow\", \"warn\" or \"deny\")",
+                self.origin(at, key)
+            )
+        })
+    }
+}
+
+fn origin(file: &Path, text: &str, at: usize, key: &str) -> Origin {
+    let (line, column) = line_col(text, at);
+    Origin {
+        file: file.to_path_buf(),
+        line,
+        column,
+        key: key.to_string(),
+    }
+}
+
+/// 1-based line and character column of byte `at`.
+fn line_col(text: &str, at: usize) -> (usize, usize) {
+    let mut at = at.min(text.len());
+    while !text.is_char_boundary(at) {
+        at -= 1;
+    }
+    let before = &text[..at];
+    let line = before.matches('\n').count() + 1;
+    let line_start = before.rfind('\n').map(|i| i + 1).unwrap_or(0);
+    (line, before[line_start..].chars().count() + 1)
+}

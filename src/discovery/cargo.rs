@@ -1,0 +1,187 @@
+//! Packages and targets from `cargo metadata --no-deps`.
+
+use super::{absolute, PackageSpec, Selection, Sources, TargetSpec, Workspace};
+use anyhow::{anyhow, bail, Context, Result};
+use cargo_metadata::{Metadata, MetadataCommand, Package, Target, TargetKind};
+use idem_lints::model::TargetInfo;
+use std::path::Path;
+
+pub(super) fn discover(manifest: Option<&Path>, sel: &Selection) -> Result<Workspace> {
+    let mut cmd = MetadataCommand::new();
+    // --offline: nothing here needs the network, and a CI box without it must still work.
+    cmd.no_deps().other_options(vec!["--offline".to_string()]);
+    if let Some(m) = manifest {
+        cmd.manifest_path(absolute(m));
+    }
+    let metadata = cmd.exec().map_err(|e| match e {
+        cargo_metadata::Error::CargoMetadata { stderr } => anyhow!(one_line(&stderr)),
+        other => anyhow!(other),
+    })?;
+    let selected = select(&metadata, manifest, sel)?;
+    let root = metadata.workspace_root.clone().into_std_path_buf();
+    let root_manifest = root.join("Cargo.toml");
+    Ok(Workspace {
+        root,
+        root_manifest: root_manifest.is_file().then_some(root_manifest),
+        packages: selected
+            .into_iter()
+            .map(package_spec)
+            .collect::<Result<_>>()?,
+    })
+}
+
+/// Cargo's rules: `-p` names packages, `--workspace` takes every member, a package's manifest
+/// takes that package, and a virtual manifest takes the default members.
+fn select<'m>(
+    metadata: &'m Metadata,
+    manifest: Option<&Path>,
+    sel: &Selection,
+) -> Result<Vec<&'m Package>> {
+    let members = metadata.workspace_packages();
+    if !sel.packages.is_empty() {
+        return sel
+            .packages
+            .iter()
+            .map(|spec| {
+                let name = spec.split('@').next().unwrap_or(spec);
+                members
+                    .iter()
+                    .copied()
+                    .find(|p| p.name.as_str() == name)
+                    .ok_or_else(|| anyhow!("package `{spec}` is not a member of the workspace"))
+            })
+            .collect();
+    }
+    if sel.workspace {
+        return Ok(members);
+    }
+    let manifest = match manifest {
+        Some(m) => {
+            std::fs::canonicalize(m).with_context(|| format!("could not read `{}`", m.display()))?
+        }
+        None => {
+            // Cargo looked upward from the current directory; the package is the member whose
+            // directory contains it.
+            let cwd = std::env::current_dir().context("could not read the current directory")?;
+            let owner = members
+                .iter()
+                .filter(|p| p.manifest_path.parent().is_some_and(|d| cwd.starts_with(d)))
+                .max_by_key(|p| p.manifest_path.as_str().len());
+            match owner {
+                Some(p) => p.manifest_path.clone().into_std_path_buf(),
+                None => metadata
+                    .workspace_root
+                    .join("Cargo.toml")
+                    .into_std_path_buf(),
+            }
+        }
+    };
+    let same = |p: &&Package| {
+        std::fs::canonicalize(&p.manifest_path).is_ok_and(|m| m == manifest)
+            || p.manifest_path.as_std_path() == manifest
+    };
+    if let Some(p) = members.iter().copied().find(same) {
+        return Ok(vec![p]);
+    }
+    let defaults = if metadata.workspace_default_members.is_available() {
+        metadata.workspace_default_packages()
+    } else {
+        members
+    };
+    if defaults.is_empty() {
+        bail!(
+            "the workspace at `{}` has no members",
+            metadata.workspace_root
+        );
+    }
+    Ok(defaults)
+}
+
+fn package_spec(p: &Package) -> Result<PackageSpec> {
+    let targets = p
+        .targets
+        .iter()
+        .filter(|t| linted(t))
+        .map(|t| {
+            Ok(TargetSpec {
+                info: TargetInfo {
+                    name: t.name.clone(),
+                    kind: t.kind.iter().map(|k| k.to_string()).collect(),
+                    root: t.src_path.clone().into_std_path_buf(),
+                },
+                json: serde_json::to_value(t)
+                    .with_context(|| format!("target `{}` of `{}`", t.name, p.name))?,
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let mut dependencies: Vec<String> = p
+        .dependencies
+        .iter()
+        .map(|d| d.rename.as_deref().unwrap_or(&d.name).replace('-', "_"))
+        .collect();
+    dependencies.sort();
+    dependencies.dedup();
+    Ok(PackageSpec {
+        name: p.name.to_string(),
+        id: p.id.repr.clone(),
+        manifest_path: p.manifest_path.clone().into_std_path_buf(),
+        has_manifest: true,
+        dependencies,
+        targets,
+        sources: Sources::ModuleTrees,
+    })
+}
+
+/// Every target a user writes code in: libraries (any crate type), binaries, examples, tests
+/// and benches. Build scripts are left out: they run at build time, not on messages.
+fn linted(t: &Target) -> bool {
+    !t.kind.iter().any(|k| matches!(k, TargetKind::CustomBuild))
+}
+
+/// Cargo's multi-line error (with `Caused by:` sections and source snippets) as one line;
+/// a snippet's `--> file:line:col` is kept, in front.
+fn one_line(stderr: &str) -> String {
+    let mut location = None;
+    let mut parts: Vec<&str> = Vec::new();
+    for line in stderr.lines().map(str::trim) {
+        if let Some(at) = line.strip_prefix("-->") {
+            location.get_or_insert(at.trim());
+            continue;
+        }
+        let snippet = line.starts_with('|')
+            || line.starts_with('^')
+            || line.starts_with(|c: char| c.is_ascii_digit());
+        if line.is_empty() || line == "Caused by:" || snippet {
+            continue;
+        }
+        parts.push(line.strip_prefix("error: ").unwrap_or(line));
+    }
+    let message = if parts.is_empty() {
+        "`cargo metadata` failed".to_string()
+    } else {
+        parts.join(": ")
+    };
+    match location {
+        Some(at) => format!("{at}: {message}"),
+        None => message,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::one_line;
+
+    #[test]
+    fn cargo_errors_become_one_line() {
+        let stderr = "error: unclosed table, expected `]`\n --> bm/Cargo.toml:1:9\n  |\n1 | [package\n  |         ^\n";
+        assert_eq!(
+            one_line(stderr),
+            "bm/Cargo.toml:1:9: unclosed table, expected `]`"
+        );
+        let stderr = "error: failed to parse manifest at `/x/Cargo.toml`\n\nCaused by:\n  TOML parse error at line 1, column 5\n    |\n  1 | [package\n    |     ^\n  invalid table header\n";
+        assert_eq!(
+            one_line(stderr),
+            "failed to parse manifest at `/x/Cargo.toml`: TOML parse error at line 1, column 5: invalid table header"
+        );
+    }
+}

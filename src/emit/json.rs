@@ -1,0 +1,134 @@
+//! The JSON lines `cargo check --message-format=json` prints: a `compiler-message` per finding
+//! (a rustc diagnostic inside), then `build-finished`. rust-analyzer reads these with
+//! `cargo_metadata::Message`, so every field it needs is always present.
+
+use super::{level_word, render_plain, Input};
+use crate::report::Finding;
+use crate::source::SourceFile;
+use idem_lints::model::Span;
+use serde_json::{json, Value};
+use std::io::{self, Write};
+
+pub fn emit(input: &Input, out: &mut dyn Write) -> io::Result<()> {
+    for f in &input.report.findings {
+        let line = message(input, f);
+        serde_json::to_writer(&mut *out, &line)?;
+        out.write_all(b"\n")?;
+    }
+    let done = json!({"reason": "build-finished", "success": !input.report.has_errors()});
+    serde_json::to_writer(&mut *out, &done)?;
+    out.write_all(b"\n")
+}
+
+fn message(input: &Input, f: &Finding) -> Value {
+    let spec = &input.ws.packages[f.package];
+    let pkg = &input.report.packages[f.package];
+    let d = &f.diag;
+    // The target whose module tree reached the file holding the finding.
+    let target_index = pkg
+        .package
+        .files
+        .get(d.span.file.0 as usize)
+        .map_or(0, |m| m.target);
+    let target = spec
+        .targets
+        .get(target_index)
+        .or(spec.targets.first())
+        .map_or(Value::Null, |t| t.json.clone());
+    let span = |s: Span, primary: bool, label: Option<&str>| {
+        span_json(input.source(f, s.file), s, primary, label, None)
+    };
+    let mut spans = vec![span(d.span, true, d.label.as_deref())];
+    spans.extend(
+        d.labels
+            .iter()
+            .map(|l| span(l.span, false, Some(&l.message))),
+    );
+    let child = |level: &str, message: &str, spans: Vec<Value>| {
+        json!({
+            "$message_type": "diagnostic",
+            "message": message,
+            "code": null,
+            "level": level,
+            "spans": spans,
+            "children": [],
+            "rendered": null,
+        })
+    };
+    let mut children: Vec<Value> = d.notes.iter().map(|n| child("note", n, vec![])).collect();
+    children.extend(d.help.iter().map(|h| child("help", h, vec![])));
+    // Like rustc, a suggestion is a `help` child whose spans carry the replacement text.
+    children.extend(d.suggestions.iter().map(|s| {
+        let spans = s
+            .edits
+            .iter()
+            .map(|(at, text)| {
+                span_json(
+                    input.source(f, at.file),
+                    *at,
+                    true,
+                    None,
+                    Some((text.as_str(), s.applicability.as_str())),
+                )
+            })
+            .collect();
+        child("help", &s.message, spans)
+    }));
+    json!({
+        "reason": "compiler-message",
+        "package_id": spec.id,
+        "manifest_path": spec.manifest_path.to_string_lossy(),
+        "target": target,
+        "message": {
+            "$message_type": "diagnostic",
+            "message": d.message,
+            "code": {"code": d.lint.code(), "explanation": d.lint.docs},
+            "level": level_word(d.level),
+            "spans": spans,
+            "children": children,
+            "rendered": render_plain(input, f),
+        },
+    })
+}
+
+/// A rustc span: absolute file name, byte range, 1-based lines and character columns, and
+/// the text of every line it covers with the highlighted columns.
+fn span_json(
+    src: &SourceFile,
+    span: Span,
+    primary: bool,
+    label: Option<&str>,
+    replacement: Option<(&str, &str)>,
+) -> Value {
+    let lo = src.clamp(span.lo as usize);
+    let hi = src.clamp(span.hi as usize).max(lo);
+    let start = src.position(lo);
+    let end = src.position(hi);
+    let text: Vec<Value> = (start.line..=end.line)
+        .map(|line| {
+            let line_text = src.line_text(line - 1);
+            let from = if line == start.line { start.column } else { 1 };
+            let to = if line == end.line {
+                end.column
+            } else {
+                line_text.chars().count() + 1
+            };
+            json!({"text": line_text, "highlight_start": from, "highlight_end": to})
+        })
+        .collect();
+    json!({
+        "file_name": src.path.to_string_lossy(),
+        "byte_start": lo,
+        "byte_end": hi,
+        "line_start": start.line,
+        "line_end": end.line,
+        "column_start": start.column,
+        "column_end": end.column,
+        "is_primary": primary,
+        "text": text,
+        "label": label,
+        "suggested_replacement": replacement.map(|(r, _)| r),
+        "suggestion_applicability": replacement.map(|(_, a)| a),
+        "expansion": null,
+    })
+}

@@ -1,0 +1,88 @@
+//! `cargo idem-lint`: the driver around the `idem-lints` crate.
+//!
+//! The pipeline, one room each: [`cli`] arguments → [`discovery`] of packages and targets →
+//! [`config`] and [`levels`] → [`parse`] (parallel, per-file time budget) → [`report`] (lints,
+//! levels, [`suppress`]ion comments) → [`emit`] in the chosen format. [`run`] strings them
+//! together for `main`; tests and benchmarks call the rooms directly.
+
+pub mod cli;
+pub mod config;
+pub mod discovery;
+pub mod emit;
+mod info;
+pub mod levels;
+pub mod parse;
+pub mod report;
+pub mod source;
+pub mod suppress;
+
+use anyhow::{Context, Result};
+use cli::Args;
+use std::time::Duration;
+
+/// How a run ended, for the exit code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// Nothing at `deny` (exit 0).
+    Clean,
+    /// A finding at `deny` (exit 1).
+    Denied,
+}
+
+/// Runs the subcommand as the command line asks; errors are usage, config or I/O errors
+/// (exit 2).
+pub fn run(args: &Args) -> Result<Outcome> {
+    if let Some(name) = &args.explain {
+        info::explain(name)?;
+        return Ok(Outcome::Clean);
+    }
+    let selection = discovery::Selection::from_args(args);
+    if args.list {
+        // Outside any crate the list still makes sense, with the defaults and the flags.
+        let config = match discovery::discover(&selection) {
+            Ok(ws) => config::Config::load(&ws)?,
+            Err(_) => config::Config::default(),
+        };
+        info::list(&config.workspace_levels(&args.level_flags)?)?;
+        return Ok(Outcome::Clean);
+    }
+    let ws = discovery::discover(&selection)?;
+    let config = config::Config::load(&ws)?;
+    let opts = parse_options(args, &config);
+    let report = report::check(&ws, &opts, &config, &args.level_flags)?;
+    let cwd = std::env::current_dir().context("could not read the current directory")?;
+    for w in &report.warnings {
+        eprintln!(
+            "warning: {}:{}:{}: {}",
+            emit::relative_path(&w.path, &cwd),
+            w.warning.line,
+            w.warning.column,
+            w.warning.message
+        );
+    }
+    let input = emit::Input {
+        ws: &ws,
+        report: &report,
+        cwd: &cwd,
+    };
+    match emit::emit_stdout(args.message_format, args.color, &input) {
+        Ok(()) => {}
+        // A closed pipe (`| head`) is the reader's choice, not an error.
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
+        Err(e) => return Err(e).context("could not write the output"),
+    }
+    Ok(if report.has_errors() {
+        Outcome::Denied
+    } else {
+        Outcome::Clean
+    })
+}
+
+/// The per-file time budget: the flag, else the config, else the default.
+pub fn parse_options(args: &Args, config: &config::Config) -> parse::ParseOptions {
+    let mut opts = parse::ParseOptions::default();
+    if let Some(ms) = args.file_timeout_ms.or(config.workspace.file_timeout_ms) {
+        opts.file_timeout = Duration::from_millis(ms);
+    }
+    opts
+}

@@ -1,0 +1,337 @@
+//! Reads, parses and lowers every file of a package, in parallel, following each target's
+//! module tree.
+//!
+//! The tree is walked level by level: all files known so far are parsed in parallel, their
+//! `mod x;` declarations give the next level. File ids are handed out in a fixed order (target
+//! order, then declaration order), so a run's output does not depend on thread timing.
+
+mod modpath;
+mod worker;
+
+pub use modpath::{ModDir, Resolved};
+
+use crate::discovery::{PackageSpec, Sources, Workspace};
+use crate::source::SourceFile;
+use idem_lints::lint::PARSE_ERROR;
+use idem_lints::model::{FileId, FileModel, Package, Span};
+use idem_lints::Diagnostic;
+use rayon::prelude::*;
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How files are parsed.
+#[derive(Debug, Clone)]
+pub struct ParseOptions {
+    /// Time budget for one file; past it the file is reported and skipped.
+    pub file_timeout: Duration,
+    /// Stack of each parser thread. Only touched pages are committed, so a large value costs
+    /// address space, not memory.
+    pub stack_size: usize,
+}
+
+pub const DEFAULT_FILE_TIMEOUT: Duration = Duration::from_secs(10);
+
+impl Default for ParseOptions {
+    fn default() -> Self {
+        ParseOptions {
+            file_timeout: DEFAULT_FILE_TIMEOUT,
+            stack_size: 512 << 20,
+        }
+    }
+}
+
+/// A package ready to lint: its model, the texts behind it (index = `FileId`), and the
+/// `parse_error` findings met on the way.
+#[derive(Debug)]
+pub struct LoadedPackage {
+    pub package: Package,
+    pub sources: Vec<SourceFile>,
+    pub problems: Vec<Diagnostic>,
+}
+
+/// Loads every selected package, packages and files in parallel.
+pub fn load_workspace(ws: &Workspace, opts: &ParseOptions) -> Vec<LoadedPackage> {
+    ws.packages
+        .par_iter()
+        .map(|p| load_package(p, opts))
+        .collect()
+}
+
+/// A file to read: where it is and what it is in the crate.
+struct Pending {
+    path: PathBuf,
+    module: Vec<String>,
+    in_test: bool,
+    target: usize,
+    dir: ModDir,
+    /// The `mod` declaration that led here, for reporting a file that cannot be read.
+    origin: Option<Span>,
+    /// Whether to follow its `mod` declarations.
+    follow: bool,
+}
+
+struct Loaded {
+    model: FileModel,
+    source: SourceFile,
+    problems: Vec<Diagnostic>,
+}
+
+pub fn load_package(spec: &PackageSpec, opts: &ParseOptions) -> LoadedPackage {
+    let mut level: Vec<Pending> = match &spec.sources {
+        Sources::ModuleTrees => spec
+            .targets
+            .iter()
+            .enumerate()
+            .map(|(i, t)| Pending {
+                dir: ModDir::owning(&t.info.root),
+                path: t.info.root.clone(),
+                module: vec!["crate".to_string()],
+                in_test: t.info.is_test_like(),
+                target: i,
+                origin: None,
+                follow: true,
+            })
+            .collect(),
+        Sources::Files(files) => {
+            let root = spec.manifest_path.parent().unwrap_or(Path::new(""));
+            files
+                .iter()
+                .map(|f| Pending {
+                    dir: ModDir::owning(f),
+                    module: plain_module_path(root, f),
+                    in_test: plain_is_test(root, f),
+                    path: f.clone(),
+                    target: 0,
+                    origin: None,
+                    // Every file is listed already; following `mod` would only find them twice.
+                    follow: false,
+                })
+                .collect()
+        }
+    };
+    let package_root = spec.manifest_path.parent().unwrap_or(Path::new(""));
+    let mut seen: HashSet<PathBuf> = HashSet::new();
+    let mut files: Vec<FileModel> = Vec::new();
+    let mut sources: Vec<SourceFile> = Vec::new();
+    let mut problems: Vec<Diagnostic> = Vec::new();
+    while !level.is_empty() {
+        // A file reached twice (two targets sharing a module, a `#[path]` cycle, a symlink to
+        // a file already read) is linted once, as part of the first target that reached it.
+        let batch: Vec<(FileId, Pending)> = level
+            .drain(..)
+            .filter(|p| seen.insert(std::fs::canonicalize(&p.path).unwrap_or(p.path.clone())))
+            .enumerate()
+            .map(|(i, p)| (FileId((files.len() + i) as u32), p))
+            .collect();
+        let loaded: Vec<Loaded> = batch
+            .par_iter()
+            .map(|(id, p)| load_file(*id, p, opts))
+            .collect();
+        for ((_, pending), file) in batch.iter().zip(loaded) {
+            if pending.follow {
+                children(
+                    pending,
+                    &file.model,
+                    package_root,
+                    &mut level,
+                    &mut problems,
+                );
+            }
+            files.push(file.model);
+            sources.push(file.source);
+            problems.extend(file.problems);
+        }
+    }
+    LoadedPackage {
+        package: Package {
+            name: spec.name.clone(),
+            dependencies: spec.dependencies.clone(),
+            targets: spec.targets.iter().map(|t| t.info.clone()).collect(),
+            files,
+        },
+        sources,
+        problems,
+    }
+}
+
+/// Queues the out-of-line modules `model` declares, or reports the missing ones.
+fn children(
+    parent: &Pending,
+    model: &FileModel,
+    package_root: &Path,
+    next: &mut Vec<Pending>,
+    problems: &mut Vec<Diagnostic>,
+) {
+    for decl in model.mods.iter().filter(|m| !m.inline) {
+        let test_parent = modpath::inline_parents(model, decl)
+            .iter()
+            .any(|m| m.cfg_test);
+        match modpath::resolve(&parent.dir, model, decl) {
+            Resolved::File { path, dir } => next.push(Pending {
+                path,
+                dir,
+                module: decl.module.clone(),
+                in_test: parent.in_test || decl.cfg_test || test_parent,
+                target: parent.target,
+                origin: Some(decl.span),
+                follow: true,
+            }),
+            Resolved::Missing { candidates } => {
+                let mut d = Diagnostic::new(
+                    &PARSE_ERROR,
+                    decl.span,
+                    format!("file not found for module `{}`", decl.name),
+                );
+                let shown: Vec<String> = candidates
+                    .iter()
+                    .map(|c| format!("`{}`", c.strip_prefix(package_root).unwrap_or(c).display()))
+                    .collect();
+                d.primary_label("declared here")
+                    .help(format!("create {}", shown.join(" or ")));
+                problems.push(d);
+            }
+        }
+    }
+}
+
+fn load_file(id: FileId, p: &Pending, opts: &ParseOptions) -> Loaded {
+    let placeholder = |problem: Diagnostic, source: SourceFile| Loaded {
+        model: FileModel {
+            id,
+            path: p.path.clone(),
+            target: p.target,
+            module: p.module.clone(),
+            in_test: p.in_test,
+            span: Span::new(id, 0, source.text.len() as u32),
+            ..FileModel::default()
+        },
+        source,
+        problems: vec![problem],
+    };
+    let bytes = match std::fs::read(&p.path) {
+        Ok(b) => b,
+        Err(e) => {
+            // Point at the `mod` declaration when there is one: the unreadable file has no text.
+            let span = p.origin.unwrap_or(Span::new(id, 0, 0));
+            let d = Diagnostic::new(
+                &PARSE_ERROR,
+                span,
+                format!("could not read `{}`: {e}", p.path.display()),
+            );
+            return placeholder(d, SourceFile::empty(p.path.clone()));
+        }
+    };
+    let text: Arc<str> = match String::from_utf8(bytes) {
+        Ok(s) => Arc::from(s),
+        Err(e) => {
+            let at = e.utf8_error().valid_up_to();
+            // The lossy text equals the original up to the first bad byte, so `at` is right in
+            // both; it lets the finding show the line.
+            let lossy = String::from_utf8_lossy(e.as_bytes()).into_owned();
+            let source = SourceFile::new(p.path.clone(), Arc::from(lossy));
+            let lo = source.clamp(at);
+            let hi = source.clamp(at + '\u{fffd}'.len_utf8());
+            let mut d = Diagnostic::new(
+                &PARSE_ERROR,
+                Span::new(id, lo as u32, hi as u32),
+                "file is not valid UTF-8",
+            );
+            d.primary_label(format!("invalid byte at offset {at}"));
+            return placeholder(d, source);
+        }
+    };
+    let source = SourceFile::new(p.path.clone(), text.clone());
+    let outcome = worker::parse(
+        text,
+        id,
+        p.module.clone(),
+        p.in_test,
+        opts.stack_size,
+        opts.file_timeout,
+    );
+    let problem = match outcome {
+        worker::Outcome::Parsed(mut model) => {
+            model.path = p.path.clone();
+            model.target = p.target;
+            return Loaded {
+                model,
+                source,
+                problems: Vec::new(),
+            };
+        }
+        worker::Outcome::Invalid(e) => {
+            let mut d = Diagnostic::new(&PARSE_ERROR, e.span, "file does not parse");
+            // proc_macro2's lexer error says nothing about the cause it always has.
+            let label = if e.message == "cannot parse string into token stream" {
+                "unbalanced delimiter or invalid token".to_string()
+            } else {
+                e.message
+            };
+            d.primary_label(label).note(
+                "the rest of the package is linted; findings that depend on this file may be missed",
+            );
+            d
+        }
+        worker::Outcome::TimedOut => {
+            let mut d = Diagnostic::new(
+                &PARSE_ERROR,
+                Span::new(id, 0, 0),
+                format!(
+                    "parsing took longer than {} ms; file skipped",
+                    opts.file_timeout.as_millis()
+                ),
+            );
+            d.help(
+                "raise the budget with `--file-timeout-ms` or `file-timeout-ms` in idem-lint.toml",
+            );
+            d
+        }
+        worker::Outcome::Failed(msg) => Diagnostic::new(&PARSE_ERROR, Span::new(id, 0, 0), msg),
+    };
+    placeholder(problem, source)
+}
+
+/// `src/a/b.rs` below a plain directory is module `crate::a::b` (`src/`, `lib.rs`, `main.rs`
+/// and `mod.rs` add no level), a best guess without a crate root to follow.
+fn plain_module_path(root: &Path, file: &Path) -> Vec<String> {
+    let rel = file.strip_prefix(root).unwrap_or(file).with_extension("");
+    let mut module = vec!["crate".to_string()];
+    let parts: Vec<String> = rel
+        .iter()
+        .map(|c| c.to_string_lossy().into_owned())
+        .collect();
+    for (i, part) in parts.iter().enumerate() {
+        let last = i + 1 == parts.len();
+        let skip =
+            (i == 0 && part == "src") || (last && matches!(part.as_str(), "lib" | "main" | "mod"));
+        if !skip {
+            module.push(part.clone());
+        }
+    }
+    module
+}
+
+/// Files under `tests/` or `benches/` hold test code.
+fn plain_is_test(root: &Path, file: &Path) -> bool {
+    file.strip_prefix(root)
+        .unwrap_or(file)
+        .iter()
+        .any(|c| c == "tests" || c == "benches")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::plain_module_path;
+    use std::path::Path;
+
+    #[test]
+    fn plain_files_get_module_paths() {
+        let m = |f: &str| plain_module_path(Path::new("/r"), Path::new(f)).join("::");
+        assert_eq!(m("/r/src/lib.rs"), "crate");
+        assert_eq!(m("/r/src/a/b.rs"), "crate::a::b");
+        assert_eq!(m("/r/src/a/mod.rs"), "crate::a");
+        assert_eq!(m("/r/x.rs"), "crate::x");
+    }
+}

@@ -1,0 +1,131 @@
+//! The lint pipeline after parsing: run the lints, apply levels and suppression comments.
+
+use crate::config::Config;
+use crate::discovery::Workspace;
+use crate::levels::LevelFlag;
+use crate::parse::{self, LoadedPackage, ParseOptions};
+use crate::source::SourceFile;
+use crate::suppress::{self, CommentWarning};
+use anyhow::Result;
+use idem_lints::model::FileId;
+use idem_lints::{Diagnostic, Level};
+use rayon::prelude::*;
+use std::path::PathBuf;
+
+/// One finding, at its effective level (never `allow`).
+#[derive(Debug, Clone)]
+pub struct Finding {
+    /// Index in [`Report::packages`] (and `Workspace::packages`).
+    pub package: usize,
+    pub diag: Diagnostic,
+}
+
+/// A suppression comment that was not understood.
+#[derive(Debug, Clone)]
+pub struct FileWarning {
+    pub path: PathBuf,
+    pub warning: CommentWarning,
+}
+
+#[derive(Debug)]
+pub struct Report {
+    pub packages: Vec<LoadedPackage>,
+    /// Sorted by package, file path and position.
+    pub findings: Vec<Finding>,
+    pub warnings: Vec<FileWarning>,
+}
+
+impl Report {
+    pub fn source(&self, package: usize, file: FileId) -> &SourceFile {
+        &self.packages[package].sources[file.0 as usize]
+    }
+
+    /// Whether a finding is at `deny` (exit code 1).
+    pub fn has_errors(&self) -> bool {
+        self.findings.iter().any(|f| f.diag.level == Level::Deny)
+    }
+}
+
+/// Parses every package of `ws` and lints it: the whole pipeline.
+pub fn check(
+    ws: &Workspace,
+    opts: &ParseOptions,
+    config: &Config,
+    flags: &[LevelFlag],
+) -> Result<Report> {
+    // Levels are resolved first so a bad flag or setting fails before any parsing.
+    let configs = (0..ws.packages.len())
+        .map(|i| config.package(i, flags))
+        .collect::<Result<Vec<_>>>()?;
+    let loaded = parse::load_workspace(ws, opts);
+    let per_package: Vec<(Vec<Finding>, Vec<FileWarning>)> = loaded
+        .par_iter()
+        .zip(configs.par_iter())
+        .enumerate()
+        .map(|(index, (pkg, cfg))| {
+            let enabled = |lint: &'static idem_lints::Lint| cfg.levels.get(lint) != Level::Allow;
+            let mut diags = idem_lints::check_package(&pkg.package, &cfg.settings, &enabled);
+            diags.extend(pkg.problems.iter().filter(|d| enabled(d.lint)).cloned());
+            finish(index, pkg, diags, |d| cfg.levels.get(d.lint))
+        })
+        .collect();
+    let mut findings = Vec::new();
+    let mut warnings = Vec::new();
+    for (f, w) in per_package {
+        findings.extend(f);
+        warnings.extend(w);
+    }
+    Ok(Report {
+        packages: loaded,
+        findings,
+        warnings,
+    })
+}
+
+/// Sets levels, drops suppressed findings, and sorts by file path and position.
+fn finish(
+    package: usize,
+    pkg: &LoadedPackage,
+    diags: Vec<Diagnostic>,
+    level: impl Fn(&Diagnostic) -> Level,
+) -> (Vec<Finding>, Vec<FileWarning>) {
+    // Most files have no suppression comment; the substring test skips them cheaply.
+    let mut warnings = Vec::new();
+    let scanned: Vec<Option<suppress::Suppressions>> = pkg
+        .sources
+        .iter()
+        .zip(&pkg.package.files)
+        .map(|(src, model)| {
+            if !src.text.contains("idem-lint:") {
+                return None;
+            }
+            let (sup, found) = suppress::scan(src, model);
+            warnings.extend(found.into_iter().map(|warning| FileWarning {
+                path: src.path.clone(),
+                warning,
+            }));
+            Some(sup)
+        })
+        .collect();
+    let mut findings: Vec<Finding> = diags
+        .into_iter()
+        .filter(|d| {
+            let file = d.span.file.0 as usize;
+            let suppressed = scanned
+                .get(file)
+                .and_then(Option::as_ref)
+                .is_some_and(|s| s.allows(d.lint, d.span, &pkg.sources[file]));
+            !suppressed
+        })
+        .map(|mut d| {
+            d.level = level(&d);
+            Finding { package, diag: d }
+        })
+        .collect();
+    findings.sort_by(|a, b| {
+        let pa = &pkg.sources[a.diag.span.file.0 as usize].path;
+        let pb = &pkg.sources[b.diag.span.file.0 as usize].path;
+        (pa, a.diag.span.lo, a.diag.lint.name).cmp(&(pb, b.diag.span.lo, b.diag.lint.name))
+    });
+    (findings, warnings)
+}

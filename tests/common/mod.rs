@@ -1,0 +1,192 @@
+//! Helpers shared by the integration tests: run the real binary, build throwaway crates.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_cargo-idem-lint");
+
+pub fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The result of one run of the binary.
+#[derive(Debug)]
+pub struct Run {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Run {
+    /// The parsed JSON lines of `--message-format json` (without `build-finished`).
+    pub fn messages(&self) -> Vec<serde_json::Value> {
+        self.stdout
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).expect("a JSON line"))
+            .filter(|v| v["reason"] == "compiler-message")
+            .collect()
+    }
+
+    /// `(file name relative to `base`, line, level, code)` of every finding.
+    pub fn findings(&self, base: &Path) -> Vec<(String, u64, String, String)> {
+        let base = base.canonicalize().unwrap_or(base.to_path_buf());
+        let mut out: Vec<_> = self
+            .messages()
+            .iter()
+            .map(|m| {
+                let msg = &m["message"];
+                let span = msg["spans"]
+                    .as_array()
+                    .and_then(|s| s.iter().find(|s| s["is_primary"] == true))
+                    .expect("a primary span");
+                let file = PathBuf::from(span["file_name"].as_str().expect("file_name"));
+                let file = file.canonicalize().unwrap_or(file);
+                (
+                    file.strip_prefix(&base)
+                        .unwrap_or(&file)
+                        .to_string_lossy()
+                        .into_owned(),
+                    span["line_start"].as_u64().expect("line"),
+                    msg["level"].as_str().expect("level").to_string(),
+                    msg["code"]["code"].as_str().expect("code").to_string(),
+                )
+            })
+            .collect();
+        out.sort();
+        out
+    }
+
+    pub fn assert_code(&self, code: i32) -> &Run {
+        assert_eq!(
+            self.code, code,
+            "exit code; stdout:\n{}\nstderr:\n{}",
+            self.stdout, self.stderr
+        );
+        self
+    }
+
+    /// Errors are one line, start with `error: `, and never show a panic or backtrace.
+    pub fn assert_one_line_error(&self, contains: &str) -> &Run {
+        self.assert_code(2);
+        let lines: Vec<&str> = self.stderr.lines().collect();
+        assert_eq!(lines.len(), 1, "one line expected:\n{}", self.stderr);
+        assert!(lines[0].starts_with("error: "), "{}", self.stderr);
+        assert!(!self.stderr.contains("panicked"), "{}", self.stderr);
+        assert!(
+            lines[0].contains(contains),
+            "`{contains}` not in: {}",
+            self.stderr
+        );
+        self
+    }
+}
+
+/// Runs the binary in `cwd` with `args`.
+pub fn run_in(cwd: &Path, args: &[&str]) -> Run {
+    let out: Output = Command::new(BIN)
+        .args(args)
+        .current_dir(cwd)
+        .env_remove("NO_COLOR")
+        .output()
+        .expect("the binary runs");
+    Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+pub fn run(args: &[&str]) -> Run {
+    run_in(&repo(), args)
+}
+
+/// Writes `files` (path, content) below a fresh temporary directory.
+pub fn tree(files: &[(&str, &str)]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for (path, content) in files {
+        write(dir.path(), path, content.as_bytes());
+    }
+    dir
+}
+
+pub fn write(root: &Path, path: &str, content: &[u8]) {
+    let full = root.join(path);
+    std::fs::create_dir_all(full.parent().expect("parent")).expect("mkdir");
+    std::fs::write(full, content).expect("write");
+}
+
+/// A minimal `Cargo.toml` for package `name`, plus `extra` appended.
+pub fn manifest(name: &str, extra: &str) -> String {
+    format!("[package]\nname = \"{name}\"\nversion = \"0.1.0\"\nedition = \"2021\"\n{extra}")
+}
+
+pub fn s(p: &Path) -> &str {
+    p.to_str().expect("utf-8 path")
+}
+
+/// A crate with one unparsable file, linted through the library, plus one extra finding
+/// decorated with everything a finding can carry (labels, note, help, a suggestion), so
+/// emitters can be tested on shapes no lint of this branch produces yet.
+pub fn decorated_report(
+    dir: &Path,
+) -> (
+    cargo_idem_lint::discovery::Workspace,
+    cargo_idem_lint::report::Report,
+) {
+    use cargo_idem_lint::{config::Config, discovery, parse::ParseOptions, report};
+    use idem_lints::lint::PARSE_ERROR;
+    use idem_lints::model::Span;
+    use idem_lints::{Applicability, Diagnostic, Level};
+
+    let ws = discovery::discover(&discovery::Selection::dir(dir)).expect("discovers");
+    let config = Config::load(&ws).expect("config");
+    let mut report = report::check(&ws, &ParseOptions::default(), &config, &[]).expect("checks");
+    let pkg = &report.packages[0];
+    let (id, text) = pkg
+        .package
+        .files
+        .iter()
+        .zip(&pkg.sources)
+        .find(|(_, s)| s.text.contains(".send()"))
+        .map(|(m, s)| (m.id, s.text.clone()))
+        .expect("a file with `.send()`");
+    let at = |needle: &str| {
+        let lo = text.find(needle).expect("needle") as u32;
+        Span::new(id, lo, lo + needle.len() as u32)
+    };
+    let mut d = Diagnostic::new(
+        &PARSE_ERROR,
+        at("create_job()"),
+        "`create_job` sent without a token",
+    );
+    d.level = Level::Deny;
+    d.primary_label("this operation takes `client_request_token`")
+        .span_label(at("λ"), "the key came from here")
+        .note("the SDK fills a missing token with a random UUID per `send()`")
+        .help("set the token from the message")
+        .suggest(
+            "pass the message's key",
+            at(".send()").shrink_to_lo(),
+            ".client_request_token(/* idempotency key */)",
+            Applicability::HasPlaceholders,
+        );
+    report.findings.push(cargo_idem_lint::report::Finding {
+        package: 0,
+        diag: d,
+    });
+    (ws, report)
+}
+
+/// The files of the crate `decorated_report` expects.
+pub fn decorated_crate() -> tempfile::TempDir {
+    tree(&[
+        ("Cargo.toml", &manifest("decorated", "")),
+        ("src/lib.rs", "mod jobs;\nmod broken;\n"),
+        ("src/broken.rs", "fn f( {}\n"),
+        (
+            "src/jobs.rs",
+            "pub async fn go(c: &Client) {\n    let λ = 1;\n    c.create_job()\n        .send()\n        .await;\n}\n",
+        ),
+    ])
+}

@@ -1,0 +1,166 @@
+//! `--message-format json` is read by rust-analyzer through `cargo_metadata::Message`: every
+//! field it uses must survive that deserialization.
+
+mod common;
+
+use cargo_idem_lint::cli::MessageFormat;
+use cargo_idem_lint::emit;
+use cargo_metadata::diagnostic::{Applicability, DiagnosticLevel};
+use cargo_metadata::Message;
+use common::{run, s};
+use std::path::Path;
+
+fn parse_lines(stdout: &str) -> Vec<Message> {
+    stdout
+        .lines()
+        .map(|l| serde_json::from_str::<Message>(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect()
+}
+
+#[test]
+fn every_line_deserializes_as_cargo_check_output() {
+    let fixture = common::repo().join("fixtures/parse_errors");
+    let out = run(&[s(&fixture), "--message-format", "json"]);
+    out.assert_code(0);
+    let messages = parse_lines(&out.stdout);
+    assert!(matches!(messages.last(), Some(Message::BuildFinished(b)) if b.success));
+    let compiler: Vec<_> = messages
+        .iter()
+        .filter_map(|m| match m {
+            Message::CompilerMessage(c) => Some(c),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(compiler.len(), 3, "{}", out.stdout);
+    let broken = compiler
+        .iter()
+        .find(|c| c.message.spans[0].file_name.ends_with("broken.rs"))
+        .expect("the finding in broken.rs");
+    let m = &broken.message;
+    let code = m.code.as_ref().expect("code");
+    assert_eq!(code.code, "idem::parse_error");
+    assert!(code
+        .explanation
+        .as_deref()
+        .is_some_and(|e| e.contains("### What it does")));
+    assert_eq!(m.level, DiagnosticLevel::Warning);
+    assert_eq!(m.message, "file does not parse");
+    let span = &m.spans[0];
+    assert!(span.is_primary);
+    assert!(
+        Path::new(&span.file_name).is_absolute(),
+        "{}",
+        span.file_name
+    );
+    assert!(Path::new(&span.file_name).is_file());
+    assert_eq!((span.line_start, span.line_end), (2, 2));
+    assert_eq!((span.column_start, span.column_end), (13, 14));
+    assert_eq!((span.byte_start, span.byte_end), (31, 32));
+    assert_eq!(span.text[0].text, "    let x = ; //~ WARN parse_error");
+    assert_eq!(
+        (span.text[0].highlight_start, span.text[0].highlight_end),
+        (13, 14)
+    );
+    assert_eq!(span.label.as_deref(), Some("expected an expression"));
+    let rendered = m.rendered.as_deref().expect("rendered");
+    assert!(
+        rendered.starts_with("warning[idem::parse_error]: file does not parse"),
+        "{rendered}"
+    );
+    assert!(rendered.contains("src/broken.rs:2:13"), "{rendered}");
+    assert_eq!(m.children[0].level, DiagnosticLevel::Note);
+    // A complete target: rust-analyzer drops a line whose target it cannot read.
+    let t = &broken.target;
+    assert_eq!(t.name, "parse_errors");
+    assert!(t.is_lib());
+    assert!(t.src_path.as_std_path().is_file());
+    assert!(broken.package_id.repr.contains("parse-errors"));
+}
+
+#[test]
+fn the_raw_target_object_is_complete() {
+    let fixture = common::repo().join("fixtures/parse_errors");
+    let out = run(&[s(&fixture), "--message-format", "json"]);
+    let msg = &out.messages()[0];
+    for key in [
+        "kind",
+        "crate_types",
+        "name",
+        "src_path",
+        "edition",
+        "doc",
+        "doctest",
+        "test",
+    ] {
+        assert!(
+            msg["target"].get(key).is_some(),
+            "target lacks `{key}`: {}",
+            msg["target"]
+        );
+    }
+    assert!(msg["manifest_path"]
+        .as_str()
+        .is_some_and(|p| p.ends_with("Cargo.toml")));
+    assert_eq!(msg["message"]["$message_type"], "diagnostic");
+    assert!(msg["message"]["spans"][0]["expansion"].is_null());
+}
+
+#[test]
+fn labels_and_suggestions_take_rustc_shape() {
+    let dir = common::decorated_crate();
+    let (ws, report) = common::decorated_report(dir.path());
+    let cwd = std::env::current_dir().expect("cwd");
+    let mut buf = Vec::new();
+    let input = emit::Input {
+        ws: &ws,
+        report: &report,
+        cwd: &cwd,
+    };
+    emit::emit(MessageFormat::Json, &input, &mut buf).expect("emits");
+    let out = String::from_utf8(buf).expect("utf-8");
+    let messages = parse_lines(&out);
+    assert!(matches!(messages.last(), Some(Message::BuildFinished(b)) if !b.success));
+    let m = messages
+        .iter()
+        .find_map(|m| match m {
+            Message::CompilerMessage(c) if c.message.level == DiagnosticLevel::Error => {
+                Some(&c.message)
+            }
+            _ => None,
+        })
+        .expect("the deny-level finding");
+    assert_eq!(m.spans.len(), 2);
+    let label = &m.spans[1];
+    assert!(!label.is_primary);
+    assert_eq!(label.label.as_deref(), Some("the key came from here"));
+    // Columns count characters: `λ` is one column although two bytes.
+    assert_eq!(
+        (label.line_start, label.column_start, label.column_end),
+        (2, 9, 10)
+    );
+    assert_eq!(label.byte_end - label.byte_start, 2);
+    let levels: Vec<_> = m.children.iter().map(|c| c.level).collect();
+    assert_eq!(
+        levels,
+        [
+            DiagnosticLevel::Note,
+            DiagnosticLevel::Help,
+            DiagnosticLevel::Help
+        ]
+    );
+    let fix = &m.children[2].spans[0];
+    assert_eq!(
+        fix.suggested_replacement.as_deref(),
+        Some(".client_request_token(/* idempotency key */)")
+    );
+    assert_eq!(
+        fix.suggestion_applicability,
+        Some(Applicability::HasPlaceholders)
+    );
+    assert_eq!(fix.byte_start, fix.byte_end);
+    assert_eq!((fix.line_start, fix.column_start), (4, 9));
+    assert!(m
+        .rendered
+        .as_deref()
+        .is_some_and(|r| r.starts_with("error[idem::parse_error]")));
+}

@@ -1,0 +1,197 @@
+//! Nothing a user can feed the linter makes it panic or hang; each problem is one
+//! `idem::parse_error` finding and the other files are still linted.
+
+mod common;
+
+use common::{manifest, run, s, tree, write};
+use std::os::unix::fs::symlink;
+
+const BROKEN: &str = "fn f( {}\n";
+
+/// `(file, line, message)` of every finding.
+fn findings(dir: &std::path::Path, extra: &[&str]) -> Vec<(String, u64, String)> {
+    let mut args = vec![s(dir), "--message-format", "json"];
+    args.extend_from_slice(extra);
+    let out = run(&args);
+    out.assert_code(0);
+    assert!(!out.stderr.contains("panicked"), "{}", out.stderr);
+    let mut v: Vec<_> = out
+        .messages()
+        .iter()
+        .map(|m| {
+            let span = &m["message"]["spans"][0];
+            let file = span["file_name"].as_str().expect("file");
+            (
+                file.strip_prefix(&format!("{}/", dir.display()))
+                    .unwrap_or(file)
+                    .to_string(),
+                span["line_start"].as_u64().expect("line"),
+                m["message"]["message"]
+                    .as_str()
+                    .expect("message")
+                    .to_string(),
+            )
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+fn krate(lib: &str) -> tempfile::TempDir {
+    tree(&[("Cargo.toml", &manifest("robust", "")), ("src/lib.rs", lib)])
+}
+
+#[test]
+fn non_utf8_file() {
+    let dir = krate("mod latin1;\nmod other;\n");
+    write(dir.path(), "src/latin1.rs", b"pub fn f() {}\n// caf\xe9\n");
+    write(dir.path(), "src/other.rs", BROKEN.as_bytes());
+    let got = findings(dir.path(), &[]);
+    assert_eq!(
+        got[0],
+        ("src/latin1.rs".into(), 2, "file is not valid UTF-8".into())
+    );
+    assert_eq!(got[1].0, "src/other.rs", "the other files are still linted");
+    // Human output renders the line too.
+    run(&[s(dir.path()), "--color", "never"]).assert_code(0);
+}
+
+#[test]
+fn empty_file() {
+    let dir = krate("mod empty;\n");
+    write(dir.path(), "src/empty.rs", b"");
+    assert_eq!(findings(dir.path(), &[]), []);
+    let only_empty = krate("");
+    assert_eq!(findings(only_empty.path(), &[]), []);
+}
+
+#[test]
+fn ten_megabyte_generated_file() {
+    let dir = krate("mod generated;\nmod broken;\n");
+    let mut text = String::with_capacity(10 << 20);
+    let mut i = 0;
+    while text.len() < 10 << 20 {
+        text.push_str(&format!(
+            "pub fn generated_{i}(x: u64) -> u64 {{ x.wrapping_add({i}) }}\n"
+        ));
+        i += 1;
+    }
+    write(dir.path(), "src/generated.rs", text.as_bytes());
+    write(dir.path(), "src/broken.rs", BROKEN.as_bytes());
+    // Debug builds parse slowly: a generous budget, so this checks size, not speed.
+    let got = findings(dir.path(), &["--file-timeout-ms", "600000"]);
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert_eq!(got[0].0, "src/broken.rs");
+}
+
+#[test]
+fn five_thousand_deep_nesting() {
+    let depth = 5000;
+    let expr = format!("{}1{}", "(".repeat(depth), ")".repeat(depth));
+    let blocks = format!("{}{}", "{ ".repeat(depth), " }".repeat(depth));
+    let dir = krate("mod deep;\nmod blocks;\n");
+    write(
+        dir.path(),
+        "src/deep.rs",
+        format!("pub fn f() -> i32 {{ {expr} }}\n").as_bytes(),
+    );
+    write(
+        dir.path(),
+        "src/blocks.rs",
+        format!("pub fn g() {blocks}\n").as_bytes(),
+    );
+    assert_eq!(findings(dir.path(), &[]), []);
+}
+
+#[test]
+fn unreadable_files() {
+    // Tests run as root, for whom `chmod 000` changes nothing: a directory where the module
+    // file should be and a dangling symlink cannot be read by anyone.
+    let dir = krate("mod is_dir;\nmod dangling;\nmod fine;\n");
+    std::fs::create_dir_all(dir.path().join("src/is_dir.rs")).expect("mkdir");
+    symlink(
+        dir.path().join("src/nowhere.rs"),
+        dir.path().join("src/dangling.rs"),
+    )
+    .expect("symlink");
+    write(dir.path(), "src/fine.rs", BROKEN.as_bytes());
+    let got = findings(dir.path(), &[]);
+    assert_eq!(got.len(), 3, "{got:?}");
+    assert_eq!((got[0].0.as_str(), got[0].1), ("src/fine.rs", 1));
+    // Reported at the `mod` declaration, naming the file.
+    assert_eq!((got[1].0.as_str(), got[1].1), ("src/lib.rs", 1));
+    assert!(
+        got[1].2.starts_with("could not read `") && got[1].2.contains("is_dir.rs"),
+        "{got:?}"
+    );
+    assert_eq!((got[2].0.as_str(), got[2].1), ("src/lib.rs", 2));
+    assert!(got[2].2.contains("dangling.rs"), "{got:?}");
+}
+
+#[test]
+fn unreadable_target_root() {
+    let dir = tree(&[(
+        "Cargo.toml",
+        &manifest("robust", "[lib]\npath = \"src/lib.rs\"\n"),
+    )]);
+    std::fs::create_dir_all(dir.path().join("src/lib.rs")).expect("mkdir");
+    let got = findings(dir.path(), &[]);
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert!(got[0].2.starts_with("could not read"), "{got:?}");
+}
+
+#[test]
+fn symlink_loops() {
+    let dir = krate("mod looped;\n#[path = \"lib.rs\"]\nmod again;\n");
+    let src = dir.path().join("src");
+    symlink(src.join("loop_b.rs"), src.join("looped.rs")).expect("symlink");
+    symlink(src.join("looped.rs"), src.join("loop_b.rs")).expect("symlink");
+    // A directory loop in a plain directory walk is not followed.
+    symlink(dir.path(), src.join("up")).expect("symlink");
+    let got = findings(dir.path(), &[]);
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert!(got[0].2.contains("looped.rs"), "{got:?}");
+    let plain = findings(&src, &[]);
+    assert_eq!(
+        plain.len(),
+        2,
+        "both symlinks reported once each: {plain:?}"
+    );
+}
+
+#[test]
+fn missing_module_file() {
+    let dir = krate("pub mod present;\nmod absent;\n");
+    write(dir.path(), "src/present.rs", b"pub fn ok() {}\n");
+    let got = findings(dir.path(), &[]);
+    assert_eq!(
+        got,
+        [(
+            "src/lib.rs".into(),
+            2,
+            "file not found for module `absent`".into()
+        )]
+    );
+}
+
+#[test]
+fn a_file_over_the_time_budget_is_skipped_and_the_rest_finishes() {
+    let dir = krate("mod slow;\nmod broken;\n");
+    let mut text = String::new();
+    // About 6 MB: seconds to parse even in a release build.
+    for i in 0..150_000 {
+        text.push_str(&format!("pub fn f{i}(x: u64) -> u64 {{ x + {i} }}\n"));
+    }
+    write(dir.path(), "src/slow.rs", text.as_bytes());
+    write(dir.path(), "src/broken.rs", BROKEN.as_bytes());
+    let started = std::time::Instant::now();
+    let got = findings(dir.path(), &["--file-timeout-ms", "1000"]);
+    assert!(started.elapsed() < std::time::Duration::from_secs(60));
+    assert_eq!(got.len(), 2, "{got:?}");
+    assert_eq!(
+        (got[0].0.as_str(), got[0].2.as_str()),
+        ("src/broken.rs", "file does not parse")
+    );
+    assert_eq!(got[1].0, "src/slow.rs");
+    assert_eq!(got[1].2, "parsing took longer than 1000 ms; file skipped");
+}

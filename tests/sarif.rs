@@ -1,0 +1,155 @@
+//! `--message-format sarif` is valid SARIF 2.1.0 (checked against the official schema in
+//! `../shared/schemas/`) and carries what code scanning needs.
+
+mod common;
+
+use cargo_idem_lint::cli::MessageFormat;
+use cargo_idem_lint::emit;
+use common::{run, s};
+use serde_json::Value;
+use std::path::PathBuf;
+
+fn schema() -> Value {
+    let path =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/schemas/sarif-schema-2.1.0.json");
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| {
+        panic!(
+            "the SARIF schema is expected at `{}` (the shared/ folder beside the repository): {e}",
+            path.display()
+        )
+    });
+    serde_json::from_str(&text).expect("the schema is JSON")
+}
+
+fn assert_valid(doc: &Value) {
+    let validator = jsonschema::options()
+        .should_validate_formats(true)
+        .build(&schema())
+        .expect("the schema compiles");
+    let errors: Vec<String> = validator
+        .iter_errors(doc)
+        .map(|e| format!("{} at {}", e, e.instance_path()))
+        .collect();
+    assert!(errors.is_empty(), "invalid SARIF:\n{}", errors.join("\n"));
+}
+
+#[test]
+fn the_schema_check_rejects_invalid_sarif() {
+    let validator = jsonschema::options()
+        .build(&schema())
+        .expect("the schema compiles");
+    let bad = serde_json::json!({"version": "2.1.0", "runs": [{"tool": {"driver": {}}}]});
+    assert!(
+        !validator.is_valid(&bad),
+        "a driver without a name must be rejected"
+    );
+}
+
+#[test]
+fn fixture_output_validates_and_lists_every_lint() {
+    let fixture = common::repo().join("fixtures/parse_errors");
+    let out = run(&[s(&fixture), "--message-format", "sarif"]);
+    out.assert_code(0);
+    let doc: Value = serde_json::from_str(&out.stdout).expect("JSON");
+    assert_valid(&doc);
+    let run = &doc["runs"][0];
+    let rules = run["tool"]["driver"]["rules"].as_array().expect("rules");
+    assert_eq!(rules.len(), idem_lints::lints::ALL.len());
+    for (rule, lint) in rules.iter().zip(idem_lints::lints::ALL) {
+        assert_eq!(rule["id"], lint.code());
+        assert_eq!(rule["name"], lint.name);
+        assert_eq!(rule["shortDescription"]["text"], lint.desc);
+        assert_eq!(rule["help"]["markdown"], lint.docs);
+        assert_eq!(
+            rule["defaultConfiguration"]["level"],
+            lint.default_level
+                .as_str()
+                .replace("deny", "error")
+                .replace("warn", "warning")
+        );
+    }
+    let results = run["results"].as_array().expect("results");
+    assert_eq!(results.len(), 3);
+    let r = results
+        .iter()
+        .find(|r| {
+            r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "src/broken.rs"
+        })
+        .expect("a result in src/broken.rs, relative to the workspace root");
+    assert_eq!(r["ruleId"], "idem::parse_error");
+    assert_eq!(r["ruleIndex"], 0);
+    assert_eq!(r["level"], "warning");
+    let loc = &r["locations"][0]["physicalLocation"];
+    assert_eq!(loc["artifactLocation"]["uriBaseId"], "%SRCROOT%");
+    assert_eq!(loc["region"]["startLine"], 2);
+    assert_eq!(loc["region"]["startColumn"], 13);
+    assert!(r["partialFingerprints"]["idemLint/v1"]
+        .as_str()
+        .is_some_and(|f| f.len() == 16));
+    let base = run["originalUriBaseIds"]["%SRCROOT%"]["uri"]
+        .as_str()
+        .expect("base uri");
+    assert!(
+        base.starts_with("file:///") && base.ends_with("/parse_errors/"),
+        "{base}"
+    );
+}
+
+#[test]
+fn related_locations_validate() {
+    let dir = common::decorated_crate();
+    let (ws, report) = common::decorated_report(dir.path());
+    let cwd = std::env::current_dir().expect("cwd");
+    let mut buf = Vec::new();
+    let input = emit::Input {
+        ws: &ws,
+        report: &report,
+        cwd: &cwd,
+    };
+    emit::emit(MessageFormat::Sarif, &input, &mut buf).expect("emits");
+    let doc: Value = serde_json::from_slice(&buf).expect("JSON");
+    assert_valid(&doc);
+    let r = doc["runs"][0]["results"]
+        .as_array()
+        .and_then(|rs| rs.iter().find(|r| r["level"] == "error"))
+        .expect("the deny finding");
+    let related = &r["relatedLocations"][0];
+    assert_eq!(related["message"]["text"], "the key came from here");
+    assert_eq!(related["physicalLocation"]["region"]["startColumn"], 9);
+    assert_eq!(related["physicalLocation"]["region"]["charLength"], 1);
+}
+
+#[test]
+fn fingerprints_ignore_line_numbers() {
+    let dir = common::tree(&[
+        ("Cargo.toml", &common::manifest("fp", "")),
+        ("src/lib.rs", "pub fn f() {\n    let x = ;\n}\n"),
+    ]);
+    let fingerprint = || {
+        let out = run(&[s(dir.path()), "--message-format", "sarif"]);
+        let doc: Value = serde_json::from_str(&out.stdout).expect("JSON");
+        let r = &doc["runs"][0]["results"][0];
+        (
+            r["partialFingerprints"]["idemLint/v1"]
+                .as_str()
+                .expect("fingerprint")
+                .to_string(),
+            r["locations"][0]["physicalLocation"]["region"]["startLine"].as_u64(),
+        )
+    };
+    let (before, line_before) = fingerprint();
+    common::write(
+        dir.path(),
+        "src/lib.rs",
+        b"// a comment\n\npub fn f() {\n        let x = ;\n}\n",
+    );
+    let (after, line_after) = fingerprint();
+    assert_eq!(before, after);
+    assert_ne!(line_before, line_after);
+    common::write(
+        dir.path(),
+        "src/lib.rs",
+        b"pub fn f() {\n    let y = ;\n}\n",
+    );
+    assert_ne!(fingerprint().0, before);
+}

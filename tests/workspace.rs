@@ -1,0 +1,180 @@
+//! Discovery: packages, workspaces, every target kind, and module trees (`mod a;`, `a/mod.rs`,
+//! inline modules, `#[path]`), and plain directories.
+
+mod common;
+
+use common::{manifest, run, run_in, s, tree};
+use std::path::Path;
+
+const BROKEN: &str = "fn f( {}\n";
+
+/// Files with a finding, relative to `dir`, from a JSON run.
+fn files(dir: &Path, args: &[&str]) -> Vec<String> {
+    let mut all = vec![s(dir), "--message-format", "json"];
+    all.extend_from_slice(args);
+    let out = run(&all);
+    assert_ne!(out.code, 2, "{}", out.stderr);
+    let mut files: Vec<String> = out.findings(dir).into_iter().map(|f| f.0).collect();
+    files.dedup();
+    files
+}
+
+#[test]
+fn every_target_kind_is_followed() {
+    let dir = tree(&[
+        ("Cargo.toml", &manifest("kinds", "")),
+        ("src/lib.rs", "mod l;\n"),
+        ("src/l.rs", BROKEN),
+        ("src/main.rs", "mod m;\nfn main() {}\n"),
+        ("src/m.rs", BROKEN),
+        // A crate root owns its directory: `mod t;` in `src/bin/tool/main.rs` is a sibling.
+        ("src/bin/tool/main.rs", "mod t;\nfn main() {}\n"),
+        ("src/bin/tool/t.rs", BROKEN),
+        ("src/bin/single.rs", "mod s;\nfn main() {}\n"),
+        ("src/bin/s.rs", BROKEN),
+        ("examples/ex.rs", "fn main() {}\nfn x( {}\n"),
+        ("tests/it.rs", BROKEN),
+        ("benches/b.rs", BROKEN),
+    ]);
+    let out = run(&[s(dir.path()), "--message-format", "json"]);
+    let mut seen: Vec<(String, String)> = out
+        .messages()
+        .iter()
+        .map(|m| {
+            let file = m["message"]["spans"][0]["file_name"]
+                .as_str()
+                .expect("file")
+                .to_string();
+            let file = file
+                .strip_prefix(&format!("{}/", dir.path().display()))
+                .unwrap_or(&file)
+                .to_string();
+            (
+                file,
+                m["target"]["kind"][0].as_str().expect("kind").to_string(),
+            )
+        })
+        .collect();
+    seen.sort();
+    let expected: Vec<(String, String)> = [
+        ("benches/b.rs", "bench"),
+        ("examples/ex.rs", "example"),
+        ("src/bin/s.rs", "bin"),
+        ("src/bin/tool/t.rs", "bin"),
+        ("src/l.rs", "lib"),
+        ("src/m.rs", "bin"),
+        ("tests/it.rs", "test"),
+    ]
+    .iter()
+    .map(|(a, b)| (a.to_string(), b.to_string()))
+    .collect();
+    assert_eq!(seen, expected, "{}", out.stdout);
+}
+
+#[test]
+fn module_trees_with_path_nested_inline_and_mod_rs() {
+    let dir = tree(&[
+        ("Cargo.toml", &manifest("mods", "")),
+        (
+            "src/lib.rs",
+            "mod a;\nmod c;\nmod e { mod f; }\n#[path = \"elsewhere/imp.rs\"]\nmod imp;\n#[path = \"lib.rs\"]\nmod itself;\n",
+        ),
+        ("src/a.rs", "mod b;\n"),
+        ("src/a/b.rs", BROKEN),
+        ("src/c/mod.rs", "mod d;\n"),
+        ("src/c/d.rs", BROKEN),
+        ("src/e/f.rs", BROKEN),
+        ("src/elsewhere/imp.rs", "mod g;\n"),
+        // A `#[path]` file owns its directory, like `mod.rs`.
+        ("src/elsewhere/g.rs", BROKEN),
+        ("src/unreachable.rs", BROKEN),
+    ]);
+    assert_eq!(
+        files(dir.path(), &[]),
+        [
+            "src/a/b.rs",
+            "src/c/d.rs",
+            "src/e/f.rs",
+            "src/elsewhere/g.rs"
+        ]
+    );
+}
+
+#[test]
+fn a_module_shared_by_two_targets_is_reported_once() {
+    let dir = tree(&[
+        ("Cargo.toml", &manifest("shared", "")),
+        ("src/lib.rs", "mod util;\n"),
+        ("src/main.rs", "mod util;\nfn main() {}\n"),
+        ("src/util.rs", BROKEN),
+    ]);
+    let out = run(&[s(dir.path()), "--message-format", "json"]);
+    let msgs = out.messages();
+    assert_eq!(msgs.len(), 1, "{}", out.stdout);
+    assert_eq!(msgs[0]["target"]["kind"][0], "lib");
+}
+
+fn virtual_workspace() -> tempfile::TempDir {
+    tree(&[
+        (
+            "Cargo.toml",
+            "[workspace]\nmembers = [\"a\", \"b\"]\nresolver = \"2\"\n",
+        ),
+        ("a/Cargo.toml", &manifest("a", "")),
+        ("a/src/lib.rs", BROKEN),
+        ("b/Cargo.toml", &manifest("b", "")),
+        ("b/src/lib.rs", BROKEN),
+    ])
+}
+
+#[test]
+fn virtual_workspace_selection() {
+    let ws = virtual_workspace();
+    let d = ws.path();
+    let both = ["a/src/lib.rs", "b/src/lib.rs"];
+    assert_eq!(files(d, &[]), both);
+    assert_eq!(files(d, &["-p", "b"]), ["b/src/lib.rs"]);
+    assert_eq!(files(d, &["-p", "a", "--package", "b"]), both);
+    let a_manifest = d.join("a/Cargo.toml");
+    let only_a = run(&[
+        "--manifest-path",
+        s(&a_manifest),
+        "--message-format",
+        "short",
+    ]);
+    assert_eq!(only_a.stdout.lines().count(), 1, "{}", only_a.stdout);
+    let all = run(&[
+        "--manifest-path",
+        s(&a_manifest),
+        "--workspace",
+        "--message-format",
+        "short",
+    ]);
+    assert_eq!(all.stdout.lines().count(), 2, "{}", all.stdout);
+    // Without PATH, the package around the current directory.
+    let here = run_in(&d.join("b/src"), &["--message-format", "short"]);
+    assert_eq!(
+        here.stdout,
+        "lib.rs:1:5: warning[idem::parse_error]: file does not parse\n"
+    );
+}
+
+#[test]
+fn plain_directory_honours_gitignore_and_skips_target() {
+    let dir = tree(&[
+        (".gitignore", "ignored.rs\n"),
+        ("x.rs", BROKEN),
+        ("ignored.rs", BROKEN),
+        ("target/debug/build.rs", BROKEN),
+        ("sub/z.rs", BROKEN),
+        ("sub/fine.rs", "pub fn ok() {}\n"),
+        ("notes.txt", "fn ("),
+    ]);
+    assert_eq!(files(dir.path(), &[]), ["sub/z.rs", "x.rs"]);
+    let out = run(&[s(dir.path()), "--message-format", "json"]);
+    let m = &out.messages()[0];
+    assert_eq!(m["target"]["kind"][0], "lib");
+    assert!(m["package_id"]
+        .as_str()
+        .is_some_and(|p| p.starts_with("path+file://")));
+}
