@@ -256,7 +256,7 @@ fn load_file(id: FileId, p: &Pending, opts: &ParseOptions) -> Loaded {
             model.path = p.path.clone();
             model.target = p.target;
             return Loaded {
-                model,
+                model: *model,
                 source,
                 problems: Vec::new(),
             };

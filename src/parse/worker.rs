@@ -12,7 +12,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub enum Outcome {
-    Parsed(FileModel),
+    /// Boxed: a file model is large next to the other outcomes.
+    Parsed(Box<FileModel>),
     Invalid(ParseError),
     TimedOut,
     /// The thread could not start or died (a panic inside syn); the message says which.
@@ -40,7 +41,7 @@ pub fn parse(
         return Outcome::Failed(format!("could not start a parser thread: {e}"));
     }
     match rx.recv_timeout(budget) {
-        Ok(Ok(model)) => Outcome::Parsed(model),
+        Ok(Ok(model)) => Outcome::Parsed(Box::new(model)),
         Ok(Err(e)) => Outcome::Invalid(e),
         Err(mpsc::RecvTimeoutError::Timeout) => Outcome::TimedOut,
         Err(mpsc::RecvTimeoutError::Disconnected) => {
