@@ -95,7 +95,7 @@ impl CallGraph {
                 index: &index,
                 file,
                 f,
-                locals: local_names(f),
+                locals: OnceCell::new(),
                 env: None,
                 out: Vec::new(),
             };
@@ -300,7 +300,8 @@ struct Builder<'a> {
     index: &'a Index,
     file: &'a FileModel,
     f: &'a FnDef,
-    locals: HashSet<&'a str>,
+    /// Names bound in the fn, collected on the first path that could name a crate fn.
+    locals: OnceCell<HashSet<&'a str>>,
     /// Built on the first method call whose receiver is not `self`.
     env: Option<TypeEnv<'a>>,
     out: Vec<Call>,
@@ -339,13 +340,8 @@ impl<'a> Builder<'a> {
                             None
                         }
                         Err(Some(ext)) => Some(Context::new(Pending::Resolved(ArgOf::Path(ext)))),
-                        // A local closure, or a crate item that is not a fn: no context.
-                        Err(None)
-                            if self.index.names.contains(p.last())
-                                || p.as_ident().is_some_and(|n| self.locals.contains(n)) =>
-                        {
-                            None
-                        }
+                        // A crate item that is not a fn: no context.
+                        Err(None) if self.index.names.contains(p.last()) => None,
                         Err(None) => Some(Context::new(Pending::Path(p))),
                     },
                     None => {
@@ -384,12 +380,20 @@ impl<'a> Builder<'a> {
         }
     }
 
+    fn is_local(&self, name: &str) -> bool {
+        self.locals
+            .get_or_init(|| local_names(self.f))
+            .contains(name)
+    }
+
     fn push(&mut self, callee: FnId, span: Span, kind: CallKind, cx: Option<&Context<'a>>) {
         let arg_of = cx.and_then(|c| {
             c.resolved
                 .get_or_init(|| match &c.call {
                     Pending::Resolved(a) => Some(a.clone()),
                     Pending::Method(m) => Some(ArgOf::Method((*m).to_owned())),
+                    // A local closure gives no context.
+                    Pending::Path(p) if p.as_ident().is_some_and(|n| self.is_local(n)) => None,
                     Pending::Path(p) => {
                         let def = self.resolver.resolve(
                             self.file.target,
@@ -414,8 +418,7 @@ impl<'a> Builder<'a> {
     /// local value, a crate item that is not a fn, or a name no crate fn has, which is not
     /// resolved at all).
     fn resolve_path(&self, p: &Path) -> Result<(FnId, CallKind), Option<DefPath>> {
-        let local_value = p.as_ident().is_some_and(|n| self.locals.contains(n));
-        if local_value || !self.index.names.contains(p.last()) {
+        if !self.index.names.contains(p.last()) || p.as_ident().is_some_and(|n| self.is_local(n)) {
             return Err(None);
         }
         let def =

@@ -84,6 +84,8 @@ pub struct Completion<'a> {
     summaries: &'a Summaries,
     /// Configured mark names.
     marks: &'a [String],
+    /// Whether anything in the crate could be a mark: a store write or a configured name.
+    any_marks: bool,
     /// Per fn ([`CallGraph::index`]): its writes, `None` while being computed.
     writes: RefCell<HashMap<usize, Option<Rc<Vec<Write>>>>>,
     txs: RefCell<HashMap<usize, Rc<Transactions>>>,
@@ -97,12 +99,19 @@ impl<'a> Completion<'a> {
         summaries: &'a Summaries,
         marks: &'a [String],
     ) -> Self {
+        let any_marks = !marks.is_empty()
+            || graph.ids().any(|id| {
+                summaries.flow(id).store_events.iter().any(|ev| {
+                    ev.via.is_none() && matches!(ev.access.access, Access::Write | Access::Upsert)
+                })
+            });
         Completion {
             package,
             resolver,
             graph,
             summaries,
             marks,
+            any_marks,
             writes: RefCell::new(HashMap::new()),
             txs: RefCell::new(HashMap::new()),
         }
@@ -121,7 +130,7 @@ impl<'a> Completion<'a> {
 
     /// Whether function `id` is worth walking: it writes a mark, directly or through a call.
     pub fn has_mark(&self, id: FnId) -> bool {
-        self.writes(id).iter().any(|w| w.role == Role::Mark)
+        self.any_marks && self.writes(id).iter().any(|w| w.role == Role::Mark)
     }
 
     /// What `id` writes, directly or through helpers, executors seen from `id` (bounded).

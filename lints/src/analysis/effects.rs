@@ -70,6 +70,23 @@ const AWS_CLIENT_GETTERS: &[&str] = &["client", "clone", "as_ref", "inner", "get
 const DYNAMODB_ITEM_WRITES: &[&str] =
     &["put_item", "update_item", "delete_item", "batch_write_item"];
 
+/// HTTP clients whose `post(url)..send()` chains are requests to another service.
+const HTTP_CLIENTS: &[&str] = &["reqwest", "awc", "surf", "isahc", "reqwest_middleware"];
+
+/// Every crate [`CallCx::external_call`] recognizes calls of (besides `aws_sdk_*`).
+const OUTSIDE_CLIENTS: &[&str] = &[
+    "reqwest",
+    "awc",
+    "surf",
+    "isahc",
+    "reqwest_middleware",
+    "lettre",
+    "stripe",
+    "async_stripe",
+    "paypal_rs",
+    "square",
+];
+
 /// Payment and messaging crates whose calls of these names change something.
 const PAYMENT_CRATES: &[&str] = &["stripe", "async_stripe", "paypal_rs", "square"];
 const PAYMENT_VERBS: &[&str] = &[
@@ -88,6 +105,13 @@ impl Effects {
         configured: &[String],
     ) -> Effects {
         let mut reasons: Vec<Option<Reason>> = vec![None; graph.len()];
+        // Without a client crate for outside services (or configured effects) no call can be
+        // one: only store writes are looked at.
+        let calls_out = !configured.is_empty()
+            || package
+                .dependencies
+                .iter()
+                .any(|d| d.starts_with("aws_sdk_") || OUTSIDE_CLIENTS.contains(&d.as_str()));
         let mut queue = Vec::new();
         for id in graph.ids() {
             let (file, f) = id.def(package);
@@ -97,7 +121,9 @@ impl Effects {
                     what: format!("`{}`, configured as an effect", f.display_name()),
                 })
             } else {
-                direct_effect(package, resolver, types, summaries, configured, id)
+                direct_effect(
+                    package, resolver, types, summaries, configured, calls_out, id,
+                )
             };
             if let Some(e) = direct {
                 reasons[graph.index(id)] = Some(Reason::Direct(e));
@@ -153,6 +179,7 @@ fn direct_effect(
     types: &Types,
     summaries: &Summaries,
     configured: &[String],
+    calls_out: bool,
     id: FnId,
 ) -> Option<Effect> {
     let (file, f) = id.def(package);
@@ -173,6 +200,9 @@ fn direct_effect(
             ev.access.command
         ),
     });
+    if !calls_out {
+        return found;
+    }
     let mut cx = CallCx {
         package,
         resolver,
@@ -226,8 +256,9 @@ impl<'a> CallCx<'a> {
                     return Some(format!("`{method}`, configured as an effect"));
                 }
                 if method == "send" && args.is_empty() {
+                    let http = HTTP_CLIENTS.iter().any(|c| self.package.depends_on(c));
                     return aws_operation(self.package, receiver)
-                        .or_else(|| http_request(receiver));
+                        .or_else(|| http.then(|| http_request(receiver)).flatten());
                 }
                 if method == "send" && args.len() == 1 && self.package.depends_on("lettre") {
                     let typed = self
