@@ -1283,7 +1283,7 @@ impl<'a> Walker<'a, '_> {
                 );
                 return;
             }
-            if sinks.is_step_functions_name(method, &chain_methods(receiver)) {
+            if sinks.is_step_functions_name(method, &receiver.method_chain()) {
                 self.key_use(
                     SinkKind::TokenSetter("name".to_owned()),
                     args[0].span,
@@ -1729,20 +1729,6 @@ fn normalize_template(s: &str) -> String {
             _ if depth => {}
             _ => out.push(c),
         }
-    }
-    out
-}
-
-/// The methods of a builder chain, outermost first: `["send", "name", "start_execution"]`.
-fn chain_methods(e: &Expr) -> Vec<&str> {
-    let mut out = Vec::new();
-    let mut cur = e.peel();
-    while let ExprKind::MethodCall {
-        receiver, method, ..
-    } = &cur.kind
-    {
-        out.push(method.as_str());
-        cur = receiver.peel();
     }
     out
 }

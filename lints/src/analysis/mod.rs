@@ -5,7 +5,10 @@
 //! - [`callgraph`]: which crate fn each call reaches ([`CallGraph`], reached with
 //!   [`Analysis::call_graph`]); [`entry`]: where deliveries come in.
 //! - [`dominance`]: what happened on every path to a point of a function.
-//! - [`transactions`]: transactions of a function and where each store operation runs.
+//! - [`guards`]: guard calls, the calls they dominate, and every fn's first guarded and
+//!   unguarded path from the entry points; [`effects`]: fns with side effects.
+//! - [`transactions`]: transactions of a function and where each store operation runs;
+//!   [`completion`]: completion marks and business writes, through helpers.
 //! - [`types`]: local type evidence ([`TypeEnv`]).
 //! - [`store_ops`]: is this call a Redis/DynamoDB/SQL read, write or atomic claim, with
 //!   which key ([`store_ops::classify`]); [`sql`] reads SQL text.

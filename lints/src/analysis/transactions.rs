@@ -318,7 +318,7 @@ fn closure_tx(e: &Expr) -> Option<(Option<String>, Span)> {
         return None;
     }
     // diesel's `run` only on `build_transaction()`.
-    if method == "run" && !is_build_transaction_chain(e) {
+    if method == "run" && !e.method_chain().contains(&"build_transaction") {
         return None;
     }
     args.iter().find_map(|a| match &a.kind {
@@ -330,27 +330,13 @@ fn closure_tx(e: &Expr) -> Option<(Option<String>, Span)> {
     })
 }
 
-fn is_build_transaction_chain(e: &Expr) -> bool {
-    let mut cur = e;
-    while let ExprKind::MethodCall {
-        receiver, method, ..
-    } = &cur.peel().kind
-    {
-        if method == "build_transaction" {
-            return true;
-        }
-        cur = receiver;
-    }
-    false
-}
-
 /// The `.send()` of a `transact_write_items()` chain, or the `query_async`/`query` of a
 /// `pipe().atomic()` chain.
 fn request_tx(e: &Expr, dynamo: bool, redis: bool) -> Option<TxKind> {
     let ExprKind::MethodCall { method, .. } = &e.kind else {
         return None;
     };
-    let chain = chain_methods(e);
+    let chain = e.method_chain();
     if dynamo && method == "send" && chain.contains(&"transact_write_items") {
         return Some(TxKind::DynamoTransactWrite);
     }
@@ -362,20 +348,6 @@ fn request_tx(e: &Expr, dynamo: bool, redis: bool) -> Option<TxKind> {
         return Some(TxKind::RedisAtomic);
     }
     None
-}
-
-/// The method names of a receiver chain, outermost first.
-fn chain_methods(e: &Expr) -> Vec<&str> {
-    let mut out = Vec::new();
-    let mut cur = e;
-    while let ExprKind::MethodCall {
-        receiver, method, ..
-    } = &cur.peel().kind
-    {
-        out.push(method.as_str());
-        cur = receiver;
-    }
-    out
 }
 
 /// The local or field an executor expression names: `tx` of `&mut *tx`, `tx.as_mut()`,

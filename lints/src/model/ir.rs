@@ -369,6 +369,21 @@ impl Expr {
         }
     }
 
+    /// The method names of a call chain, outermost first: `["send", "name",
+    /// "start_execution"]` of `c.start_execution().name(n).send()` (through `?` and `.await`).
+    pub fn method_chain(&self) -> Vec<&str> {
+        let mut out = Vec::new();
+        let mut cur = self.peel();
+        while let ExprKind::MethodCall {
+            receiver, method, ..
+        } = &cur.kind
+        {
+            out.push(method.as_str());
+            cur = receiver.peel();
+        }
+        out
+    }
+
     /// The string of a string literal.
     pub fn as_str_lit(&self) -> Option<&str> {
         match &self.peel().kind {
