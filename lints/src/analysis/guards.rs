@@ -37,6 +37,10 @@ pub struct FnGuards {
     pub guards: Vec<Guard>,
     /// Indexed like [`CallGraph::calls`]: an index into `guards`.
     pub dominated_by: Vec<Option<u32>>,
+    /// Indexed like [`CallGraph::calls`]: whether a path from the fn's start reaches the
+    /// edge (code after a `return` does not run, guarded or not). All true when the fn has
+    /// no guard to walk for.
+    pub reachable: Vec<bool>,
 }
 
 /// What counts as a guard in a package.
@@ -81,6 +85,7 @@ impl<'a> GuardFinder<'a> {
         let mut out = FnGuards {
             guards: Vec::new(),
             dominated_by: vec![None; calls.len()],
+            reachable: vec![true; calls.len()],
         };
         let claims: HashMap<Span, &str> = self
             .summaries
@@ -104,6 +109,7 @@ impl<'a> GuardFinder<'a> {
         else {
             return out;
         };
+        out.reachable.fill(false);
         let mut walk = GuardWalk {
             finder: self,
             id,
@@ -155,6 +161,7 @@ impl Events for GuardWalk<'_, '_> {
             let i =
                 calls.partition_point(|c| (c.span.lo, c.span.hi) < (call.span.lo, call.span.hi));
             self.out.dominated_by[i] = facts.iter().next();
+            self.out.reachable[i] = true;
         }
         if let Some(name) = self.guard_name(e) {
             facts.insert(self.out.guards.len() as u32);
@@ -228,6 +235,9 @@ impl GuardedPaths {
                 paths.guards[gi] = Some(finder.of_fn(id));
             }
             for (ci, call) in graph.calls(id).iter().enumerate() {
+                if paths.guards[gi].as_ref().is_some_and(|g| !g.reachable[ci]) {
+                    continue;
+                }
                 let covered = guarded
                     || paths.guards[gi]
                         .as_ref()
@@ -334,5 +344,73 @@ impl GuardedPaths {
             }),
             None => attr_site(graph.calls(caller)[call as usize].callee),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::entry::entry_points;
+    use crate::analysis::Analysis;
+    use crate::testing;
+
+    const SRC: &str = r#"
+        pub async fn api(conn: &mut redis::aio::MultiplexedConnection, id: &str) {
+            if !claim(conn, id).await { return; }
+            process(id).await;
+        }
+        pub async fn retry(id: &str) {
+            process(id).await;
+        }
+        pub async fn stopped(conn: &mut redis::aio::MultiplexedConnection, id: &str) {
+            if !claim(conn, id).await { return; }
+            return;
+            audit(id).await;
+        }
+        async fn claim(conn: &mut redis::aio::MultiplexedConnection, id: &str) -> bool {
+            conn.set_nx(id, 1).await.unwrap_or(false)
+        }
+        async fn process(id: &str) { deliver(id).await; }
+        async fn deliver(id: &str) {}
+        async fn audit(id: &str) {}
+    "#;
+
+    #[test]
+    fn paths_record_where_the_guard_is_passed() {
+        let package = testing::package("app", &["redis"], &[("crate", SRC)]);
+        let a = Analysis::new(&package);
+        let graph = a.call_graph(&package);
+        let summaries = a.summaries(&package);
+        let finder = GuardFinder::new(&package, &a.resolver, graph, summaries, &[]);
+        let entries = entry_points(&package, &a.resolver, graph, &[]);
+        let paths = GuardedPaths::compute(&finder, entries);
+        let id = |name: &str| {
+            graph
+                .ids()
+                .find(|id| id.def(&package).1.name == name)
+                .unwrap()
+        };
+        let name = |id: FnId| id.def(&package).1.name.clone();
+        // `deliver` is reached both ways; `retry` only without a guard.
+        assert!(paths.reached_guarded(graph, id("deliver")));
+        assert!(paths.reached_unguarded(graph, id("deliver")));
+        assert!(!paths.reached_guarded(graph, id("retry")));
+        let (entry, edges) = paths.path(graph, id("deliver"), true).unwrap();
+        let chain: Vec<String> = std::iter::once(name(entry.id))
+            .chain(
+                edges
+                    .iter()
+                    .map(|&(c, i, _)| name(graph.calls(c)[i as usize].callee)),
+            )
+            .collect();
+        assert_eq!(chain, ["api", "process", "deliver"]);
+        let site = paths.guard_site(&package, graph, id("deliver")).unwrap();
+        assert_eq!(
+            (name(site.holder), site.guard.name.as_str()),
+            ("api".into(), "claim")
+        );
+        // A call after `return` is never reached, guarded or not.
+        assert!(!paths.reached_guarded(graph, id("audit")));
+        assert!(!paths.reached_unguarded(graph, id("audit")));
     }
 }

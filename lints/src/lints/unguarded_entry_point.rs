@@ -144,7 +144,8 @@ fn find(cx: &LintContext<'_>) -> Vec<Finding> {
         };
         for (i, call) in graph.calls(id).iter().enumerate() {
             let callee = call.callee;
-            let skips_guard = guards.dominated_by[i].is_none()
+            let skips_guard = guards.reachable[i]
+                && guards.dominated_by[i].is_none()
                 && !callee.def(package).1.has_attr("idempotent")
                 && paths.reached_guarded(graph, callee)
                 && effects.has_effects(graph, callee);
