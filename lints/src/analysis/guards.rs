@@ -16,9 +16,9 @@ use super::dominance::{self, Events, Facts};
 use super::entry::{names_fn, EntryKind, EntryPoint};
 use super::flow::FnId;
 use super::resolve::Resolver;
-use super::store_ops::Access;
+use super::store_ops::{Access, Store};
 use super::summary::Summaries;
-use crate::model::ir::{Expr, ExprKind};
+use crate::model::ir::{Block, Expr, ExprKind, Lit};
 use crate::model::{Package, Span};
 use std::collections::{HashMap, VecDeque};
 
@@ -74,9 +74,51 @@ impl<'a> GuardFinder<'a> {
     fn guarding_callee(&self, callee: FnId) -> Option<String> {
         let (file, f) = callee.def(self.package);
         let guards = f.has_attr("idempotent")
-            || self.summaries.summary(callee).is_guard()
+            || self.signals_duplicate(callee, 0)
             || names_fn(self.names, self.resolver, file, f);
         guards.then(|| f.display_name())
+    }
+
+    /// Whether `id` makes an atomic claim and tells its caller when the claim failed: it
+    /// returns the claim's result, propagates its error with `?`, or returns an error, `false`
+    /// or `None` on the branch where the key was taken. A helper that takes a lock and only
+    /// skips its own work when the lock is held (`if acquired { .. }; Ok(())`) guards its
+    /// body, not its caller.
+    fn signals_duplicate(&self, id: FnId, depth: usize) -> bool {
+        let summary = self.summaries.summary(id);
+        if !summary.is_guard() || depth > MAX_HELPER_DEPTH {
+            return false;
+        }
+        if summary
+            .ret_access
+            .as_ref()
+            .is_some_and(|a| a.access == Access::Claim)
+        {
+            return true;
+        }
+        let Some(body) = &id.def(self.package).1.body else {
+            return false;
+        };
+        let flow = self.summaries.flow(id);
+        flow.store_events.iter().enumerate().any(|(i, ev)| {
+            let claim = ev.access.access == Access::Claim && ev.checked;
+            let claim_here = match ev.via {
+                None => true,
+                Some(helper) => self.signals_duplicate(helper, depth + 1),
+            };
+            // A DynamoDB conditional write fails when the key is taken: `?` hands that to the
+            // caller. Redis and SQL claims report it in their result instead.
+            let fails_when_taken = ev.access.store == Store::DynamoDb;
+            claim
+                && claim_here
+                && (fails_when_taken && propagates_error(body, ev.span)
+                    || flow
+                        .decisions
+                        .iter()
+                        .filter(|d| d.ops.contains(&i))
+                        .flat_map(|d| &d.branches)
+                        .any(|b| b.diverges && returns_refusal(body, b.span)))
+        })
     }
 
     /// The guards of `id` and the edges they dominate.
@@ -118,6 +160,68 @@ impl<'a> GuardFinder<'a> {
         };
         dominance::walk(body, Facts::default(), &mut walk);
         out
+    }
+}
+
+/// How deep guard helpers calling guard helpers are followed.
+const MAX_HELPER_DEPTH: usize = 4;
+
+/// Whether the operation at `span` is under `?` (possibly through `.await` and error
+/// conversions): its failure, a taken key for a conditional write, leaves the function.
+fn propagates_error(body: &Block, span: Span) -> bool {
+    let mut found = false;
+    body.walk(&mut |e| {
+        let ExprKind::Try(inner) = &e.kind else {
+            return;
+        };
+        let mut cur: &Expr = inner;
+        loop {
+            if cur.span == span {
+                found = true;
+                return;
+            }
+            cur = match &cur.kind {
+                ExprKind::Await(x) => x,
+                ExprKind::MethodCall {
+                    receiver, method, ..
+                } if ERROR_CONVERSIONS.contains(&method.as_str()) => receiver,
+                _ => return,
+            };
+        }
+    });
+    found
+}
+
+/// Methods that convert an error on its way out.
+const ERROR_CONVERSIONS: &[&str] = &["map_err", "context", "with_context", "wrap_err", "err_into"];
+
+/// Whether the branch at `span` returns a refusal to the caller: `return Err(..)`,
+/// `return Ok(false)`, `return false`, `return None`, or `bail!`.
+fn returns_refusal(body: &Block, span: Span) -> bool {
+    let mut found = false;
+    body.walk(&mut |e| {
+        if !span.contains(e.span) {
+            return;
+        }
+        found |= match &e.kind {
+            ExprKind::Return(Some(v)) => is_refusal(v),
+            ExprKind::Macro(m) => matches!(m.path.last(), "bail" | "ensure"),
+            _ => false,
+        };
+    });
+    found
+}
+
+fn is_refusal(v: &Expr) -> bool {
+    match &v.peel().kind {
+        ExprKind::Lit(Lit::Bool(false)) => true,
+        ExprKind::Path(p) => p.last() == "None",
+        ExprKind::Call { func, args } => match func.as_path().map(|p| p.last()) {
+            Some("Err") => true,
+            Some("Ok" | "Some") => args.first().is_some_and(is_refusal),
+            _ => false,
+        },
+        _ => false,
     }
 }
 
@@ -371,6 +475,19 @@ mod tests {
             conn.set_nx(id, 1).await.unwrap_or(false)
         }
         async fn process(id: &str) { deliver(id).await; }
+        /// Takes a lock for its own work: calling it guards nothing after it.
+        async fn locked_sweep(conn: &mut redis::aio::MultiplexedConnection) -> Result<(), E> {
+            let got: bool = conn.set_nx("sweep-lock", 1).await?;
+            if got {
+                sweep().await;
+            }
+            Ok(())
+        }
+        async fn sweep() {}
+        pub async fn cron(conn: &mut redis::aio::MultiplexedConnection, id: &str) {
+            locked_sweep(conn).await;
+            process(id).await;
+        }
         async fn deliver(id: &str) {}
         async fn audit(id: &str) {}
     "#;
@@ -409,6 +526,10 @@ mod tests {
             (name(site.holder), site.guard.name.as_str()),
             ("api".into(), "claim")
         );
+        // A lock helper guards its own body, not what its caller does after it.
+        let cron = id("cron");
+        let cron_guards = paths.guards(graph, cron).unwrap();
+        assert!(cron_guards.guards.is_empty(), "{:?}", cron_guards.guards);
         // A call after `return` is never reached, guarded or not.
         assert!(!paths.reached_guarded(graph, id("audit")));
         assert!(!paths.reached_unguarded(graph, id("audit")));
