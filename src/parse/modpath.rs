@@ -84,6 +84,16 @@ pub fn resolve(dir: &ModDir, file: &FileModel, decl: &ModDecl) -> Resolved {
             dir: ModDir::owning(&nested),
             path: nested,
         }
+    } else if let Some(path) = decl
+        .cfg_path_attrs
+        .iter()
+        .map(|p| cur.dir.join(p))
+        .find(|p| present(p))
+    {
+        Resolved::File {
+            dir: ModDir::owning(&path),
+            path,
+        }
     } else {
         Resolved::Missing {
             candidates: vec![flat, nested],

@@ -313,25 +313,17 @@ impl Lowerer {
         let mut child = module.to_vec();
         child.push(unraw(&m.ident));
         let cfg_test = is_cfg_test(&m.attrs);
-        let path_attr = m
-            .attrs
-            .iter()
-            .find(|a| a.path().is_ident("path"))
-            .and_then(|a| match &a.meta {
-                syn::Meta::NameValue(nv) => match &nv.value {
-                    syn::Expr::Lit(syn::ExprLit {
-                        lit: syn::Lit::Str(s),
-                        ..
-                    }) => Some(s.value()),
-                    _ => None,
-                },
-                _ => None,
-            });
+        let path_attr = m.attrs.iter().find_map(|a| match &a.meta {
+            syn::Meta::NameValue(nv) if a.path().is_ident("path") => str_lit(&nv.value),
+            _ => None,
+        });
+        let cfg_path_attrs = m.attrs.iter().filter_map(cfg_attr_path).collect();
         self.model.mods.push(ModDecl {
             name: unraw(&m.ident),
             module: child.clone(),
             inline: m.content.is_some(),
             path_attr,
+            cfg_path_attrs,
             inline_parents: inline.to_vec(),
             cfg_test,
             is_pub: visibility(&m.vis) == Visibility::Public,
@@ -931,6 +923,30 @@ impl Lowerer {
     }
 }
 
+fn str_lit(e: &syn::Expr) -> Option<String> {
+    match e {
+        syn::Expr::Lit(syn::ExprLit {
+            lit: syn::Lit::Str(s),
+            ..
+        }) => Some(s.value()),
+        _ => None,
+    }
+}
+
+/// The path of `#[cfg_attr(predicate, path = "x.rs")]`.
+fn cfg_attr_path(a: &syn::Attribute) -> Option<String> {
+    if !a.path().is_ident("cfg_attr") {
+        return None;
+    }
+    let metas = a
+        .parse_args_with(Punctuated::<syn::Meta, syn::Token![,]>::parse_terminated)
+        .ok()?;
+    metas.iter().skip(1).find_map(|m| match m {
+        syn::Meta::NameValue(nv) if nv.path.is_ident("path") => str_lit(&nv.value),
+        _ => None,
+    })
+}
+
 /// The items a macro invocation wraps, when its input parses as a list of items and it is not a
 /// macro definition.
 fn macro_items(mac: &syn::Macro) -> Option<Vec<syn::Item>> {
@@ -1128,6 +1144,15 @@ mod tests {
             (b.path_attr.as_deref(), b.inline_parents.as_slice()),
             (Some("x.rs"), &["a".to_string()][..])
         );
+    }
+
+    #[test]
+    fn cfg_attr_paths_of_modules_are_kept() {
+        let m = lower(
+            "#[cfg_attr(unix, path = \"u.rs\")] #[cfg_attr(windows, path = \"w.rs\")] mod imp;",
+        );
+        assert_eq!(m.mods[0].cfg_path_attrs, vec!["u.rs", "w.rs"]);
+        assert_eq!(m.mods[0].path_attr, None);
     }
 
     #[test]

@@ -321,6 +321,9 @@ pub struct ModDecl {
     pub inline: bool,
     /// `#[path = "..."]` value.
     pub path_attr: Option<String>,
+    /// `#[cfg_attr(predicate, path = "...")]` values, in order: without evaluating `cfg`, the
+    /// first that exists is the module's file when neither default file does.
+    pub cfg_path_attrs: Vec<String>,
     /// Names of the inline modules enclosing this declaration in this file (`mod a { mod b; }`
     /// looks for `a/b.rs`).
     pub inline_parents: Vec<String>,
