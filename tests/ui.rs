@@ -9,58 +9,21 @@
 //! - `//~ DENY lint_name` (or `ERROR`): the same at deny level;
 //! - `//~^ WARN lint_name`: on the line above (one `^` per line up).
 //!
+//! The annotation parser is `idem_lints::testing::parse_annotations`, shared with the lints'
+//! own fixture tests.
+//!
 //! Any missing or extra finding fails the test with a diff. New fixtures are picked up
 //! without touching this file.
 
 mod common;
 
 use common::{run_in, s};
+use idem_lints::testing::parse_annotations;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// `(file relative to the fixture, line, level as in JSON, code)`.
 type Finding = (String, u64, String, String);
-
-#[derive(Debug, PartialEq, Eq)]
-struct Annotation {
-    line: usize,
-    level: &'static str,
-    lint: String,
-}
-
-/// The annotations of one file; an annotation that does not parse is an error.
-fn parse_annotations(text: &str) -> Result<Vec<Annotation>, String> {
-    let mut out = Vec::new();
-    for (index, line) in text.lines().enumerate() {
-        for raw in line.split("//~").skip(1) {
-            let up = raw.chars().take_while(|&c| c == '^').count();
-            let mut words = raw[up..].split_whitespace();
-            let level = match words.next() {
-                Some("WARN") => "warning",
-                Some("DENY") | Some("ERROR") => "error",
-                other => {
-                    return Err(format!(
-                        "line {}: expected WARN, DENY or ERROR after `//~`, found {other:?}",
-                        index + 1
-                    ))
-                }
-            };
-            let lint = words
-                .next()
-                .ok_or_else(|| format!("line {}: `//~` without a lint name", index + 1))?;
-            let lint = lint.strip_prefix("idem::").unwrap_or(lint).to_string();
-            let line = index
-                .checked_sub(up)
-                .ok_or_else(|| format!("line {}: `^` points above the file", index + 1))?;
-            out.push(Annotation {
-                line: line + 1,
-                level,
-                lint,
-            });
-        }
-    }
-    Ok(out)
-}
 
 /// The fixtures below `dir`: crates, else directories with `.rs` files.
 fn fixtures(dir: &Path, out: &mut Vec<PathBuf>) {
@@ -231,35 +194,4 @@ fn a_wrong_annotation_fails_with_a_diff() {
         b"pub fn f() {\n    let x = ; //~ WARN parse_error\n}\n",
     );
     check_fixture(dir.path()).expect("matches");
-}
-
-#[test]
-fn annotations_parse() {
-    let text = "a(); //~ WARN check_then_act\n\
-                b();\n\
-                //~^ DENY idem::nondeterministic_key //~^^ ERROR parse_error\n";
-    let got = parse_annotations(text).expect("valid");
-    assert_eq!(
-        got,
-        vec![
-            Annotation {
-                line: 1,
-                level: "warning",
-                lint: "check_then_act".into()
-            },
-            Annotation {
-                line: 2,
-                level: "error",
-                lint: "nondeterministic_key".into()
-            },
-            Annotation {
-                line: 1,
-                level: "error",
-                lint: "parse_error".into()
-            },
-        ]
-    );
-    assert!(parse_annotations("x //~ WARNING foo").is_err());
-    assert!(parse_annotations("x //~ WARN").is_err());
-    assert!(parse_annotations("//~^ WARN foo").is_err());
 }

@@ -18,25 +18,48 @@ pub struct Expected {
     pub lint: String,
 }
 
-/// The annotations of one source text, as (line, lint) pairs.
-pub fn parse_annotations(src: &str) -> Vec<(usize, String)> {
+/// One annotation: the 1-based line it points at, the level as rustc's JSON spells it
+/// (`warning`, `error`) and the lint name without `idem::`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Annotation {
+    pub line: usize,
+    pub level: &'static str,
+    pub lint: String,
+}
+
+/// The annotations of one source text. A `//~` that is not a well-formed annotation is an
+/// error, so a typo cannot silently drop an expectation.
+pub fn parse_annotations(text: &str) -> Result<Vec<Annotation>, String> {
     let mut out = Vec::new();
-    for (i, line) in src.lines().enumerate() {
-        let Some(pos) = line.find("//~") else {
-            continue;
-        };
-        let rest = &line[pos + 3..];
-        let carets = rest.chars().take_while(|c| *c == '^').count();
-        let mut words = rest[carets..].split_whitespace();
-        let (Some(level), Some(name)) = (words.next(), words.next()) else {
-            continue;
-        };
-        if matches!(level, "WARN" | "DENY" | "ERROR") {
-            let name = name.trim_start_matches("idem::").to_owned();
-            out.push(((i + 1).saturating_sub(carets), name));
+    for (index, line) in text.lines().enumerate() {
+        for raw in line.split("//~").skip(1) {
+            let up = raw.chars().take_while(|&c| c == '^').count();
+            let mut words = raw[up..].split_whitespace();
+            let level = match words.next() {
+                Some("WARN") => "warning",
+                Some("DENY") | Some("ERROR") => "error",
+                other => {
+                    return Err(format!(
+                        "line {}: expected WARN, DENY or ERROR after `//~`, found {other:?}",
+                        index + 1
+                    ))
+                }
+            };
+            let lint = words
+                .next()
+                .ok_or_else(|| format!("line {}: `//~` without a lint name", index + 1))?;
+            let lint = lint.strip_prefix("idem::").unwrap_or(lint).to_string();
+            let line = index
+                .checked_sub(up)
+                .ok_or_else(|| format!("line {}: `^` points above the file", index + 1))?;
+            out.push(Annotation {
+                line: line + 1,
+                level,
+                lint,
+            });
         }
     }
-    out
+    Ok(out)
 }
 
 /// 1-based line of byte offset `lo` in `src`.
@@ -188,8 +211,13 @@ pub fn assert_annotations(
         .enumerate()
         .flat_map(|(file, t)| {
             parse_annotations(t)
+                .unwrap_or_else(|e| panic!("{}: {e}", package.files[file].path.display()))
                 .into_iter()
-                .map(move |(line, lint)| Expected { file, line, lint })
+                .map(move |a| Expected {
+                    file,
+                    line: a.line,
+                    lint: a.lint,
+                })
         })
         .filter(|e| relevant(&e.lint))
         .collect();
@@ -269,11 +297,29 @@ mod tests {
 
     #[test]
     fn annotations_point_at_their_line_or_above() {
-        let src = "a //~ WARN check_then_act\nb\n//~^ DENY idem::x\n// //~ not an annotation";
+        let text = "a(); //~ WARN check_then_act\n\
+                    b();\n\
+                    //~^ DENY idem::nondeterministic_key //~^^ ERROR parse_error\n";
+        let got: Vec<(usize, &str, String)> = parse_annotations(text)
+            .expect("valid")
+            .into_iter()
+            .map(|a| (a.line, a.level, a.lint))
+            .collect();
         assert_eq!(
-            parse_annotations(src),
-            vec![(1, "check_then_act".to_string()), (2, "x".to_string())]
+            got,
+            vec![
+                (1, "warning", "check_then_act".to_string()),
+                (2, "error", "nondeterministic_key".to_string()),
+                (1, "error", "parse_error".to_string()),
+            ]
         );
+    }
+
+    #[test]
+    fn malformed_annotations_are_errors() {
+        assert!(parse_annotations("x //~ WARNING foo").is_err());
+        assert!(parse_annotations("x //~ WARN").is_err());
+        assert!(parse_annotations("//~^ WARN foo").is_err());
     }
 
     #[test]
