@@ -14,7 +14,7 @@ pub fn explain(name: &str) -> Result<()> {
         lint.default_level.as_str(),
         lint.desc
     )?;
-    writeln!(out, "\n{}", lint.docs.trim_end())?;
+    writeln!(out, "\n{}", lint.doc_markdown().trim_end())?;
     Ok(())
 }
 

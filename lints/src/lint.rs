@@ -47,6 +47,16 @@ pub struct Lint {
 }
 
 impl Lint {
+    /// The documentation as Markdown. Doc comments keep the space after `///` on every line;
+    /// it is removed here so code blocks and headings start at the margin.
+    pub fn doc_markdown(&self) -> String {
+        self.docs
+            .lines()
+            .map(|l| l.strip_prefix(' ').unwrap_or(l))
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
     /// The code in machine output: `idem::check_then_act`.
     pub fn code(&self) -> String {
         format!("idem::{}", self.name)

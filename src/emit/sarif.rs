@@ -54,8 +54,8 @@ fn rule(l: &Lint) -> Value {
         "id": l.code(),
         "name": l.name,
         "shortDescription": {"text": l.desc},
-        "fullDescription": {"text": first_paragraph(l.docs)},
-        "help": {"text": l.docs, "markdown": l.docs},
+        "fullDescription": {"text": first_paragraph(&l.doc_markdown())},
+        "help": {"text": l.doc_markdown(), "markdown": l.doc_markdown()},
         "defaultConfiguration": {"level": sarif_level(l.default_level)},
         "properties": {"tags": [if l.is_meta { "input" } else { "idempotency" }]},
     })
