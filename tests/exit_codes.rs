@@ -73,7 +73,19 @@ fn explain_prints_the_docs() {
     );
     assert!(out
         .stdout
-        .contains(idem_lints::lint::PARSE_ERROR.docs.trim_end()));
+        .contains(idem_lints::lint::PARSE_ERROR.doc_markdown().trim_end()));
+    // Doc-comment indentation is gone: headings start at the margin.
+    let check = run(&["--explain", "check_then_act"]);
+    assert!(
+        check.stdout.contains("\n### What it does\n"),
+        "{}",
+        check.stdout
+    );
+    assert!(
+        check.stdout.contains("\n### Use instead\n```rust\n"),
+        "{}",
+        check.stdout
+    );
 }
 
 #[test]

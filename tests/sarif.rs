@@ -59,7 +59,7 @@ fn fixture_output_validates_and_lists_every_lint() {
         assert_eq!(rule["id"], lint.code());
         assert_eq!(rule["name"], lint.name);
         assert_eq!(rule["shortDescription"]["text"], lint.desc);
-        assert_eq!(rule["help"]["markdown"], lint.docs);
+        assert_eq!(rule["help"]["markdown"], lint.doc_markdown());
         assert_eq!(
             rule["defaultConfiguration"]["level"],
             lint.default_level
