@@ -3,9 +3,9 @@
 //!
 //! Public API:
 //! - [`Summaries::compute`] (reached as `cx.analysis().summaries(cx.package)`) walks every
-//!   function with [`crate::analysis::flow::walk`], callees first (on demand, depth-first);
-//!   functions in a cycle, or that read a summary not final yet, are walked again until no
-//!   summary changes.
+//!   function with [`crate::analysis::flow::walk`], callees first: fns no call cycle reaches
+//!   bottom-up in parallel layers, then the rest on demand, depth-first; functions in a
+//!   cycle, or that read a summary not final yet, are walked again until no summary changes.
 //! - [`Summaries::summary`]`(id) -> &FnSummary` and [`Summaries::flow`]`(id) -> &FnFlow`
 //!   (the facts of the function's final walk: key uses, store events, decisions, effects,
 //!   resolved calls); [`Summaries::ids`] lists every function.
@@ -22,6 +22,7 @@ use super::store_ops::{Access, Store, WriteShape};
 use super::types::Types;
 use crate::catalog::{Catalog, SinkKind};
 use crate::model::{Package, Span};
+use rayon::prelude::*;
 use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -215,6 +216,7 @@ impl Summaries {
             worklist: RefCell::new(Vec::new()),
             queued: RefCell::new(HashSet::new()),
         };
+        b.settle_acyclic();
         for (fi, file) in package.files.iter().enumerate() {
             for ni in 0..file.fns.len() {
                 let id = FnId::new(fi, ni);
@@ -342,6 +344,75 @@ impl Builder<'_, '_> {
                 wl.push(r);
             }
         }
+    }
+}
+
+impl Builder<'_, '_> {
+    /// Walks, in parallel and bottom-up, every fn that no call cycle reaches: first the fns
+    /// that call no crate fn, then those whose callees are all walked, and so on. A walk
+    /// reads summaries only of the fn's callees in the call graph, so such a fn's walk
+    /// depends only on its callees' final summaries and gives exactly the flow and summary
+    /// the sequential fixed point ends with. Fns in or above a cycle are left to it.
+    fn settle_acyclic(&self) {
+        let graph = self.cx.graph;
+        let ids: Vec<FnId> = graph.ids().collect();
+        // Per fn, how many distinct callees are not walked yet; per callee, its callers.
+        let mut pending = vec![0usize; ids.len()];
+        let mut callers: Vec<Vec<usize>> = vec![Vec::new(); ids.len()];
+        for &id in &ids {
+            let mut callees: Vec<usize> = graph
+                .calls(id)
+                .iter()
+                .map(|c| graph.index(c.callee))
+                .collect();
+            callees.sort_unstable();
+            callees.dedup();
+            pending[graph.index(id)] = callees.len();
+            for callee in callees {
+                callers[callee].push(graph.index(id));
+            }
+        }
+        let mut layer: Vec<FnId> = ids
+            .iter()
+            .filter(|&&id| pending[graph.index(id)] == 0)
+            .copied()
+            .collect();
+        while !layer.is_empty() {
+            let walked: Vec<(FnId, FnFlow)> = {
+                let done = Settled {
+                    summaries: &self.summaries.borrow(),
+                };
+                layer
+                    .par_iter()
+                    .map(|&id| (id, flow::walk(self.cx, id, &done)))
+                    .collect()
+            };
+            let mut next = Vec::new();
+            for (id, flow) in walked {
+                let (fi, ni) = (id.file as usize, id.index as usize);
+                self.summaries.borrow_mut()[fi][ni] = Arc::new(FnSummary::from_flow(&flow));
+                self.flows.borrow_mut()[fi][ni] = Some(flow);
+                self.set_state(id, State::Done);
+                for &caller in &callers[graph.index(id)] {
+                    pending[caller] -= 1;
+                    if pending[caller] == 0 {
+                        next.push(ids[caller]);
+                    }
+                }
+            }
+            layer = next;
+        }
+    }
+}
+
+/// The summaries of walked fns, for a walk whose callees are all walked.
+struct Settled<'s> {
+    summaries: &'s [Vec<Arc<FnSummary>>],
+}
+
+impl Callees for Settled<'_> {
+    fn summary(&self, id: FnId) -> Arc<FnSummary> {
+        self.summaries[id.file as usize][id.index as usize].clone()
     }
 }
 
