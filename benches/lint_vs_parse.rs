@@ -4,7 +4,8 @@
 //! interleaved so machine noise hits both alike: (a) reading, parsing and lowering every file
 //! of DIR, and (b) the whole pipeline with every lint enabled. Both go through the same
 //! parallel parse code of the library. DIR defaults to the tokio sources cargo keeps under
-//! `~/.cargo/registry/src` (tokio is in Cargo.lock through idem-guard).
+//! `~/.cargo/registry/src` (tokio is in Cargo.lock through idem-guard). `BENCH_LINTS=a,b`
+//! enables only those lints (default: all).
 
 use cargo_idem_lint::config::Config;
 use cargo_idem_lint::discovery::{self, Selection};
@@ -43,13 +44,25 @@ fn main() {
     };
     let config = Config::load(&ws).unwrap_or_default();
     let opts = ParseOptions::default();
-    // Every lint at warn at least, so no pass is skipped.
+    // Every lint on (or those `BENCH_LINTS=a,b` names), the others off, so only the chosen
+    // passes run and each issue's budget can be checked for its own lints.
+    let chosen = std::env::var("BENCH_LINTS").unwrap_or_default();
+    let on = |name: &str| chosen.is_empty() || chosen.split(',').any(|c| c.trim() == name);
     let all: Vec<LevelFlag> = idem_lints::lints::ALL
         .iter()
         .map(|l| LevelFlag {
-            level: Level::Warn,
+            level: if on(l.name) {
+                Level::Warn
+            } else {
+                Level::Allow
+            },
             name: l.name.to_string(),
         })
+        .collect();
+    let enabled: Vec<&str> = idem_lints::lints::ALL
+        .iter()
+        .map(|l| l.name)
+        .filter(|n| on(n))
         .collect();
 
     let warm = parse::load_workspace(&ws, &opts);
@@ -79,10 +92,7 @@ fn main() {
         dir.display(),
         bytes as f64 / (1 << 20) as f64
     );
-    println!(
-        "iterations: {iterations}, lints: {}",
-        idem_lints::lints::ALL.len()
-    );
+    println!("iterations: {iterations}, lints: {}", enabled.join(", "));
     println!("(a) read + parse + lower: median {:.1} ms", ms(a));
     println!(
         "(b) full lint pipeline:   median {:.1} ms ({findings} findings)",
