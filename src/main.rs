@@ -4,6 +4,11 @@
 use cargo_idem_lint::{cli::Args, run, Outcome};
 use std::process::ExitCode;
 
+// Parsing and the analysis allocate many small nodes on many short-lived threads; mimalloc
+// measured faster than the system allocator on tokio's sources (see the commit).
+#[global_allocator]
+static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     quiet_panics();
     let args = match Args::parse_from_env(std::env::args_os()) {
