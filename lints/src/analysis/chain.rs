@@ -36,7 +36,26 @@ pub struct MethodStep<'a> {
     pub args: &'a [Expr],
 }
 
-impl MethodStep<'_> {
+impl<'a> MethodStep<'a> {
+    /// The step of `e` when it is a method call.
+    pub fn of(e: &'a Expr) -> Option<Self> {
+        match &e.kind {
+            ExprKind::MethodCall {
+                receiver,
+                method,
+                method_span,
+                args,
+            } => Some(MethodStep {
+                expr: e,
+                receiver,
+                method,
+                method_span: *method_span,
+                args,
+            }),
+            _ => None,
+        }
+    }
+
     /// From the method name to the end of the call: `create_job()` of `client.create_job()`.
     pub fn call_span(&self) -> Span {
         Span {
@@ -177,19 +196,8 @@ impl<'a> Search<'_, 'a> {
             steps
         };
         match &e.kind {
-            ExprKind::MethodCall {
-                receiver,
-                method,
-                method_span,
-                args,
-            } => {
-                let step = Step::Method(MethodStep {
-                    expr: e,
-                    receiver,
-                    method,
-                    method_span: *method_span,
-                    args,
-                });
+            ExprKind::MethodCall { receiver, args, .. } => {
+                let step = MethodStep::of(e).map(Step::Method).expect("a method call");
                 self.follow(receiver, prepend(step), depth + 1, out);
                 for arg in args.iter().filter(|a| may_carry_value(a)) {
                     self.follow(arg, prepend(Step::Through(e)), depth + 1, out);

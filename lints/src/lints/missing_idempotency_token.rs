@@ -512,7 +512,7 @@ fn is_wrapper_call(call: &Expr) -> bool {
 fn calls_setter(body: &Block, token: &str) -> bool {
     let mut found = false;
     body.walk(&mut |e| {
-        if let Some(step) = method_step(e) {
+        if let Some(step) = MethodStep::of(e) {
             found |= is_setter_call(&step, token);
         }
     });
@@ -528,24 +528,6 @@ fn results(body: &Block) -> Vec<&Expr> {
         }
     });
     out
-}
-
-fn method_step(e: &Expr) -> Option<MethodStep<'_>> {
-    match &e.kind {
-        ExprKind::MethodCall {
-            receiver,
-            method,
-            method_span,
-            args,
-        } => Some(MethodStep {
-            expr: e,
-            receiver,
-            method,
-            method_span: *method_span,
-            args,
-        }),
-        _ => None,
-    }
 }
 
 /// `x.client_token(..)`, or `x.set_client_token(v)` with `v` other than `None`.
