@@ -440,23 +440,8 @@ pub trait Callees {
 
 /// Walks function `id` once.
 pub fn walk(cx: &FlowCx<'_>, id: FnId, callees: &dyn Callees) -> FnFlow {
-    let (file, f) = id.def(cx.package);
-    let mut w = Walker {
-        cx,
-        callees,
-        id,
-        file,
-        f,
-        types: TypeEnv::for_params(cx.package, cx.resolver, cx.types, file, f),
-        vals: HashMap::new(),
-        descs: HashMap::new(),
-        strs: HashMap::new(),
-        scopes: vec![Vec::new()],
-        branch_depth: 0,
-        closure_arg: None,
-        blocks: Vec::new(),
-        out: FnFlow::default(),
-    };
+    let mut w = Walker::new(cx, callees, id);
+    let f = w.f;
     for (i, p) in f.params.iter().enumerate() {
         let v = Value::fact(Fact::Param {
             index: i,
@@ -676,6 +661,29 @@ impl OpEnv for Walker<'_, '_> {
         match self.descs.get(name)? {
             DescSrc::Expr(e) => Some(e),
             DescSrc::Desc(_) => None,
+        }
+    }
+}
+
+impl<'a, 'c> Walker<'a, 'c> {
+    /// A walker of fn `id` with only its parameters' types known and nothing bound yet.
+    fn new(cx: &'c FlowCx<'a>, callees: &'c dyn Callees, id: FnId) -> Self {
+        let (file, f) = id.def(cx.package);
+        Walker {
+            cx,
+            callees,
+            id,
+            file,
+            f,
+            types: TypeEnv::for_params(cx.package, cx.resolver, cx.types, file, f),
+            vals: HashMap::new(),
+            descs: HashMap::new(),
+            strs: HashMap::new(),
+            scopes: vec![Vec::new()],
+            branch_depth: 0,
+            closure_arg: None,
+            blocks: Vec::new(),
+            out: FnFlow::default(),
         }
     }
 }
@@ -1895,22 +1903,7 @@ mod tests {
                 Arc::new(FnSummary::default())
             }
         }
-        let w = Walker {
-            cx: &cx,
-            callees: &NoCallees,
-            id: FnId::new(0, 0),
-            file,
-            f,
-            types: TypeEnv::for_params(&package, &analysis.resolver, &analysis.types, file, f),
-            vals: HashMap::new(),
-            descs: HashMap::new(),
-            strs: HashMap::new(),
-            scopes: vec![Vec::new()],
-            branch_depth: 0,
-            closure_arg: None,
-            blocks: Vec::new(),
-            out: FnFlow::default(),
-        };
+        let w = Walker::new(&cx, &NoCallees, FnId::new(0, 0));
         let d: Vec<KeyDesc> = inits[..4].iter().map(|e| w.describe(e).unwrap()).collect();
         assert!(d[0].same_key(&d[1]));
         assert!(!d[0].same_key(&d[2]));
