@@ -15,9 +15,11 @@ mod toml_value;
 
 use crate::discovery::Workspace;
 use crate::levels::{LevelFlag, Levels};
+use crate::source::{Position, SourceFile};
 use anyhow::{anyhow, bail, Context, Result};
 use idem_lints::{Level, Lint, Settings};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use toml::de::{DeTable, DeValue};
 use toml::Spanned;
 
@@ -148,9 +150,10 @@ impl Config {
 fn read_layer(file: &Path, path: &[&str], prefix: &str) -> Result<Option<Layer>> {
     let text = std::fs::read_to_string(file)
         .with_context(|| format!("could not read `{}`", file.display()))?;
-    let doc = DeTable::parse(&text).map_err(|e| {
+    let src = SourceFile::new(file.to_path_buf(), Arc::from(text));
+    let doc = DeTable::parse(&src.text).map_err(|e| {
         let at = e.span().map(|s| s.start).unwrap_or(0);
-        let (line, column) = line_col(&text, at);
+        let Position { line, column } = src.position(at);
         anyhow!(
             "{}:{line}:{column}: invalid TOML: {}",
             file.display(),
@@ -163,23 +166,18 @@ fn read_layer(file: &Path, path: &[&str], prefix: &str) -> Result<Option<Layer>>
             Some(DeValue::Table(t)) => table = t,
             Some(_) => {
                 let value = table.get(*key).map(|v| v.span().start).unwrap_or(0);
-                let origin = origin(file, &text, value, &path.join("."));
+                let origin = origin(&src, value, &path.join("."));
                 bail!("{origin}: expected a table");
             }
             None => return Ok(None),
         }
     }
-    let cx = Cx {
-        file,
-        text: &text,
-        prefix,
-    };
+    let cx = Cx { src: &src, prefix };
     cx.layer(table).map(Some)
 }
 
 struct Cx<'a> {
-    file: &'a Path,
-    text: &'a str,
+    src: &'a SourceFile,
     prefix: &'a str,
 }
 
@@ -190,7 +188,7 @@ impl Cx<'_> {
         } else {
             format!("{}.{key}", self.prefix)
         };
-        origin(self.file, self.text, at, &key)
+        origin(self.src, at, &key)
     }
 
     fn layer(&self, table: &DeTable) -> Result<Layer> {
@@ -281,24 +279,12 @@ impl Cx<'_> {
     }
 }
 
-fn origin(file: &Path, text: &str, at: usize, key: &str) -> Origin {
-    let (line, column) = line_col(text, at);
+fn origin(src: &SourceFile, at: usize, key: &str) -> Origin {
+    let Position { line, column } = src.position(at);
     Origin {
-        file: file.to_path_buf(),
+        file: src.path.clone(),
         line,
         column,
         key: key.to_string(),
     }
-}
-
-/// 1-based line and character column of byte `at`.
-fn line_col(text: &str, at: usize) -> (usize, usize) {
-    let mut at = at.min(text.len());
-    while !text.is_char_boundary(at) {
-        at -= 1;
-    }
-    let before = &text[..at];
-    let line = before.matches('\n').count() + 1;
-    let line_start = before.rfind('\n').map(|i| i + 1).unwrap_or(0);
-    (line, before[line_start..].chars().count() + 1)
 }
