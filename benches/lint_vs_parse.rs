@@ -64,10 +64,10 @@ fn main() {
             name: l.name.to_string(),
         })
         .collect();
-    let enabled: Vec<&str> = idem_lints::lints::ALL
+    let enabled: Vec<&str> = all
         .iter()
-        .map(|l| l.name)
-        .filter(|n| on(n))
+        .filter(|f| f.level == Level::Warn)
+        .map(|f| f.name.as_str())
         .collect();
 
     let warm = parse::load_workspace(&ws, &opts);

@@ -109,18 +109,9 @@ fn paths_are_relative_to_the_current_directory() {
 
 #[test]
 fn labels_notes_help_and_suggestions() {
-    use cargo_idem_lint::{cli::MessageFormat, emit};
-    let dir = common::decorated_crate();
-    let (ws, report) = common::decorated_report(dir.path());
-    let mut buf = Vec::new();
-    let input = emit::Input {
-        ws: &ws,
-        report: &report,
-        cwd: dir.path(),
-    };
-    emit::emit(MessageFormat::Human, &input, &mut buf).expect("emits");
+    use cargo_idem_lint::cli::MessageFormat;
     check_snapshot(
         "decorated.human.txt",
-        &String::from_utf8(buf).expect("utf-8"),
+        &common::emit_decorated(MessageFormat::Human),
     );
 }

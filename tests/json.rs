@@ -4,7 +4,6 @@
 mod common;
 
 use cargo_idem_lint::cli::MessageFormat;
-use cargo_idem_lint::emit;
 use cargo_metadata::diagnostic::{Applicability, DiagnosticLevel};
 use cargo_metadata::Message;
 use common::{run, s};
@@ -107,17 +106,7 @@ fn the_raw_target_object_is_complete() {
 
 #[test]
 fn labels_and_suggestions_take_rustc_shape() {
-    let dir = common::decorated_crate();
-    let (ws, report) = common::decorated_report(dir.path());
-    let cwd = std::env::current_dir().expect("cwd");
-    let mut buf = Vec::new();
-    let input = emit::Input {
-        ws: &ws,
-        report: &report,
-        cwd: &cwd,
-    };
-    emit::emit(MessageFormat::Json, &input, &mut buf).expect("emits");
-    let out = String::from_utf8(buf).expect("utf-8");
+    let out = common::emit_decorated(MessageFormat::Json);
     let messages = parse_lines(&out);
     assert!(matches!(messages.last(), Some(Message::BuildFinished(b)) if !b.success));
     let m = messages

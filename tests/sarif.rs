@@ -4,7 +4,6 @@
 mod common;
 
 use cargo_idem_lint::cli::MessageFormat;
-use cargo_idem_lint::emit;
 use common::{run, s};
 use serde_json::Value;
 use std::path::PathBuf;
@@ -97,17 +96,8 @@ fn fixture_output_validates_and_lists_every_lint() {
 
 #[test]
 fn related_locations_validate() {
-    let dir = common::decorated_crate();
-    let (ws, report) = common::decorated_report(dir.path());
-    let cwd = std::env::current_dir().expect("cwd");
-    let mut buf = Vec::new();
-    let input = emit::Input {
-        ws: &ws,
-        report: &report,
-        cwd: &cwd,
-    };
-    emit::emit(MessageFormat::Sarif, &input, &mut buf).expect("emits");
-    let doc: Value = serde_json::from_slice(&buf).expect("JSON");
+    let doc: Value =
+        serde_json::from_str(&common::emit_decorated(MessageFormat::Sarif)).expect("JSON");
     assert_valid(&doc);
     let r = doc["runs"][0]["results"]
         .as_array()

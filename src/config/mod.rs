@@ -15,9 +15,11 @@ mod toml_value;
 
 use crate::discovery::Workspace;
 use crate::levels::{LevelFlag, Levels};
+use crate::source::{Position, SourceFile};
 use anyhow::{anyhow, bail, Context, Result};
 use idem_lints::{Level, Lint, Settings};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use toml::de::{DeTable, DeValue};
 use toml::Spanned;
 
@@ -72,19 +74,24 @@ impl Config {
     /// Reads every config that applies to `ws`.
     pub fn load(ws: &Workspace) -> Result<Config> {
         let dedicated = ws.root.join(FILE_NAME);
-        let mut workspace = if dedicated.is_file() {
+        let has_dedicated = dedicated.is_file();
+        let mut workspace = if has_dedicated {
             read_layer(&dedicated, &[], "")?.unwrap_or_default()
         } else {
             Layer::default()
         };
-        if let Some(root_manifest) = &ws.root_manifest {
+        // The root manifest is often also a package's manifest: read and parse it once.
+        let root_src = ws.root_manifest.as_deref().map(read_toml).transpose()?;
+        let root_doc = root_src.as_ref().map(parse_toml).transpose()?;
+        let root = root_src.as_ref().zip(root_doc.as_ref());
+        if let Some((src, doc)) = root {
             let path = ["workspace", "metadata", "idem-lint"];
-            if let Some(layer) = read_layer(root_manifest, &path, "workspace.metadata.idem-lint")? {
-                if dedicated.is_file() {
+            if let Some(layer) = layer_at(src, doc, &path, "workspace.metadata.idem-lint")? {
+                if has_dedicated {
                     bail!(
                         "both `{}` and `[workspace.metadata.idem-lint]` in `{}` configure idem-lint; keep one",
                         dedicated.display(),
-                        root_manifest.display()
+                        src.path.display()
                     );
                 }
                 workspace = layer;
@@ -92,11 +99,14 @@ impl Config {
         }
         let mut packages = Vec::with_capacity(ws.packages.len());
         for p in &ws.packages {
-            let layer = if p.has_manifest {
-                let path = ["package", "metadata", "idem-lint"];
-                read_layer(&p.manifest_path, &path, "package.metadata.idem-lint")?
-            } else {
-                None
+            let path = ["package", "metadata", "idem-lint"];
+            let prefix = "package.metadata.idem-lint";
+            let layer = match root {
+                _ if !p.has_manifest => None,
+                Some((src, doc)) if src.path == p.manifest_path => {
+                    layer_at(src, doc, &path, prefix)?
+                }
+                _ => read_layer(&p.manifest_path, &path, prefix)?,
             };
             let layer = layer.unwrap_or_default();
             if layer.file_timeout_ms.is_some() {
@@ -146,40 +156,54 @@ impl Config {
 /// Reads the table at `path` inside the TOML file `file` (the whole file when `path` is
 /// empty); `None` when the file has no such table.
 fn read_layer(file: &Path, path: &[&str], prefix: &str) -> Result<Option<Layer>> {
+    let src = read_toml(file)?;
+    let doc = parse_toml(&src)?;
+    layer_at(&src, &doc, path, prefix)
+}
+
+fn read_toml(file: &Path) -> Result<SourceFile> {
     let text = std::fs::read_to_string(file)
         .with_context(|| format!("could not read `{}`", file.display()))?;
-    let doc = DeTable::parse(&text).map_err(|e| {
+    Ok(SourceFile::new(file.to_path_buf(), Arc::from(text)))
+}
+
+fn parse_toml(src: &SourceFile) -> Result<Spanned<DeTable<'_>>> {
+    DeTable::parse(&src.text).map_err(|e| {
         let at = e.span().map(|s| s.start).unwrap_or(0);
-        let (line, column) = line_col(&text, at);
+        let Position { line, column } = src.position(at);
         anyhow!(
             "{}:{line}:{column}: invalid TOML: {}",
-            file.display(),
+            src.path.display(),
             e.message().trim()
         )
-    })?;
+    })
+}
+
+/// The table at `path` inside `doc`, the parsed text of `src`.
+fn layer_at(
+    src: &SourceFile,
+    doc: &Spanned<DeTable<'_>>,
+    path: &[&str],
+    prefix: &str,
+) -> Result<Option<Layer>> {
     let mut table: &DeTable = doc.get_ref();
     for key in path {
         match table.get(*key).map(Spanned::get_ref) {
             Some(DeValue::Table(t)) => table = t,
             Some(_) => {
                 let value = table.get(*key).map(|v| v.span().start).unwrap_or(0);
-                let origin = origin(file, &text, value, &path.join("."));
+                let origin = origin(src, value, &path.join("."));
                 bail!("{origin}: expected a table");
             }
             None => return Ok(None),
         }
     }
-    let cx = Cx {
-        file,
-        text: &text,
-        prefix,
-    };
+    let cx = Cx { src, prefix };
     cx.layer(table).map(Some)
 }
 
 struct Cx<'a> {
-    file: &'a Path,
-    text: &'a str,
+    src: &'a SourceFile,
     prefix: &'a str,
 }
 
@@ -190,7 +214,7 @@ impl Cx<'_> {
         } else {
             format!("{}.{key}", self.prefix)
         };
-        origin(self.file, self.text, at, &key)
+        origin(self.src, at, &key)
     }
 
     fn layer(&self, table: &DeTable) -> Result<Layer> {
@@ -281,24 +305,12 @@ impl Cx<'_> {
     }
 }
 
-fn origin(file: &Path, text: &str, at: usize, key: &str) -> Origin {
-    let (line, column) = line_col(text, at);
+fn origin(src: &SourceFile, at: usize, key: &str) -> Origin {
+    let Position { line, column } = src.position(at);
     Origin {
-        file: file.to_path_buf(),
+        file: src.path.clone(),
         line,
         column,
         key: key.to_string(),
     }
-}
-
-/// 1-based line and character column of byte `at`.
-fn line_col(text: &str, at: usize) -> (usize, usize) {
-    let mut at = at.min(text.len());
-    while !text.is_char_boundary(at) {
-        at -= 1;
-    }
-    let before = &text[..at];
-    let line = before.matches('\n').count() + 1;
-    let line_start = before.rfind('\n').map(|i| i + 1).unwrap_or(0);
-    (line, before[line_start..].chars().count() + 1)
 }

@@ -296,21 +296,8 @@ fn load_file(id: FileId, p: &Pending, opts: &ParseOptions) -> Loaded {
 /// `src/a/b.rs` below a plain directory is module `crate::a::b` (`src/`, `lib.rs`, `main.rs`
 /// and `mod.rs` add no level), a best guess without a crate root to follow.
 fn plain_module_path(root: &Path, file: &Path) -> Vec<String> {
-    let rel = file.strip_prefix(root).unwrap_or(file).with_extension("");
-    let mut module = vec!["crate".to_string()];
-    let parts: Vec<String> = rel
-        .iter()
-        .map(|c| c.to_string_lossy().into_owned())
-        .collect();
-    for (i, part) in parts.iter().enumerate() {
-        let last = i + 1 == parts.len();
-        let skip =
-            (i == 0 && part == "src") || (last && matches!(part.as_str(), "lib" | "main" | "mod"));
-        if !skip {
-            module.push(part.clone());
-        }
-    }
-    module
+    let rel = file.strip_prefix(root).unwrap_or(file);
+    idem_lints::testing::module_of(rel.strip_prefix("src").unwrap_or(rel))
 }
 
 /// Files under `tests/` or `benches/` hold test code.

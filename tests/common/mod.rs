@@ -178,6 +178,20 @@ pub fn decorated_report(
     (ws, report)
 }
 
+/// `decorated_report` rendered in `format`, with paths relative to the crate.
+pub fn emit_decorated(format: cargo_idem_lint::cli::MessageFormat) -> String {
+    let dir = decorated_crate();
+    let (ws, report) = decorated_report(dir.path());
+    let input = cargo_idem_lint::emit::Input {
+        ws: &ws,
+        report: &report,
+        cwd: dir.path(),
+    };
+    let mut buf = Vec::new();
+    cargo_idem_lint::emit::emit(format, &input, &mut buf).expect("emits");
+    String::from_utf8(buf).expect("utf-8")
+}
+
 /// The files of the crate `decorated_report` expects.
 pub fn decorated_crate() -> tempfile::TempDir {
     tree(&[
