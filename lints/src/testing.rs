@@ -148,23 +148,7 @@ pub fn collect_rs(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-/// `lib.rs`/`main.rs` → `crate`; `a/b.rs` and `a/b/mod.rs` → `crate::a::b`.
-pub fn module_of(rel: &Path) -> Vec<String> {
-    let mut module = vec!["crate".to_owned()];
-    let parts: Vec<String> = rel
-        .iter()
-        .map(|p| p.to_string_lossy().into_owned())
-        .collect();
-    for (i, part) in parts.iter().enumerate() {
-        let last = i + 1 == parts.len();
-        let stem = part.trim_end_matches(".rs");
-        if last && (stem == "lib" || stem == "main" || stem == "mod") {
-            break;
-        }
-        module.push(stem.to_owned());
-    }
-    module
-}
+pub use crate::model::module_of;
 
 /// Keys of `[dependencies]`, `[dev-dependencies]` and `[build-dependencies]` (and
 /// `[dependencies.name]` tables), `-` as `_`.

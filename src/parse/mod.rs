@@ -297,7 +297,7 @@ fn load_file(id: FileId, p: &Pending, opts: &ParseOptions) -> Loaded {
 /// and `mod.rs` add no level), a best guess without a crate root to follow.
 fn plain_module_path(root: &Path, file: &Path) -> Vec<String> {
     let rel = file.strip_prefix(root).unwrap_or(file);
-    idem_lints::testing::module_of(rel.strip_prefix("src").unwrap_or(rel))
+    idem_lints::model::module_of(rel.strip_prefix("src").unwrap_or(rel))
 }
 
 /// Files under `tests/` or `benches/` hold test code.

@@ -333,3 +333,22 @@ pub struct ModDecl {
     pub is_pub: bool,
     pub span: Span,
 }
+
+/// The module path of a file from its path relative to the crate's source root, for files
+/// found without following `mod` declarations: `lib.rs`/`main.rs` → `crate`; `a/b.rs` and `a/b/mod.rs` → `crate::a::b`.
+pub fn module_of(rel: &std::path::Path) -> Vec<String> {
+    let mut module = vec!["crate".to_owned()];
+    let parts: Vec<String> = rel
+        .iter()
+        .map(|p| p.to_string_lossy().into_owned())
+        .collect();
+    for (i, part) in parts.iter().enumerate() {
+        let last = i + 1 == parts.len();
+        let stem = part.trim_end_matches(".rs");
+        if last && (stem == "lib" || stem == "main" || stem == "mod") {
+            break;
+        }
+        module.push(stem.to_owned());
+    }
+    module
+}
