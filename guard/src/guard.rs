@@ -214,10 +214,6 @@ impl<S: Store, P> Guard<S, P> {
         self.in_flight
     }
 
-    pub(crate) fn policy(&self) -> &P {
-        &self.on_error
-    }
-
     /// Runs `body` unless this key already ran: returns the body's result, the stored result of an
     /// earlier delivery, or the guard's refusal as `E::from(Error)`.
     ///
@@ -313,26 +309,15 @@ impl<S: Store, P> Guard<S, P> {
         }
 
         let result = self.run_renewing(&key, fingerprint, &owner, body()).await;
-        let settle = match &result {
-            Ok(value) => {
-                let stored = encode(value);
+        let settle = match self.to_store(&result) {
+            Some(stored) => {
                 retry_store(|| {
                     self.store
                         .complete(&key, fingerprint, &owner, &stored, self.retention)
                 })
                 .await
             }
-            Err(error) => match self.on_error.decide(error) {
-                Disposition::Release => retry_store(|| self.store.release(&key, &owner)).await,
-                Disposition::Cache(json) => {
-                    let stored = StoredResult::Err(json);
-                    retry_store(|| {
-                        self.store
-                            .complete(&key, fingerprint, &owner, &stored, self.retention)
-                    })
-                    .await
-                }
-            },
+            None => retry_store(|| self.store.release(&key, &owner)).await,
         };
         match (result, settle) {
             (Ok(value), Ok(())) => Ok(Outcome::fresh(value)),
@@ -347,6 +332,21 @@ impl<S: Store, P> Guard<S, P> {
                 tracing::warn!(key = %key, error = %e, "could not settle the record of a failed body");
                 Err(error)
             }
+        }
+    }
+
+    /// What to record for the body's result: the completion to store, or `None` to release the
+    /// record (an error the policy does not cache).
+    pub(crate) fn to_store<T: Serialize, E>(&self, result: &Result<T, E>) -> Option<StoredResult>
+    where
+        P: OnError<E>,
+    {
+        match result {
+            Ok(value) => Some(encode(value)),
+            Err(error) => match self.on_error.decide(error) {
+                Disposition::Release => None,
+                Disposition::Cache(json) => Some(StoredResult::Err(json)),
+            },
         }
     }
 
@@ -433,7 +433,7 @@ impl<S: Store, P> Guard<S, P> {
 }
 
 /// Encodes a successful value; a value that cannot be encoded still completes the key.
-pub(crate) fn encode<T: Serialize>(value: &T) -> StoredResult {
+fn encode<T: Serialize>(value: &T) -> StoredResult {
     match serde_json::to_string(value) {
         Ok(json) => StoredResult::Ok(json),
         Err(e) => StoredResult::Unreplayable(format!(

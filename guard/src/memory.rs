@@ -135,9 +135,7 @@ impl Inner {
         ttl: Duration,
     ) {
         let now = Instant::now();
-        if let Some(old) = self.records.remove(key) {
-            self.expiry.remove(&old.expires);
-        }
+        self.remove(key);
         let expires = self.stamp(key, ttl, now);
         self.records.insert(
             key.to_owned(),
@@ -148,6 +146,13 @@ impl Inner {
                 expires,
             },
         );
+    }
+
+    /// Drops `key`'s record and its expiry entry, if any.
+    fn remove(&mut self, key: &str) {
+        if let Some(old) = self.records.remove(key) {
+            self.expiry.remove(&old.expires);
+        }
     }
 
     /// Whether `owner` may write `key`: it holds the record, or nobody does.
@@ -220,9 +225,7 @@ impl Store for MemoryStore {
         let in_progress = inner.records.get(key).is_some_and(|e| e.result.is_none());
         // A completed record stays: releasing after completing is a no-op, as in the other stores.
         if inner.owned_by(key, owner)? && in_progress {
-            if let Some(old) = inner.records.remove(key) {
-                inner.expiry.remove(&old.expires);
-            }
+            inner.remove(key);
         }
         Ok(())
     }

@@ -7,7 +7,7 @@ use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 use sqlx::{PgConnection, PgExecutor, Row};
 
 use crate::key::Fingerprint;
-use crate::store::{OwnerToken, Reservation, Store, StoredResult};
+use crate::store::{fenced, OwnerToken, Reservation, Store, StoredResult};
 use crate::Error;
 
 /// The migration this crate ships (also in `migrations/` of the crate source).
@@ -234,7 +234,7 @@ pub(crate) async fn complete_on<'e>(
         .execute(conn)
         .await
         .map_err(Error::store)?;
-    fenced(done.rows_affected(), key)
+    fenced(done.rows_affected() == 1, key)
 }
 
 pub(crate) async fn release_on<'e>(
@@ -250,17 +250,7 @@ pub(crate) async fn release_on<'e>(
         .map_err(Error::store)?
         .try_get("taken")
         .map_err(Error::store)?;
-    fenced(u64::from(!taken), key)
-}
-
-fn fenced(rows: u64, key: &str) -> Result<(), Error> {
-    if rows == 1 {
-        Ok(())
-    } else {
-        Err(Error::NotOwner {
-            key: key.to_owned(),
-        })
-    }
+    fenced(!taken, key)
 }
 
 impl Store for PostgresStore {
@@ -305,6 +295,6 @@ impl Store for PostgresStore {
             .execute(&self.pool)
             .await
             .map_err(Error::store)?;
-        fenced(done.rows_affected(), key)
+        fenced(done.rows_affected() == 1, key)
     }
 }

@@ -7,7 +7,7 @@ use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::Script;
 
 use crate::key::Fingerprint;
-use crate::store::{OwnerToken, Reservation, Store, StoredResult};
+use crate::store::{fenced, OwnerToken, Reservation, Store, StoredResult};
 use crate::Error;
 
 /// Records in Redis, one string key per record, expiring by Redis's own `PX` TTL.
@@ -125,16 +125,6 @@ impl RedisStore {
             }),
         }
     }
-
-    fn fenced(ok: i64, key: &str) -> Result<(), Error> {
-        if ok == 1 {
-            Ok(())
-        } else {
-            Err(Error::NotOwner {
-                key: key.to_owned(),
-            })
-        }
-    }
 }
 
 fn millis(d: Duration) -> u64 {
@@ -235,7 +225,7 @@ impl Store for RedisStore {
             .invoke_async(&mut conn)
             .await
             .map_err(Error::store)?;
-        Self::fenced(ok, key)
+        fenced(ok == 1, key)
     }
 
     async fn release(&self, key: &str, owner: &OwnerToken) -> Result<(), Error> {
@@ -248,7 +238,7 @@ impl Store for RedisStore {
             .invoke_async(&mut conn)
             .await
             .map_err(Error::store)?;
-        Self::fenced(ok, key)
+        fenced(ok == 1, key)
     }
 
     async fn renew(
@@ -269,7 +259,7 @@ impl Store for RedisStore {
             .invoke_async(&mut conn)
             .await
             .map_err(Error::store)?;
-        Self::fenced(ok, key)
+        fenced(ok == 1, key)
     }
 }
 

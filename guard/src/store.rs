@@ -88,6 +88,17 @@ impl StoredResult {
     }
 }
 
+/// `Ok` when the fenced write found the record ours (or gone), [`Error::NotOwner`] otherwise.
+pub(crate) fn fenced(owned: bool, key: &str) -> Result<(), Error> {
+    if owned {
+        Ok(())
+    } else {
+        Err(Error::NotOwner {
+            key: key.to_owned(),
+        })
+    }
+}
+
 /// What a reservation attempt found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Reservation {

@@ -8,11 +8,11 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use sqlx::PgConnection;
 
-use crate::guard::{encode, Outcome, Step, Waiting};
+use crate::guard::{Outcome, Step, Waiting};
 use crate::key::{KeyPart, Payload};
-use crate::on_error::{Disposition, OnError};
+use crate::on_error::OnError;
 use crate::postgres::{complete_on, release_on, reserve_on};
-use crate::store::{OwnerToken, StoredResult};
+use crate::store::OwnerToken;
 use crate::{Error, Guard, PostgresStore};
 
 impl<P> Guard<PostgresStore, P> {
@@ -241,26 +241,16 @@ impl TxAttempt {
         };
         let (_, retention) = guard.lease_and_retention();
         let conn = &mut **tx;
-        match result {
-            Ok(value) => {
-                complete_on(conn, &key, fingerprint, &owner, &encode(&value), retention).await?;
+        let settled = match guard.to_store(&result) {
+            Some(stored) => complete_on(conn, &key, fingerprint, &owner, &stored, retention).await,
+            None => release_on(conn, &key, &owner).await,
+        };
+        match (result, settled) {
+            (Ok(value), settled) => {
+                settled?;
                 Ok(value)
             }
-            Err(error) => {
-                let settled = match guard.policy().decide(&error) {
-                    Disposition::Release => release_on(conn, &key, &owner).await,
-                    Disposition::Cache(json) => {
-                        complete_on(
-                            conn,
-                            &key,
-                            fingerprint,
-                            &owner,
-                            &StoredResult::Err(json),
-                            retention,
-                        )
-                        .await
-                    }
-                };
+            (Err(error), settled) => {
                 if let Err(e) = settled {
                     tracing::warn!(key = %key, error = %e, "could not settle the record of a failed body");
                 }

@@ -10,7 +10,9 @@ use idem_guard::{
     idempotent, Error, Fingerprint, Guard, InFlight, OwnerToken, Rejected, Reservation, Store,
     StoredResult,
 };
+use serde::Serialize;
 use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
 use tokio::time::sleep;
 
 use crate::common::TestError;
@@ -32,6 +34,29 @@ fn in_progress<T: std::fmt::Debug>(r: &Result<T, Error>) -> Option<Duration> {
         Err(Error::Rejected(Rejected::InProgress { retry_after, .. })) => Some(*retry_after),
         _ => None,
     }
+}
+
+/// Starts a first delivery of `key` that returns 1 once `release` is sent, and gives it 100 ms to
+/// reserve the key.
+async fn hold_first<S: Store + 'static, Pl: Serialize + Send + 'static>(
+    guard: &Guard<S>,
+    key: &'static str,
+    payload: Pl,
+) -> (oneshot::Sender<()>, JoinHandle<Result<u32, Error>>) {
+    let (release, hold) = oneshot::channel::<()>();
+    let first = tokio::spawn({
+        let guard = guard.clone();
+        async move {
+            guard
+                .run(key, &payload, || async {
+                    hold.await.ok();
+                    Ok(1)
+                })
+                .await
+        }
+    });
+    sleep(Duration::from_millis(100)).await;
+    (release, first)
 }
 
 pub async fn reserve_is_exclusive_across_clones<S: Store + 'static>(store: S, ns: &str) {
@@ -349,19 +374,7 @@ pub async fn payload_mismatch_is_rejected_on_every_path<S: Store + 'static>(stor
         .await;
     assert!(mismatch(&r), "{r:?}");
     // In-progress record, whether the duplicate would reject or wait.
-    let (release, hold) = oneshot::channel::<()>();
-    let first = tokio::spawn({
-        let guard = guard.clone();
-        async move {
-            guard
-                .run("busy", &("a", 1), || async {
-                    hold.await.ok();
-                    Ok::<_, Error>(1)
-                })
-                .await
-        }
-    });
-    sleep(Duration::from_millis(100)).await;
+    let (release, first) = hold_first(&guard, "busy", ("a", 1)).await;
     let r = guard
         .run("busy", &("a", 2), || async { Ok::<_, Error>(2) })
         .await;
@@ -384,19 +397,7 @@ pub async fn in_flight_duplicate_is_rejected_with_retry_after<S: Store + 'static
     let guard = Guard::new(store)
         .prefix(ns.to_owned())
         .lease(Duration::from_secs(20));
-    let (release, hold) = oneshot::channel::<()>();
-    let first = tokio::spawn({
-        let guard = guard.clone();
-        async move {
-            guard
-                .run("k", &(), || async {
-                    hold.await.ok();
-                    Ok::<_, Error>(1)
-                })
-                .await
-        }
-    });
-    sleep(Duration::from_millis(100)).await;
+    let (release, first) = hold_first(&guard, "k", ()).await;
     let r: Result<u32, Error> = guard
         .run("k", &(), || async { panic!("a duplicate must not run") })
         .await;
@@ -455,19 +456,7 @@ pub async fn in_flight_wait_returns_the_first_result<S: Store + 'static>(store: 
 
 pub async fn in_flight_wait_gives_up_after_its_duration<S: Store + 'static>(store: S, ns: &str) {
     let guard = Guard::new(store).prefix(ns.to_owned());
-    let (release, hold) = oneshot::channel::<()>();
-    let first = tokio::spawn({
-        let guard = guard.clone();
-        async move {
-            guard
-                .run("k", &(), || async {
-                    hold.await.ok();
-                    Ok::<_, Error>(1)
-                })
-                .await
-        }
-    });
-    sleep(Duration::from_millis(100)).await;
+    let (release, first) = hold_first(&guard, "k", ()).await;
     let waiting = guard
         .clone()
         .in_flight(InFlight::Wait(Duration::from_millis(300)));
