@@ -23,6 +23,9 @@ pub fn lint(binary: &Path, dir: &Path, runs: usize) -> Result<Linted> {
             .arg("idem-lint")
             .arg(dir)
             .args(["--message-format", "json", "--color", "never"])
+            // A shared or slow machine must not turn into `parse_error` findings: the
+            // budget only guards against a hang, and timing is measured per crate anyway.
+            .args(["--file-timeout-ms", "120000"])
             .output()
             .with_context(|| format!("could not run `{}`", binary.display()))?;
         times.push(start.elapsed());
