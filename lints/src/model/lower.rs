@@ -6,7 +6,7 @@ use super::{
     Attr, AttrArg, FileId, FileModel, FnDef, GenericParam, ImplDef, ItemKind, ItemSpan, ModDecl,
     NamedItem, Param, SelfKind, Span, StructDef, UseDecl, Visibility,
 };
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
 use syn::punctuated::Punctuated;
 use syn::spanned::Spanned;
 
@@ -22,12 +22,12 @@ pub struct ParseError {
     pub span: Span,
 }
 
-/// Why [`lower_file_cancellable`] produced no model.
+/// Why [`lower_file_until`] produced no model.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum LowerError {
     Syntax(ParseError),
-    /// The caller set the cancel flag (the file ran over its time budget).
-    Cancelled,
+    /// The deadline passed (the file ran over its time budget).
+    OutOfTime,
 }
 
 /// Parses `text` and lowers it. `module` is the file's module path (`["crate", "a"]`) and
@@ -43,25 +43,25 @@ pub fn lower_file(
     module: Vec<String>,
     in_test: bool,
 ) -> Result<FileModel, ParseError> {
-    let never = AtomicBool::new(false);
-    lower_file_cancellable(text, file, module, in_test, &never).map_err(|e| match e {
+    lower_file_until(text, file, module, in_test, None).map_err(|e| match e {
         LowerError::Syntax(e) => e,
-        LowerError::Cancelled => ParseError {
-            message: "lowering was cancelled".to_string(),
+        LowerError::OutOfTime => ParseError {
+            message: "ran out of time".to_string(),
             span: Span::new(file, 0, 0),
         },
     })
 }
 
-/// [`lower_file`] that stops early, dropping what it built, once `cancel` is set. syn's own
-/// parse cannot be interrupted, but it is linear in the text once the nesting is bounded, so
-/// the work left after a cancel is bounded too.
-pub fn lower_file_cancellable(
+/// [`lower_file`] that gives up once `deadline` has passed, dropping what it built, so a file
+/// over its budget does not keep its thread busy. syn's own parse cannot be interrupted, but
+/// it is linear in the text once the nesting is bounded, and the deadline is checked right
+/// after it and then between items and expressions.
+pub fn lower_file_until(
     text: &str,
     file: FileId,
     module: Vec<String>,
     in_test: bool,
-    cancel: &AtomicBool,
+    deadline: Option<Instant>,
 ) -> Result<FileModel, LowerError> {
     let offset = skipped_prefix_len(text);
     let body = &text[offset..];
@@ -87,11 +87,31 @@ pub fn lower_file_cancellable(
         file,
         offset: offset as u32,
         depth: 0,
-        cancel,
-        cancelled: false,
+        deadline,
+        countdown: 0,
+        out_of_time: false,
         model: FileModel::default(),
     };
-    let parsed = syn::parse_file(body).map_err(|e| {
+    // `syn::parse_file` item by item, so the deadline is also checked between top-level items
+    // (a generated file of many items stops on time; lexing it is linear and fast).
+    let out_of_time = std::cell::Cell::new(false);
+    let parse_items = |input: syn::parse::ParseStream<'_>| {
+        input.call(syn::Attribute::parse_inner)?;
+        let mut items = Vec::new();
+        while !input.is_empty() {
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                out_of_time.set(true);
+                return Err(input.error("out of time"));
+            }
+            items.push(input.parse::<syn::Item>()?);
+        }
+        Ok(items)
+    };
+    let parsed = syn::parse::Parser::parse_str(parse_items, body);
+    if out_of_time.get() {
+        return Err(LowerError::OutOfTime);
+    }
+    let items = parsed.map_err(|e| {
         let r = e.span().byte_range();
         // syn points an error at the end of the whole input at `Span::call_site()`, which
         // is 0..0: that is the end of the file, not its first character.
@@ -102,13 +122,16 @@ pub fn lower_file_cancellable(
             syntax(e.to_string(), r.start, r.end)
         }
     })?;
+    if cx.stop() {
+        return Err(LowerError::OutOfTime);
+    }
     cx.model.id = file;
     cx.model.module = module.clone();
     cx.model.in_test = in_test;
     cx.model.span = Span::new(file, 0, text.len() as u32);
-    cx.items(&parsed.items, &module, &[], in_test);
-    if cx.cancelled {
-        return Err(LowerError::Cancelled);
+    cx.items(&items, &module, &[], in_test);
+    if cx.out_of_time {
+        return Err(LowerError::OutOfTime);
     }
     Ok(cx.model)
 }
@@ -173,13 +196,15 @@ fn skip_trivia(mut s: &str) -> &str {
     }
 }
 
-struct Lowerer<'c> {
+struct Lowerer {
     file: FileId,
     offset: u32,
     depth: usize,
-    cancel: &'c AtomicBool,
-    /// Set once `cancel` was seen: every lowering step returns at once from then on.
-    cancelled: bool,
+    deadline: Option<Instant>,
+    /// Steps left before the clock is read again.
+    countdown: u32,
+    /// Set once the deadline passed: every lowering step returns at once from then on.
+    out_of_time: bool,
     model: FileModel,
 }
 
@@ -198,14 +223,22 @@ const NO_IMPL: ImplCx<'static> = ImplCx {
     generics: &[],
 };
 
-impl Lowerer<'_> {
-    /// Whether the caller cancelled; checked once per item and expression, which is often
-    /// enough (microseconds apart) and costs one relaxed load.
+impl Lowerer {
+    /// Whether the deadline has passed. Called once per item and expression; the clock is
+    /// read every 256 calls, a few microseconds of work apart.
     fn stop(&mut self) -> bool {
-        if !self.cancelled && self.cancel.load(Ordering::Relaxed) {
-            self.cancelled = true;
+        let Some(deadline) = self.deadline else {
+            return false;
+        };
+        if self.out_of_time {
+            return true;
         }
-        self.cancelled
+        if self.countdown == 0 {
+            self.countdown = 256;
+            self.out_of_time = Instant::now() >= deadline;
+        }
+        self.countdown -= 1;
+        self.out_of_time
     }
 
     fn span(&self, s: proc_macro2::Span) -> Span {
