@@ -15,6 +15,7 @@ pub mod parse;
 pub mod report;
 pub mod source;
 pub mod suppress;
+pub mod uri;
 
 use anyhow::{Context, Result};
 use cli::Args;

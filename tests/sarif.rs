@@ -143,3 +143,92 @@ fn fingerprints_ignore_line_numbers() {
     );
     assert_ne!(fingerprint().0, before);
 }
+
+/// The artifact URIs of every result, with their base (issue 8, item 10).
+fn result_uris(doc: &Value) -> Vec<(String, Value)> {
+    doc["runs"][0]["results"]
+        .as_array()
+        .expect("results")
+        .iter()
+        .map(|r| {
+            let loc = &r["locations"][0]["physicalLocation"]["artifactLocation"];
+            (
+                loc["uri"].as_str().expect("uri").to_string(),
+                loc["uriBaseId"].clone(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_backslash_in_a_file_name_stays_in_the_uri() {
+    let dir = common::tree(&[("back\\slash.rs", "fn f( {\n")]);
+    let out = run(&[s(dir.path()), "--message-format", "sarif"]);
+    out.assert_code(0);
+    let doc: Value = serde_json::from_str(&out.stdout).expect("JSON");
+    assert_valid(&doc);
+    assert_eq!(
+        result_uris(&doc),
+        vec![("back%5Cslash.rs".to_string(), Value::from("%SRCROOT%"))],
+        "`back/slash.rs` would name another file"
+    );
+}
+
+#[cfg(unix)]
+#[test]
+fn a_non_utf8_file_name_is_percent_encoded_byte_wise() {
+    use std::os::unix::ffi::OsStrExt;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let name = std::ffi::OsStr::from_bytes(b"caf\xe9.rs");
+    std::fs::write(dir.path().join(name), "fn f( {\n").expect("write");
+    let out = run(&[s(dir.path()), "--message-format", "sarif"]);
+    let doc: Value = serde_json::from_str(&out.stdout).expect("JSON");
+    assert_eq!(
+        result_uris(&doc),
+        vec![("caf%E9.rs".to_string(), Value::from("%SRCROOT%"))],
+        "stdout: {}\nstderr: {}",
+        out.stdout,
+        out.stderr
+    );
+}
+
+#[test]
+fn a_file_outside_the_root_gets_an_absolute_uri_without_base() {
+    let dir = common::tree(&[
+        ("ws/Cargo.toml", &common::manifest("outside", "")),
+        ("ws/idem-lint.toml", "allow-outside-workspace = true\n"),
+        ("ws/src/lib.rs", "#[path = \"../../shared/x.rs\"]\nmod x;\n"),
+        ("shared/x.rs", "fn f( {\n"),
+    ]);
+    let out = run(&[s(&dir.path().join("ws")), "--message-format", "sarif"]);
+    out.assert_code(0);
+    let doc: Value = serde_json::from_str(&out.stdout).expect("JSON");
+    assert_valid(&doc);
+    let uris = result_uris(&doc);
+    assert_eq!(uris.len(), 1, "{uris:?}");
+    let (uri, base) = &uris[0];
+    assert!(
+        uri.starts_with("file:///") && uri.ends_with("/shared/x.rs"),
+        "{uri}"
+    );
+    assert_eq!(base, &Value::Null, "an absolute URI takes no uriBaseId");
+}
+
+#[test]
+fn plain_mode_package_id_is_percent_encoded() {
+    let dir = common::tree(&[("my dir#1/a.rs", "fn f( {\n")]);
+    let root = dir.path().join("my dir#1");
+    let out = run(&[s(&root), "--message-format", "json"]);
+    let ids: Vec<String> = out
+        .messages()
+        .iter()
+        .filter_map(|m| m["package_id"].as_str().map(str::to_string))
+        .collect();
+    assert!(!ids.is_empty(), "{}", out.stdout);
+    for id in ids {
+        assert!(
+            id.starts_with("path+file:///") && id.contains("/my%20dir%231#my%20dir%231@0.0.0"),
+            "{id}"
+        );
+    }
+}

@@ -35,7 +35,11 @@ pub(super) fn discover(dir: &Path) -> Result<Workspace> {
         root: root.clone(),
         root_manifest: None,
         packages: vec![PackageSpec {
-            id: format!("path+file://{}#{}@0.0.0", root.display(), name),
+            id: format!(
+                "path+file://{}#{}@0.0.0",
+                crate::uri::uri_path(&root),
+                crate::uri::encode_text(&name)
+            ),
             name,
             manifest_path,
             has_manifest: false,

@@ -4,10 +4,12 @@
 use super::{relative_path, Input};
 use crate::report::Finding;
 use crate::source::SourceFile;
+use crate::uri::{file_uri, lexically_normal, uri_path};
 use idem_lints::model::Span;
 use idem_lints::{Level, Lint};
 use serde_json::{json, Value};
 use std::io::{self, Write};
+use std::path::Path;
 
 const SCHEMA: &str = "https://json.schemastore.org/sarif-2.1.0.json";
 
@@ -20,7 +22,7 @@ pub fn emit(input: &Input, out: &mut dyn Write) -> io::Result<()> {
         .iter()
         .map(|f| result(input, f, lints))
         .collect();
-    let root_uri = format!("{}/", file_uri(&input.ws.root.to_string_lossy()));
+    let root_uri = format!("{}/", file_uri(&input.ws.root));
     let doc = json!({
         "$schema": SCHEMA,
         "version": "2.1.0",
@@ -117,10 +119,7 @@ fn location(input: &Input, src: &SourceFile, span: Span, message: Option<&str>) 
     let char_offset = src.char_offset(lo);
     let mut loc = json!({
         "physicalLocation": {
-            "artifactLocation": {
-                "uri": uri_path(&relative_path(&src.path, &input.ws.root)),
-                "uriBaseId": "%SRCROOT%",
-            },
+            "artifactLocation": artifact_location(&src.path, &input.ws.root),
             "region": {
                 "startLine": start.line,
                 "startColumn": start.column,
@@ -174,29 +173,13 @@ impl Fnv {
     }
 }
 
-/// A relative path as a URI reference: `/` separators, reserved characters escaped.
-fn uri_path(path: &str) -> String {
-    let mut out = String::with_capacity(path.len());
-    for c in path.chars() {
-        match c {
-            '\\' => out.push('/'),
-            c if c.is_ascii_alphanumeric() || "/-._~".contains(c) => out.push(c),
-            c => {
-                let mut buf = [0u8; 4];
-                for b in c.encode_utf8(&mut buf).bytes() {
-                    out.push_str(&format!("%{b:02X}"));
-                }
-            }
-        }
-    }
-    out
-}
-
-fn file_uri(abs: &str) -> String {
-    let p = uri_path(abs);
-    if p.starts_with('/') {
-        format!("file://{p}")
-    } else {
-        format!("file:///{p}")
+/// A file below the root is relative to `%SRCROOT%`; one outside it (a `#[path]` the user
+/// allowed to leave the workspace) gets its own absolute URI, since a relative reference
+/// climbing out of the base with `..` is not one every consumer resolves.
+fn artifact_location(path: &Path, root: &Path) -> Value {
+    let path = lexically_normal(path);
+    match path.strip_prefix(lexically_normal(root)) {
+        Ok(rel) => json!({"uri": uri_path(rel), "uriBaseId": "%SRCROOT%"}),
+        Err(_) => json!({"uri": file_uri(&path)}),
     }
 }
