@@ -78,11 +78,17 @@ pub fn run(args: &Args) -> Result<Outcome> {
     })
 }
 
-/// The per-file time budget: the flag, else the config, else the default.
+/// How files are read and parsed: the per-file time budget from the flag, else the config,
+/// else the default; the size cap and the outside-workspace opt-in from the config.
 pub fn parse_options(args: &Args, config: &config::Config) -> parse::ParseOptions {
     let mut opts = parse::ParseOptions::default();
-    if let Some(ms) = args.file_timeout_ms.or(config.workspace.file_timeout_ms) {
+    let ws = &config.workspace;
+    if let Some(ms) = args.file_timeout_ms.or(ws.file_timeout_ms) {
         opts.file_timeout = Duration::from_millis(ms);
     }
+    if let Some(bytes) = ws.max_file_bytes {
+        opts.max_file_bytes = bytes;
+    }
+    opts.allow_outside_workspace = ws.allow_outside_workspace.unwrap_or(false);
     opts
 }

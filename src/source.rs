@@ -1,7 +1,179 @@
-//! Source texts with a line index: turns byte spans into lines and columns for the emitters.
+//! Source texts: the one function every file of the user's tree is read through
+//! ([`read_source`]), and a line index that turns byte spans into lines and columns.
 
-use std::path::PathBuf;
+use std::fmt;
+use std::io::Read;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
+
+/// Default cap on the size of one file: far above any real source file (the largest generated
+/// files of the AWS SDK are a few MiB), far below what would exhaust memory.
+pub const DEFAULT_MAX_FILE_BYTES: u64 = 64 << 20;
+
+/// What [`read_source`] may read.
+#[derive(Debug, Clone)]
+pub struct ReadPolicy {
+    /// When set, a file must resolve (symlinks followed) inside this directory, which must
+    /// itself be canonical: a checkout cannot make the linter read and quote `/etc/passwd`
+    /// through `#[path]` or a symlink.
+    pub root: Option<PathBuf>,
+    /// Larger files are not read.
+    pub max_bytes: u64,
+}
+
+impl ReadPolicy {
+    /// Files inside `root` (canonicalized here), up to the default size.
+    pub fn inside(root: &Path) -> ReadPolicy {
+        ReadPolicy {
+            root: Some(std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf())),
+            max_bytes: DEFAULT_MAX_FILE_BYTES,
+        }
+    }
+
+    /// Any file, up to the default size (trusted inputs: config files named by the user).
+    pub fn anywhere() -> ReadPolicy {
+        ReadPolicy {
+            root: None,
+            max_bytes: DEFAULT_MAX_FILE_BYTES,
+        }
+    }
+}
+
+/// Why a file was not read. Messages name the file's kind or size, never its contents.
+#[derive(Debug)]
+pub enum ReadError {
+    /// Missing, unreadable, a dangling or looping symlink.
+    Io(std::io::Error),
+    /// A FIFO, socket, device or directory: reading one could block forever or never end.
+    NotRegular(&'static str),
+    TooLarge {
+        size: u64,
+        max: u64,
+    },
+    /// The path resolves outside [`ReadPolicy::root`].
+    OutsideRoot {
+        resolved: PathBuf,
+    },
+    /// Not UTF-8: the text with invalid bytes replaced, and the offset of the first one (equal
+    /// in both texts), so a finding can still show the line.
+    NotUtf8 {
+        lossy: String,
+        valid_up_to: usize,
+    },
+}
+
+impl fmt::Display for ReadError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ReadError::Io(e) => write!(f, "{e}"),
+            ReadError::NotRegular(kind) => write!(f, "it is {kind}, not a regular file"),
+            ReadError::TooLarge { size, max } => {
+                write!(f, "it is {size} bytes, over the limit of {max} bytes")
+            }
+            ReadError::OutsideRoot { resolved } => {
+                write!(
+                    f,
+                    "it resolves to `{}`, outside the workspace",
+                    resolved.display()
+                )
+            }
+            ReadError::NotUtf8 { valid_up_to, .. } => {
+                write!(
+                    f,
+                    "it is not valid UTF-8 (invalid byte at offset {valid_up_to})"
+                )
+            }
+        }
+    }
+}
+
+/// Reads one file of the tree being linted: only a regular file (a FIFO would block, `/dev/zero`
+/// would never end), at most `policy.max_bytes`, inside `policy.root` after resolving symlinks,
+/// as UTF-8. The parse stage calls it on its pool threads, inside the file's time budget.
+pub fn read_source(path: &Path, policy: &ReadPolicy) -> Result<String, ReadError> {
+    let resolved = std::fs::canonicalize(path).map_err(ReadError::Io)?;
+    if let Some(root) = &policy.root {
+        if !resolved.starts_with(root) {
+            return Err(ReadError::OutsideRoot { resolved });
+        }
+    }
+    // The kind is checked before opening (opening a FIFO for reading blocks until a writer
+    // comes) and again on the open file, in case the path was swapped in between.
+    let meta = std::fs::metadata(&resolved).map_err(ReadError::Io)?;
+    check_kind(&meta, policy.max_bytes)?;
+    let file = open_nonblocking(&resolved).map_err(ReadError::Io)?;
+    let meta = file.metadata().map_err(ReadError::Io)?;
+    check_kind(&meta, policy.max_bytes)?;
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    // A file that grows while it is read still stops at the cap.
+    file.take(policy.max_bytes + 1)
+        .read_to_end(&mut bytes)
+        .map_err(ReadError::Io)?;
+    if bytes.len() as u64 > policy.max_bytes {
+        return Err(ReadError::TooLarge {
+            size: bytes.len() as u64,
+            max: policy.max_bytes,
+        });
+    }
+    String::from_utf8(bytes).map_err(|e| ReadError::NotUtf8 {
+        valid_up_to: e.utf8_error().valid_up_to(),
+        lossy: String::from_utf8_lossy(e.as_bytes()).into_owned(),
+    })
+}
+
+fn check_kind(meta: &std::fs::Metadata, max: u64) -> Result<(), ReadError> {
+    let t = meta.file_type();
+    if !t.is_file() {
+        return Err(ReadError::NotRegular(kind_name(&t)));
+    }
+    if meta.len() > max {
+        return Err(ReadError::TooLarge {
+            size: meta.len(),
+            max,
+        });
+    }
+    Ok(())
+}
+
+fn kind_name(t: &std::fs::FileType) -> &'static str {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        if t.is_fifo() {
+            return "a FIFO";
+        }
+        if t.is_socket() {
+            return "a socket";
+        }
+        if t.is_char_device() {
+            return "a character device";
+        }
+        if t.is_block_device() {
+            return "a block device";
+        }
+    }
+    if t.is_dir() {
+        "a directory"
+    } else {
+        "not a regular file"
+    }
+}
+
+#[cfg(unix)]
+fn open_nonblocking(path: &Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    // O_NONBLOCK: opening a FIFO swapped in after the check returns at once instead of
+    // waiting for a writer. It changes nothing for a regular file.
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+}
+
+#[cfg(not(unix))]
+fn open_nonblocking(path: &Path) -> std::io::Result<std::fs::File> {
+    std::fs::File::open(path)
+}
 
 /// One file's text, shared (not copied) with the thread that parsed it.
 #[derive(Debug, Clone)]
@@ -97,6 +269,37 @@ impl SourceFile {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reads_only_regular_files_inside_the_root_under_the_cap() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let root = tmp.path().join("ws");
+        std::fs::create_dir(&root).expect("mkdir");
+        std::fs::write(root.join("a.rs"), "fn a() {}").expect("write");
+        std::fs::write(tmp.path().join("secret.rs"), "SECRET").expect("write");
+        std::os::unix::fs::symlink(tmp.path().join("secret.rs"), root.join("leak.rs"))
+            .expect("symlink");
+        let policy = ReadPolicy::inside(&root);
+        assert_eq!(
+            read_source(&root.join("a.rs"), &policy).expect("reads"),
+            "fn a() {}"
+        );
+        let leak = read_source(&root.join("leak.rs"), &policy).expect_err("outside");
+        assert!(matches!(leak, ReadError::OutsideRoot { .. }), "{leak}");
+        assert!(!leak.to_string().contains("SECRET"));
+        assert!(read_source(&root.join("leak.rs"), &ReadPolicy::anywhere()).is_ok());
+        let dev = read_source(Path::new("/dev/zero"), &ReadPolicy::anywhere()).expect_err("dev");
+        assert_eq!(
+            dev.to_string(),
+            "it is a character device, not a regular file"
+        );
+        let small = ReadPolicy {
+            max_bytes: 4,
+            ..policy
+        };
+        let big = read_source(&root.join("a.rs"), &small).expect_err("too large");
+        assert_eq!(big.to_string(), "it is 9 bytes, over the limit of 4 bytes");
+    }
 
     #[test]
     fn positions_count_characters_from_one() {

@@ -4,6 +4,8 @@
 //!
 //! ```toml
 //! file-timeout-ms = 10000          # workspace level only
+//! max-file-bytes = 67108864        # workspace level only
+//! allow-outside-workspace = false  # workspace level only
 //! [lints]
 //! check_then_act = "deny"
 //! missing_idempotency_token = { level = "warn", extra-apis = [] }
@@ -16,7 +18,7 @@ mod toml_value;
 use crate::discovery::Workspace;
 use crate::levels::{LevelFlag, Levels};
 use crate::source::{Position, SourceFile};
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{anyhow, bail, Result};
 use idem_lints::{Level, Lint, Settings};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -53,6 +55,8 @@ pub struct Layer {
     pub levels: Vec<(&'static Lint, Level)>,
     pub settings: Vec<(&'static Lint, serde_json::Value, Origin)>,
     pub file_timeout_ms: Option<u64>,
+    pub max_file_bytes: Option<u64>,
+    pub allow_outside_workspace: Option<bool>,
 }
 
 /// The whole configuration of a run.
@@ -115,6 +119,19 @@ impl Config {
                     p.manifest_path.display()
                 );
             }
+            let read_keys = [
+                ("max-file-bytes", layer.max_file_bytes.is_some()),
+                (
+                    "allow-outside-workspace",
+                    layer.allow_outside_workspace.is_some(),
+                ),
+            ];
+            if let Some((key, _)) = read_keys.iter().find(|(_, set)| *set) {
+                bail!(
+                    "{}: key `package.metadata.idem-lint.{key}`: set it at the workspace level",
+                    p.manifest_path.display()
+                );
+            }
             packages.push(layer);
         }
         Ok(Config {
@@ -162,8 +179,9 @@ fn read_layer(file: &Path, path: &[&str], prefix: &str) -> Result<Option<Layer>>
 }
 
 fn read_toml(file: &Path) -> Result<SourceFile> {
-    let text = std::fs::read_to_string(file)
-        .with_context(|| format!("could not read `{}`", file.display()))?;
+    // A config that is a FIFO or `/dev/zero` must not hang the run either.
+    let text = crate::source::read_source(file, &crate::source::ReadPolicy::anywhere())
+        .map_err(|e| anyhow!("could not read `{}`: {e}", file.display()))?;
     Ok(SourceFile::new(file.to_path_buf(), Arc::from(text)))
 }
 
@@ -228,12 +246,16 @@ impl Cx<'_> {
                 },
                 "file-timeout-ms" => match value.get_ref().as_integer() {
                     Some(i) => {
-                        let ms = u64::from_str_radix(i.as_str(), i.radix()).map_err(|_| {
-                            anyhow!(
-                                "{}: expected a positive number of milliseconds",
-                                self.origin(at, "file-timeout-ms")
-                            )
-                        })?;
+                        // 0 would skip every file, a different set on each run.
+                        let ms = u64::from_str_radix(i.as_str(), i.radix())
+                            .ok()
+                            .filter(|&ms| ms > 0)
+                            .ok_or_else(|| {
+                                anyhow!(
+                                    "{}: expected a positive number of milliseconds",
+                                    self.origin(at, "file-timeout-ms")
+                                )
+                            })?;
                         layer.file_timeout_ms = Some(ms);
                     }
                     None => bail!(
@@ -241,8 +263,29 @@ impl Cx<'_> {
                         self.origin(at, "file-timeout-ms")
                     ),
                 },
+                "max-file-bytes" => {
+                    let bytes = value
+                        .get_ref()
+                        .as_integer()
+                        .and_then(|i| u64::from_str_radix(i.as_str(), i.radix()).ok())
+                        .filter(|&b| b > 0)
+                        .ok_or_else(|| {
+                            anyhow!(
+                                "{}: expected a positive number of bytes",
+                                self.origin(at, "max-file-bytes")
+                            )
+                        })?;
+                    layer.max_file_bytes = Some(bytes);
+                }
+                "allow-outside-workspace" => match value.get_ref().as_bool() {
+                    Some(b) => layer.allow_outside_workspace = Some(b),
+                    None => bail!(
+                        "{}: expected `true` or `false`",
+                        self.origin(at, "allow-outside-workspace")
+                    ),
+                },
                 other => bail!(
-                    "{}: unknown key (expected `lints` or `file-timeout-ms`)",
+                    "{}: unknown key (expected `lints`, `file-timeout-ms`, `max-file-bytes` or `allow-outside-workspace`)",
                     self.origin(at, other)
                 ),
             }

@@ -4,19 +4,30 @@ use super::{absolute, PackageSpec, Selection, Sources, TargetSpec, Workspace};
 use anyhow::{anyhow, bail, Context, Result};
 use cargo_metadata::{Metadata, MetadataCommand, Package, Target, TargetKind};
 use idem_lints::model::TargetInfo;
+use std::io::Read;
 use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// How long `cargo metadata` may take. It reads manifests only (`--no-deps --offline`), which
+/// takes well under a second even for large workspaces; past this it is stuck (a manifest that
+/// is a FIFO, a hung file system) and the run stops with an error instead of hanging CI.
+const METADATA_TIMEOUT: Duration = Duration::from_secs(60);
 
 pub(super) fn discover(manifest: Option<&Path>, sel: &Selection) -> Result<Workspace> {
     let mut cmd = MetadataCommand::new();
     // --offline: nothing here needs the network, and a CI box without it must still work.
     cmd.no_deps().other_options(vec!["--offline".to_string()]);
     if let Some(m) = manifest {
+        // Cargo would block reading a FIFO; say what it is instead.
+        let meta =
+            std::fs::metadata(m).with_context(|| format!("could not read `{}`", m.display()))?;
+        if !meta.is_file() {
+            bail!("manifest `{}` is not a regular file", m.display());
+        }
         cmd.manifest_path(absolute(m));
     }
-    let metadata = cmd.exec().map_err(|e| match e {
-        cargo_metadata::Error::CargoMetadata { stderr } => anyhow!(one_line(&stderr)),
-        other => anyhow!(other),
-    })?;
+    let metadata = run_metadata(cmd.cargo_command(), METADATA_TIMEOUT)?;
     let selected = select(&metadata, manifest, sel)?;
     let root = metadata.workspace_root.clone().into_std_path_buf();
     let root_manifest = root.join("Cargo.toml");
@@ -28,6 +39,67 @@ pub(super) fn discover(manifest: Option<&Path>, sel: &Selection) -> Result<Works
             .map(package_spec)
             .collect::<Result<_>>()?,
     })
+}
+
+/// Runs `cargo metadata` and parses its output, killing it past `timeout`.
+fn run_metadata(mut cmd: Command, timeout: Duration) -> Result<Metadata> {
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .context("could not run `cargo metadata`")?;
+    // Both pipes are drained while waiting, so a large output cannot block the child.
+    let drain = |pipe: Option<Box<dyn Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut out = Vec::new();
+            if let Some(mut p) = pipe {
+                let _ = p.read_to_end(&mut out);
+            }
+            out
+        })
+    };
+    let stdout = drain(
+        child
+            .stdout
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+    );
+    let stderr = drain(
+        child
+            .stderr
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+    );
+    let start = Instant::now();
+    let status = loop {
+        if let Some(status) = child
+            .try_wait()
+            .context("could not wait for `cargo metadata`")?
+        {
+            break status;
+        }
+        if start.elapsed() > timeout {
+            let _ = child.kill();
+            let _ = child.wait();
+            bail!(
+                "`cargo metadata` did not finish within {} s (is a manifest a FIFO or on a hung file system?)",
+                timeout.as_secs()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let stdout = stdout.join().unwrap_or_default();
+    let stderr = stderr.join().unwrap_or_default();
+    if !status.success() {
+        bail!(one_line(&String::from_utf8_lossy(&stderr)));
+    }
+    let json = String::from_utf8_lossy(&stdout);
+    let line = json
+        .lines()
+        .find(|l| l.starts_with('{'))
+        .ok_or_else(|| anyhow!("`cargo metadata` printed no metadata"))?;
+    MetadataCommand::parse(line).context("could not read the output of `cargo metadata`")
 }
 
 /// Cargo's rules: `-p` names packages, `--workspace` takes every member, a package's manifest

@@ -1,17 +1,20 @@
-//! Reads, parses and lowers every file of a package, in parallel, following each target's
-//! module tree.
+//! Reads, parses and lowers every file of a package, in parallel on the parse pool
+//! ([`worker`]), following each target's module tree.
 //!
 //! The tree is walked level by level: all files known so far are parsed in parallel, their
 //! `mod x;` declarations give the next level. File ids are handed out in a fixed order (target
-//! order, then declaration order), so a run's output does not depend on thread timing.
+//! order, then declaration order), so a run's output does not depend on thread timing. Every
+//! file is read through [`crate::source::read_source`]: regular files only, under a size cap,
+//! inside the workspace unless the config allows otherwise.
 
 mod modpath;
 mod worker;
 
 pub use modpath::{ModDir, Resolved};
+pub use worker::STACK_SIZE;
 
 use crate::discovery::{PackageSpec, Sources, Workspace};
-use crate::source::SourceFile;
+use crate::source::{read_source, ReadError, ReadPolicy, SourceFile, DEFAULT_MAX_FILE_BYTES};
 use idem_lints::lint::PARSE_ERROR;
 use idem_lints::model::{FileId, FileModel, Package, Span};
 use idem_lints::Diagnostic;
@@ -19,16 +22,20 @@ use rayon::prelude::*;
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-/// How files are parsed.
+/// How files are read and parsed.
 #[derive(Debug, Clone)]
 pub struct ParseOptions {
-    /// Time budget for one file; past it the file is reported and skipped.
+    /// Time budget for one file (reading, parsing, lowering); past it the file is reported
+    /// and skipped.
     pub file_timeout: Duration,
-    /// Stack of each parser thread. Only touched pages are committed, so a large value costs
-    /// address space, not memory.
-    pub stack_size: usize,
+    /// Larger files are reported and skipped.
+    pub max_file_bytes: u64,
+    /// Read modules whose path resolves outside the workspace root (monorepos that share
+    /// sources through `#[path = "../../.."]`); off by default so an untrusted checkout cannot
+    /// make the linter print files of the machine it runs on.
+    pub allow_outside_workspace: bool,
 }
 
 pub const DEFAULT_FILE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -37,8 +44,21 @@ impl Default for ParseOptions {
     fn default() -> Self {
         ParseOptions {
             file_timeout: DEFAULT_FILE_TIMEOUT,
-            stack_size: 512 << 20,
+            max_file_bytes: DEFAULT_MAX_FILE_BYTES,
+            allow_outside_workspace: false,
         }
+    }
+}
+
+impl ParseOptions {
+    /// What the files of `ws` may be read under.
+    pub fn read_policy(&self, ws: &Workspace) -> ReadPolicy {
+        let mut policy = ReadPolicy::inside(&ws.root);
+        if self.allow_outside_workspace {
+            policy.root = None;
+        }
+        policy.max_bytes = self.max_file_bytes;
+        policy
     }
 }
 
@@ -53,9 +73,10 @@ pub struct LoadedPackage {
 
 /// Loads every selected package, packages and files in parallel.
 pub fn load_workspace(ws: &Workspace, opts: &ParseOptions) -> Vec<LoadedPackage> {
+    let policy = opts.read_policy(ws);
     ws.packages
         .par_iter()
-        .map(|p| load_package(p, opts))
+        .map(|p| load_package(p, opts, &policy))
         .collect()
 }
 
@@ -78,7 +99,7 @@ struct Loaded {
     problems: Vec<Diagnostic>,
 }
 
-pub fn load_package(spec: &PackageSpec, opts: &ParseOptions) -> LoadedPackage {
+pub fn load_package(spec: &PackageSpec, opts: &ParseOptions, policy: &ReadPolicy) -> LoadedPackage {
     let mut level: Vec<Pending> = match &spec.sources {
         Sources::ModuleTrees => spec
             .targets
@@ -125,10 +146,18 @@ pub fn load_package(spec: &PackageSpec, opts: &ParseOptions) -> LoadedPackage {
             .enumerate()
             .map(|(i, p)| (FileId((files.len() + i) as u32), p))
             .collect();
-        let loaded: Vec<Loaded> = batch
-            .par_iter()
-            .map(|(id, p)| load_file(*id, p, opts))
-            .collect();
+        let parse_all = || {
+            batch
+                .par_iter()
+                .map(|(id, p)| load_file(*id, p, opts, policy))
+                .collect()
+        };
+        let loaded: Vec<Loaded> = worker::on_pool(parse_all).unwrap_or_else(|e| {
+            batch
+                .iter()
+                .map(|(id, p)| failed(*id, p, e.clone()))
+                .collect()
+        });
         for ((_, pending), file) in batch.iter().zip(loaded) {
             if pending.follow {
                 children(
@@ -196,8 +225,9 @@ fn children(
     }
 }
 
-fn load_file(id: FileId, p: &Pending, opts: &ParseOptions) -> Loaded {
-    let placeholder = |problem: Diagnostic, source: SourceFile| Loaded {
+/// A file that produced no model: an empty one stands in, with the finding that says why.
+fn placeholder(id: FileId, p: &Pending, problem: Diagnostic, source: SourceFile) -> Loaded {
+    Loaded {
         model: FileModel {
             id,
             path: p.path.clone(),
@@ -209,48 +239,47 @@ fn load_file(id: FileId, p: &Pending, opts: &ParseOptions) -> Loaded {
         },
         source,
         problems: vec![problem],
-    };
-    let bytes = match std::fs::read(&p.path) {
-        Ok(b) => b,
-        Err(e) => {
-            // Point at the `mod` declaration when there is one: the unreadable file has no text.
-            let span = p.origin.unwrap_or(Span::new(id, 0, 0));
-            let d = Diagnostic::new(
-                &PARSE_ERROR,
-                span,
-                format!("could not read `{}`: {e}", p.path.display()),
-            );
-            return placeholder(d, SourceFile::empty(p.path.clone()));
-        }
-    };
-    let text: Arc<str> = match String::from_utf8(bytes) {
+    }
+}
+
+fn failed(id: FileId, p: &Pending, message: String) -> Loaded {
+    let d = Diagnostic::new(
+        &PARSE_ERROR,
+        p.origin.unwrap_or(Span::new(id, 0, 0)),
+        message,
+    );
+    placeholder(id, p, d, SourceFile::empty(p.path.clone()))
+}
+
+fn load_file(id: FileId, p: &Pending, opts: &ParseOptions, policy: &ReadPolicy) -> Loaded {
+    let deadline = Instant::now() + opts.file_timeout;
+    let text: Arc<str> = match read_source(&p.path, policy) {
         Ok(s) => Arc::from(s),
-        Err(e) => {
-            let at = e.utf8_error().valid_up_to();
-            // The lossy text equals the original up to the first bad byte, so `at` is right in
-            // both; it lets the finding show the line.
-            let lossy = String::from_utf8_lossy(e.as_bytes()).into_owned();
+        Err(ReadError::NotUtf8 { lossy, valid_up_to }) => {
+            // The lossy text equals the original up to the first bad byte, so the offset is
+            // right in both; it lets the finding show the line.
             let source = SourceFile::new(p.path.clone(), Arc::from(lossy));
-            let lo = source.clamp(at);
-            let hi = source.clamp(at + '\u{fffd}'.len_utf8());
+            let lo = source.clamp(valid_up_to);
+            let hi = source.clamp(valid_up_to + '\u{fffd}'.len_utf8());
             let mut d = Diagnostic::new(
                 &PARSE_ERROR,
                 Span::new(id, lo as u32, hi as u32),
                 "file is not valid UTF-8",
             );
-            d.primary_label(format!("invalid byte at offset {at}"));
-            return placeholder(d, source);
+            d.primary_label(format!("invalid byte at offset {valid_up_to}"));
+            return placeholder(id, p, d, source);
+        }
+        Err(e) => {
+            return placeholder(
+                id,
+                p,
+                unreadable(id, p, &e),
+                SourceFile::empty(p.path.clone()),
+            )
         }
     };
     let source = SourceFile::new(p.path.clone(), text.clone());
-    let outcome = worker::parse(
-        text,
-        id,
-        p.module.clone(),
-        p.in_test,
-        opts.stack_size,
-        opts.file_timeout,
-    );
+    let outcome = worker::parse(&text, id, p.module.clone(), p.in_test, deadline);
     let problem = match outcome {
         worker::Outcome::Parsed(mut model) => {
             model.path = p.path.clone();
@@ -290,7 +319,27 @@ fn load_file(id: FileId, p: &Pending, opts: &ParseOptions) -> Loaded {
         }
         worker::Outcome::Failed(msg) => Diagnostic::new(&PARSE_ERROR, Span::new(id, 0, 0), msg),
     };
-    placeholder(problem, source)
+    placeholder(id, p, problem, source)
+}
+
+/// The finding for a file that was not read, at the `mod` declaration that led to it when
+/// there is one (the file itself has no text to point into).
+fn unreadable(id: FileId, p: &Pending, e: &ReadError) -> Diagnostic {
+    let span = p.origin.unwrap_or(Span::new(id, 0, 0));
+    match e {
+        ReadError::OutsideRoot { resolved } => {
+            let mut d = Diagnostic::new(&PARSE_ERROR, span, "module path leaves the workspace");
+            d.primary_label(format!("`{}` resolves to `{}`", p.path.display(), resolved.display()))
+                .note("files outside the workspace are not read, so a checkout cannot make the linter print them")
+                .help("set `allow-outside-workspace = true` in idem-lint.toml to lint them");
+            d
+        }
+        e => Diagnostic::new(
+            &PARSE_ERROR,
+            span,
+            format!("could not read `{}`: {e}", p.path.display()),
+        ),
+    }
 }
 
 /// `src/a/b.rs` below a plain directory is module `crate::a::b` (`src/`, `lib.rs`, `main.rs`

@@ -1,51 +1,72 @@
-//! Parses one file on a dedicated thread with a big stack and a time budget.
+//! The parse pool: long-lived threads with a stack sized for the deepest file the nesting scan
+//! accepts, where each file is read, parsed and lowered within its time budget.
 //!
 //! syn trees are `!Send` and proc_macro2 spans resolve only on the parsing thread, so parse
-//! and lowering happen together there and only the `Send` [`FileModel`] comes back. syn
-//! recurses once per nesting level, so a deeply nested expression needs far more stack than a
-//! rayon worker has. Some inputs make syn very slow: past the budget the thread is abandoned
-//! (it ends with the process) and the file is reported as skipped.
+//! and lowering happen together here and only the `Send` [`FileModel`] comes back. syn
+//! recurses once per nesting level; `idem_lints::model::nesting` rejects files nested deeper
+//! than its limit before syn sees them, and the stack holds that limit with room to spare
+//! (about 100 KiB a level for the worst case, `Vec<Vec<..>>`, in a debug build; a tenth of
+//! that optimized). Only touched pages are committed, so a large stack costs address space.
+//!
+//! The budget is enforced without abandoning threads: the deadline is checked after syn's
+//! parse (which cannot be interrupted, but is linear in the text once nesting is bounded and
+//! the text capped in size) and between items and expressions of the lowering. A file over
+//! budget therefore releases its thread within a bounded time, and the files after it get
+//! the whole pool.
 
-use idem_lints::model::{lower_file, FileId, FileModel, ParseError};
-use std::sync::mpsc;
-use std::sync::Arc;
-use std::time::Duration;
+use idem_lints::model::{lower_file_until, FileId, FileModel, LowerError, ParseError};
+use std::sync::OnceLock;
+use std::time::Instant;
+
+/// Stack of each pool thread.
+pub const STACK_SIZE: usize = 512 << 20;
+
+/// Name of the pool's threads; the binary's panic hook stays quiet on them, because a panic
+/// there is reported as that file's finding.
+pub const THREAD_NAME: &str = "idem-lint-parse";
 
 pub enum Outcome {
     /// Boxed: a file model is large next to the other outcomes.
     Parsed(Box<FileModel>),
     Invalid(ParseError),
     TimedOut,
-    /// The thread could not start or died (a panic inside syn); the message says which.
+    /// A panic inside syn or the lowering; the message says so.
     Failed(String),
 }
 
+/// Runs `work` on the parse pool (one thread per core, built on first use and kept for the
+/// process). Nested `rayon` iterators inside `work` run on the pool's threads.
+pub fn on_pool<R: Send>(work: impl FnOnce() -> R + Send) -> Result<R, String> {
+    static POOL: OnceLock<Result<rayon::ThreadPool, String>> = OnceLock::new();
+    let pool = POOL.get_or_init(|| {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(rayon::current_num_threads())
+            .stack_size(STACK_SIZE)
+            .thread_name(|_| THREAD_NAME.to_string())
+            .build()
+            .map_err(|e| format!("could not start the parser threads: {e}"))
+    });
+    match pool {
+        Ok(pool) => Ok(pool.install(work)),
+        Err(e) => Err(e.clone()),
+    }
+}
+
+/// Parses and lowers `text` on the current thread (a pool thread: see [`on_pool`]), giving up
+/// at `deadline`.
 pub fn parse(
-    text: Arc<str>,
+    text: &str,
     id: FileId,
     module: Vec<String>,
     in_test: bool,
-    stack_size: usize,
-    budget: Duration,
+    deadline: Instant,
 ) -> Outcome {
-    let (tx, rx) = mpsc::sync_channel(1);
-    let spawned = std::thread::Builder::new()
-        .name("idem-lint-parse".to_string())
-        .stack_size(stack_size)
-        .spawn(move || {
-            let result = lower_file(&text, id, module, in_test);
-            // The receiver is gone when the budget ran out; nothing is waiting for the result.
-            let _ = tx.send(result);
-        });
-    if let Err(e) = spawned {
-        return Outcome::Failed(format!("could not start a parser thread: {e}"));
-    }
-    match rx.recv_timeout(budget) {
+    let lowered =
+        std::panic::catch_unwind(|| lower_file_until(text, id, module, in_test, Some(deadline)));
+    match lowered {
         Ok(Ok(model)) => Outcome::Parsed(Box::new(model)),
-        Ok(Err(e)) => Outcome::Invalid(e),
-        Err(mpsc::RecvTimeoutError::Timeout) => Outcome::TimedOut,
-        Err(mpsc::RecvTimeoutError::Disconnected) => {
-            Outcome::Failed("the parser stopped on this file (internal error)".to_string())
-        }
+        Ok(Err(LowerError::Syntax(e))) => Outcome::Invalid(e),
+        Ok(Err(LowerError::OutOfTime)) => Outcome::TimedOut,
+        Err(_) => Outcome::Failed("the parser stopped on this file (internal error)".to_string()),
     }
 }

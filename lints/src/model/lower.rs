@@ -1,15 +1,18 @@
 //! syn → [`super::ir`]. Runs on the thread that parsed the file (see the `ir` module docs).
 
 use super::ir::{Arm, BinOp, Block, Expr, ExprKind, Lit, MacroCall, Pat, Path, Stmt, Type};
+use super::nesting::{self, MAX_MODULE_NESTING, MAX_NESTING};
 use super::{
     Attr, AttrArg, FileId, FileModel, FnDef, GenericParam, ImplDef, ItemKind, ItemSpan, ModDecl,
     NamedItem, Param, SelfKind, Span, StructDef, UseDecl, Visibility,
 };
+use std::time::Instant;
 use syn::punctuated::Punctuated;
 use syn::spanned::Spanned;
 
-/// Expressions nested deeper than this are folded into [`ExprKind::Other`] without children,
-/// so generated code cannot exhaust the stack of the analyses that recurse over the tree.
+/// Expressions, types, patterns and attribute arguments nested deeper than this are folded
+/// into `Other` without children, so the analyses that recurse over the model (on ordinary
+/// threads with ordinary stacks) stay shallow whatever the file holds.
 pub const MAX_DEPTH: usize = 256;
 
 /// A file that does not parse: syn's message and where it points.
@@ -19,54 +22,189 @@ pub struct ParseError {
     pub span: Span,
 }
 
+/// Why [`lower_file_until`] produced no model.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LowerError {
+    Syntax(ParseError),
+    /// The deadline passed (the file ran over its time budget).
+    OutOfTime,
+}
+
 /// Parses `text` and lowers it. `module` is the file's module path (`["crate", "a"]`) and
 /// `in_test` whether the whole file is test-only code.
 ///
-/// Must run on the thread that will drop the result's syn tree, which it does internally.
+/// A file nested deeper than [`MAX_NESTING`] is rejected before syn sees it; what is accepted
+/// still needs a large stack in syn (see [`nesting`]), so untrusted input belongs on a thread
+/// with one. Must run on the thread that will drop the result's syn tree, which it does
+/// internally.
 pub fn lower_file(
     text: &str,
     file: FileId,
     module: Vec<String>,
     in_test: bool,
 ) -> Result<FileModel, ParseError> {
+    lower_file_until(text, file, module, in_test, None).map_err(|e| match e {
+        LowerError::Syntax(e) => e,
+        LowerError::OutOfTime => ParseError {
+            message: "ran out of time".to_string(),
+            span: Span::new(file, 0, 0),
+        },
+    })
+}
+
+/// [`lower_file`] that gives up once `deadline` has passed, dropping what it built, so a file
+/// over its budget does not keep its thread busy. syn's own parse cannot be interrupted, but
+/// it is linear in the text once the nesting is bounded, and the deadline is checked right
+/// after it and then between items and expressions.
+pub fn lower_file_until(
+    text: &str,
+    file: FileId,
+    module: Vec<String>,
+    in_test: bool,
+    deadline: Option<Instant>,
+) -> Result<FileModel, LowerError> {
     let offset = skipped_prefix_len(text);
     let body = &text[offset..];
+    let syntax = |message: String, lo: usize, hi: usize| {
+        LowerError::Syntax(ParseError {
+            message,
+            span: Span::new(file, (offset + lo) as u32, (offset + hi) as u32),
+        })
+    };
+    if let Err(deep) = nesting::check(body, MAX_NESTING) {
+        let end = body[deep.offset..]
+            .chars()
+            .next()
+            .map_or(deep.offset, |c| deep.offset + c.len_utf8());
+        let message = if deep.modules {
+            format!("modules nested deeper than {MAX_MODULE_NESTING} levels")
+        } else {
+            format!("nested deeper than {MAX_NESTING} levels")
+        };
+        return Err(syntax(message, deep.offset, end));
+    }
     let mut cx = Lowerer {
         file,
         offset: offset as u32,
         depth: 0,
+        deadline,
+        countdown: 0,
+        out_of_time: false,
         model: FileModel::default(),
     };
-    let parsed = syn::parse_file(body).map_err(|e| ParseError {
-        message: e.to_string(),
-        span: cx.span(e.span()),
+    // `syn::parse_file` item by item, so the deadline is also checked between top-level items
+    // (a generated file of many items stops on time; lexing it is linear and fast).
+    let out_of_time = std::cell::Cell::new(false);
+    let parse_items = |input: syn::parse::ParseStream<'_>| {
+        input.call(syn::Attribute::parse_inner)?;
+        let mut items = Vec::new();
+        while !input.is_empty() {
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                out_of_time.set(true);
+                return Err(input.error("out of time"));
+            }
+            items.push(input.parse::<syn::Item>()?);
+        }
+        Ok(items)
+    };
+    let parsed = syn::parse::Parser::parse_str(parse_items, body);
+    if out_of_time.get() {
+        return Err(LowerError::OutOfTime);
+    }
+    let items = parsed.map_err(|e| {
+        let r = e.span().byte_range();
+        // syn points an error at the end of the whole input at `Span::call_site()`, which
+        // is 0..0: that is the end of the file, not its first character.
+        if r == (0..0) && e.to_string().starts_with("unexpected end of input") {
+            let end = body.trim_end().len();
+            syntax(e.to_string(), end, end)
+        } else {
+            syntax(e.to_string(), r.start, r.end)
+        }
     })?;
+    if cx.stop() {
+        return Err(LowerError::OutOfTime);
+    }
     cx.model.id = file;
     cx.model.module = module.clone();
     cx.model.in_test = in_test;
     cx.model.span = Span::new(file, 0, text.len() as u32);
-    cx.items(&parsed.items, &module, &[], in_test);
+    cx.items(&items, &module, &[], in_test);
+    if cx.out_of_time {
+        return Err(LowerError::OutOfTime);
+    }
     Ok(cx.model)
 }
 
 /// Byte length of a BOM and shebang line, which syn strips before parsing (its spans are
-/// relative to what remains).
+/// relative to what remains). Like rustc and syn, `#!` followed by `[` (after whitespace and
+/// comments) is an inner attribute, not a shebang.
 fn skipped_prefix_len(text: &str) -> usize {
     let mut offset = 0;
     if text.starts_with('\u{feff}') {
         offset = '\u{feff}'.len_utf8();
     }
     let rest = &text[offset..];
-    if rest.starts_with("#!") && !rest[2..].trim_start().starts_with('[') {
+    if rest.starts_with("#!") && !skip_trivia(&rest[2..]).starts_with('[') {
         offset += rest.find('\n').unwrap_or(rest.len());
     }
     offset
+}
+
+/// `s` without leading whitespace and non-doc comments (syn's rule for the shebang check).
+fn skip_trivia(mut s: &str) -> &str {
+    loop {
+        let trimmed = s.trim_start();
+        let doc = trimmed.starts_with("///") && !trimmed.starts_with("////")
+            || trimmed.starts_with("//!")
+            || trimmed.starts_with("/**")
+                && !trimmed.starts_with("/***")
+                && !trimmed.starts_with("/**/")
+            || trimmed.starts_with("/*!");
+        if doc {
+            return trimmed;
+        }
+        if trimmed.starts_with("//") {
+            s = trimmed.find('\n').map_or("", |i| &trimmed[i + 1..]);
+        } else if trimmed.starts_with("/*") {
+            let mut depth = 0usize;
+            let b = trimmed.as_bytes();
+            let mut i = 0;
+            let mut end = None;
+            while i + 1 < b.len() {
+                if b[i] == b'/' && b[i + 1] == b'*' {
+                    depth += 1;
+                    i += 2;
+                } else if b[i] == b'*' && b[i + 1] == b'/' {
+                    depth -= 1;
+                    i += 2;
+                    if depth == 0 {
+                        end = Some(i);
+                        break;
+                    }
+                } else {
+                    i += 1;
+                }
+            }
+            match end {
+                Some(i) => s = &trimmed[i..],
+                None => return trimmed,
+            }
+        } else {
+            return trimmed;
+        }
+    }
 }
 
 struct Lowerer {
     file: FileId,
     offset: u32,
     depth: usize,
+    deadline: Option<Instant>,
+    /// Steps left before the clock is read again.
+    countdown: u32,
+    /// Set once the deadline passed: every lowering step returns at once from then on.
+    out_of_time: bool,
     model: FileModel,
 }
 
@@ -86,6 +224,23 @@ const NO_IMPL: ImplCx<'static> = ImplCx {
 };
 
 impl Lowerer {
+    /// Whether the deadline has passed. Called once per item and expression; the clock is
+    /// read every 256 calls, a few microseconds of work apart.
+    fn stop(&mut self) -> bool {
+        let Some(deadline) = self.deadline else {
+            return false;
+        };
+        if self.out_of_time {
+            return true;
+        }
+        if self.countdown == 0 {
+            self.countdown = 256;
+            self.out_of_time = Instant::now() >= deadline;
+        }
+        self.countdown -= 1;
+        self.out_of_time
+    }
+
     fn span(&self, s: proc_macro2::Span) -> Span {
         let r = s.byte_range();
         Span::new(
@@ -97,6 +252,29 @@ impl Lowerer {
 
     fn span_of<T: Spanned>(&self, node: &T) -> Span {
         self.span(node.span())
+    }
+
+    /// The span of an item. syn's `span()` re-tokenizes the whole item, so nested modules
+    /// cost the square of their depth; a module's span is read off its first and last tokens.
+    fn item_span(&self, item: &syn::Item) -> Span {
+        let syn::Item::Mod(m) = item else {
+            return self.span_of(item);
+        };
+        let first = match (m.attrs.first(), &m.vis) {
+            (Some(a), _) => a.pound_token.span,
+            (None, syn::Visibility::Public(p)) => p.span,
+            (None, syn::Visibility::Restricted(r)) => r.pub_token.span,
+            (None, syn::Visibility::Inherited) => match m.unsafety {
+                Some(u) => u.span,
+                None => m.mod_token.span,
+            },
+        };
+        let last = match (&m.content, &m.semi) {
+            (Some((brace, _)), _) => brace.span.close(),
+            (None, Some(semi)) => semi.span,
+            (None, None) => m.ident.span(),
+        };
+        self.span(first).to(self.span(last))
     }
 
     fn items(&mut self, items: &[syn::Item], module: &[String], inline: &[String], in_test: bool) {
@@ -113,7 +291,10 @@ impl Lowerer {
         in_test: bool,
         nested: bool,
     ) {
-        let span = self.span_of(item);
+        if self.stop() {
+            return;
+        }
+        let span = self.item_span(item);
         let kind = match item {
             syn::Item::Fn(f) => {
                 let test = in_test || is_test_fn(&f.attrs);
@@ -504,6 +685,13 @@ impl Lowerer {
     }
 
     fn attr_arg(&mut self, m: &syn::Meta) -> AttrArg {
+        self.attr_arg_at(m, 0)
+    }
+
+    fn attr_arg_at(&mut self, m: &syn::Meta, depth: usize) -> AttrArg {
+        if depth >= MAX_DEPTH {
+            return AttrArg::Path(self.path(m.path()));
+        }
         match m {
             syn::Meta::Path(p) => AttrArg::Path(self.path(p)),
             syn::Meta::NameValue(nv) => AttrArg::NameValue {
@@ -519,7 +707,7 @@ impl Lowerer {
                 path: self.path(&l.path),
                 args: l
                     .parse_args_with(Punctuated::<syn::Meta, syn::Token![,]>::parse_terminated)
-                    .map(|ms| ms.iter().map(|m| self.attr_arg(m)).collect())
+                    .map(|ms| ms.iter().map(|m| self.attr_arg_at(m, depth + 1)).collect())
                     .unwrap_or_default(),
             },
         }
@@ -556,6 +744,14 @@ impl Lowerer {
     }
 
     fn ty(&self, t: &syn::Type) -> Type {
+        self.ty_at(t, 0)
+    }
+
+    fn ty_at(&self, t: &syn::Type, depth: usize) -> Type {
+        if depth >= MAX_DEPTH {
+            return Type::Other;
+        }
+        let ty = |t: &syn::Type| self.ty_at(t, depth + 1);
         match t {
             syn::Type::Path(tp) => {
                 let path = self.path(&tp.path);
@@ -568,7 +764,7 @@ impl Lowerer {
                             .args
                             .iter()
                             .filter_map(|ga| match ga {
-                                syn::GenericArgument::Type(t) => Some(self.ty(t)),
+                                syn::GenericArgument::Type(t) => Some(ty(t)),
                                 _ => None,
                             })
                             .collect(),
@@ -579,11 +775,11 @@ impl Lowerer {
             }
             syn::Type::Reference(r) => Type::Ref {
                 mutable: r.mutability.is_some(),
-                inner: Box::new(self.ty(&r.elem)),
+                inner: Box::new(ty(&r.elem)),
             },
-            syn::Type::Paren(p) => self.ty(&p.elem),
-            syn::Type::Group(g) => self.ty(&g.elem),
-            syn::Type::Tuple(tt) => Type::Tuple(tt.elems.iter().map(|t| self.ty(t)).collect()),
+            syn::Type::Paren(p) => ty(&p.elem),
+            syn::Type::Group(g) => ty(&g.elem),
+            syn::Type::Tuple(tt) => Type::Tuple(tt.elems.iter().map(ty).collect()),
             syn::Type::ImplTrait(it) => Type::Bounds(self.bounds(&it.bounds)),
             syn::Type::TraitObject(to) => Type::Bounds(self.bounds(&to.bounds)),
             _ => Type::Other,
@@ -629,38 +825,46 @@ impl Lowerer {
     }
 
     fn pat(&mut self, p: &syn::Pat) -> Pat {
+        self.pat_at(p, 0)
+    }
+
+    fn pat_at(&mut self, p: &syn::Pat, depth: usize) -> Pat {
+        if depth >= MAX_DEPTH {
+            return Pat::Other;
+        }
+        let d = depth + 1;
         match p {
             syn::Pat::Ident(pi) => Pat::Ident {
                 name: unraw(&pi.ident),
                 mutable: pi.mutability.is_some(),
                 span: self.span_of(&pi.ident),
-                sub: pi.subpat.as_ref().map(|(_, s)| Box::new(self.pat(s))),
+                sub: pi.subpat.as_ref().map(|(_, s)| Box::new(self.pat_at(s, d))),
             },
-            syn::Pat::Tuple(t) => Pat::Tuple(t.elems.iter().map(|p| self.pat(p)).collect()),
+            syn::Pat::Tuple(t) => Pat::Tuple(t.elems.iter().map(|p| self.pat_at(p, d)).collect()),
             syn::Pat::TupleStruct(ts) => Pat::TupleStruct {
                 path: self.path(&ts.path),
-                elems: ts.elems.iter().map(|p| self.pat(p)).collect(),
+                elems: ts.elems.iter().map(|p| self.pat_at(p, d)).collect(),
             },
             syn::Pat::Struct(s) => Pat::Struct {
                 path: self.path(&s.path),
                 fields: s
                     .fields
                     .iter()
-                    .map(|f| (member_name(&f.member), self.pat(&f.pat)))
+                    .map(|f| (member_name(&f.member), self.pat_at(&f.pat, d)))
                     .collect(),
             },
-            syn::Pat::Or(o) => Pat::Or(o.cases.iter().map(|p| self.pat(p)).collect()),
-            syn::Pat::Reference(r) => Pat::Ref(Box::new(self.pat(&r.pat))),
-            syn::Pat::Paren(pp) => self.pat(&pp.pat),
+            syn::Pat::Or(o) => Pat::Or(o.cases.iter().map(|p| self.pat_at(p, d)).collect()),
+            syn::Pat::Reference(r) => Pat::Ref(Box::new(self.pat_at(&r.pat, d))),
+            syn::Pat::Paren(pp) => self.pat_at(&pp.pat, d),
             syn::Pat::Type(pt) => Pat::Typed {
-                pat: Box::new(self.pat(&pt.pat)),
+                pat: Box::new(self.pat_at(&pt.pat, d)),
                 ty: self.ty(&pt.ty),
             },
             syn::Pat::Path(pp) => Pat::Path(self.path(&pp.path)),
             syn::Pat::Lit(l) => Pat::Lit(lit(&l.lit)),
             syn::Pat::Wild(_) | syn::Pat::Rest(_) => Pat::Wild,
-            syn::Pat::Guard(g) => self.pat(&g.pat),
-            syn::Pat::Slice(s) => Pat::Tuple(s.elems.iter().map(|p| self.pat(p)).collect()),
+            syn::Pat::Guard(g) => self.pat_at(&g.pat, d),
+            syn::Pat::Slice(s) => Pat::Tuple(s.elems.iter().map(|p| self.pat_at(p, d)).collect()),
             _ => Pat::Other,
         }
     }
@@ -728,6 +932,12 @@ impl Lowerer {
     }
 
     fn expr(&mut self, e: &syn::Expr) -> Expr {
+        if self.stop() {
+            return Expr {
+                kind: ExprKind::Other(vec![]),
+                span: Span::default(),
+            };
+        }
         let span = self.span_of(e);
         if self.depth >= MAX_DEPTH {
             return Expr {

@@ -5,8 +5,9 @@
 
 pub mod ir;
 mod lower;
+pub mod nesting;
 
-pub use lower::{lower_file, ParseError, MAX_DEPTH};
+pub use lower::{lower_file, lower_file_until, LowerError, ParseError, MAX_DEPTH};
 
 use ir::{Block, Expr, Pat, Path, Type};
 

@@ -1,0 +1,508 @@
+//! A hostile pull request: each input of issue 8 (reading and parsing half) is built at test
+//! time next to ordinary files with known findings. The run must end (a watchdog kills it
+//! otherwise) with exit 0, one `parse_error` per bad file, the other files' findings exactly
+//! as in a run without the bad files, nothing from outside the workspace in the output, and a
+//! bounded peak memory.
+
+mod common;
+
+use common::{manifest, s, write, BIN};
+use std::os::unix::fs::symlink;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A file with known `nondeterministic_key` findings: the fixture of that lint.
+const GOOD: &str = include_str!("../fixtures/nondeterministic_key/sources/src/lib.rs");
+const DEPS: &str = "[dependencies]\nuuid = \"1\"\nchrono = \"0.4\"\nrand = \"0.8\"\nnanoid = \"0.4\"\naws-sdk-sqs = \"1\"\n";
+
+/// Generous: the debug binary under a loaded machine. A hang or an abort is what this catches.
+const WATCHDOG: Duration = Duration::from_secs(300);
+/// Peak resident memory of one run. Before: 2.5 to 9.6 GB on these inputs.
+const MAX_RSS_BYTES: u64 = 1 << 30;
+
+struct Out {
+    code: i32,
+    stdout: String,
+    stderr: String,
+    rss: u64,
+}
+
+/// Runs the binary with a watchdog, and measures its peak RSS.
+fn run(cwd: &Path, args: &[&str], env: &[(&str, &str)]) -> Out {
+    let mut cmd = Command::new(BIN);
+    cmd.args(args)
+        .current_dir(cwd)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let child = cmd.spawn().expect("the binary runs");
+    let pid = child.id() as libc::pid_t;
+    let started = Instant::now();
+    let waiter = std::thread::spawn(move || child.wait_with_output());
+    while !waiter.is_finished() {
+        if started.elapsed() > WATCHDOG {
+            // SAFETY: kill(2) on the pid of the child this test spawned and has not reaped.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+            panic!("no result after {WATCHDOG:?}: the run hangs");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = waiter.join().expect("waiter").expect("output");
+    Out {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        rss: peak_child_rss(),
+    }
+}
+
+/// The largest peak RSS among the children waited for so far (tests run in parallel, so this
+/// bounds every one of them).
+fn peak_child_rss() -> u64 {
+    // SAFETY: getrusage fills the zeroed struct it is given.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage) };
+    usage.ru_maxrss as u64 * 1024
+}
+
+/// `(file, line, code, "message: primary label")` of every finding of a JSON run.
+fn findings(root: &Path, out: &Out) -> Vec<(String, u64, String, String)> {
+    let root = root.canonicalize().expect("root");
+    let mut v: Vec<_> = out
+        .stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|m| m["reason"] == "compiler-message")
+        .map(|m| {
+            let msg = &m["message"];
+            let span = &msg["spans"][0];
+            let file = span["file_name"].as_str().expect("file").to_string();
+            let file = Path::new(&file)
+                .strip_prefix(&root)
+                .map(|p| p.display().to_string())
+                .unwrap_or(file);
+            (
+                file,
+                span["line_start"].as_u64().expect("line"),
+                msg["code"]["code"].as_str().expect("code").to_string(),
+                format!(
+                    "{}: {}",
+                    msg["message"].as_str().expect("message"),
+                    span["label"].as_str().unwrap_or("")
+                ),
+            )
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+/// A crate whose `src/lib.rs` declares `good0..goodN` (copies of [`GOOD`]) and `bad`, with the
+/// bad files written by `make_bad` (paths relative to the crate root).
+struct Crate {
+    dir: tempfile::TempDir,
+}
+
+impl Crate {
+    fn new(goods: usize, bad: &[&str], extra_lib: &str) -> Crate {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut lib = String::new();
+        for i in 0..goods {
+            lib.push_str(&format!("pub mod good{i};\n"));
+            write(dir.path(), &format!("src/good{i}.rs"), GOOD.as_bytes());
+        }
+        for b in bad {
+            lib.push_str(&format!("pub mod {b};\n"));
+        }
+        lib.push_str(extra_lib);
+        write(dir.path(), "src/lib.rs", lib.as_bytes());
+        write(
+            dir.path(),
+            "Cargo.toml",
+            manifest("hostile", DEPS).as_bytes(),
+        );
+        Crate { dir }
+    }
+
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    fn lint(&self, extra: &[&str]) -> Out {
+        let mut args = vec![s(self.path()), "--message-format", "json"];
+        args.extend_from_slice(extra);
+        run(self.path(), &args, &[])
+    }
+}
+
+/// The findings of the good files only.
+fn good_findings(all: &[(String, u64, String, String)]) -> Vec<(String, u64, String, String)> {
+    all.iter()
+        .filter(|f| f.0.starts_with("src/good"))
+        .cloned()
+        .collect()
+}
+
+/// Asserts two lists of findings are equal, printing only the difference.
+fn assert_same(got: &[(String, u64, String, String)], want: &[(String, u64, String, String)]) {
+    let missing: Vec<_> = want.iter().filter(|f| !got.contains(f)).collect();
+    let extra: Vec<_> = got.iter().filter(|f| !want.contains(f)).collect();
+    assert!(
+        missing.is_empty() && extra.is_empty() && got.len() == want.len(),
+        "findings differ; missing: {missing:#?}\nextra: {extra:#?}"
+    );
+}
+
+/// The findings of a crate with `goods` good files and nothing else.
+fn baseline(goods: usize) -> Vec<(String, u64, String, String)> {
+    let c = Crate::new(goods, &[], "");
+    let out = c.lint(&[]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let f = findings(c.path(), &out);
+    assert!(
+        f.iter()
+            .filter(|f| f.2 == "idem::nondeterministic_key")
+            .count()
+            >= 10,
+        "the good files have findings: {f:?}"
+    );
+    f
+}
+
+/// Asserts the common contract: exit 0, a complete JSON stream, the good files' findings as in
+/// `base`, exactly one `parse_error` per bad file whose message contains `why`.
+fn assert_contained(
+    c: &Crate,
+    out: &Out,
+    base: &[(String, u64, String, String)],
+    bad: &[(&str, &str)],
+) {
+    assert_eq!(out.code, 0, "exit code; stderr:\n{}", out.stderr);
+    assert!(
+        out.stdout.trim_end().ends_with(r#""success":true}"#),
+        "the JSON stream is complete: {}",
+        &out.stdout[out.stdout.len().saturating_sub(300)..]
+    );
+    assert!(!out.stderr.contains("panicked"), "{}", out.stderr);
+    let all = findings(c.path(), out);
+    assert_eq!(
+        good_findings(&all),
+        good_findings(base),
+        "other files unchanged"
+    );
+    let problems: Vec<_> = all.iter().filter(|f| f.2 == "idem::parse_error").collect();
+    assert_eq!(problems.len(), bad.len(), "{problems:#?}");
+    for (file, why) in bad {
+        assert!(
+            problems.iter().any(|p| p.0 == *file && p.3.contains(why)),
+            "no parse_error at `{file}` saying `{why}`: {problems:#?}"
+        );
+    }
+    assert!(out.rss < MAX_RSS_BYTES, "peak RSS {} MiB", out.rss >> 20);
+}
+
+#[test]
+fn nesting_that_overflowed_the_stack_is_one_parse_error() {
+    // Issue 8 item 1: each of these aborted the whole run (exit 134, no output).
+    let n = 100_000;
+    let inputs: [(&str, String); 6] = [
+        (
+            "generics",
+            format!("type T = {}u8{};\n", "Vec<".repeat(n), ">".repeat(n)),
+        ),
+        ("fn_ptrs", format!("type T = {}u8;\n", "fn() -> ".repeat(n))),
+        (
+            "impl_fn",
+            format!("fn f() -> {}u8 {{ 0 }}\n", "impl Fn() -> ".repeat(n)),
+        ),
+        (
+            "inline_mods",
+            format!("{}{}\n", "mod m { ".repeat(n), "}".repeat(n)),
+        ),
+        (
+            "parens",
+            format!(
+                "fn f() {{ let x = {}1{}; }}\n",
+                "(".repeat(n),
+                ")".repeat(n)
+            ),
+        ),
+        (
+            "long_sum",
+            format!("fn f(x: u8) -> u8 {{ {}x }}\n", "x + ".repeat(2_500_000)),
+        ),
+    ];
+    let names: Vec<&str> = inputs.iter().map(|(n, _)| *n).collect();
+    let base = baseline(2);
+    let c = Crate::new(2, &names, "");
+    for (name, text) in &inputs {
+        write(c.path(), &format!("src/{name}.rs"), text.as_bytes());
+    }
+    // A large budget: rejecting these must not rely on the clock.
+    let out = c.lint(&["--file-timeout-ms", "600000"]);
+    let bad: Vec<(String, &str)> = names
+        .iter()
+        .map(|n| {
+            let why = if *n == "inline_mods" {
+                "modules nested deeper than"
+            } else {
+                "nested deeper than"
+            };
+            (format!("src/{n}.rs"), why)
+        })
+        .collect();
+    let bad: Vec<(&str, &str)> = bad.iter().map(|(f, w)| (f.as_str(), *w)).collect();
+    assert_contained(&c, &out, &base, &bad);
+}
+
+#[test]
+fn slow_files_neither_keep_running_nor_starve_the_others() {
+    // Issue 8 items 2 and 3: abandoned parser threads kept allocating (abort after ~24 s) and
+    // starved ordinary files, a different set on each run. Eight 45 KB nested-`mod` files next
+    // to twenty ordinary files, and three 6 MB files over a 2 s budget.
+    let depth = 45_000 / "mod m { }".len();
+    let nested = format!("{}{}\n", "mod m { ".repeat(depth), "}".repeat(depth));
+    let slow: String = (0..150_000)
+        .map(|i| format!("pub fn f{i}(x: u64) -> u64 {{ x + {i} }}\n"))
+        .collect();
+    let names: Vec<String> = (0..8)
+        .map(|i| format!("nested{i}"))
+        .chain((0..3).map(|i| format!("slow{i}")))
+        .collect();
+    let name_refs: Vec<&str> = names.iter().map(String::as_str).collect();
+    let base = baseline(20);
+    let c = Crate::new(20, &name_refs, "");
+    for n in &names {
+        let text = if n.starts_with("nested") {
+            &nested
+        } else {
+            &slow
+        };
+        write(c.path(), &format!("src/{n}.rs"), text.as_bytes());
+    }
+    let bad: Vec<(String, &str)> = names
+        .iter()
+        .map(|n| {
+            let why = if n.starts_with("nested") {
+                "modules nested deeper than"
+            } else {
+                "parsing took longer than 2000 ms"
+            };
+            (format!("src/{n}.rs"), why)
+        })
+        .collect();
+    let bad: Vec<(&str, &str)> = bad.iter().map(|(f, w)| (f.as_str(), *w)).collect();
+    let first = c.lint(&["--file-timeout-ms", "2000"]);
+    assert_contained(&c, &first, &base, &bad);
+    // Not a matter of luck: the same answer again.
+    let second = c.lint(&["--file-timeout-ms", "2000"]);
+    assert_same(&findings(c.path(), &first), &findings(c.path(), &second));
+}
+
+#[test]
+fn special_files_are_not_read() {
+    // Issue 8 item 6: a FIFO module hung forever; `/dev/zero` read until memory ran out.
+    let base = baseline(1);
+    let c = Crate::new(1, &["fifo", "socket"], "");
+    let src = c.path().join("src");
+    mkfifo(&src.join("fifo.rs"));
+    let _listener = std::os::unix::net::UnixListener::bind(src.join("socket.rs")).expect("socket");
+    let out = c.lint(&[]);
+    assert_contained(
+        &c,
+        &out,
+        &base,
+        &[
+            ("src/lib.rs", "it is a FIFO, not a regular file"),
+            ("src/lib.rs", "it is a socket, not a regular file"),
+        ],
+    );
+    // A plain directory whose symlink points at a FIFO.
+    let plain = tempfile::tempdir().expect("tempdir");
+    write(plain.path(), "good.rs", GOOD.as_bytes());
+    mkfifo(&plain.path().join("pipe"));
+    symlink(plain.path().join("pipe"), plain.path().join("pipe.rs")).expect("symlink");
+    let out = run(
+        plain.path(),
+        &[s(plain.path()), "--message-format", "json"],
+        &[],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let f = findings(plain.path(), &out);
+    assert!(
+        f.iter().any(|f| f.0 == "pipe.rs" && f.3.contains("FIFO")),
+        "{f:?}"
+    );
+    assert!(f
+        .iter()
+        .any(|f| f.0 == "good.rs" && f.2 == "idem::nondeterministic_key"));
+}
+
+#[test]
+fn devices_and_oversized_files_are_not_read_even_when_outside_reads_are_allowed() {
+    let base = baseline(1);
+    let c = Crate::new(1, &["big"], "#[path = \"/dev/zero\"]\npub mod zero;\n");
+    write(
+        c.path(),
+        "idem-lint.toml",
+        b"allow-outside-workspace = true\nmax-file-bytes = 100000\n",
+    );
+    write(
+        c.path(),
+        "src/big.rs",
+        format!("// {}\n", "x".repeat(200_000)).as_bytes(),
+    );
+    let out = c.lint(&[]);
+    assert_contained(
+        &c,
+        &out,
+        &base,
+        &[
+            ("src/lib.rs", "it is a character device, not a regular file"),
+            ("src/lib.rs", "over the limit of 100000 bytes"),
+        ],
+    );
+}
+
+#[test]
+fn a_fifo_manifest_is_an_error_not_a_hang() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    mkfifo(&dir.path().join("Cargo.toml"));
+    let out = run(dir.path(), &[s(dir.path())], &[]);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(out.stderr.starts_with("error: "), "{}", out.stderr);
+    assert!(out.stderr.contains("not a regular file"), "{}", out.stderr);
+}
+
+#[test]
+fn files_outside_the_workspace_are_never_read_or_quoted() {
+    // Issue 8 item 7: `#[path = "/proc/self/environ"]` printed the CI job's environment.
+    let marker = "idem-hostile-secret-4f1c9e";
+    let outside = tempfile::tempdir().expect("tempdir");
+    write(
+        outside.path(),
+        "secret.rs",
+        format!("fn leaked() {{ let k = \"{marker}\"; }}\n").as_bytes(),
+    );
+    let base = baseline(1);
+    let c = Crate::new(
+        1,
+        &["linked"],
+        "#[path = \"/proc/self/environ\"]\npub mod env;\n#[path = \"/etc/passwd\"]\npub mod passwd;\n#[path = \"../../../../../../../../etc/hostname\"]\npub mod up;\n",
+    );
+    symlink(
+        outside.path().join("secret.rs"),
+        c.path().join("src/linked.rs"),
+    )
+    .expect("symlink");
+    let env = [("IDEM_HOSTILE_SECRET", marker)];
+    let json = run(c.path(), &[s(c.path()), "--message-format", "json"], &env);
+    let human = run(c.path(), &[s(c.path()), "--color", "never"], &env);
+    for out in [&json, &human] {
+        assert!(!out.stdout.contains(marker), "leaked: {}", out.stdout);
+        assert!(!out.stdout.contains("root:x:0:0"), "leaked: {}", out.stdout);
+        assert!(!out.stderr.contains(marker), "leaked: {}", out.stderr);
+    }
+    assert_contained(
+        &c,
+        &json,
+        &base,
+        &[
+            ("src/lib.rs", "module path leaves the workspace"),
+            ("src/lib.rs", "module path leaves the workspace"),
+            ("src/lib.rs", "module path leaves the workspace"),
+            ("src/lib.rs", "module path leaves the workspace"),
+        ],
+    );
+    // The opt-in reads them (a monorepo sharing sources through `#[path]`).
+    write(
+        c.path(),
+        "idem-lint.toml",
+        b"allow-outside-workspace = true\n",
+    );
+    let allowed = run(c.path(), &[s(c.path()), "--message-format", "json"], &[]);
+    assert_eq!(allowed.code, 0, "{}", allowed.stderr);
+    assert!(
+        !allowed.stdout.contains("leaves the workspace"),
+        "{}",
+        allowed.stdout
+    );
+    assert!(allowed.stdout.contains("/etc/passwd"), "{}", allowed.stdout);
+}
+
+#[test]
+fn parse_errors_point_where_rustc_would() {
+    // Issue 8 item 12: end of input was reported at 1:1; `#! // c` then `[allow(x)]` on the
+    // next line (an inner attribute, valid Rust) was a parse error.
+    let base = baseline(1);
+    let c = Crate::new(1, &["eof", "inner_attr"], "");
+    write(c.path(), "src/eof.rs", b"pub fn ok() {}\n\npub fn\n");
+    write(
+        c.path(),
+        "src/inner_attr.rs",
+        b"#! // c\n[allow(dead_code)]\npub fn f() {}\n",
+    );
+    let out = c.lint(&[]);
+    assert_contained(&c, &out, &base, &[("src/eof.rs", "file does not parse")]);
+    let all = findings(c.path(), &out);
+    let eof = all
+        .iter()
+        .find(|f| f.0 == "src/eof.rs")
+        .expect("eof finding");
+    assert_eq!(eof.1, 3, "at the end of the input, not at 1:1");
+}
+
+#[test]
+fn a_zero_time_budget_is_rejected() {
+    // Issue 8 item 12: `--file-timeout-ms 0` skipped a random set of files.
+    let c = Crate::new(1, &[], "");
+    let out = c.lint(&["--file-timeout-ms", "0"]);
+    assert_eq!(out.code, 2, "{}", out.stdout);
+    assert!(out.stderr.contains("--file-timeout-ms"), "{}", out.stderr);
+    write(c.path(), "idem-lint.toml", b"file-timeout-ms = 0\n");
+    let out = c.lint(&[]);
+    assert_eq!(out.code, 2, "{}", out.stdout);
+    assert!(
+        out.stderr.starts_with("error: ")
+            && out
+                .stderr
+                .contains("idem-lint.toml:1:1: key `file-timeout-ms`: expected a positive number"),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn deep_inline_modules_cost_linear_time() {
+    // Issue 8 item 14: depth 2,500 / 5,000 / 10,000 took 6.9 s / 24 s / 99 s and up to 9.6 GB.
+    // The growth itself is measured in `benches/parse_pool.rs`; here each finishes under the
+    // watchdog and the memory bound.
+    let base = baseline(1);
+    for depth in [2_500, 5_000, 10_000] {
+        let c = Crate::new(1, &["deep"], "");
+        let text = format!(
+            "{}{}\n",
+            "pub mod m { pub fn f() {} ".repeat(depth),
+            "}".repeat(depth)
+        );
+        write(c.path(), "src/deep.rs", text.as_bytes());
+        let out = c.lint(&[]);
+        assert_contained(
+            &c,
+            &out,
+            &base,
+            &[("src/deep.rs", "modules nested deeper than 100 levels")],
+        );
+    }
+}
+
+fn mkfifo(path: &Path) {
+    let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).expect("path");
+    // SAFETY: mkfifo(3) with a NUL-terminated path.
+    let rc = unsafe { libc::mkfifo(c.as_ptr(), 0o644) };
+    assert_eq!(rc, 0, "mkfifo {}", path.display());
+}
