@@ -1,59 +1,206 @@
-//! How much the lints cost on top of reading and parsing.
+//! What the lints cost on top of the parse floor, how the cost grows, and peak memory.
 //!
-//! `cargo bench --bench lint_vs_parse -- [DIR] [ITERATIONS]` measures, in one run and
-//! interleaved so machine noise hits both alike: (a) reading, parsing and lowering every file
-//! of DIR, and (b) the whole pipeline with every lint enabled. Both go through the same
-//! parallel parse code of the library. DIR defaults to the tokio sources cargo keeps under
-//! `~/.cargo/registry/src` (tokio is in Cargo.lock through idem-guard). `BENCH_LINTS=a,b`
-//! enables only those lints (default: all).
+//! `cargo bench --bench lint_vs_parse -- [DIR ...] [ITERATIONS]` measures in one run,
+//! interleaved so machine noise hits every stage alike, on each input:
+//!
+//! - **bare**: `syn::parse_file` of the same files on rayon's pool (read + parse, nothing
+//!   else): the floor a syntax-only linter cannot go below;
+//! - **load**: our parse stage (read, parse, lower to the model, follow module trees);
+//! - **full**: the whole pipeline with every lint enabled (or those `BENCH_LINTS=a,b` names);
+//!
+//! and prints medians and the ratios to bare. Inputs default to tokio and rust-analyzer's
+//! `hir-ty` (the registry crate `ra_ap_hir_ty`), the newest versions under
+//! `$CARGO_HOME/registry/src` (fetch them with a scratch project and `cargo fetch`).
+//!
+//! The growth check takes the last input's `src/` (hir-ty's by default) 1x, 2x and 4x (copies in separate
+//! modules `c0`..`c3` of one crate, so each copy resolves inside itself) and prints the full
+//! pipeline's cost relative to 1x: linear code costs 1x, 2x and 4x. `BENCH_GROWTH=0` skips it.
+//!
+//! Peak RSS is measured in a child process (this binary again, running the pipeline once, Linux
+//! `/proc/self/status` `VmHWM`) on each input and on rust-analyzer's workspace: every
+//! `ra_ap_*` crate found in the registry, copied as members of one workspace.
 
 use cargo_idem_lint::config::Config;
-use cargo_idem_lint::discovery::{self, Selection};
+use cargo_idem_lint::discovery::{self, Selection, Workspace};
 use cargo_idem_lint::levels::LevelFlag;
 use cargo_idem_lint::parse::{self, ParseOptions};
 use cargo_idem_lint::report;
 use idem_lints::Level;
-use std::path::PathBuf;
+use rayon::prelude::*;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-// Parsing and the analysis allocate many small nodes on many short-lived threads; mimalloc
-// measured faster than the system allocator on tokio's sources (see the commit).
+// The binary's allocator, so the figures are the binary's.
 #[global_allocator]
 static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+/// Set in the child that measures one run's peak RSS: the directory to lint.
+const RSS_CHILD: &str = "IDEM_LINT_BENCH_RSS_CHILD";
+
+struct Input {
+    name: String,
+    dir: PathBuf,
+    ws: Workspace,
+    config: Config,
+    files: Vec<PathBuf>,
+    lines: usize,
+}
+
+#[derive(Default)]
+struct Times {
+    bare: Vec<Duration>,
+    load: Vec<Duration>,
+    full: Vec<Duration>,
+    findings: usize,
+}
+
 fn main() {
+    if let Some(dir) = std::env::var_os(RSS_CHILD) {
+        return rss_child(Path::new(&dir));
+    }
     // Cargo passes `--bench` to harness-less benches.
     let args: Vec<String> = std::env::args()
         .skip(1)
         .filter(|a| !a.starts_with("--"))
         .collect();
-    let Some(dir) = args.first().map(PathBuf::from).or_else(tokio_sources) else {
-        eprintln!(
-            "no tokio sources under $CARGO_HOME/registry/src: run `cargo fetch` in this repository \
-             (tokio is in its Cargo.lock), or pass a directory: \
-             cargo bench --bench lint_vs_parse -- DIR [ITERATIONS]"
-        );
-        return;
-    };
-    let iterations: usize = args
-        .get(1)
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(10)
-        .max(1);
-    let ws = match discovery::discover(&Selection::dir(&dir)) {
-        Ok(ws) => ws,
-        Err(e) => {
-            eprintln!("error: {e:#}");
-            std::process::exit(2);
+    let iterations: usize = args.iter().find_map(|a| a.parse().ok()).unwrap_or(5).max(1);
+    let mut dirs: Vec<(String, PathBuf)> = args
+        .iter()
+        .filter(|a| a.parse::<usize>().is_err())
+        .map(|a| (short_name(Path::new(a)), PathBuf::from(a)))
+        .collect();
+    if dirs.is_empty() {
+        for krate in ["tokio", "ra_ap_hir_ty"] {
+            match newest_registry_crate(krate) {
+                Some(dir) => dirs.push((krate.trim_start_matches("ra_ap_").to_string(), dir)),
+                None => eprintln!(
+                    "note: no `{krate}` under $CARGO_HOME/registry/src (fetch it with a scratch \
+                     project and `cargo fetch`, or pass directories): skipped"
+                ),
+            }
         }
-    };
-    let config = Config::load(&ws).unwrap_or_default();
+    }
+    if dirs.is_empty() {
+        eprintln!("usage: cargo bench --bench lint_vs_parse -- [DIR ...] [ITERATIONS]");
+        std::process::exit(2);
+    }
+    let flags = level_flags();
+    let enabled: Vec<&str> = flags
+        .iter()
+        .filter(|f| f.level == Level::Warn)
+        .map(|f| f.name.as_str())
+        .collect();
+    let mut inputs: Vec<Input> = dirs.iter().map(|(n, d)| input(n, d)).collect();
+
+    // The growth inputs live in a temporary directory removed at the end.
+    let scratch = tempfile::tempdir().expect("a temporary directory");
+    let growth = std::env::var("BENCH_GROWTH").map_or(true, |v| v != "0");
+    let mut growth_inputs = Vec::new();
+    if growth {
+        // The last input: hir-ty by default, the large single crate where cost grew fastest.
+        let last = inputs.last().expect("an input");
+        let src = last.dir.join("src");
+        let base = last.name.clone();
+        for copies in [1, 2, 4] {
+            let dir = scratch.path().join(format!("growth-{copies}x"));
+            copies_crate(&src, &dir, copies);
+            growth_inputs.push(inputs.len());
+            inputs.push(input(&format!("{base} {copies}x"), &dir));
+        }
+    }
+
+    println!("lints: {}", enabled.join(", "));
+    println!(
+        "iterations: {iterations} (interleaved), threads: {}",
+        rayon::current_num_threads()
+    );
+    println!("load average before: {}", load_average());
     let opts = ParseOptions::default();
-    // Every lint on (or those `BENCH_LINTS=a,b` names), the others off, so only the chosen
-    // passes run and each issue's budget can be checked for its own lints.
+    let mut times: Vec<Times> = inputs.iter().map(|_| Times::default()).collect();
+    for _ in 0..iterations {
+        for (input, t) in inputs.iter().zip(&mut times) {
+            let start = Instant::now();
+            bare_parse(&input.files);
+            t.bare.push(start.elapsed());
+
+            let start = Instant::now();
+            let loaded = parse::load_workspace(&input.ws, &opts);
+            t.load.push(start.elapsed());
+            drop(loaded);
+
+            let start = Instant::now();
+            let report =
+                report::check(&input.ws, &opts, &input.config, &flags).expect("levels are valid");
+            t.full.push(start.elapsed());
+            t.findings = report.findings.len();
+        }
+    }
+    println!("load average after:  {}", load_average());
+    println!();
+    println!(
+        "{:<16} {:>6} {:>8} {:>10} {:>18} {:>18} {:>9}",
+        "input", "files", "lines", "bare ms", "load ms (x bare)", "full ms (x bare)", "findings"
+    );
+    for (input, t) in inputs.iter().zip(&mut times) {
+        let (bare, load, full) = (
+            median(&mut t.bare),
+            median(&mut t.load),
+            median(&mut t.full),
+        );
+        println!(
+            "{:<16} {:>6} {:>8} {:>10.1} {:>10.1} ({:>4.2}x) {:>10.1} ({:>4.2}x) {:>9}",
+            input.name,
+            input.files.len(),
+            input.lines,
+            ms(bare),
+            ms(load),
+            ratio(load, bare),
+            ms(full),
+            ratio(full, bare),
+            t.findings
+        );
+    }
+    if let Some(&one) = growth_inputs.first() {
+        println!();
+        println!("growth (median full pipeline and bare parse, relative to 1x):");
+        let full1 = median(&mut times[one].full);
+        let bare1 = median(&mut times[one].bare);
+        for &i in &growth_inputs {
+            let full = median(&mut times[i].full);
+            let bare = median(&mut times[i].bare);
+            println!(
+                "  {:<16} full {:>10.1} ms ({:>4.2}x)   bare {:>8.1} ms ({:>4.2}x)",
+                inputs[i].name,
+                ms(full),
+                ratio(full, full1),
+                ms(bare),
+                ratio(bare, bare1)
+            );
+        }
+    }
+
+    println!();
+    println!("peak RSS (one full run in a child process):");
+    let mut rss: Vec<(String, PathBuf)> = inputs
+        .iter()
+        .map(|i| (i.name.clone(), i.dir.clone()))
+        .collect();
+    if let Some(ra) = ra_workspace(scratch.path()) {
+        rss.push(("ra_ap_* workspace".to_string(), ra));
+    }
+    for (name, dir) in rss {
+        match measure_rss(&dir) {
+            Ok(line) => println!("  {name:<18} {line}"),
+            Err(e) => println!("  {name:<18} not measured: {e}"),
+        }
+    }
+}
+
+/// Every lint on (or those `BENCH_LINTS=a,b` names), the others off.
+fn level_flags() -> Vec<LevelFlag> {
     let chosen = std::env::var("BENCH_LINTS").unwrap_or_default();
     let on = |name: &str| chosen.is_empty() || chosen.split(',').any(|c| c.trim() == name);
-    let all: Vec<LevelFlag> = idem_lints::lints::ALL
+    idem_lints::lints::ALL
         .iter()
         .map(|l| LevelFlag {
             level: if on(l.name) {
@@ -63,49 +210,142 @@ fn main() {
             },
             name: l.name.to_string(),
         })
-        .collect();
-    let enabled: Vec<&str> = all
-        .iter()
-        .filter(|f| f.level == Level::Warn)
-        .map(|f| f.name.as_str())
-        .collect();
+        .collect()
+}
 
-    let warm = parse::load_workspace(&ws, &opts);
-    let files: usize = warm.iter().map(|p| p.sources.len()).sum();
-    let bytes: usize = warm
-        .iter()
-        .flat_map(|p| &p.sources)
-        .map(|s| s.text.len())
-        .sum();
-    drop(warm);
-    let mut findings = 0;
-    let (mut parse_times, mut full_times) = (Vec::new(), Vec::new());
-    for _ in 0..iterations {
-        let start = Instant::now();
-        let loaded = parse::load_workspace(&ws, &opts);
-        parse_times.push(start.elapsed());
-        drop(loaded);
-
-        let start = Instant::now();
-        let report = report::check(&ws, &opts, &config, &all).expect("levels are valid");
-        full_times.push(start.elapsed());
-        findings = report.findings.len();
+fn input(name: &str, dir: &Path) -> Input {
+    let ws = match discovery::discover(&Selection::dir(dir)) {
+        Ok(ws) => ws,
+        Err(e) => {
+            eprintln!("error: {}: {e:#}", dir.display());
+            std::process::exit(2);
+        }
+    };
+    let config = Config::load(&ws).unwrap_or_default();
+    // The bare parse reads exactly the files the pipeline reads.
+    let loaded = parse::load_workspace(&ws, &ParseOptions::default());
+    let sources = loaded.iter().flat_map(|p| &p.sources);
+    let files = sources.clone().map(|s| s.path.clone()).collect();
+    let lines = sources.map(|s| s.text.lines().count()).sum();
+    Input {
+        name: name.to_string(),
+        dir: dir.to_path_buf(),
+        ws,
+        config,
+        files,
+        lines,
     }
-    let (a, b) = (median(&mut parse_times), median(&mut full_times));
-    println!(
-        "input: {} ({files} files, {:.1} MiB)",
-        dir.display(),
-        bytes as f64 / (1 << 20) as f64
+}
+
+/// Read and `syn::parse_file` every file on rayon's pool: the floor.
+fn bare_parse(files: &[PathBuf]) {
+    files.par_iter().for_each(|f| {
+        let Ok(text) = std::fs::read_to_string(f) else {
+            return;
+        };
+        std::hint::black_box(syn::parse_file(&text).is_ok());
+    });
+}
+
+/// A crate at `to` whose root declares `c0`..`c{copies-1}`, each a copy of `src` (its
+/// `lib.rs` as the module's `mod.rs`).
+fn copies_crate(src: &Path, to: &Path, copies: usize) {
+    let root = to.join("src");
+    let mut lib = String::new();
+    for c in 0..copies {
+        let module = root.join(format!("c{c}"));
+        copy_dir(src, &module).expect("copy the sources");
+        std::fs::rename(module.join("lib.rs"), module.join("mod.rs")).expect("a lib.rs in src/");
+        lib.push_str(&format!("mod c{c};\n"));
+    }
+    std::fs::write(root.join("lib.rs"), lib).expect("write lib.rs");
+    std::fs::write(
+        to.join("Cargo.toml"),
+        "[package]\nname = \"growth\"\nversion = \"0.0.0\"\nedition = \"2021\"\n\n[workspace]\n",
+    )
+    .expect("write Cargo.toml");
+}
+
+fn copy_dir(from: &Path, to: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(to)?;
+    for entry in std::fs::read_dir(from)? {
+        let entry = entry?;
+        let path = entry.path();
+        if entry.file_type()?.is_dir() {
+            copy_dir(&path, &to.join(entry.file_name()))?;
+        } else {
+            std::fs::copy(&path, to.join(entry.file_name()))?;
+        }
+    }
+    Ok(())
+}
+
+/// A workspace under `scratch` whose members are copies of every `ra_ap_*` crate in the
+/// registry (the newest version of each).
+fn ra_workspace(scratch: &Path) -> Option<PathBuf> {
+    let mut names: Vec<String> = registry_dirs()
+        .filter_map(|(name, _)| name.strip_prefix("ra_ap_").map(|_| name.clone()))
+        .filter_map(|name| Some(name[..name.rfind('-')?].to_string()))
+        .collect();
+    names.sort();
+    names.dedup();
+    if names.is_empty() {
+        return None;
+    }
+    let root = scratch.join("ra_ap");
+    let mut members = Vec::new();
+    for name in &names {
+        let dir = newest_registry_crate(name)?;
+        copy_dir(&dir, &root.join(name)).ok()?;
+        members.push(format!("{name:?}"));
+    }
+    let manifest = format!(
+        "[workspace]\nresolver = \"2\"\nmembers = [{}]\n",
+        members.join(", ")
     );
-    println!("iterations: {iterations}, lints: {}", enabled.join(", "));
-    println!("(a) read + parse + lower: median {:.1} ms", ms(a));
+    std::fs::write(root.join("Cargo.toml"), manifest).ok()?;
+    Some(root)
+}
+
+/// Runs this binary on `dir` as the RSS child; its one-line answer.
+fn measure_rss(dir: &Path) -> Result<String, String> {
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let out = std::process::Command::new(exe)
+        .env(RSS_CHILD, dir)
+        .output()
+        .map_err(|e| e.to_string())?;
+    if !out.status.success() {
+        return Err(String::from_utf8_lossy(&out.stderr).trim().to_string());
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
+}
+
+/// The child: one full run on `dir`, then the process's peak RSS.
+fn rss_child(dir: &Path) {
+    let start = Instant::now();
+    let input = input("", dir);
+    let report = report::check(
+        &input.ws,
+        &ParseOptions::default(),
+        &input.config,
+        &level_flags(),
+    )
+    .expect("levels are valid");
+    let wall = start.elapsed();
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let hwm_kib: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0);
     println!(
-        "(b) full lint pipeline:   median {:.1} ms ({findings} findings)",
-        ms(b)
-    );
-    println!(
-        "ratio b/a: {:.2}",
-        b.as_secs_f64() / a.as_secs_f64().max(f64::EPSILON)
+        "{:>7.1} MiB   ({} packages, {} files, {} lines, {} findings; load + full run {:.1} s)",
+        hwm_kib as f64 / 1024.0,
+        input.ws.packages.len(),
+        input.files.len(),
+        input.lines,
+        report.findings.len(),
+        wall.as_secs_f64()
     );
 }
 
@@ -118,22 +358,46 @@ fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
 }
 
-/// The newest `tokio-1.*` under `$CARGO_HOME/registry/src/*/`.
-fn tokio_sources() -> Option<PathBuf> {
+fn ratio(a: Duration, b: Duration) -> f64 {
+    a.as_secs_f64() / b.as_secs_f64().max(f64::EPSILON)
+}
+
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|_| "unknown".to_string())
+}
+
+fn short_name(dir: &Path) -> String {
+    dir.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| dir.display().to_string())
+}
+
+/// `(directory name, path)` of every crate under `$CARGO_HOME/registry/src/*/`.
+fn registry_dirs() -> impl Iterator<Item = (String, PathBuf)> {
     let cargo_home = std::env::var_os("CARGO_HOME")
         .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")))?;
-    let mut found: Vec<(Vec<u64>, PathBuf)> = std::fs::read_dir(cargo_home.join("registry/src"))
-        .ok()?
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")))
+        .unwrap_or_default();
+    std::fs::read_dir(cargo_home.join("registry/src"))
+        .into_iter()
+        .flatten()
         .filter_map(Result::ok)
         .filter_map(|index| std::fs::read_dir(index.path()).ok())
         .flatten()
         .filter_map(Result::ok)
-        .filter_map(|e| {
-            let name = e.file_name().to_string_lossy().into_owned();
-            let version = name.strip_prefix("tokio-1.")?;
+        .map(|e| (e.file_name().to_string_lossy().into_owned(), e.path()))
+}
+
+/// The newest `krate-X.Y.Z` under `$CARGO_HOME/registry/src/*/`.
+fn newest_registry_crate(krate: &str) -> Option<PathBuf> {
+    let prefix = format!("{krate}-");
+    let mut found: Vec<(Vec<u64>, PathBuf)> = registry_dirs()
+        .filter_map(|(name, path)| {
+            let version = name.strip_prefix(&prefix)?;
             let parts: Option<Vec<u64>> = version.split('.').map(|p| p.parse().ok()).collect();
-            Some((parts?, e.path()))
+            Some((parts?, path))
         })
         .collect();
     found.sort();

@@ -14,11 +14,12 @@
 use super::flow::FnId;
 use super::resolve::{DefPath, Krate, Resolver};
 use super::types::{TypeEnv, Types};
+use super::{FastMap, FastSet};
 use crate::model::ir::{Expr, ExprKind, Path};
 use crate::model::{FileModel, FnDef, Package, Span};
 use rayon::prelude::*;
 use std::cell::OnceCell;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CallKind {
@@ -165,20 +166,20 @@ impl CallGraph {
 
 /// Every crate fn by its path, and the crate's traits and their implementations.
 struct Index {
-    by_path: HashMap<DefPath, Vec<FnId>>,
+    by_path: FastMap<DefPath, Vec<FnId>>,
     /// Names of the crate's fns and of every `use` alias: a call by any other name needs no
     /// resolution.
-    names: HashSet<String>,
+    names: FastSet<String>,
     /// Trait path → the resolved `Self` types of its impls in the crate.
-    implementors: HashMap<DefPath, Vec<DefPath>>,
+    implementors: FastMap<DefPath, Vec<DefPath>>,
     /// Type path → traits it implements in the crate.
-    traits_of: HashMap<DefPath, Vec<DefPath>>,
+    traits_of: FastMap<DefPath, Vec<DefPath>>,
 }
 
 impl Index {
     fn new(package: &Package, resolver: &Resolver, fns: &[FnId]) -> Index {
-        let mut by_path: HashMap<DefPath, Vec<FnId>> = HashMap::new();
-        let mut names = HashSet::new();
+        let mut by_path: FastMap<DefPath, Vec<FnId>> = FastMap::default();
+        let mut names = FastSet::default();
         for &id in fns {
             let (file, f) = id.def(package);
             by_path
@@ -195,8 +196,8 @@ impl Index {
                 .flat_map(|f| &f.uses)
                 .map(|u| u.alias.clone()),
         );
-        let mut implementors: HashMap<DefPath, Vec<DefPath>> = HashMap::new();
-        let mut traits_of: HashMap<DefPath, Vec<DefPath>> = HashMap::new();
+        let mut implementors: FastMap<DefPath, Vec<DefPath>> = FastMap::default();
+        let mut traits_of: FastMap<DefPath, Vec<DefPath>> = FastMap::default();
         for file in &package.files {
             for imp in &file.impls {
                 let Some(trait_path) = &imp.trait_path else {

@@ -28,10 +28,10 @@ use super::resolve::{DefPath, Resolver};
 use super::store_ops::{self, Access, OpEnv, Store, StoreOp};
 use super::summary::{FnSummary, StoreAccess};
 use super::types::{TypeEnv, Types};
+use super::FastMap;
 use crate::catalog::{Catalog, SinkKind, SourceKind};
 use crate::model::ir::{BinOp, Block, Expr, ExprKind, Lit, MacroCall, Pat, Path, Stmt};
 use crate::model::{FileModel, FnDef, Package, Span};
-use std::collections::HashMap;
 use std::sync::Arc;
 
 /// A function of the package: file index and index in [`FileModel::fns`].
@@ -478,11 +478,11 @@ struct Walker<'a, 'c> {
     file: &'a FileModel,
     f: &'a FnDef,
     types: TypeEnv<'a>,
-    vals: HashMap<String, Value>,
+    vals: FastMap<String, Value>,
     /// How each local is derived, described on demand (most locals are never keys).
-    descs: HashMap<String, DescSrc<'a>>,
+    descs: FastMap<String, DescSrc<'a>>,
     /// Locals bound to string literals (SQL text, table and header names).
-    strs: HashMap<String, String>,
+    strs: FastMap<String, String>,
     /// Per block: names bound in it and what they shadowed, restored on exit.
     scopes: Vec<Vec<Saved<'a>>>,
     branch_depth: usize,
@@ -676,9 +676,9 @@ impl<'a, 'c> Walker<'a, 'c> {
             file,
             f,
             types: TypeEnv::for_params(cx.package, cx.resolver, cx.types, file, f),
-            vals: HashMap::new(),
-            descs: HashMap::new(),
-            strs: HashMap::new(),
+            vals: FastMap::default(),
+            descs: FastMap::default(),
+            strs: FastMap::default(),
             scopes: vec![Vec::new()],
             branch_depth: 0,
             closure_arg: None,
@@ -1704,7 +1704,7 @@ fn narrow(v: &Value, field: Option<&str>) -> Value {
     }
 }
 
-fn restore<V>(map: &mut HashMap<String, V>, name: &str, old: Option<V>) {
+fn restore<V>(map: &mut FastMap<String, V>, name: &str, old: Option<V>) {
     match old {
         Some(v) => {
             map.insert(name.to_owned(), v);

@@ -6,9 +6,10 @@
 //! canonical only as far as the source says (`chrono::offset::Utc` stays as written), so
 //! catalog patterns match on the crate and the last segments ([`DefPath::matches`]).
 
+use super::{FastMap, FastSet};
 use crate::model::ir::{Path, Type};
 use crate::model::{FileModel, FnDef, Package};
-use std::collections::{HashMap, HashSet};
+use std::sync::Mutex;
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Krate {
@@ -139,12 +140,16 @@ const KNOWN_GLOB_EXPORTS: &[(&str, &[&str])] = &[
 /// One module's scope: what its `use`s and items bring into scope.
 #[derive(Debug, Default)]
 struct Scope {
-    uses: HashMap<String, Vec<String>>,
+    uses: FastMap<String, Vec<String>>,
     globs: Vec<Vec<String>>,
     /// What each glob names, resolved once when the resolver is built (`None` before).
     glob_bases: Option<Vec<GlobBase>>,
     /// Names of items and child modules defined in the module.
-    items: HashSet<String>,
+    items: FastSet<String>,
+    /// Paths already resolved in this module (by [`Resolver::resolve`] and
+    /// [`Resolver::resolve_strs`]): every fn of a module resolves the same few names again
+    /// and again, and one resolution can follow long `use` and glob chains.
+    resolved: Mutex<FastMap<Vec<String>, DefPath>>,
 }
 
 /// The module or external path a glob import brings the names of.
@@ -162,7 +167,7 @@ enum GlobBase {
 #[derive(Debug)]
 pub struct Resolver {
     /// Per target, each module's scope (looked up by `&[String]` without allocating).
-    scopes: Vec<HashMap<Vec<String>, Scope>>,
+    scopes: Vec<FastMap<Vec<String>, Scope>>,
     /// The library target's index and crate name, which other targets import by name.
     lib: Option<(usize, String)>,
 }
@@ -179,8 +184,8 @@ impl Resolver {
             .chain([package.targets.len()])
             .max()
             .unwrap_or(0);
-        let mut scopes: Vec<HashMap<Vec<String>, Scope>> =
-            (0..targets).map(|_| HashMap::new()).collect();
+        let mut scopes: Vec<FastMap<Vec<String>, Scope>> =
+            (0..targets).map(|_| FastMap::default()).collect();
         for file in &package.files {
             Self::add_file(&mut scopes[file.target], file);
         }
@@ -256,7 +261,7 @@ impl Resolver {
         self.scopes.get(target)?.get(module)
     }
 
-    fn add_file(scopes: &mut HashMap<Vec<String>, Scope>, file: &FileModel) {
+    fn add_file(scopes: &mut FastMap<Vec<String>, Scope>, file: &FileModel) {
         scopes.entry(file.module.clone()).or_default();
         for u in &file.uses {
             let scope = scopes.entry(u.module.clone()).or_default();
@@ -302,19 +307,38 @@ impl Resolver {
         path: &Path,
         self_ty: Option<&Type>,
     ) -> DefPath {
-        self.resolve_segments(
-            target,
-            module,
-            &path.segments,
-            path.leading_colon,
-            self_ty,
-            0,
-        )
+        if path.leading_colon {
+            return self.resolve_segments(target, module, &path.segments, true, self_ty, 0);
+        }
+        self.resolve_strs_in(target, module, &path.segments, self_ty)
     }
 
     /// Resolves a path given as segments (`["Uuid", "new_v4"]`).
     pub fn resolve_strs(&self, target: usize, module: &[String], segments: &[String]) -> DefPath {
-        self.resolve_segments(target, module, segments, false, None, 0)
+        self.resolve_strs_in(target, module, segments, None)
+    }
+
+    /// A relative path, memoized per module unless it starts with `Self` (whose meaning
+    /// depends on the impl, not the module).
+    fn resolve_strs_in(
+        &self,
+        target: usize,
+        module: &[String],
+        segs: &[String],
+        self_ty: Option<&Type>,
+    ) -> DefPath {
+        let memo = match (segs.first(), self.scope(target, module)) {
+            (Some(first), Some(scope)) if first != "Self" => &scope.resolved,
+            _ => return self.resolve_segments(target, module, segs, false, self_ty, 0),
+        };
+        // A poisoned lock only means another thread panicked mid-insert; the map is intact.
+        let lock = || memo.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(found) = lock().get(segs) {
+            return found.clone();
+        }
+        let found = self.resolve_segments(target, module, segs, false, self_ty, 0);
+        lock().insert(segs.to_vec(), found.clone());
+        found
     }
 
     /// The type a [`Type`] names, behind references and smart pointers.

@@ -20,6 +20,7 @@ use super::flow::{self, Callees, FlowCx, FnFlow, FnId, KeyDesc, Source, Trail};
 use super::resolve::Resolver;
 use super::store_ops::{Access, Store, WriteShape};
 use super::types::Types;
+use super::FastMap;
 use crate::catalog::{Catalog, SinkKind};
 use crate::model::{Package, Span};
 use rayon::prelude::*;
@@ -225,15 +226,24 @@ impl Summaries {
                 }
             }
         }
-        // Cycles and depth-limited reads: walk again until nothing changes. Summaries only
-        // grow and are bounded, so this ends; the bound on rounds is a safety net.
+        // Cycles and depth-limited reads: walk again until nothing changes. Summaries are
+        // meant to only grow within bounds, but some parts are not bounded (a recursive
+        // pair's instantiated key descriptions grow on every round), so each fn is walked
+        // again at most MAX_REWALKS times: a pair that never settles costs that many walks,
+        // not the whole budget (rust-analyzer's hir-ty spent 50,000 walks on one such pair).
         let mut rounds = 0;
+        let mut rewalks: FastMap<FnId, usize> = FastMap::default();
         loop {
             let next = b.worklist.borrow_mut().pop();
             let Some(id) = next else {
                 break;
             };
             b.queued.borrow_mut().remove(&id);
+            let walks = rewalks.entry(id).or_default();
+            *walks += 1;
+            if *walks > MAX_REWALKS {
+                continue;
+            }
             rounds += 1;
             if rounds > 50_000 {
                 break;
@@ -273,6 +283,10 @@ enum State {
     InProgress,
     Done,
 }
+
+/// How many times the fixed point walks one fn again after its first walk. Code whose
+/// summaries settle needs a handful (at most 8 walks in all on rust-analyzer's hir-ty).
+const MAX_REWALKS: usize = 64;
 
 /// How deep summaries are computed on demand before a caller settles for a partial one
 /// (and is walked again later): bounds the stack, whatever the call depth of the crate.

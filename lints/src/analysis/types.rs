@@ -4,9 +4,9 @@
 //! No evidence gives `None`; nothing is guessed.
 
 use super::resolve::{DefPath, Resolver};
+use super::FastMap;
 use crate::model::ir::{is_marker_trait, Block, Expr, ExprKind, Pat, Stmt, Type};
 use crate::model::{FileModel, FnDef, GenericParam, Package};
-use std::collections::HashMap;
 
 /// Associated functions that return `Self` (or `Result<Self, _>`) by convention.
 const CONSTRUCTORS: &[&str] = &[
@@ -55,15 +55,15 @@ const SAME_TYPE_METHODS: &[&str] = &[
 #[derive(Debug)]
 pub struct Types {
     /// Struct path → (file index, struct index in that file).
-    structs: HashMap<DefPath, (usize, usize)>,
+    structs: FastMap<DefPath, (usize, usize)>,
     /// Crate fn path → (file index, fn index), for declared return types.
-    fns: HashMap<DefPath, (usize, usize)>,
+    fns: FastMap<DefPath, (usize, usize)>,
 }
 
 impl Types {
     pub fn new(package: &Package, resolver: &Resolver) -> Types {
-        let mut structs = HashMap::new();
-        let mut fns = HashMap::new();
+        let mut structs = FastMap::default();
+        let mut fns = FastMap::default();
         for (fi, file) in package.files.iter().enumerate() {
             for (si, s) in file.structs.iter().enumerate() {
                 let p =
@@ -114,7 +114,7 @@ pub struct TypeEnv<'a> {
     module: &'a [String],
     self_ty: Option<&'a Type>,
     generics: &'a [GenericParam],
-    locals: HashMap<String, DefPath>,
+    locals: FastMap<String, DefPath>,
 }
 
 impl<'a> TypeEnv<'a> {
@@ -152,7 +152,7 @@ impl<'a> TypeEnv<'a> {
             module: &f.module,
             self_ty: f.self_ty.as_ref(),
             generics: &f.generics,
-            locals: HashMap::new(),
+            locals: FastMap::default(),
         };
         for p in &f.params {
             if let (Some(name), Some(ty)) = (p.pat.simple_name(), env.resolve_type(&p.ty)) {
