@@ -285,3 +285,92 @@ fn config_errors_carry_the_settings_own_position() {
         run(&[s(dir.path())]).assert_one_line_error(expected);
     }
 }
+
+// ---- item 9: control characters in a flagged line ----
+
+#[test]
+fn control_characters_are_escaped_in_human_output() {
+    let line4 = "    conn.set(&key, 1).await?;";
+    let src = RACY.replace(
+        line4,
+        &format!("{line4} // \x1b]0;pwned\x07 \x1b[2J \u{202e}gnp.exe"),
+    );
+    let dir = tree(&[("a.rs", &src)]);
+    let human = run(&[s(dir.path()), "--color", "never"]);
+    human.assert_code(0);
+    let json = run(&[s(dir.path()), "--message-format", "json"]);
+    let rendered = json.messages()[0]["message"]["rendered"]
+        .as_str()
+        .expect("rendered")
+        .to_string();
+    for out in [&human.stdout, &rendered] {
+        assert!(out.contains("check_then_act"), "{out}");
+        assert!(
+            !out.contains(['\x1b', '\x07', '\u{202e}']),
+            "raw control characters: {out:?}"
+        );
+        assert!(out.contains("␛]0;pwned␇ ␛[2J"), "{out}");
+    }
+}
+
+// ---- item 14: output in proportion to the findings, not to their line ----
+
+#[test]
+fn findings_on_one_long_line_print_a_window_of_it() {
+    // 300 findings on one 32 KB line: printing the line with each finding is ~10 MB of
+    // human output; a window around each span is a few hundred bytes.
+    let pairs: Vec<String> = (0..300)
+        .map(|i| {
+            format!(
+                "let k{i} = format!(\"done:{{}}:{i}\", id); if c.exists(&k{i}).await? {{ return Ok(()); }} c.set(&k{i}, 1).await?;"
+            )
+        })
+        .collect();
+    let src = format!(
+        "async fn h(c: &mut redis::aio::ConnectionManager, id: u64) -> redis::RedisResult<()> {{ {} Ok(()) }}\n",
+        pairs.join(" ")
+    );
+    let dir = tree(&[("lib.rs", &src)]);
+    let human = run(&[s(dir.path()), "--color", "never"]);
+    human.assert_code(0);
+    assert_eq!(
+        human
+            .stdout
+            .matches("warning[idem::check_then_act]")
+            .count(),
+        300
+    );
+    assert!(
+        human.stdout.len() < 300 * 4_000,
+        "{} bytes",
+        human.stdout.len()
+    );
+    // The header's column is the file's, though the line is cut.
+    let col = src.find("c.set(&k7,").expect("k7") + 1;
+    assert!(
+        human.stdout.contains(&format!("lib.rs:1:{col}\n")),
+        "column {col} missing"
+    );
+    let json = run(&[s(dir.path()), "--message-format", "json"]);
+    let messages = json.messages();
+    assert_eq!(messages.len(), 300);
+    let explanation = messages[0]["message"]["code"]["explanation"]
+        .as_str()
+        .map_or(0, str::len);
+    assert!(
+        json.stdout.len() < 300 * (explanation + 8_000),
+        "{} bytes",
+        json.stdout.len()
+    );
+    // The cut text still highlights the span.
+    let span = &messages[7]["message"]["spans"][0];
+    let text = &span["text"][0];
+    let line: Vec<char> = text["text"].as_str().expect("text").chars().collect();
+    let (from, to) = (
+        text["highlight_start"].as_u64().expect("start") as usize,
+        text["highlight_end"].as_u64().expect("end") as usize,
+    );
+    let highlighted: String = line[from - 1..to - 1].iter().collect();
+    assert_eq!(highlighted, "c.set(&k7, 1)");
+    assert_eq!(span["column_start"].as_u64(), Some(col as u64));
+}
