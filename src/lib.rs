@@ -19,6 +19,7 @@ pub mod uri;
 
 use anyhow::{Context, Result};
 use cli::Args;
+use std::io::Write;
 use std::time::Duration;
 
 /// How a run ended, for the exit code.
@@ -34,7 +35,7 @@ pub enum Outcome {
 /// (exit 2).
 pub fn run(args: &Args) -> Result<Outcome> {
     if let Some(name) = &args.explain {
-        info::explain(name)?;
+        info::explain(name).or_else(quiet_broken_pipe)?;
         return Ok(Outcome::Clean);
     }
     let selection = discovery::Selection::from_args(args);
@@ -44,7 +45,7 @@ pub fn run(args: &Args) -> Result<Outcome> {
             Ok(ws) => config::Config::load(&ws)?,
             Err(_) => config::Config::default(),
         };
-        info::list(&config.workspace_levels(&args.level_flags)?)?;
+        info::list(&config.workspace_levels(&args.level_flags)?).or_else(quiet_broken_pipe)?;
         return Ok(Outcome::Clean);
     }
     let ws = discovery::discover(&selection)?;
@@ -52,14 +53,17 @@ pub fn run(args: &Args) -> Result<Outcome> {
     let opts = parse_options(args, &config);
     let report = report::check(&ws, &opts, &config, &args.level_flags)?;
     let cwd = std::env::current_dir().context("could not read the current directory")?;
+    for w in &ws.warnings {
+        stderr_line(&format!("warning: {w}"));
+    }
     for w in &report.warnings {
-        eprintln!(
+        stderr_line(&format!(
             "warning: {}:{}:{}: {}",
             emit::relative_path(&w.path, &cwd),
             w.warning.line,
             w.warning.column,
             w.warning.message
-        );
+        ));
     }
     let input = emit::Input {
         ws: &ws,
@@ -77,6 +81,22 @@ pub fn run(args: &Args) -> Result<Outcome> {
     } else {
         Outcome::Clean
     })
+}
+
+/// Writes one line to stderr. A stderr that cannot be written (`2>/dev/full`, a closed
+/// pipe) must not cost the findings on stdout, so the failure is ignored, where
+/// `eprintln!` would panic (and abort inside the panic hook).
+pub fn stderr_line(line: &str) {
+    let mut err = std::io::stderr().lock();
+    let _ = writeln!(err, "{line}");
+}
+
+/// A closed stdout (`--list | head -1`) is the reader's choice, not an error.
+fn quiet_broken_pipe(e: anyhow::Error) -> Result<()> {
+    match e.downcast_ref::<std::io::Error>() {
+        Some(io) if io.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        _ => Err(e),
+    }
 }
 
 /// How files are read and parsed: the per-file time budget from the flag, else the config,

@@ -1,7 +1,7 @@
 //! `cargo idem-lint`: parse arguments, run, map the outcome to an exit code
 //! (0 clean, 1 a finding at deny, 2 a usage, config or I/O error).
 
-use cargo_idem_lint::{cli::Args, run, Outcome};
+use cargo_idem_lint::{cli::Args, run, stderr_line, Outcome};
 use std::process::ExitCode;
 
 // Parsing and the analysis allocate many small nodes on many short-lived threads; mimalloc
@@ -16,13 +16,17 @@ fn main() -> ExitCode {
         Err(e) => {
             use clap::error::ErrorKind;
             if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
+                // `print` reports a failed write instead of panicking; nothing more to do.
                 let _ = e.print();
                 return ExitCode::SUCCESS;
             }
             // clap's message spans several lines (usage, tip); its first line says it all.
             let text = e.to_string();
             let first = text.lines().next().unwrap_or("invalid arguments");
-            eprintln!("{} (see `cargo idem-lint --help`)", first.trim_end());
+            stderr_line(&format!(
+                "{} (see `cargo idem-lint --help`)",
+                first.trim_end()
+            ));
             return ExitCode::from(2);
         }
     };
@@ -35,7 +39,7 @@ fn main() -> ExitCode {
         Ok(Outcome::Denied) => ExitCode::from(1),
         Err(e) => {
             // `{:#}` joins the context chain on one line: "could not read `x`: not found".
-            eprintln!("error: {}", format!("{e:#}").replace('\n', " "));
+            stderr_line(&format!("error: {}", format!("{e:#}").replace('\n', " ")));
             ExitCode::from(2)
         }
     }
@@ -54,6 +58,9 @@ fn quiet_panics() {
             .map(|s| s.to_string())
             .or_else(|| info.payload().downcast_ref::<String>().cloned())
             .unwrap_or_else(|| "unknown cause".to_string());
-        eprintln!("error: internal error: {}", msg.replace('\n', " "));
+        stderr_line(&format!(
+            "error: internal error: {}",
+            msg.replace('\n', " ")
+        ));
     }));
 }

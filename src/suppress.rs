@@ -10,6 +10,8 @@
 //! Names may be written `check_then_act` or `idem::check_then_act`. An unknown name or a
 //! malformed comment is a warning, never a failure: a typo must not break CI, but must show.
 
+mod comments;
+
 use crate::source::SourceFile;
 use idem_lints::model::{FileModel, Span};
 use idem_lints::Lint;
@@ -23,8 +25,18 @@ pub struct Suppressions {
     file: Vec<&'static str>,
     /// By 0-based line index.
     lines: HashMap<usize, Vec<&'static str>>,
-    /// Byte ranges of items.
-    items: Vec<(u32, u32, Vec<&'static str>)>,
+    /// Suppressed items, sorted by start (outer before inner), each with the index of the
+    /// nearest one that encloses it: a finding is looked up in time proportional to the
+    /// nesting depth, not to the number of suppressed items.
+    items: Vec<SuppressedItem>,
+}
+
+#[derive(Debug)]
+struct SuppressedItem {
+    lo: u32,
+    hi: u32,
+    names: Vec<&'static str>,
+    parent: Option<usize>,
 }
 
 /// A problem with a suppression comment: 1-based line and column, and the message.
@@ -50,159 +62,223 @@ impl Suppressions {
         if self.lines.get(&line).is_some_and(|n| named(n)) {
             return true;
         }
+        // Items nest or are disjoint, so every item holding `span.lo` encloses the last
+        // item starting at or before it.
+        let last = self.items.partition_point(|it| it.lo <= span.lo);
+        let mut at = last.checked_sub(1);
+        while let Some(i) = at {
+            let it = &self.items[i];
+            if it.lo <= span.lo && span.hi <= it.hi && named(&it.names) {
+                return true;
+            }
+            at = it.parent;
+        }
+        false
+    }
+
+    /// Sorts the items and links each to the nearest enclosing one.
+    fn index_items(&mut self) {
         self.items
-            .iter()
-            .any(|(lo, hi, n)| *lo <= span.lo && span.hi <= *hi && named(n))
+            .sort_by(|a, b| a.lo.cmp(&b.lo).then(b.hi.cmp(&a.hi)));
+        let mut open: Vec<usize> = Vec::new();
+        for i in 0..self.items.len() {
+            let (lo, hi) = (self.items[i].lo, self.items[i].hi);
+            while let Some(&top) = open.last() {
+                if self.items[top].hi >= hi && self.items[top].lo <= lo {
+                    break;
+                }
+                open.pop();
+            }
+            self.items[i].parent = open.last().copied();
+            open.push(i);
+        }
     }
 }
 
-/// Reads the suppression comments of one file.
+/// Reads the suppression comments of one file: real `//` comments only (a marker inside a
+/// string literal or a doc comment is text), found by a scanner that knows Rust's tokens.
 pub fn scan(source: &SourceFile, model: &FileModel) -> (Suppressions, Vec<CommentWarning>) {
     let mut out = Suppressions::default();
     let mut warnings = Vec::new();
-    let mut in_header = true;
-    let count = source.line_count();
-    for index in 0..count {
-        let text = source.line_text(index);
-        let trimmed = text.trim_start();
-        let own_line = trimmed.starts_with("//");
-        if in_header && !(trimmed.is_empty() || own_line || trimmed.starts_with("#![")) {
-            in_header = false;
+    let lexed = comments::scan(&source.text);
+    let mut targets = ItemTargets::new(source, model);
+    for c in &lexed.comments {
+        if c.block || c.doc {
+            continue;
         }
-        let Some((column, body)) = directive(text) else {
+        let text = &source.text[c.range.clone()];
+        let Some(body) = text[2..].trim_start().strip_prefix(MARKER) else {
             continue;
         };
+        let body = body.trim();
+        let line = source.line_index(c.range.start);
+        let column = source.position(c.range.start).column;
         let mut warn = |message: String| {
             warnings.push(CommentWarning {
-                line: index + 1,
+                line: line + 1,
                 column,
                 message,
             })
         };
-        let (file_wide, args) = if let Some(rest) = body.strip_prefix("allow-file") {
-            (true, rest)
-        } else if let Some(rest) = body.strip_prefix("allow") {
-            (false, rest)
-        } else {
-            warn("expected `allow(...)` or `allow-file(...)` after `idem-lint:`".to_string());
+        let Some(directive) = parse_directive(body, &mut warn) else {
             continue;
         };
-        let Some(list) = args
-            .trim_start()
-            .strip_prefix('(')
-            .and_then(|r| r.split_once(')'))
-            .map(|(l, _)| l)
-        else {
-            warn("expected a parenthesized list of lint names".to_string());
-            continue;
-        };
-        let names = lint_names(list, &mut warn);
-        if file_wide {
-            if in_header {
-                out.file.extend(names);
+        if directive.file_wide {
+            if c.range.start < lexed.header_end {
+                out.file.extend(directive.names);
             } else {
                 warn("`allow-file` must be among the first lines of the file, before any item; ignored".to_string());
             }
-        } else if own_line {
-            attach_to_next(source, model, index, names, &mut out);
+        } else if c.own_line {
+            if let Some(next) = c.next_code {
+                targets.attach(line, next, directive.names, &mut out);
+            }
         } else {
-            out.lines.entry(index).or_default().extend(names);
+            out.lines.entry(line).or_default().extend(directive.names);
         }
     }
+    out.index_items();
     (out, warnings)
 }
 
-/// The directive after `// idem-lint:` on this line, and its 1-based column. Doc comments
-/// (`///`, `//!`) only talk about directives, and a `//` inside a string literal (an odd
-/// number of quotes before it on the line) is not a comment.
-fn directive(line: &str) -> Option<(usize, &str)> {
-    let mut from = 0;
-    while let Some(at) = line[from..].find("//") {
-        let start = from + at;
-        from = start + 2;
-        if inside_string(&line[..start]) {
+struct Directive {
+    file_wide: bool,
+    names: Vec<&'static str>,
+}
+
+/// `allow(a, b)` or `allow-file(a, b)`. Whatever is wrong is a warning; the names that
+/// are right still apply.
+fn parse_directive(body: &str, warn: &mut dyn FnMut(String)) -> Option<Directive> {
+    let (file_wide, args) = if let Some(rest) = body.strip_prefix("allow-file") {
+        (true, rest)
+    } else if let Some(rest) = body.strip_prefix("allow") {
+        (false, rest)
+    } else {
+        warn("expected `allow(...)` or `allow-file(...)` after `idem-lint:`".to_string());
+        return None;
+    };
+    let Some((list, rest)) = args
+        .trim_start()
+        .strip_prefix('(')
+        .and_then(|r| r.split_once(')'))
+    else {
+        warn("expected a parenthesized list of lint names".to_string());
+        return None;
+    };
+    if !rest.trim().is_empty() {
+        warn(format!(
+            "unexpected `{}` after the list of lint names",
+            rest.trim()
+        ));
+    }
+    if list.trim().is_empty() {
+        warn("empty list of lint names; nothing is allowed".to_string());
+        return None;
+    }
+    let mut names = Vec::new();
+    let mut empty = false;
+    for n in list.split(',').map(str::trim) {
+        if n.is_empty() {
+            empty = true;
             continue;
         }
-        // The first `//` outside a string starts the comment: the rest of the line is its text.
-        let after = &line[start + 2..];
-        if after.starts_with('/') || after.starts_with('!') {
-            return None;
-        }
-        let body = after.trim_start().strip_prefix(MARKER)?;
-        return Some((line[..start].chars().count() + 1, body.trim()));
-    }
-    None
-}
-
-/// Whether `prefix` ends inside a string literal: it holds an odd number of `"` that are
-/// neither escaped nor a `'"'` char literal.
-fn inside_string(prefix: &str) -> bool {
-    let bytes = prefix.as_bytes();
-    let mut quotes = 0;
-    for (i, &b) in bytes.iter().enumerate() {
-        let escaped = i > 0 && bytes[i - 1] == b'\\';
-        let char_lit = i > 0 && bytes[i - 1] == b'\'' && bytes.get(i + 1) == Some(&b'\'');
-        if b == b'"' && !escaped && !char_lit {
-            quotes += 1;
+        match idem_lints::lints::find(n) {
+            Some(l) => names.push(l.name),
+            None => warn(format!("unknown lint `{n}` in `idem-lint: allow`; ignored")),
         }
     }
-    quotes % 2 == 1
+    // One trailing comma is how lists are written; anything else is a slip.
+    let trailing_only = list.trim_end().ends_with(',')
+        && !list.split(',').rev().skip(1).any(|n| n.trim().is_empty());
+    if empty && !trailing_only {
+        warn("empty lint name in the list".to_string());
+    }
+    Some(Directive { file_wide, names })
 }
 
-fn lint_names(list: &str, warn: &mut dyn FnMut(String)) -> Vec<&'static str> {
-    list.split(',')
-        .map(str::trim)
-        .filter(|n| !n.is_empty())
-        .filter_map(|n| match idem_lints::lints::find(n) {
-            Some(l) => Some(l.name),
-            None => {
-                warn(format!("unknown lint `{n}` in `idem-lint: allow`; ignored"));
-                None
+/// Finds the item an own-line comment annotates, in time independent of the number of
+/// items: items are sorted by start once per file.
+struct ItemTargets<'a> {
+    source: &'a SourceFile,
+    /// `(span.lo, span.hi)` of every item, by start.
+    items: Vec<(u32, u32)>,
+    /// For each line, the first line of the run of comment and attribute lines ending
+    /// there (itself when it is neither), computed on first use.
+    header_runs: Option<Vec<usize>>,
+}
+
+impl<'a> ItemTargets<'a> {
+    fn new(source: &'a SourceFile, model: &FileModel) -> ItemTargets<'a> {
+        let mut items: Vec<(u32, u32)> = model
+            .items
+            .iter()
+            .map(|it| (it.span.lo, it.span.hi))
+            .collect();
+        items.sort_unstable();
+        ItemTargets {
+            source,
+            items,
+            header_runs: None,
+        }
+    }
+
+    /// An own-line comment on `comment_line` covers the code at `next` (past more
+    /// comments, such as other directives or doc comments): the whole item when an item
+    /// starts on that code line, else that line.
+    fn attach(
+        &mut self,
+        comment_line: usize,
+        next: usize,
+        names: Vec<&'static str>,
+        out: &mut Suppressions,
+    ) {
+        let source = self.source;
+        let target = source.line_index(next);
+        // Items start at their first attribute, and doc comments are attributes: the
+        // annotated item is one that starts between the comment and the code line, or starts
+        // above the comment with only doc comments and attributes before it.
+        let from_line = match comment_line.checked_sub(1) {
+            Some(above) => self.header_run_start(above).min(comment_line),
+            None => 0,
+        };
+        let from = source.line_range(from_line).start as u32;
+        let target_start = source.line_range(target).start as u32;
+        let target_end = source.line_range(target).end as u32;
+        let first = self.items.partition_point(|&(lo, _)| lo < from);
+        let item = self.items[first..]
+            .iter()
+            .take_while(|&&(lo, _)| lo <= target_end)
+            .filter(|&&(lo, hi)| source.line_index(lo as usize) <= target && hi > target_start)
+            .max_by_key(|&&(lo, hi)| hi - lo);
+        match item {
+            Some(&(lo, hi)) => out.items.push(SuppressedItem {
+                lo,
+                hi,
+                names,
+                parent: None,
+            }),
+            None => out.lines.entry(target).or_default().extend(names),
+        }
+    }
+
+    /// First line of the run of `//` and `#` lines that ends at `line` (`line + 1` when
+    /// `line` is not such a line).
+    fn header_run_start(&mut self, line: usize) -> usize {
+        let source = self.source;
+        let runs = self.header_runs.get_or_insert_with(|| {
+            let mut runs = Vec::with_capacity(source.line_count());
+            for i in 0..source.line_count() {
+                let t = source.line_text(i).trim_start();
+                let header_like = t.starts_with("//") || t.starts_with('#');
+                runs.push(match (header_like, i) {
+                    (false, _) => i + 1,
+                    (true, 0) => 0,
+                    (true, _) => runs[i - 1],
+                });
             }
-        })
-        .collect()
-}
-
-/// An own-line comment covers the code line below it (past more comments, such as other
-/// directives or doc comments): the whole item when an item starts there, else that line.
-fn attach_to_next(
-    source: &SourceFile,
-    model: &FileModel,
-    comment_line: usize,
-    names: Vec<&'static str>,
-    out: &mut Suppressions,
-) {
-    let Some(target) = (comment_line + 1..source.line_count())
-        .find(|&i| !source.line_text(i).trim_start().starts_with("//"))
-    else {
-        return;
-    };
-    if source.line_text(target).trim().is_empty() {
-        return;
-    }
-    // Items start at their first attribute, and doc comments are attributes: the annotated
-    // item is one that starts between the comment and the code line, or starts above the
-    // comment with only doc comments and attributes before it.
-    let header_only = |from: usize| {
-        (from..comment_line).all(|i| {
-            let t = source.line_text(i).trim_start();
-            t.starts_with("//") || t.starts_with('#')
-        })
-    };
-    let target_start = source.line_range(target).start as u32;
-    let item = model
-        .items
-        .iter()
-        .filter(|it| {
-            let start = source.line_index(it.span.lo as usize);
-            start <= target
-                && it.span.hi > target_start
-                && (start > comment_line || header_only(start))
-        })
-        .max_by_key(|it| it.span.hi - it.span.lo);
-    match item {
-        Some(it) => out.items.push((it.span.lo, it.span.hi, names)),
-        None => out.lines.entry(target).or_default().extend(names),
+            runs
+        });
+        runs[line]
     }
 }
 
@@ -262,6 +338,70 @@ mod tests {
         let (source, s, w) = setup(src);
         assert!(w.is_empty(), "{w:?}");
         assert!(s.allows(&PARSE_ERROR, at(src, "let q"), &source));
+    }
+
+    #[test]
+    fn directives_are_read_from_real_comments_only() {
+        let src = "fn a() { let s = \"\\\\\"; x(); } // idem-lint: allow(parse_error)\n\
+                   fn b() { let s = r#\"\"\"#; y(); } // idem-lint: allow(parse_error)\n\
+                   fn c() { let s = \"\n// idem-lint: allow(parse_error)\n\"; }\n\
+                   fn d() { z(); }\n\
+                   fn e<'a>(s: &'a str) { w(); } // idem-lint: allow(parse_error)\n";
+        let (source, s, w) = setup(src);
+        assert!(w.is_empty(), "{w:?}");
+        assert!(
+            s.allows(&PARSE_ERROR, at(src, "x()"), &source),
+            "after \"\\\\\""
+        );
+        assert!(
+            s.allows(&PARSE_ERROR, at(src, "y()"), &source),
+            "after a raw string"
+        );
+        assert!(
+            !s.allows(&PARSE_ERROR, at(src, "z()"), &source),
+            "inside a string"
+        );
+        assert!(
+            s.allows(&PARSE_ERROR, at(src, "w()"), &source),
+            "after lifetimes"
+        );
+    }
+
+    #[test]
+    fn malformed_lists_warn() {
+        for (directive, applies) in [
+            ("allow()", false),
+            ("allow(,,,)", false),
+            ("allow(parse_error) junk", true),
+            ("allow(parse_error,,)", true),
+        ] {
+            let src = format!("fn a() {{ x(); }} // idem-lint: {directive}\n");
+            let (source, s, w) = setup(&src);
+            assert_eq!(w.len(), 1, "{directive}: {w:?}");
+            assert_eq!(
+                s.allows(&PARSE_ERROR, at(&src, "x()"), &source),
+                applies,
+                "{directive}"
+            );
+        }
+        let src = "fn a() { x(); } // idem-lint: allow(parse_error,)\n";
+        let (_, _, w) = setup(src);
+        assert!(w.is_empty(), "a trailing comma is fine: {w:?}");
+    }
+
+    #[test]
+    fn nested_items_and_blank_lines() {
+        let src = "// idem-lint: allow(parse_error)\nmod m {\n    fn f() { x(); }\n}\n\
+                   mod n {\n    // idem-lint: allow(parse_error)\n    fn g() { y(); }\n    fn h() { z(); }\n}\n\
+                   // idem-lint: allow(parse_error)\n\nfn i() { v(); }\n";
+        let (source, s, _) = setup(src);
+        assert!(s.allows(&PARSE_ERROR, at(src, "x()"), &source));
+        assert!(s.allows(&PARSE_ERROR, at(src, "y()"), &source));
+        assert!(!s.allows(&PARSE_ERROR, at(src, "z()"), &source));
+        assert!(
+            !s.allows(&PARSE_ERROR, at(src, "v()"), &source),
+            "a blank line detaches"
+        );
     }
 
     #[test]

@@ -129,7 +129,7 @@ fn malformed_configs_are_one_line_errors() {
         ),
         (
             "[lints.parse_error]\nlevel = \"deny\"\nthreshold = 3\n",
-            "key `lints.parse_error`: lint `parse_error` takes no settings",
+            "idem-lint.toml:3:1: key `lints.parse_error.threshold`: lint `parse_error` takes no settings",
         ),
         ("lints = 1\n", "key `lints`: expected a table"),
         ("[linst]\n", "key `linst`: unknown key"),

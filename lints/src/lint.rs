@@ -20,12 +20,13 @@ impl Level {
         }
     }
 
-    /// `allow`, `warn`, `deny` (and `forbid`, which is `deny` here).
+    /// `allow`, `warn`, `deny`. (No `forbid`: nothing here can stop a later flag from
+    /// lowering a level, which is what `forbid` promises in rustc.)
     pub fn parse(s: &str) -> Option<Level> {
         match s {
             "allow" => Some(Level::Allow),
             "warn" => Some(Level::Warn),
-            "deny" | "forbid" => Some(Level::Deny),
+            "deny" => Some(Level::Deny),
             _ => None,
         }
     }

@@ -53,10 +53,40 @@ impl std::fmt::Display for Origin {
 #[derive(Debug, Clone, Default)]
 pub struct Layer {
     pub levels: Vec<(&'static Lint, Level)>,
-    pub settings: Vec<(&'static Lint, serde_json::Value, Origin)>,
+    pub settings: Vec<LintSettings>,
     pub file_timeout_ms: Option<u64>,
     pub max_file_bytes: Option<u64>,
     pub allow_outside_workspace: Option<bool>,
+    /// Where `file-timeout-ms` was written.
+    pub file_timeout_at: Option<Origin>,
+}
+
+/// A lint's table of settings (`[lints.x]` without `level`), with where each key was
+/// written so an error points at the setting at fault.
+#[derive(Debug, Clone)]
+pub struct LintSettings {
+    pub lint: &'static Lint,
+    pub value: serde_json::Value,
+    /// The lint's key (`lints.x`).
+    pub origin: Origin,
+    /// Each setting's key (`lints.x.extra-apis`).
+    pub keys: Vec<(String, Origin)>,
+}
+
+impl LintSettings {
+    /// Applies the settings to `settings`; an error names the first setting that is wrong
+    /// on its own, else the lint's table.
+    fn apply(&self, settings: &mut Settings) -> Result<()> {
+        let Err(e) = settings.set(self.lint.name, self.value.clone()) else {
+            return Ok(());
+        };
+        let culprit = self.keys.iter().find(|(key, _)| {
+            let alone = serde_json::json!({ key.as_str(): self.value[key.as_str()] });
+            Settings::default().set(self.lint.name, alone).is_err()
+        });
+        let at = culprit.map_or(&self.origin, |(_, origin)| origin);
+        bail!("{at}: {e}")
+    }
 }
 
 /// The whole configuration of a run.
@@ -92,10 +122,11 @@ impl Config {
             let path = ["workspace", "metadata", "idem-lint"];
             if let Some(layer) = layer_at(src, doc, &path, "workspace.metadata.idem-lint")? {
                 if has_dedicated {
+                    let at = key_position(doc, &path).unwrap_or(0);
                     bail!(
-                        "both `{}` and `[workspace.metadata.idem-lint]` in `{}` configure idem-lint; keep one",
+                        "{}: `{}` also configures idem-lint; keep one",
+                        origin(src, at, &path.join(".")),
                         dedicated.display(),
-                        src.path.display()
                     );
                 }
                 workspace = layer;
@@ -113,11 +144,8 @@ impl Config {
                 _ => read_layer(&p.manifest_path, &path, prefix)?,
             };
             let layer = layer.unwrap_or_default();
-            if layer.file_timeout_ms.is_some() {
-                bail!(
-                    "{}: key `package.metadata.idem-lint.file-timeout-ms`: set the time budget at the workspace level",
-                    p.manifest_path.display()
-                );
+            if let Some(at) = &layer.file_timeout_at {
+                bail!("{at}: set the time budget at the workspace level");
             }
             let read_keys = [
                 ("max-file-bytes", layer.max_file_bytes.is_some()),
@@ -159,10 +187,8 @@ impl Config {
             for (lint, level) in &layer.levels {
                 levels.set(lint, *level);
             }
-            for (lint, value, origin) in &layer.settings {
-                settings
-                    .set(lint.name, value.clone())
-                    .map_err(|e| anyhow!("{origin}: {e}"))?;
+            for lint_settings in &layer.settings {
+                lint_settings.apply(&mut settings)?;
             }
         }
         levels.apply_flags(flags)?;
@@ -257,6 +283,7 @@ impl Cx<'_> {
                                 )
                             })?;
                         layer.file_timeout_ms = Some(ms);
+                        layer.file_timeout_at = Some(self.origin(at, "file-timeout-ms"));
                     }
                     None => bail!(
                         "{}: expected a number of milliseconds",
@@ -308,6 +335,7 @@ impl Cx<'_> {
                 DeValue::String(s) => layer.levels.push((lint, self.level(s, at, &full)?)),
                 DeValue::Table(t) => {
                     let mut rest = serde_json::Map::new();
+                    let mut keys = Vec::new();
                     for (k, v) in t.iter() {
                         let k_name = k.get_ref().as_ref();
                         if k_name == "level" {
@@ -321,13 +349,16 @@ impl Cx<'_> {
                             layer.levels.push((lint, level));
                         } else {
                             rest.insert(k_name.to_string(), toml_value::to_json(v.get_ref()));
+                            let key = format!("{full}.{k_name}");
+                            keys.push((k_name.to_string(), self.origin(k.span().start, &key)));
                         }
                     }
-                    layer.settings.push((
+                    layer.settings.push(LintSettings {
                         lint,
-                        serde_json::Value::Object(rest),
-                        self.origin(at, &full),
-                    ));
+                        value: serde_json::Value::Object(rest),
+                        origin: self.origin(at, &full),
+                        keys,
+                    });
                 }
                 _ => bail!(
                     "{}: expected a level (\"allow\", \"warn\", \"deny\") or a table",
@@ -339,6 +370,14 @@ impl Cx<'_> {
     }
 
     fn level(&self, s: &str, at: usize, key: &str) -> Result<Level> {
+        // rustc's `forbid` also locks the level against later flags; nothing here can
+        // promise that (`-A` on the command line wins), so it is refused, not read as deny.
+        if s == "forbid" {
+            bail!(
+                "{}: level `forbid` is not supported (use \"deny\"; the command line can still override it)",
+                self.origin(at, key)
+            );
+        }
         Level::parse(s).ok_or_else(|| {
             anyhow!(
                 "{}: invalid level `{s}` (expected \"allow\", \"warn\" or \"deny\")",
@@ -346,6 +385,20 @@ impl Cx<'_> {
             )
         })
     }
+}
+
+/// Byte offset of the last key of `path` (a table) in `doc`, as written.
+fn key_position(doc: &Spanned<DeTable<'_>>, path: &[&str]) -> Option<usize> {
+    let mut table: &DeTable = doc.get_ref();
+    let mut at = None;
+    for key in path {
+        let (k, v) = table.iter().find(|(k, _)| k.get_ref().as_ref() == *key)?;
+        at = Some(k.span().start);
+        if let DeValue::Table(t) = v.get_ref() {
+            table = t;
+        }
+    }
+    at
 }
 
 fn origin(src: &SourceFile, at: usize, key: &str) -> Origin {

@@ -1,5 +1,6 @@
 //! Packages and targets from `cargo metadata --no-deps`.
 
+use super::pkgid::PackageIdSpec;
 use super::{absolute, PackageSpec, Selection, Sources, TargetSpec, Workspace};
 use anyhow::{anyhow, bail, Context, Result};
 use cargo_metadata::{Metadata, MetadataCommand, Package, Target, TargetKind};
@@ -38,6 +39,7 @@ pub(super) fn discover(manifest: Option<&Path>, sel: &Selection) -> Result<Works
             .into_iter()
             .map(package_spec)
             .collect::<Result<_>>()?,
+        warnings: Vec::new(),
     })
 }
 
@@ -111,18 +113,7 @@ fn select<'m>(
 ) -> Result<Vec<&'m Package>> {
     let members = metadata.workspace_packages();
     if !sel.packages.is_empty() {
-        return sel
-            .packages
-            .iter()
-            .map(|spec| {
-                let name = spec.split('@').next().unwrap_or(spec);
-                members
-                    .iter()
-                    .copied()
-                    .find(|p| p.name.as_str() == name)
-                    .ok_or_else(|| anyhow!("package `{spec}` is not a member of the workspace"))
-            })
-            .collect();
+        return select_specs(&members, &sel.packages);
     }
     if sel.workspace {
         return Ok(members);
@@ -167,6 +158,45 @@ fn select<'m>(
         );
     }
     Ok(defaults)
+}
+
+/// The members `-p` names, each once, in the order first named.
+fn select_specs<'m>(members: &[&'m Package], specs: &[String]) -> Result<Vec<&'m Package>> {
+    let mut out: Vec<&Package> = Vec::new();
+    for text in specs {
+        let spec = PackageIdSpec::parse(text)?;
+        let dir = |p: &Package| {
+            p.manifest_path
+                .parent()
+                .map(|d| d.as_std_path().to_path_buf())
+        };
+        let found: Vec<&Package> = members
+            .iter()
+            .copied()
+            .filter(|p| dir(p).is_some_and(|d| spec.matches(&p.name, &p.version, &d)))
+            .collect();
+        if found.is_empty() {
+            let same_name: Vec<String> = members
+                .iter()
+                .filter(|p| p.name.as_str() == spec.name())
+                .map(|p| format!("`{}@{}` ({})", p.name, p.version, p.id.repr))
+                .collect();
+            if same_name.is_empty() {
+                bail!("package `{text}` is not a member of the workspace");
+            }
+            bail!(
+                "package `{text}` did not match any member of the workspace; the member named `{}` is {}",
+                spec.name(),
+                same_name.join(", ")
+            );
+        }
+        for p in found {
+            if !out.iter().any(|q| q.id == p.id) {
+                out.push(p);
+            }
+        }
+    }
+    Ok(out)
 }
 
 fn package_spec(p: &Package) -> Result<PackageSpec> {

@@ -3,6 +3,7 @@
 //! directory.
 
 mod cargo;
+mod pkgid;
 mod plain;
 
 use anyhow::{bail, Result};
@@ -46,6 +47,9 @@ pub struct Workspace {
     /// The workspace's root `Cargo.toml`, when there is one.
     pub root_manifest: Option<PathBuf>,
     pub packages: Vec<PackageSpec>,
+    /// Problems met while finding the files that did not stop the run (a directory that
+    /// could not be listed); printed as `warning:` lines.
+    pub warnings: Vec<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -83,6 +87,13 @@ pub struct TargetSpec {
 /// Finds the packages `sel` names.
 pub fn discover(sel: &Selection) -> Result<Workspace> {
     if let Some(manifest) = &sel.manifest_path {
+        if manifest.is_dir() {
+            bail!(
+                "`--manifest-path` takes the path of a `Cargo.toml`, and `{}` is a directory (try `{}`)",
+                manifest.display(),
+                manifest.join("Cargo.toml").display()
+            );
+        }
         if !manifest.is_file() {
             bail!("manifest `{}` does not exist", manifest.display());
         }

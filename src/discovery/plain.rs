@@ -7,21 +7,45 @@ use std::path::{Path, PathBuf};
 
 pub(super) fn discover(dir: &Path) -> Result<Workspace> {
     let root = absolute(dir);
+    let real_root = std::fs::canonicalize(&root)
+        .with_context(|| format!("could not read `{}`", root.display()))?;
     let mut files = Vec::new();
+    let mut warnings = Vec::new();
     let walker = ignore::WalkBuilder::new(&root)
         // `.gitignore` applies even outside a git checkout (a copied tree, a tarball).
         .require_git(false)
-        .filter_entry(|e| e.file_name() != "target" || e.depth() == 0)
+        .filter_entry(|e| !is_cargo_target_dir(e))
         .build();
     for entry in walker {
-        let entry = entry.with_context(|| format!("could not list `{}`", root.display()))?;
+        // One directory that cannot be listed (permissions, a name past PATH_MAX) must not
+        // cost the rest of the tree: say so and go on.
+        let entry = match entry {
+            Ok(entry) => entry,
+            Err(e) => {
+                warnings.push(walk_error(&e));
+                continue;
+            }
+        };
+        let Some(kind) = entry.file_type() else {
+            continue;
+        };
+        let is_rs = entry.path().extension().is_some_and(|e| e == "rs");
         // Symlinks are kept (not followed by the walk): reading one that dangles or loops is
         // reported per file instead of aborting the run.
-        let is_file_like = entry
-            .file_type()
-            .is_some_and(|t| t.is_file() || t.is_symlink());
-        if is_file_like && entry.path().extension().is_some_and(|e| e == "rs") {
+        if (kind.is_file() || kind.is_symlink()) && is_rs {
             files.push(entry.into_path());
+        } else if kind.is_symlink() && entry.path().is_dir() {
+            // A directory link inside the tree leads to files the walk lints at their own
+            // path; one leading outside is not read, and the user should know.
+            let inside =
+                std::fs::canonicalize(entry.path()).is_ok_and(|t| t.starts_with(&real_root));
+            if !inside {
+                warnings.push(format!(
+                    "`{}` is a symlink to a directory outside `{}`; not followed",
+                    entry.path().display(),
+                    root.display()
+                ));
+            }
         }
     }
     files.sort();
@@ -47,7 +71,44 @@ pub(super) fn discover(dir: &Path) -> Result<Workspace> {
             targets: vec![target],
             sources: Sources::Files(files),
         }],
+        warnings,
     })
+}
+
+/// Cargo's build directory: it holds generated and packaged copies of sources, not code
+/// the user wrote. Cargo marks every target directory it creates with `CACHEDIR.TAG`
+/// and `.rustc_info.json`; an unmarked `target` beside a `Cargo.toml` is one not built
+/// yet. Any other directory named `target` (`src/target/mod.rs`) is code.
+fn is_cargo_target_dir(e: &ignore::DirEntry) -> bool {
+    if e.depth() == 0 || !e.file_type().is_some_and(|t| t.is_dir()) {
+        return false;
+    }
+    let dir = e.path();
+    let marked = dir.join("CACHEDIR.TAG").is_file() || dir.join(".rustc_info.json").is_file();
+    marked
+        || (e.file_name() == "target"
+            && dir.parent().is_some_and(|p| p.join("Cargo.toml").is_file()))
+}
+
+/// `could not list `dir`: cause`, on one line (`ignore` repeats the path inside the cause).
+fn walk_error(e: &ignore::Error) -> String {
+    fn path_of(e: &ignore::Error) -> Option<&Path> {
+        match e {
+            ignore::Error::WithPath { path, .. } => Some(path),
+            ignore::Error::WithDepth { err, .. } | ignore::Error::WithLineNumber { err, .. } => {
+                path_of(err)
+            }
+            _ => None,
+        }
+    }
+    let cause = match e.io_error() {
+        Some(io) => io.to_string(),
+        None => e.to_string().replace('\n', " "),
+    };
+    match path_of(e) {
+        Some(path) => format!("could not list `{}`: {cause}; skipped", path.display()),
+        None => format!("could not list a directory: {cause}; skipped"),
+    }
 }
 
 /// A `lib` target standing for the whole directory, complete in the shape cargo prints.
@@ -63,7 +124,8 @@ fn synthetic_target(name: &str, root: &Path) -> TargetSpec {
             "kind": ["lib"],
             "crate_types": ["lib"],
             "name": name,
-            "src_path": src_path,
+            // Lossy: a path that is not UTF-8 must not stop JSON output (serde rejects it).
+            "src_path": src_path.to_string_lossy(),
             "edition": "2021",
             "doc": false,
             "doctest": false,

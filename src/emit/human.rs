@@ -1,84 +1,190 @@
 //! rustc-style output through codespan-reporting.
 
-use super::{level_word, relative_path, Input};
+use super::{level_word, relative_path, snippet, Input};
 use crate::report::{Finding, Report};
 use codespan_reporting::diagnostic::{Diagnostic as CsDiagnostic, Label, Severity};
 use codespan_reporting::files::{Error as FilesError, Files};
 use codespan_reporting::term::{self, termcolor::WriteColor, Chars, Config};
 use idem_lints::model::FileId;
 use idem_lints::Level;
+use std::collections::BTreeMap;
 use std::io;
 use std::ops::Range;
 use std::path::Path;
 
-/// Files of every package, named relative to the current directory.
-struct Db<'a> {
-    report: &'a Report,
-    cwd: &'a Path,
+/// The lines one finding shows, per file: escaped and cut around its labels (see
+/// [`super::snippet`]), so the renderer never sees raw control characters or a whole
+/// megabyte line. Line indices stay those of the file, so line numbers are right.
+struct View {
+    files: Vec<ViewFile>,
 }
 
-type Id = (usize, FileId);
+struct ViewFile {
+    name: String,
+    text: String,
+    /// Original line index → byte range of its shown text in `text`.
+    lines: BTreeMap<usize, Range<usize>>,
+    /// View offset of each shown line's start → original line index (for `line_index`).
+    starts: Vec<(usize, usize)>,
+    /// Per shown line: the length of the `...` in front, and how many characters of the
+    /// line were cut before it (columns are the file's, not the view's).
+    cuts: BTreeMap<usize, (usize, usize)>,
+}
 
-impl<'a> Files<'a> for Db<'a> {
-    type FileId = Id;
-    type Name = String;
+impl<'a> Files<'a> for View {
+    type FileId = usize;
+    type Name = &'a str;
     type Source = &'a str;
 
-    fn name(&'a self, (p, f): Id) -> Result<String, FilesError> {
-        Ok(relative_path(&self.report.source(p, f).path, self.cwd))
+    fn name(&'a self, id: usize) -> Result<&'a str, FilesError> {
+        Ok(&self.file(id)?.name)
     }
 
-    fn source(&'a self, (p, f): Id) -> Result<&'a str, FilesError> {
-        Ok(&self.report.source(p, f).text)
+    fn source(&'a self, id: usize) -> Result<&'a str, FilesError> {
+        Ok(&self.file(id)?.text)
     }
 
-    fn line_index(&'a self, (p, f): Id, byte_index: usize) -> Result<usize, FilesError> {
-        Ok(self.report.source(p, f).line_index(byte_index))
+    fn line_index(&'a self, id: usize, byte_index: usize) -> Result<usize, FilesError> {
+        let f = self.file(id)?;
+        let at = f.starts.partition_point(|&(start, _)| start <= byte_index);
+        Ok(at.checked_sub(1).map_or(0, |i| f.starts[i].1))
     }
 
-    fn line_range(&'a self, (p, f): Id, line_index: usize) -> Result<Range<usize>, FilesError> {
-        let src = self.report.source(p, f);
-        if line_index >= src.line_count() {
-            return Err(FilesError::LineTooLarge {
-                given: line_index,
-                max: src.line_count() - 1,
+    fn column_number(
+        &'a self,
+        id: usize,
+        line_index: usize,
+        byte_index: usize,
+    ) -> Result<usize, FilesError> {
+        let f = self.file(id)?;
+        let range = self.line_range(id, line_index)?;
+        let (prefix, chars_cut) = f.cuts.get(&line_index).copied().unwrap_or((0, 0));
+        let from = (range.start + prefix).min(range.end);
+        let to = byte_index.clamp(from, range.end);
+        // Escaping maps each character to one character, so counts carry over.
+        let shown = f.text.get(from..to).map_or(0, |t| t.chars().count());
+        Ok(chars_cut + shown + 1)
+    }
+
+    fn line_range(&'a self, id: usize, line_index: usize) -> Result<Range<usize>, FilesError> {
+        // A line no label touches (codespan may ask for one between two labels) shows empty.
+        let f = self.file(id)?;
+        Ok(f.lines
+            .get(&line_index)
+            .cloned()
+            .unwrap_or(f.text.len()..f.text.len()))
+    }
+}
+
+impl View {
+    fn file(&self, id: usize) -> Result<&ViewFile, FilesError> {
+        self.files.get(id).ok_or(FilesError::FileMissing)
+    }
+
+    /// The view of `spans` (with their file) and each span mapped into it.
+    fn build(
+        report: &Report,
+        cwd: &Path,
+        package: usize,
+        spans: &[idem_lints::model::Span],
+    ) -> (View, Vec<(usize, Range<usize>)>) {
+        let mut files: Vec<ViewFile> = Vec::new();
+        let mut mapped = Vec::with_capacity(spans.len());
+        let mut keys: Vec<(usize, FileId)> = Vec::new();
+        for s in spans {
+            if !keys.contains(&(package, s.file)) {
+                keys.push((package, s.file));
+            }
+        }
+        for key in keys {
+            let src = report.source(key.0, key.1);
+            let ranges: Vec<Range<usize>> = spans
+                .iter()
+                .filter(|s| s.file == key.1)
+                .map(|s| {
+                    let lo = src.clamp(s.lo as usize);
+                    lo..src.clamp(s.hi as usize).max(lo)
+                })
+                .collect();
+            // Every line a label covers, and the one after each (shown between two labels).
+            let mut wanted: BTreeMap<usize, (usize, usize)> = BTreeMap::new();
+            for r in &ranges {
+                let (first, last) = (src.line_index(r.start), src.line_index(r.end));
+                for line in first..=(last + 1).min(src.line_count() - 1) {
+                    let lr = src.line_range(line);
+                    let lo = r.start.clamp(lr.start, lr.end) - lr.start;
+                    let hi = r.end.clamp(lr.start, lr.end) - lr.start;
+                    let (lo, hi) = if line > last { (0, 0) } else { (lo, hi) };
+                    let e = wanted.entry(line).or_insert((lo, hi));
+                    *e = (e.0.min(lo), e.1.max(hi));
+                }
+            }
+            let mut text = String::new();
+            let mut lines = BTreeMap::new();
+            let mut starts = Vec::new();
+            let mut cuts = BTreeMap::new();
+            let mut maps: BTreeMap<usize, (usize, Range<usize>)> = BTreeMap::new();
+            for (&line, &(lo, hi)) in &wanted {
+                let lr = src.line_range(line);
+                let raw = &src.text[lr.clone()];
+                let keep = snippet::window(raw, lo..hi);
+                let (shown, _) = snippet::cut(raw, keep.clone());
+                let start = text.len();
+                text.push_str(&shown);
+                lines.insert(line, start..text.len());
+                starts.push((start, line));
+                let prefix = if keep.start > 0 { "...".len() } else { 0 };
+                cuts.insert(line, (prefix, raw[..keep.start].chars().count()));
+                maps.insert(line, (start, keep));
+                text.push('\n');
+            }
+            let id = files.len();
+            for r in &ranges {
+                let at = |b: usize| {
+                    let line = src.line_index(b);
+                    let lr = src.line_range(line);
+                    let raw = &src.text[lr.clone()];
+                    match maps.get(&line) {
+                        Some((start, keep)) => {
+                            let (_, map) = snippet::cut(raw, keep.clone());
+                            start + map(b.min(lr.end).max(lr.start) - lr.start)
+                        }
+                        None => text.len(),
+                    }
+                };
+                let lo = at(r.start);
+                mapped.push((id, lo..at(r.end).max(lo)));
+            }
+            files.push(ViewFile {
+                name: snippet::escape(&relative_path(&src.path, cwd)),
+                text,
+                lines,
+                starts,
+                cuts,
             });
         }
-        let start = src.line_range(line_index).start;
-        let end = if line_index + 1 < src.line_count() {
-            src.line_range(line_index + 1).start
-        } else {
-            src.text.len()
-        };
-        Ok(start..end)
+        (View { files }, mapped)
     }
 }
 
 pub fn emit(input: &Input, out: &mut dyn WriteColor) -> io::Result<()> {
-    let db = Db {
-        report: input.report,
-        cwd: input.cwd,
-    };
     let config = rustc_like();
     for f in &input.report.findings {
-        term::emit_to_write_style(out, &config, &db, &to_codespan(input.report, f))
-            .map_err(files_error)?;
+        let (view, diag) = to_codespan(input, f);
+        term::emit_to_write_style(out, &config, &view, &diag).map_err(files_error)?;
     }
     summary(input, out)
 }
 
 /// The rendering of one finding without color, for JSON's `rendered`.
 pub fn render_plain(input: &Input, f: &Finding) -> String {
-    let db = Db {
-        report: input.report,
-        cwd: input.cwd,
-    };
-    term::emit_into_string(&rustc_like(), &db, &to_codespan(input.report, f)).unwrap_or_else(|_| {
+    let (view, diag) = to_codespan(input, f);
+    term::emit_into_string(&rustc_like(), &view, &diag).unwrap_or_else(|_| {
         format!(
             "{}[{}]: {}\n",
             level_word(f.diag.level),
             f.diag.lint.code(),
-            f.diag.message
+            snippet::escape(&f.diag.message)
         )
     })
 }
@@ -92,30 +198,38 @@ fn rustc_like() -> Config {
     }
 }
 
-fn to_codespan(report: &Report, f: &Finding) -> CsDiagnostic<Id> {
+fn to_codespan(input: &Input, f: &Finding) -> (View, CsDiagnostic<usize>) {
     let d = &f.diag;
-    let clamp = |span: idem_lints::model::Span| {
-        let src = report.source(f.package, span.file);
-        let lo = src.clamp(span.lo as usize);
-        lo..src.clamp(span.hi as usize).max(lo)
-    };
-    let mut primary = Label::primary((f.package, d.span.file), clamp(d.span));
+    let mut spans = vec![d.span];
+    spans.extend(d.labels.iter().map(|l| l.span));
+    let (view, ranges) = View::build(input.report, input.cwd, f.package, &spans);
+    let esc = snippet::escape;
+    let mut ranges = ranges.into_iter();
+    let (file, range) = ranges.next().unwrap_or((0, 0..0));
+    let mut primary = Label::primary(file, range);
     if let Some(l) = &d.label {
-        primary = primary.with_message(l);
+        primary = primary.with_message(esc(l));
     }
     let mut labels = vec![primary];
-    labels.extend(d.labels.iter().map(|l| {
-        Label::secondary((f.package, l.span.file), clamp(l.span)).with_message(&l.message)
-    }));
-    let mut notes: Vec<String> = d.notes.iter().map(|n| format!("note: {n}")).collect();
-    notes.extend(d.help.iter().map(|h| format!("help: {h}")));
+    labels.extend(
+        d.labels
+            .iter()
+            .zip(ranges)
+            .map(|(l, (file, range))| Label::secondary(file, range).with_message(esc(&l.message))),
+    );
+    let mut notes: Vec<String> = d
+        .notes
+        .iter()
+        .map(|n| format!("note: {}", esc(n)))
+        .collect();
+    notes.extend(d.help.iter().map(|h| format!("help: {}", esc(h))));
     for s in &d.suggestions {
         let edits: Vec<String> = s
             .edits
             .iter()
-            .map(|(_, text)| format!("`{text}`"))
+            .map(|(_, text)| format!("`{}`", esc(text)))
             .collect();
-        notes.push(format!("help: {}: {}", s.message, edits.join(", ")));
+        notes.push(format!("help: {}: {}", esc(&s.message), edits.join(", ")));
     }
     notes.push(format!(
         "for more information, run `cargo idem-lint --explain {}`",
@@ -125,11 +239,12 @@ fn to_codespan(report: &Report, f: &Finding) -> CsDiagnostic<Id> {
         Level::Deny => Severity::Error,
         Level::Warn | Level::Allow => Severity::Warning,
     };
-    CsDiagnostic::new(severity)
+    let diag = CsDiagnostic::new(severity)
         .with_code(d.lint.code())
-        .with_message(&d.message)
+        .with_message(esc(&d.message))
         .with_labels(labels)
-        .with_notes(notes)
+        .with_notes(notes);
+    (view, diag)
 }
 
 /// `warning: 2 warnings emitted`, as rustc ends.
@@ -154,12 +269,9 @@ fn summary(input: &Input, out: &mut dyn WriteColor) -> io::Result<()> {
             format!("{}; {} emitted", plural(e, "error"), plural(w, "warning")),
         ),
     };
-    let diag: CsDiagnostic<Id> = CsDiagnostic::new(severity).with_message(text);
-    let db = Db {
-        report: input.report,
-        cwd: input.cwd,
-    };
-    term::emit_to_write_style(out, &rustc_like(), &db, &diag).map_err(files_error)
+    let diag: CsDiagnostic<usize> = CsDiagnostic::new(severity).with_message(text);
+    let none = View { files: Vec::new() };
+    term::emit_to_write_style(out, &rustc_like(), &none, &diag).map_err(files_error)
 }
 
 fn files_error(e: FilesError) -> io::Error {

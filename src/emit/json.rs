@@ -2,7 +2,7 @@
 //! (a rustc diagnostic inside), then `build-finished`. rust-analyzer reads these with
 //! `cargo_metadata::Message`, so every field it needs is always present.
 
-use super::{level_word, render_plain, Input};
+use super::{level_word, render_plain, snippet, Input};
 use crate::report::Finding;
 use crate::source::SourceFile;
 use idem_lints::model::Span;
@@ -106,14 +106,41 @@ fn span_json(
     let end = src.position(hi);
     let text: Vec<Value> = (start.line..=end.line)
         .map(|line| {
-            let line_text = src.line_text(line - 1);
-            let from = if line == start.line { start.column } else { 1 };
-            let to = if line == end.line {
-                end.column
+            // A long line is cut around the highlight, with columns counted in the cut
+            // text, so a finding costs output in proportion to what it points at.
+            let range = src.line_range(line - 1);
+            let line_text = &src.text[range.clone()];
+            let from = if line == start.line {
+                lo - range.start
             } else {
-                line_text.chars().count() + 1
+                0
             };
-            json!({"text": line_text, "highlight_start": from, "highlight_end": to})
+            let to = if line == end.line {
+                hi - range.start
+            } else {
+                line_text.len()
+            };
+            let keep = snippet::window(line_text, from..to);
+            let text = if keep == (0..line_text.len()) {
+                line_text.to_string()
+            } else {
+                format!(
+                    "{}{}{}",
+                    if keep.start > 0 { "..." } else { "" },
+                    &line_text[keep.clone()],
+                    if keep.end < line_text.len() {
+                        "..."
+                    } else {
+                        ""
+                    }
+                )
+            };
+            let prefix = if keep.start > 0 { 3 } else { 0 };
+            let column = |b: usize| {
+                let b = b.clamp(keep.start, keep.end);
+                prefix + line_text[keep.start..b].chars().count() + 1
+            };
+            json!({"text": text, "highlight_start": column(from), "highlight_end": column(to)})
         })
         .collect();
     json!({

@@ -4,6 +4,7 @@ mod human;
 mod json;
 mod sarif;
 mod short;
+pub mod snippet;
 
 use crate::cli::{ColorChoice, MessageFormat};
 use crate::discovery::Workspace;

@@ -1,6 +1,6 @@
 //! `path:line:col: warning[idem::lint]: message`, one line per finding.
 
-use super::{level_word, relative_path, Input};
+use super::{level_word, relative_path, snippet::escape, Input};
 use std::io::{self, Write};
 
 pub fn emit(input: &Input, out: &mut dyn Write) -> io::Result<()> {
@@ -11,12 +11,12 @@ pub fn emit(input: &Input, out: &mut dyn Write) -> io::Result<()> {
         writeln!(
             out,
             "{}:{}:{}: {}[{}]: {}",
-            relative_path(&source.path, input.cwd),
+            escape(&relative_path(&source.path, input.cwd)),
             pos.line,
             pos.column,
             level_word(d.level),
             d.lint.code(),
-            d.message
+            escape(&d.message)
         )?;
     }
     Ok(())

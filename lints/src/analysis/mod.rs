@@ -12,7 +12,8 @@
 //! - [`types`]: local type evidence ([`TypeEnv`]).
 //! - [`store_ops`]: is this call a Redis/DynamoDB/SQL read, write or atomic claim, with
 //!   which key ([`store_ops::classify`]); [`sql`] reads SQL text.
-//! - [`flow`]: value flow inside one function ([`flow::walk`], [`FnFlow`]).
+//! - [`flow`]: value flow inside one function ([`flow::walk`], [`FnFlow`]);
+//!   [`read_index`]: the reads its decisions test, by key.
 //! - [`summary`]: every function's [`FnSummary`] to a fixed point ([`Summaries`]), reached
 //!   with [`Analysis::summaries`].
 
@@ -24,6 +25,7 @@ pub mod effects;
 pub mod entry;
 pub mod flow;
 pub mod guards;
+pub mod read_index;
 pub mod resolve;
 pub mod sql;
 pub mod store_ops;

@@ -1,9 +1,11 @@
 use crate::analysis::flow::{Decision, FnFlow, StoreEvent};
+use crate::analysis::read_index::ReadIndex;
 use crate::analysis::sql::is_dedupe_table_name;
 use crate::analysis::{Access, Store};
 use crate::context::LintContext;
 use crate::declare_lint;
 use crate::model::Span;
+use std::collections::HashSet;
 
 declare_lint! {
     /// ### What it does
@@ -86,36 +88,43 @@ pub fn check(cx: &mut LintContext<'_>) {
 
 fn fn_findings(flow: &FnFlow) -> Vec<Finding> {
     let mut out: Vec<Finding> = Vec::new();
+    // Indexes, so a function with thousands of check/write pairs costs what its matches
+    // cost, not writes × reads.
+    let reads = ReadIndex::new(flow, |r| is_racy_check(&flow.store_events[r]));
+    let mut reported = HashSet::new();
+    let mut effects = None;
     for write in flow
         .store_events
         .iter()
         .filter(|w| w.access.access.is_write())
     {
-        let found = flow.decisions.iter().find_map(|d| {
-            d.ops
-                .iter()
-                .map(|&r| &flow.store_events[r])
-                .filter(|r| is_racy_check(r))
-                .find(|r| {
-                    same_record(r, write)
-                        && is_guard_marker(r, write)
-                        && on_proceed_path(d, write.span)
-                })
-                .map(|r| (d, r))
-        });
+        // The first decision (then op) in flow order whose read guards this write.
+        let found = reads
+            .candidates(write.access.key.as_ref())
+            .into_iter()
+            .map(|(d, pos)| {
+                let decision = &flow.decisions[d];
+                (decision, &flow.store_events[decision.ops[pos]])
+            })
+            .find(|(d, r)| {
+                same_record(r, write) && is_guard_marker(r, write) && on_proceed_path(d, write.span)
+            });
         let Some((decision, read)) = found else {
             continue;
         };
         let late_after = match write.access.access {
             Access::Write => None,
-            _ => match effect_between(flow, decision, write.span) {
-                Some(e) => Some(e),
-                // An atomic write right after the check is the claim: the check is only a
-                // shortcut.
-                None => continue,
-            },
+            _ => {
+                let effects = effects.get_or_insert_with(|| EffectsByPosition::new(flow));
+                match effects.between(flow, decision, write.span) {
+                    Some(e) => Some(e),
+                    // An atomic write right after the check is the claim: the check is
+                    // only a shortcut.
+                    None => continue,
+                }
+            }
         };
-        if !out.iter().any(|f| f.write.span == write.span) {
+        if reported.insert(write.span) {
             out.push(Finding {
                 write: write.clone(),
                 read: read.clone(),
@@ -184,18 +193,38 @@ fn on_proceed_path(d: &Decision, span: Span) -> bool {
             .any(|b| b.diverges && b.when_present != Some(false))
 }
 
-/// The first effect after the decision and before `write`, on the path that goes on.
-fn effect_between(flow: &FnFlow, d: &Decision, write: Span) -> Option<Span> {
-    flow.effects
-        .iter()
-        .filter(|e| e.span.lo > d.span.hi && e.span.hi <= write.lo)
-        .filter(|e| {
-            !d.branches
-                .iter()
-                .any(|b| b.diverges && b.span.contains(e.span))
-        })
-        .map(|e| e.span)
-        .next()
+/// A function's effects sorted by position, to find the ones between two points without
+/// scanning them all.
+struct EffectsByPosition {
+    /// `(span.lo, index in FnFlow::effects)`.
+    order: Vec<(u32, usize)>,
+}
+
+impl EffectsByPosition {
+    fn new(flow: &FnFlow) -> EffectsByPosition {
+        let mut order: Vec<(u32, usize)> = flow
+            .effects
+            .iter()
+            .enumerate()
+            .map(|(i, e)| (e.span.lo, i))
+            .collect();
+        order.sort_unstable();
+        EffectsByPosition { order }
+    }
+
+    /// The first effect (in flow order) after the decision and before `write`, on the
+    /// path that goes on.
+    fn between(&self, flow: &FnFlow, d: &Decision, write: Span) -> Option<Span> {
+        let from = self.order.partition_point(|&(lo, _)| lo <= d.span.hi);
+        self.order[from..]
+            .iter()
+            .take_while(|&&(lo, _)| lo <= write.lo)
+            .map(|&(_, i)| (i, flow.effects[i].span))
+            .filter(|(_, e)| e.hi <= write.lo)
+            .filter(|(_, e)| !d.branches.iter().any(|b| b.diverges && b.span.contains(*e)))
+            .min_by_key(|&(i, _)| i)
+            .map(|(_, e)| e)
+    }
 }
 
 fn report(cx: &mut LintContext<'_>, f: Finding) {

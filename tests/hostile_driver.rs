@@ -1,0 +1,376 @@
+//! Issue 8, the driver's half: what a hostile checkout or a hostile shell does to the
+//! subcommand around the analysis (output streams, directory walks, `-p` specs, config
+//! errors, suppression comments, control characters and very long lines).
+
+mod common;
+
+use common::{manifest, run, s, tree, BIN};
+use std::process::{Command, Stdio};
+
+/// A file with one `check_then_act` finding on line 4.
+const RACY: &str =
+    "async fn handle(conn: &mut redis::aio::ConnectionManager, id: u64) -> redis::RedisResult<()> {
+    let key = format!(\"done:{}\", id);
+    if conn.exists(&key).await? { return Ok(()); }
+    conn.set(&key, 1).await?;
+    Ok(())
+}
+";
+
+/// `(path relative to `dir`, line)` of every finding in JSON output.
+fn lines_of(out: &common::Run, dir: &std::path::Path) -> Vec<(String, u64)> {
+    out.findings(dir)
+        .into_iter()
+        .map(|(file, line, _, _)| (file, line))
+        .collect()
+}
+
+// ---- item 4: output errors ----
+
+#[test]
+fn an_unwritable_stderr_costs_nothing_on_stdout() {
+    // The unknown name makes a `warning:` line on stderr, which cannot be written.
+    let src = format!("{RACY}// idem-lint: allow(no_such_lint)\n");
+    let dir = tree(&[("a.rs", &src)]);
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .expect("/dev/full");
+    let out = Command::new(BIN)
+        .args([s(dir.path()), "--message-format", "json"])
+        .stderr(Stdio::from(full))
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("idem::check_then_act"), "{stdout}");
+    assert!(stdout.contains("build-finished"), "{stdout}");
+}
+
+/// Runs the binary with a stdout whose reader is gone before the binary writes: the read
+/// end is closed right after `spawn`, while the child is still starting up.
+fn with_closed_stdout(args: &[&str]) -> (Option<i32>, String) {
+    let mut child = Command::new(BIN)
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("runs");
+    drop(child.stdout.take());
+    let out = child.wait_with_output().expect("waits");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn list_and_explain_into_a_closed_pipe_exit_quietly() {
+    let dir = tree(&[("a.rs", RACY)]);
+    for args in [
+        vec!["--list"],
+        vec!["--explain", "check_then_act"],
+        vec![s(dir.path()), "--message-format", "short"],
+    ] {
+        let (code, stderr) = with_closed_stdout(&args);
+        assert_eq!(code, Some(0), "{args:?}: {stderr}");
+        assert_eq!(stderr, "", "{args:?}");
+    }
+}
+
+// ---- item 5: plain directories ----
+
+#[test]
+fn a_plain_directory_whose_path_is_not_utf8_is_linted() {
+    use std::os::unix::ffi::OsStrExt;
+    let parent = tempfile::tempdir().expect("tempdir");
+    let dir = parent.path().join(std::ffi::OsStr::from_bytes(b"bad\xff"));
+    std::fs::create_dir(&dir).expect("mkdir");
+    std::fs::write(dir.join("a.rs"), RACY).expect("write");
+    for format in ["json", "human", "short"] {
+        let out = Command::new(BIN)
+            .arg(&dir)
+            .args(["--message-format", format])
+            .output()
+            .expect("runs");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{format}: {stderr}");
+        assert!(stdout.contains("check_then_act"), "{format}: {stdout}");
+    }
+}
+
+#[test]
+fn an_unlistable_directory_is_reported_and_the_rest_is_linted() {
+    // Running as root, a permission bit stops nothing; a path longer than PATH_MAX stops
+    // every user. The chain is built from the inside out so that no call sees a long path.
+    let dir = tree(&[("a.rs", RACY)]);
+    let long = "d".repeat(250);
+    let chain = dir.path().join(&long);
+    let wrapper = dir.path().join("w");
+    std::fs::create_dir(&chain).expect("mkdir");
+    std::fs::write(chain.join("deep.rs"), RACY).expect("write");
+    for _ in 0..17 {
+        std::fs::create_dir(&wrapper).expect("mkdir");
+        std::fs::rename(&chain, wrapper.join(&long)).expect("rename");
+        std::fs::rename(&wrapper, &chain).expect("rename");
+    }
+    let out = run(&[s(dir.path()), "--message-format", "json"]);
+    out.assert_code(0);
+    assert_eq!(lines_of(&out, dir.path()), [("a.rs".to_string(), 4)]);
+    assert!(
+        out.stderr.starts_with("warning: could not list `") && out.stderr.contains("skipped"),
+        "{}",
+        out.stderr
+    );
+}
+
+// ---- item 13: what a plain walk skips and follows ----
+
+#[test]
+fn plain_mode_skips_the_cargo_target_directory_only() {
+    let dir = tree(&[
+        ("src/target/mod.rs", RACY),
+        ("target/debug/build/out.rs", RACY),
+        (
+            "target/CACHEDIR.TAG",
+            "Signature: 8a477f597d28d172789f06886806bc55\n",
+        ),
+        (
+            "other/build/CACHEDIR.TAG",
+            "Signature: 8a477f597d28d172789f06886806bc55\n",
+        ),
+        ("other/build/gen.rs", RACY),
+        ("nested/Cargo.toml", &manifest("nested", "")),
+        ("nested/target/x.rs", RACY),
+        ("nested/src/target.rs", RACY),
+    ]);
+    let out = run(&[s(dir.path()), "--message-format", "json"]);
+    out.assert_code(0);
+    assert_eq!(
+        lines_of(&out, dir.path()),
+        [
+            ("nested/src/target.rs".to_string(), 4),
+            ("src/target/mod.rs".to_string(), 4)
+        ]
+    );
+}
+
+#[test]
+fn directory_symlinks_out_of_the_tree_are_named() {
+    let outside = tree(&[("ext.rs", RACY)]);
+    let dir = tree(&[("a.rs", RACY), ("sub/b.rs", RACY)]);
+    std::os::unix::fs::symlink(outside.path(), dir.path().join("ext")).expect("symlink");
+    std::os::unix::fs::symlink(dir.path().join("sub"), dir.path().join("again")).expect("symlink");
+    let out = run(&[s(dir.path()), "--message-format", "json"]);
+    out.assert_code(0);
+    // Inside the tree: linted once, at its own path. Outside: not read, and said so.
+    assert_eq!(
+        lines_of(&out, dir.path()),
+        [("a.rs".to_string(), 4), ("sub/b.rs".to_string(), 4)]
+    );
+    let warnings: Vec<&str> = out.stderr.lines().collect();
+    assert_eq!(warnings.len(), 1, "{}", out.stderr);
+    assert!(
+        warnings[0].contains("/ext`") && warnings[0].contains("not followed"),
+        "{}",
+        out.stderr
+    );
+}
+
+// ---- item 11: package selection ----
+
+fn two_member_workspace() -> tempfile::TempDir {
+    tree(&[
+        (
+            "Cargo.toml",
+            "[workspace]\nmembers = [\"a\", \"b\"]\nresolver = \"2\"\n",
+        ),
+        ("a/Cargo.toml", &manifest("a", "")),
+        ("a/src/lib.rs", RACY),
+        ("b/Cargo.toml", &manifest("b", "")),
+        ("b/src/lib.rs", RACY),
+    ])
+}
+
+#[test]
+fn package_specs_follow_cargo() {
+    let dir = two_member_workspace();
+    let root = dir.path().canonicalize().expect("canonical");
+    let a_only = [("a/src/lib.rs".to_string(), 4)];
+    let url = format!("path+file://{}/a#0.1.0", root.display());
+    let url_named = format!("file://{}/a#a@0.1.0", root.display());
+    for spec in [
+        vec!["-p", "a", "-p", "a"],
+        vec!["-p", "a@0.1.0"],
+        vec!["-p", "a@0.1"],
+        vec!["-p", "a:0.1.0"],
+        vec!["-p", &url],
+        vec!["-p", &url_named],
+    ] {
+        let mut args = vec![s(dir.path()), "--message-format", "json"];
+        args.extend(&spec);
+        let out = run(&args);
+        out.assert_code(0);
+        assert_eq!(lines_of(&out, &root), a_only, "{spec:?}");
+    }
+    let out = run(&[
+        s(dir.path()),
+        "--message-format",
+        "json",
+        "-p",
+        "b",
+        "-p",
+        "a",
+        "-p",
+        "b",
+    ]);
+    assert_eq!(out.messages().len(), 2, "{}", out.stdout);
+}
+
+#[test]
+fn package_specs_that_name_no_member_are_errors() {
+    let dir = two_member_workspace();
+    run(&[s(dir.path()), "-p", "a@9.9.9"])
+        .assert_one_line_error("`a@9.9.9` did not match any member");
+    run(&[
+        s(dir.path()),
+        "-p",
+        "registry+https://github.com/rust-lang/crates.io-index#a@0.1.0",
+    ])
+    .assert_one_line_error("did not match any member");
+    run(&[s(dir.path()), "-p", "a@x"]).assert_one_line_error("invalid package ID specification");
+    run(&[s(dir.path()), "-p", "c"]).assert_one_line_error("`c` is not a member");
+}
+
+#[test]
+fn manifest_path_at_a_directory_says_so() {
+    let dir = two_member_workspace();
+    let a = dir.path().join("a");
+    run(&["--manifest-path", s(&a)]).assert_one_line_error("is a directory (try `");
+}
+
+// ---- item 12: config errors point at the setting ----
+
+#[test]
+fn config_errors_carry_the_settings_own_position() {
+    let cases: &[(&str, &str, &str)] = &[
+        (
+            "[package]\nname = \"cfg\"\nversion = \"0.1.0\"\n\n[package.metadata.idem-lint]\nfile-timeout-ms = 5\n",
+            "",
+            "Cargo.toml:6:1: key `package.metadata.idem-lint.file-timeout-ms`",
+        ),
+        (
+            "[package]\nname = \"cfg\"\nversion = \"0.1.0\"\n[workspace]\n\n[workspace.metadata.idem-lint.lints]\nparse_error = \"deny\"\n",
+            "[lints]\n",
+            "Cargo.toml:6:21: key `workspace.metadata.idem-lint`: ",
+        ),
+        (
+            "[package]\nname = \"cfg\"\nversion = \"0.1.0\"\n",
+            "[lints.missing_idempotency_token]\nlevel = \"warn\"\n\napis = 3\n",
+            "idem-lint.toml:4:1: key `lints.missing_idempotency_token.apis`: invalid type",
+        ),
+        (
+            "[package]\nname = \"cfg\"\nversion = \"0.1.0\"\n",
+            "[lints]\ncheck_then_act = \"forbid\"\n",
+            "idem-lint.toml:2:1: key `lints.check_then_act`: level `forbid` is not supported",
+        ),
+    ];
+    for (cargo_toml, idem_toml, expected) in cases {
+        let mut files = vec![("Cargo.toml", *cargo_toml), ("src/lib.rs", "")];
+        if !idem_toml.is_empty() {
+            files.push(("idem-lint.toml", idem_toml));
+        }
+        let dir = tree(&files);
+        run(&[s(dir.path())]).assert_one_line_error(expected);
+    }
+}
+
+// ---- item 9: control characters in a flagged line ----
+
+#[test]
+fn control_characters_are_escaped_in_human_output() {
+    let line4 = "    conn.set(&key, 1).await?;";
+    let src = RACY.replace(
+        line4,
+        &format!("{line4} // \x1b]0;pwned\x07 \x1b[2J \u{202e}gnp.exe"),
+    );
+    let dir = tree(&[("a.rs", &src)]);
+    let human = run(&[s(dir.path()), "--color", "never"]);
+    human.assert_code(0);
+    let json = run(&[s(dir.path()), "--message-format", "json"]);
+    let rendered = json.messages()[0]["message"]["rendered"]
+        .as_str()
+        .expect("rendered")
+        .to_string();
+    for out in [&human.stdout, &rendered] {
+        assert!(out.contains("check_then_act"), "{out}");
+        assert!(
+            !out.contains(['\x1b', '\x07', '\u{202e}']),
+            "raw control characters: {out:?}"
+        );
+        assert!(out.contains("␛]0;pwned␇ ␛[2J"), "{out}");
+    }
+}
+
+// ---- item 14: output in proportion to the findings, not to their line ----
+
+#[test]
+fn findings_on_one_long_line_print_a_window_of_it() {
+    // 300 findings on one 32 KB line: printing the line with each finding is ~10 MB of
+    // human output; a window around each span is a few hundred bytes.
+    let pairs: Vec<String> = (0..300)
+        .map(|i| {
+            format!(
+                "let k{i} = format!(\"done:{{}}:{i}\", id); if c.exists(&k{i}).await? {{ return Ok(()); }} c.set(&k{i}, 1).await?;"
+            )
+        })
+        .collect();
+    let src = format!(
+        "async fn h(c: &mut redis::aio::ConnectionManager, id: u64) -> redis::RedisResult<()> {{ {} Ok(()) }}\n",
+        pairs.join(" ")
+    );
+    let dir = tree(&[("lib.rs", &src)]);
+    let human = run(&[s(dir.path()), "--color", "never"]);
+    human.assert_code(0);
+    assert_eq!(
+        human
+            .stdout
+            .matches("warning[idem::check_then_act]")
+            .count(),
+        300
+    );
+    assert!(
+        human.stdout.len() < 300 * 4_000,
+        "{} bytes",
+        human.stdout.len()
+    );
+    // The header's column is the file's, though the line is cut.
+    let col = src.find("c.set(&k7,").expect("k7") + 1;
+    assert!(
+        human.stdout.contains(&format!("lib.rs:1:{col}\n")),
+        "column {col} missing"
+    );
+    let json = run(&[s(dir.path()), "--message-format", "json"]);
+    let messages = json.messages();
+    assert_eq!(messages.len(), 300);
+    let explanation = messages[0]["message"]["code"]["explanation"]
+        .as_str()
+        .map_or(0, str::len);
+    assert!(
+        json.stdout.len() < 300 * (explanation + 8_000),
+        "{} bytes",
+        json.stdout.len()
+    );
+    // The cut text still highlights the span.
+    let span = &messages[7]["message"]["spans"][0];
+    let text = &span["text"][0];
+    let line: Vec<char> = text["text"].as_str().expect("text").chars().collect();
+    let (from, to) = (
+        text["highlight_start"].as_u64().expect("start") as usize,
+        text["highlight_end"].as_u64().expect("end") as usize,
+    );
+    let highlighted: String = line[from - 1..to - 1].iter().collect();
+    assert_eq!(highlighted, "c.set(&k7, 1)");
+    assert_eq!(span["column_start"].as_u64(), Some(col as u64));
+}
