@@ -55,8 +55,46 @@ pub struct LoadedPackage {
 pub fn load_workspace(ws: &Workspace, opts: &ParseOptions) -> Vec<LoadedPackage> {
     ws.packages
         .par_iter()
-        .map(|p| load_package(p, opts))
+        .map(|p| {
+            let mut loaded = load_package(p, opts);
+            attach_included_texts(&mut loaded.package, &ws.root);
+            loaded
+        })
         .collect()
+}
+
+/// Largest file `include_str!` is followed to: SQL files are small, and a bigger file is not
+/// read for a lint.
+const MAX_INCLUDED_BYTES: u64 = 1 << 20;
+
+/// Reads the files the package's `include_str!`s name (relative to the including file, as
+/// rustc does) and attaches their text to the model, so SQL kept in `queries/x.sql` is
+/// classified like a literal. A file that is missing, outside the workspace `root`, not a
+/// regular file, over [`MAX_INCLUDED_BYTES`] or not UTF-8 is left unread: no finding
+/// depends on it.
+fn attach_included_texts(package: &mut Package, root: &Path) {
+    let Ok(root) = std::fs::canonicalize(root) else {
+        return;
+    };
+    for file in &mut package.files {
+        let Some(dir) = file.path.parent().map(Path::to_path_buf) else {
+            continue;
+        };
+        for inc in &mut file.includes {
+            let Ok(path) = std::fs::canonicalize(dir.join(&inc.path)) else {
+                continue;
+            };
+            let readable = path.starts_with(&root)
+                && std::fs::metadata(&path)
+                    .is_ok_and(|m| m.is_file() && m.len() <= MAX_INCLUDED_BYTES);
+            if !readable {
+                continue;
+            }
+            if let Ok(text) = std::fs::read_to_string(&path) {
+                inc.text = Some(Arc::from(text));
+            }
+        }
+    }
 }
 
 /// A file to read: where it is and what it is in the crate.

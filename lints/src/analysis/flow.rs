@@ -622,7 +622,7 @@ const FORMAT_MACROS: &[&str] = &[
     "format_args",
 ];
 
-impl OpEnv for Walker<'_, '_> {
+impl<'a> OpEnv<'a> for Walker<'a, '_> {
     fn resolve(&self, path: &Path) -> DefPath {
         self.cx.resolver.resolve(
             self.file.target,
@@ -649,17 +649,23 @@ impl OpEnv for Walker<'_, '_> {
                 return self.string_of(receiver);
             }
         }
-        let name = e.as_path()?.as_ident()?;
-        self.strs.get(name).cloned()
+        if let Some(s) = e
+            .as_path()
+            .and_then(|p| p.as_ident())
+            .and_then(|n| self.strs.get(n))
+        {
+            return Some(s.clone());
+        }
+        const_text(self.cx, self.file, &self.f.module, e, 0)
     }
 
     fn depends_on(&self, krate: &str) -> bool {
         self.cx.package.depends_on(krate)
     }
 
-    fn local_init(&self, name: &str) -> Option<&Expr> {
+    fn local_init(&self, name: &str) -> Option<&'a Expr> {
         match self.descs.get(name)? {
-            DescSrc::Expr(e) => Some(e),
+            DescSrc::Expr(e) => Some(*e),
             DescSrc::Desc(_) => None,
         }
     }
@@ -1019,12 +1025,13 @@ impl<'a> Walker<'a, '_> {
             }
             ExprKind::Try(inner) => {
                 let v = self.eval(inner);
-                // A conditional DynamoDB write fails when the item exists: `?` stops there.
+                // A conditional DynamoDB write fails when the item exists, and so does a
+                // key-only insert into a dedupe table: `?` stops there.
                 let dynamo_claims: Vec<usize> = v
                     .ops()
                     .filter(|&i| {
                         let a = &self.out.store_events[i].access;
-                        a.store == Store::DynamoDb && a.access == Access::Claim
+                        a.store == Store::DynamoDb && a.access == Access::Claim || a.shape.key_only
                     })
                     .collect();
                 for i in dynamo_claims {
@@ -1200,6 +1207,9 @@ impl<'a> Walker<'a, '_> {
         if let Some(src) = self.cx.catalog.sources.find(&def) {
             return self.source(e.span, &format!("{}()", path.segments.join("::")), src.kind);
         }
+        if let Some(op) = self.named_op(e, None, path.last(), args) {
+            return self.store_op(op);
+        }
         if let Some(id) = self.callee(e) {
             return self.apply(id, e, None, args, arg_vals);
         }
@@ -1213,6 +1223,26 @@ impl<'a> Walker<'a, '_> {
                 .collect();
         }
         out
+    }
+
+    /// A check or mark known by name (`dedupe.is_processed(&id)`) whose body is not
+    /// visible: no crate fn, or a trait method without a default body.
+    fn named_op(
+        &self,
+        e: &'a Expr,
+        receiver: Option<&'a Expr>,
+        name: &str,
+        args: &'a [Expr],
+    ) -> Option<StoreOp<'a>> {
+        let names = &self.cx.catalog.store_names;
+        names.find(name)?;
+        let visible = self
+            .callee(e)
+            .is_some_and(|id| id.def(self.cx.package).1.body.is_some());
+        if visible {
+            return None;
+        }
+        store_ops::named_op(self, names, receiver, name, args, e.span)
     }
 
     /// The crate fn the call `e` runs, from the call graph.
@@ -1249,6 +1279,9 @@ impl<'a> Walker<'a, '_> {
         if APPENDERS.contains(&method) {
             // `key.push_str(&id)`: the receiver now holds the argument too.
             self.append_to(receiver, Value::joined(arg_vals.iter().cloned()));
+        }
+        if let Some(op) = self.named_op(e, Some(receiver), method, args) {
+            return self.store_op(op);
         }
         if let Some(id) = self.callee(e) {
             return self.apply(id, e, Some(rv), args, arg_vals);
@@ -1697,6 +1730,34 @@ impl<'a> Walker<'a, '_> {
 }
 
 /// An argument's value as seen by a parameter fact: the field it reads, or all of it.
+/// The text of `include_str!("q.sql")` (read by the driver) or of a crate `const`/`static`
+/// holding a literal, an `include_str!` or another such constant; `module` is where `e`
+/// is written, in `file`.
+fn const_text(
+    cx: &FlowCx<'_>,
+    file: &FileModel,
+    module: &[String],
+    e: &Expr,
+    depth: usize,
+) -> Option<String> {
+    match &e.peel().kind {
+        ExprKind::Lit(Lit::Str(s)) => Some(s.clone()),
+        ExprKind::Macro(m) if m.path.last() == "include_str" => {
+            let path = m.args.first()?.as_str_lit()?;
+            file.included_text(path).map(str::to_owned)
+        }
+        ExprKind::Path(p) if depth < 4 => {
+            let def = cx.resolver.resolve(file.target, module, p, None);
+            let super::resolve::Krate::Local(target) = def.krate else {
+                return None;
+            };
+            let (cfile, c) = cx.package.const_def(target, &def.segments)?;
+            const_text(cx, cfile, &c.module, &c.value, depth + 1)
+        }
+        _ => None,
+    }
+}
+
 fn narrow(v: &Value, field: Option<&str>) -> Value {
     match field {
         Some(f) => v.field(f),

@@ -1,6 +1,7 @@
-use crate::analysis::flow::{Decision, FnFlow, StoreEvent};
+use crate::analysis::flow::{Decision, FnFlow, FnId, StoreEvent};
+use crate::analysis::locks::{held_before, held_by_every_caller};
 use crate::analysis::sql::is_dedupe_table_name;
-use crate::analysis::{Access, Store};
+use crate::analysis::{Access, Store, Summaries};
 use crate::context::LintContext;
 use crate::declare_lint;
 use crate::model::Span;
@@ -77,14 +78,17 @@ pub fn check(cx: &mut LintContext<'_>) {
         if id.def(package).1.in_test {
             continue;
         }
-        findings.extend(fn_findings(summaries.flow(id)));
+        findings.extend(fn_findings(summaries, id).into_iter().map(|f| (id, f)));
     }
-    for f in findings {
+    // A helper whose every caller holds a lock (or a won claim) around the call.
+    findings.retain(|(id, _)| !held_by_every_caller(summaries, *id));
+    for (_, f) in findings {
         report(cx, f);
     }
 }
 
-fn fn_findings(flow: &FnFlow) -> Vec<Finding> {
+fn fn_findings(summaries: &Summaries, id: FnId) -> Vec<Finding> {
+    let flow = summaries.flow(id);
     let mut out: Vec<Finding> = Vec::new();
     for write in flow
         .store_events
@@ -95,7 +99,7 @@ fn fn_findings(flow: &FnFlow) -> Vec<Finding> {
             d.ops
                 .iter()
                 .map(|&r| &flow.store_events[r])
-                .filter(|r| is_racy_check(r))
+                .filter(|r| is_racy_check(r) && !serialized(summaries, flow, r))
                 .find(|r| {
                     same_record(r, write)
                         && is_guard_marker(r, write)
@@ -107,6 +111,15 @@ fn fn_findings(flow: &FnFlow) -> Vec<Finding> {
             continue;
         };
         let late_after = match write.access.access {
+            // A key-only insert into a dedupe table fails on the key for the second
+            // delivery; before the work, with its error stopping the handler, it is the
+            // claim and the check only a shortcut.
+            Access::Write if fails_on_repeat(write) => {
+                match effect_between(flow, decision, write.span) {
+                    Some(_) => None,
+                    None => continue,
+                }
+            }
             Access::Write => None,
             _ => match effect_between(flow, decision, write.span) {
                 Some(e) => Some(e),
@@ -130,6 +143,20 @@ fn fn_findings(flow: &FnFlow) -> Vec<Finding> {
 /// A read whose answer can be stale by the time of the write: not a locking read.
 fn is_racy_check(r: &StoreEvent) -> bool {
     r.access.access == Access::Read && !r.access.locking
+}
+
+/// The read runs under a lock or after a won claim (zero2prod's saved-response read on the
+/// losing branch of its `INSERT .. ON CONFLICT DO NOTHING`): a second delivery never gets
+/// between it and the write.
+fn serialized(summaries: &Summaries, flow: &FnFlow, read: &StoreEvent) -> bool {
+    let helper_claims_first = read.via.is_some_and(|f| summaries.summary(f).is_guard());
+    helper_claims_first || held_before(summaries, flow, read.span).is_some()
+}
+
+/// A plain write whose repeat fails: a key-only insert into a dedupe table (its key is
+/// the primary key) whose error is looked at (`?`, a `match`).
+fn fails_on_repeat(write: &StoreEvent) -> bool {
+    write.access.shape.key_only && write.checked
 }
 
 /// Same store, same table where both name one, same key where both can be compared.
@@ -255,5 +282,43 @@ fn atomic_form(store: Store) -> &'static str {
             "claim the row in one step before the work: `INSERT ... ON CONFLICT DO NOTHING` \
              and skip the work when `rows_affected()` is 0"
         }
+        Store::Named => {
+            "replace the check and the mark with one atomic operation of the store that says \
+             whether this delivery won the key (`SET NX`, `INSERT ... ON CONFLICT DO NOTHING`), \
+             called before the work"
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::settings::{CheckThenActSettings, Settings};
+    use crate::testing;
+
+    /// Checks and marks of a store the analysis cannot see can be named in the config.
+    #[test]
+    fn configured_check_and_mark_names() {
+        let src = "
+            pub async fn handle(store: &ext::Client, event_id: &str) -> anyhow::Result<()> {
+                if store.is_duplicate_delivery(event_id).await? {
+                    return Ok(());
+                }
+                refund(event_id).await;
+                store.remember_delivery(event_id).await //~ WARN check_then_act
+            }
+            async fn refund(id: &str) {}
+        ";
+        let package = testing::package("app", &["ext"], &[("crate", src)]);
+        let texts = vec![src.to_owned()];
+        let configured = Settings {
+            check_then_act: CheckThenActSettings {
+                checks: vec!["is_duplicate_delivery".into()],
+                marks: vec!["remember_delivery".into()],
+            },
+            ..Settings::default()
+        };
+        testing::assert_annotations(&package, &texts, &configured, &["check_then_act"]);
+        let none = vec![src.replace("//~ WARN check_then_act", "")];
+        testing::assert_annotations(&package, &none, &Settings::default(), &["check_then_act"]);
     }
 }
