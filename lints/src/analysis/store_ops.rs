@@ -172,6 +172,9 @@ pub fn classify<'a>(env: &dyn OpEnv<'a>, expr: &'a Expr) -> Option<StoreOp<'a>> 
         if let Some(op) = redis_cmd(env, receiver, expr.span) {
             return Some(op);
         }
+        if let Some(op) = redis_pipe(env, receiver, expr.span) {
+            return Some(op);
+        }
     }
     redis_method(env, receiver, method, args, expr.span)
 }
@@ -467,6 +470,16 @@ fn redis_cmd<'a>(env: &dyn OpEnv<'a>, receiver: &'a Expr, span: Span) -> Option<
         }
     };
     args.reverse();
+    cmd_op(env, &name, &args, span)
+}
+
+/// A raw command `name` with its arguments in order; `NX` among them makes `SET` a claim.
+fn cmd_op<'a>(
+    env: &dyn OpEnv<'a>,
+    name: &str,
+    args: &[&'a Expr],
+    span: Span,
+) -> Option<StoreOp<'a>> {
     let upper = name.to_ascii_uppercase();
     let nx = args.iter().any(|a| {
         env.string_of(a)
@@ -500,6 +513,99 @@ fn redis_cmd<'a>(env: &dyn OpEnv<'a>, receiver: &'a Expr, span: Span) -> Option<
         keys_certain: true,
         shape: WriteShape::of_redis_value(env, value.and_then(|i| args.get(i).copied())),
     })
+}
+
+/// `redis::pipe().atomic().cmd("SET").arg(&k).arg(1).arg("NX").ignore().expire(&k, 60)
+/// .query_async(&mut conn)` and `pipe().set_nx(&k, 1).query_async(..)`: one operation stands
+/// for the pipeline, its strongest command (a claim, then a write, a read, a delete).
+fn redis_pipe<'a>(env: &dyn OpEnv<'a>, receiver: &'a Expr, span: Span) -> Option<StoreOp<'a>> {
+    let mut steps: Vec<(&'a str, &'a [Expr])> = Vec::new();
+    let mut cur = receiver.peel();
+    let mut locals = 0;
+    loop {
+        match &cur.kind {
+            ExprKind::MethodCall {
+                receiver,
+                method,
+                args,
+                ..
+            } => {
+                steps.push((method.as_str(), args.as_slice()));
+                cur = receiver.peel();
+            }
+            ExprKind::Call { func, .. } => {
+                let resolved = env.resolve(func.as_path()?);
+                if !(resolved.matches("redis::pipe") || resolved.matches("redis::Pipeline::new")) {
+                    return None;
+                }
+                break;
+            }
+            ExprKind::Path(p) if locals < 4 => {
+                cur = env.local_init(p.as_ident()?)?.peel();
+                locals += 1;
+            }
+            _ => return None,
+        }
+    }
+    steps.reverse();
+    let mut ops: Vec<StoreOp<'a>> = Vec::new();
+    let mut raw: Option<(String, Vec<&'a Expr>)> = None;
+    let flush = |raw: &mut Option<(String, Vec<&'a Expr>)>, ops: &mut Vec<StoreOp<'a>>| {
+        if let Some((name, args)) = raw.take() {
+            ops.extend(cmd_op(env, &name, &args, span));
+        }
+    };
+    for (method, args) in steps {
+        match method {
+            "arg" => {
+                if let Some((_, a)) = raw.as_mut() {
+                    a.extend(args.first());
+                }
+            }
+            "ignore" | "atomic" => {}
+            "cmd" => {
+                flush(&mut raw, &mut ops);
+                raw = args
+                    .first()
+                    .and_then(|a| env.string_of(a))
+                    .map(|n| (n, Vec::new()));
+            }
+            _ => {
+                flush(&mut raw, &mut ops);
+                let Some(&(name, access, key_idx, value_idx)) =
+                    REDIS_METHODS.iter().find(|(n, ..)| *n == method)
+                else {
+                    continue;
+                };
+                let Some(key) = args.get(key_idx) else {
+                    continue;
+                };
+                let value = value_idx.and_then(|i| args.get(i));
+                ops.push(StoreOp {
+                    store: Store::Redis,
+                    access,
+                    command: name.to_owned(),
+                    table: None,
+                    keys: vec![key],
+                    values: value.into_iter().collect(),
+                    span,
+                    locking: false,
+                    dedupe_table: false,
+                    keys_certain: true,
+                    shape: WriteShape::of_redis_value(env, value),
+                });
+            }
+        }
+    }
+    flush(&mut raw, &mut ops);
+    let rank = |a: Access| match a {
+        Access::Claim => 4,
+        Access::Write => 3,
+        Access::Upsert => 2,
+        Access::Read => 1,
+        Access::Delete => 0,
+    };
+    ops.into_iter().max_by_key(|o| rank(o.access))
 }
 
 // ---------------------------------------------------------------- DynamoDB
@@ -1093,7 +1199,10 @@ mod tests {
                map.get(&key);
                cache.set(&key, 1);
                cmd("SET").arg(&key).arg(1).arg("NX").arg("EX").arg(60).query_async(&mut conn).await?;
-               cmd("GET").arg(&key).query_async(&mut conn).await?;"#,
+               cmd("GET").arg(&key).query_async(&mut conn).await?;
+               redis::pipe().atomic().cmd("SET").arg(&key).arg(1).arg("NX").ignore().expire(&key, 60).query_async(&mut conn).await?;
+               redis::pipe().set(&key, 1).ignore().expire(&key, 60).query_async(&mut conn).await?;
+               redis::pipe().cmd("EXISTS").arg(&key).query_async(&mut conn).await?;"#,
         );
         use Access::*;
         assert_eq!(
@@ -1104,6 +1213,9 @@ mod tests {
                 (Store::Redis, Claim, "set_nx".into(), 1),
                 (Store::Redis, Claim, "SET NX".into(), 1),
                 (Store::Redis, Read, "GET".into(), 1),
+                (Store::Redis, Claim, "SET NX".into(), 1),
+                (Store::Redis, Write, "set".into(), 1),
+                (Store::Redis, Read, "EXISTS".into(), 1),
             ]
         );
         assert!(ops(&[], "conn.exists(&key).await?;").is_empty());

@@ -18,6 +18,37 @@ declare_lint! {
     /// `mark_processed(id)`). An atomic claim that comes only after the work is reported
     /// too.
     ///
+    /// The store operations it reads:
+    /// - SQL text given as a literal, a local, a `const`/`static`, or a file read with
+    ///   `include_str!` (relative to the source file; a file outside the workspace, missing
+    ///   or over 1 MiB is not read), in sqlx (functions and `query!` macros, also run as
+    ///   `executor.execute(query)`), tokio-postgres, rusqlite, mysql, diesel's
+    ///   `sql_query`, sea-orm's `Statement` and scylla (CQL `IF NOT EXISTS` is a claim);
+    /// - diesel chains (`insert_into(t).values(..)`, `.on_conflict(..).do_nothing()`,
+    ///   `t.filter(..).first(conn)`/`.load(conn)`, `update(..).set(..)`) and sea-orm
+    ///   (`Entity::find_by_id(..).one(db)`, `Entity::insert(..).on_conflict(..).exec(db)`,
+    ///   `ActiveModel { .. }.insert(db)`);
+    /// - Redis commands as methods, `redis::cmd("SET").arg(..)` and `redis::pipe()`, with
+    ///   `NX` read from the arguments;
+    /// - checks and marks known only by name, whose body is not visible (a trait object,
+    ///   another crate's client): `is_processed`, `already_processed`, `has_seen`,
+    ///   `is_duplicate`, ... and `mark_processed`, `mark_done`, `set_processed`, ...; the
+    ///   common words `exists`, `seen` and `record` only on a store-like receiver (`store`,
+    ///   `dedupe`, `repo`, `inbox`, ...) with a key-like argument (`id`, `key`, `*_id`).
+    ///   Name more in `idem-lint.toml`: `[lints.check_then_act] checks = ["is_dup"], marks
+    ///   = ["remember"]`.
+    ///
+    /// Not reported, because the check and the write cannot race: a read that runs after a
+    /// won claim (the "Zero To Production" shape: `INSERT .. ON CONFLICT DO NOTHING`, a
+    /// `rows_affected` test, the saved response read only on the losing branch and the
+    /// claimed row completed by an `UPDATE`), or under a lock taken before it in the same
+    /// function (`pg_try_advisory_lock`, `pg_advisory_xact_lock`, `SELECT .. FOR UPDATE`, a
+    /// Redis `SET NX` lock), or in a helper every caller of which holds such a lock; a
+    /// write that is itself conditional (`ON CONFLICT DO NOTHING`, `IF NOT EXISTS`); a
+    /// key-only `INSERT` into a dedupe table (`INSERT INTO processed (event_id) VALUES
+    /// ($1)`) whose error stops the handler (`?`) before any work, since the second
+    /// delivery's insert fails on the key.
+    ///
     /// ### Why is this bad?
     /// Two deliveries of the same message that run at the same time both read "not
     /// processed", both do the work and both write the marker: a double refund, a second
@@ -27,10 +58,15 @@ declare_lint! {
     /// ### Known problems
     /// Keys are compared where both are derived in ways the linter can see; when one is
     /// opaque, the same store and table are taken as the same key. A unique constraint
-    /// that makes a plain `INSERT` fail on the second worker is not visible in the code
-    /// and such a guard is still reported. Cache-aside (read a cached value, compute it,
-    /// write it back) is not a guard and is not reported, unless the key or table names
-    /// an idempotency or dedupe record.
+    /// is not visible in the code: a key-only insert into a table named like a dedupe
+    /// table (`processed`, `inbox`, `idempotency`, ...) is assumed to be keyed by that
+    /// column, any other plain `INSERT` is reported. Cache-aside (read a cached value,
+    /// compute it, write it back) is not a guard and is not reported, unless the key or
+    /// table names an idempotency or dedupe record. A lock or claim counts as held until
+    /// the function returns (an unlock in between is not seen), whatever key it locks. SQL
+    /// text passed down as a `&str` parameter or kept in a struct field, `query_file!`
+    /// and sea-query builders are not read. A pipeline (`redis::pipe()`) counts as its
+    /// strongest command.
     ///
     /// ### Example
     /// ```rust
