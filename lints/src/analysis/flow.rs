@@ -421,6 +421,9 @@ pub struct FnFlow {
     pub calls: Vec<CallSite>,
     /// The value the function returns (tail and `return`s).
     pub ret: Value,
+    /// Parameters asked for as text (SQL, a table name) whose text is not known here: a
+    /// caller passing a literal or constant gets the function walked again with it.
+    pub text_params: Vec<usize>,
 }
 
 /// The package-wide tables a walk reads.
@@ -440,18 +443,32 @@ pub trait Callees {
 
 /// Walks function `id` once.
 pub fn walk(cx: &FlowCx<'_>, id: FnId, callees: &dyn Callees) -> FnFlow {
+    walk_bound(cx, id, callees, &[], 0)
+}
+
+/// Walks function `id` with parameters bound to the texts a caller passes (`(index,
+/// text)`): a helper given its SQL as a `&str` parameter. `depth` counts nested re-walks.
+fn walk_bound(
+    cx: &FlowCx<'_>,
+    id: FnId,
+    callees: &dyn Callees,
+    texts: &[(usize, String)],
+    depth: usize,
+) -> FnFlow {
     let mut w = Walker::new(cx, callees, id);
+    w.rewalk_depth = depth;
     let f = w.f;
     for (i, p) in f.params.iter().enumerate() {
         let v = Value::fact(Fact::Param {
             index: i,
             field: None,
         });
+        let text = texts.iter().find(|(t, _)| *t == i).map(|(_, s)| s.clone());
         w.bind_pat(
             &p.pat,
             v,
             Some(DescSrc::Desc(KeyDesc::root(format!("${i}$")))),
-            None,
+            text,
         );
     }
     for attr in f.attrs.iter().filter(|a| a.is("idempotent")) {
@@ -468,6 +485,14 @@ pub fn walk(cx: &FlowCx<'_>, id: FnId, callees: &dyn Callees) -> FnFlow {
     for i in ret_ops {
         w.out.store_events[i].checked = true;
     }
+    let unknown = w.unknown_texts.take();
+    w.out.text_params = f
+        .params
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| matches!(&p.pat, Pat::Ident { name, .. } if unknown.contains(name)))
+        .map(|(i, _)| i)
+        .collect();
     w.out
 }
 
@@ -490,6 +515,10 @@ struct Walker<'a, 'c> {
     closure_arg: Option<Value>,
     /// Spans of the blocks being walked, innermost last.
     blocks: Vec<Span>,
+    /// Names asked for as text whose text was not known (see [`FnFlow::text_params`]).
+    unknown_texts: std::cell::RefCell<Vec<String>>,
+    /// How many callers up this walk is a re-walk with bound texts.
+    rewalk_depth: usize,
     out: FnFlow,
 }
 
@@ -649,14 +678,18 @@ impl<'a> OpEnv<'a> for Walker<'a, '_> {
                 return self.string_of(receiver);
             }
         }
-        if let Some(s) = e
-            .as_path()
-            .and_then(|p| p.as_ident())
-            .and_then(|n| self.strs.get(n))
-        {
+        let ident = e.as_path().and_then(|p| p.as_ident());
+        if let Some(s) = ident.and_then(|n| self.strs.get(n)) {
             return Some(s.clone());
         }
-        const_text(self.cx, self.file, &self.f.module, e, 0)
+        let text = const_text(self.cx, self.file, &self.f.module, e, 0);
+        if let (None, Some(name)) = (&text, ident) {
+            let mut unknown = self.unknown_texts.borrow_mut();
+            if !unknown.iter().any(|n| n == name) {
+                unknown.push(name.to_owned());
+            }
+        }
+        text
     }
 
     fn depends_on(&self, krate: &str) -> bool {
@@ -689,6 +722,8 @@ impl<'a, 'c> Walker<'a, 'c> {
             branch_depth: 0,
             closure_arg: None,
             blocks: Vec::new(),
+            unknown_texts: Default::default(),
+            rewalk_depth: 0,
             out: FnFlow::default(),
         }
     }
@@ -1387,7 +1422,7 @@ impl<'a> Walker<'a, '_> {
             callee: id,
             span: call.span,
         });
-        let s = self.callees.summary(id);
+        let mut s = self.callees.summary(id);
         let (_, callee) = id.def(self.cx.package);
         let name = callee.display_name();
         // Arguments in parameter order; for `Type::method(x, ..)` called as a path with a
@@ -1395,6 +1430,22 @@ impl<'a> Walker<'a, '_> {
         let shift =
             usize::from(receiver.is_none() && callee.self_kind != crate::model::SelfKind::None);
         let param_arg = |i: usize| i + shift;
+        // A helper given its SQL text as an argument: walked again with that text, so its
+        // store operations are known at this call.
+        if !s.text_params.is_empty() && self.rewalk_depth < 2 {
+            let texts: Vec<(usize, String)> = s
+                .text_params
+                .iter()
+                .filter_map(|&p| {
+                    let text = self.string_of(args.get(param_arg(p))?)?;
+                    crate::analysis::sql::looks_like_sql(&text).then_some((p, text))
+                })
+                .collect();
+            if !texts.is_empty() {
+                let flow = walk_bound(self.cx, id, self.callees, &texts, self.rewalk_depth + 1);
+                s = Arc::new(FnSummary::from_flow(&flow));
+            }
+        }
         let mut out = Value::default();
         for (src, trail) in &s.ret_nondet {
             out.add(Fact::Nondet {

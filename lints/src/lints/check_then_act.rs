@@ -19,9 +19,10 @@ declare_lint! {
     /// too.
     ///
     /// The store operations it reads:
-    /// - SQL text given as a literal, a local, a `const`/`static`, or a file read with
+    /// - SQL text given as a literal, a local, a `const`/`static`, a file read with
     ///   `include_str!` (relative to the source file; a file outside the workspace, missing
-    ///   or over 1 MiB is not read), in sqlx (functions and `query!` macros, also run as
+    ///   or over 1 MiB is not read), or passed to a crate helper as a `&str` parameter
+    ///   (`repo.run(MARK_PROCESSED, id)`: the helper is read with that text), in sqlx (functions and `query!` macros, also run as
     ///   `executor.execute(query)`), tokio-postgres, rusqlite, mysql, diesel's
     ///   `sql_query`, sea-orm's `Statement` and scylla (CQL `IF NOT EXISTS` is a claim);
     /// - diesel chains (`insert_into(t).values(..)`, `.on_conflict(..).do_nothing()`,
@@ -64,8 +65,7 @@ declare_lint! {
     /// compute it, write it back) is not a guard and is not reported, unless the key or
     /// table names an idempotency or dedupe record. A lock or claim counts as held until
     /// the function returns (an unlock in between is not seen), whatever key it locks. SQL
-    /// text passed down as a `&str` parameter or kept in a struct field, `query_file!`
-    /// and sea-query builders are not read. A pipeline (`redis::pipe()`) counts as its
+    /// text kept in a struct field, `query_file!` and sea-query builders are not read. A pipeline (`redis::pipe()`) counts as its
     /// strongest command.
     ///
     /// ### Example
