@@ -8,6 +8,7 @@ use serde::Deserialize;
 pub struct Settings {
     pub missing_idempotency_token: crate::lints::missing_idempotency_token::Settings,
     pub nondeterministic_key: NondeterministicKeySettings,
+    pub check_then_act: CheckThenActSettings,
     pub unguarded_entry_point: UnguardedEntryPointSettings,
     pub mark_outside_transaction: MarkOutsideTransactionSettings,
 }
@@ -21,6 +22,17 @@ pub struct NondeterministicKeySettings {
     pub sources: Vec<String>,
     /// More names of bindings, fields and parameters that hold keys (`"job_key"`).
     pub key_names: Vec<String>,
+}
+
+/// `[lints.check_then_act]`: names of store operations whose body the analysis cannot see
+/// (a trait object, another crate), beyond the built-in `is_processed`/`mark_processed`...
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct CheckThenActSettings {
+    /// More checks: methods or fns that read whether a key was handled (`"is_duplicate"`).
+    pub checks: Vec<String>,
+    /// More marks: methods or fns that record a key as handled (`"remember"`).
+    pub marks: Vec<String>,
 }
 
 /// `[lints.unguarded_entry_point]`: names the analysis cannot infer. Fns are named by their
@@ -57,6 +69,10 @@ impl Settings {
             }
             "nondeterministic_key" => {
                 self.nondeterministic_key = parse(value)?;
+                Ok(())
+            }
+            "check_then_act" => {
+                self.check_then_act = parse(value)?;
                 Ok(())
             }
             "unguarded_entry_point" => {
@@ -98,5 +114,8 @@ mod tests {
         assert!(s
             .set("check_then_act", serde_json::json!({"x": 1}))
             .is_err());
+        s.set("check_then_act", serde_json::json!({"checks": ["is_dup"]}))
+            .unwrap();
+        assert_eq!(s.check_then_act.checks, vec!["is_dup"]);
     }
 }

@@ -112,6 +112,13 @@ pub fn fixture_package(dir: &Path) -> (Package, Vec<String>) {
         let mut f =
             lower_file(&text, FileId(i as u32), module_of(rel), false).expect("fixture parses");
         f.path = path.clone();
+        // What the driver does for `include_str!` (the fixtures are trusted files).
+        for inc in &mut f.includes {
+            let included = path.parent().map(|d| d.join(&inc.path));
+            inc.text = included
+                .and_then(|p| std::fs::read_to_string(p).ok())
+                .map(std::sync::Arc::from);
+        }
         models.push(f);
         texts.push(text);
     }

@@ -76,8 +76,36 @@ pub fn load_workspace(ws: &Workspace, opts: &ParseOptions) -> Vec<LoadedPackage>
     let policy = opts.read_policy(ws);
     ws.packages
         .par_iter()
-        .map(|p| load_package(p, opts, &policy))
+        .map(|p| {
+            let mut loaded = load_package(p, opts, &policy);
+            attach_included_texts(&mut loaded.package, &policy);
+            loaded
+        })
         .collect()
+}
+
+/// Largest file `include_str!` is followed to: SQL files are small, and a bigger file is not
+/// read for a lint.
+const MAX_INCLUDED_BYTES: u64 = 1 << 20;
+
+/// Reads the files the package's `include_str!`s name (relative to the including file, as
+/// rustc does) and attaches their text to the model, so SQL kept in `queries/x.sql` is
+/// classified like a literal. They are read through [`read_source`] like every other file, but
+/// under a smaller cap: a file that is missing, outside the workspace, not a regular file, over
+/// [`MAX_INCLUDED_BYTES`] or not UTF-8 is left unread, and no finding depends on it.
+fn attach_included_texts(package: &mut Package, policy: &ReadPolicy) {
+    let mut policy = policy.clone();
+    policy.max_bytes = policy.max_bytes.min(MAX_INCLUDED_BYTES);
+    for file in &mut package.files {
+        let Some(dir) = file.path.parent().map(Path::to_path_buf) else {
+            continue;
+        };
+        for inc in &mut file.includes {
+            if let Ok(text) = read_source(&dir.join(&inc.path), &policy) {
+                inc.text = Some(Arc::from(text));
+            }
+        }
+    }
 }
 
 /// A file to read: where it is and what it is in the crate.

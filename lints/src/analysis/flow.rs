@@ -421,6 +421,9 @@ pub struct FnFlow {
     pub calls: Vec<CallSite>,
     /// The value the function returns (tail and `return`s).
     pub ret: Value,
+    /// Parameters asked for as text (SQL, a table name) whose text is not known here: a
+    /// caller passing a literal or constant gets the function walked again with it.
+    pub text_params: Vec<usize>,
 }
 
 /// The package-wide tables a walk reads.
@@ -440,18 +443,32 @@ pub trait Callees {
 
 /// Walks function `id` once.
 pub fn walk(cx: &FlowCx<'_>, id: FnId, callees: &dyn Callees) -> FnFlow {
+    walk_bound(cx, id, callees, &[], 0)
+}
+
+/// Walks function `id` with parameters bound to the texts a caller passes (`(index,
+/// text)`): a helper given its SQL as a `&str` parameter. `depth` counts nested re-walks.
+fn walk_bound(
+    cx: &FlowCx<'_>,
+    id: FnId,
+    callees: &dyn Callees,
+    texts: &[(usize, String)],
+    depth: usize,
+) -> FnFlow {
     let mut w = Walker::new(cx, callees, id);
+    w.rewalk_depth = depth;
     let f = w.f;
     for (i, p) in f.params.iter().enumerate() {
         let v = Value::fact(Fact::Param {
             index: i,
             field: None,
         });
+        let text = texts.iter().find(|(t, _)| *t == i).map(|(_, s)| s.clone());
         w.bind_pat(
             &p.pat,
             v,
             Some(DescSrc::Desc(KeyDesc::root(format!("${i}$")))),
-            None,
+            text,
         );
     }
     for attr in f.attrs.iter().filter(|a| a.is("idempotent")) {
@@ -468,6 +485,14 @@ pub fn walk(cx: &FlowCx<'_>, id: FnId, callees: &dyn Callees) -> FnFlow {
     for i in ret_ops {
         w.out.store_events[i].checked = true;
     }
+    let unknown = w.unknown_texts.take();
+    w.out.text_params = f
+        .params
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| matches!(&p.pat, Pat::Ident { name, .. } if unknown.contains(name)))
+        .map(|(i, _)| i)
+        .collect();
     w.out
 }
 
@@ -490,6 +515,10 @@ struct Walker<'a, 'c> {
     closure_arg: Option<Value>,
     /// Spans of the blocks being walked, innermost last.
     blocks: Vec<Span>,
+    /// Names asked for as text whose text was not known (see [`FnFlow::text_params`]).
+    unknown_texts: std::cell::RefCell<Vec<String>>,
+    /// How many callers up this walk is a re-walk with bound texts.
+    rewalk_depth: usize,
     out: FnFlow,
 }
 
@@ -622,7 +651,7 @@ const FORMAT_MACROS: &[&str] = &[
     "format_args",
 ];
 
-impl OpEnv for Walker<'_, '_> {
+impl<'a> OpEnv<'a> for Walker<'a, '_> {
     fn resolve(&self, path: &Path) -> DefPath {
         self.cx.resolver.resolve(
             self.file.target,
@@ -649,17 +678,27 @@ impl OpEnv for Walker<'_, '_> {
                 return self.string_of(receiver);
             }
         }
-        let name = e.as_path()?.as_ident()?;
-        self.strs.get(name).cloned()
+        let ident = e.as_path().and_then(|p| p.as_ident());
+        if let Some(s) = ident.and_then(|n| self.strs.get(n)) {
+            return Some(s.clone());
+        }
+        let text = const_text(self.cx, self.file, &self.f.module, e, 0);
+        if let (None, Some(name)) = (&text, ident) {
+            let mut unknown = self.unknown_texts.borrow_mut();
+            if !unknown.iter().any(|n| n == name) {
+                unknown.push(name.to_owned());
+            }
+        }
+        text
     }
 
     fn depends_on(&self, krate: &str) -> bool {
         self.cx.package.depends_on(krate)
     }
 
-    fn local_init(&self, name: &str) -> Option<&Expr> {
+    fn local_init(&self, name: &str) -> Option<&'a Expr> {
         match self.descs.get(name)? {
-            DescSrc::Expr(e) => Some(e),
+            DescSrc::Expr(e) => Some(*e),
             DescSrc::Desc(_) => None,
         }
     }
@@ -683,6 +722,8 @@ impl<'a, 'c> Walker<'a, 'c> {
             branch_depth: 0,
             closure_arg: None,
             blocks: Vec::new(),
+            unknown_texts: Default::default(),
+            rewalk_depth: 0,
             out: FnFlow::default(),
         }
     }
@@ -1019,12 +1060,13 @@ impl<'a> Walker<'a, '_> {
             }
             ExprKind::Try(inner) => {
                 let v = self.eval(inner);
-                // A conditional DynamoDB write fails when the item exists: `?` stops there.
+                // A conditional DynamoDB write fails when the item exists, and so does a
+                // key-only insert into a dedupe table: `?` stops there.
                 let dynamo_claims: Vec<usize> = v
                     .ops()
                     .filter(|&i| {
                         let a = &self.out.store_events[i].access;
-                        a.store == Store::DynamoDb && a.access == Access::Claim
+                        a.store == Store::DynamoDb && a.access == Access::Claim || a.shape.key_only
                     })
                     .collect();
                 for i in dynamo_claims {
@@ -1200,6 +1242,9 @@ impl<'a> Walker<'a, '_> {
         if let Some(src) = self.cx.catalog.sources.find(&def) {
             return self.source(e.span, &format!("{}()", path.segments.join("::")), src.kind);
         }
+        if let Some(op) = self.named_op(e, None, path.last(), args) {
+            return self.store_op(op);
+        }
         if let Some(id) = self.callee(e) {
             return self.apply(id, e, None, args, arg_vals);
         }
@@ -1213,6 +1258,26 @@ impl<'a> Walker<'a, '_> {
                 .collect();
         }
         out
+    }
+
+    /// A check or mark known by name (`dedupe.is_processed(&id)`) whose body is not
+    /// visible: no crate fn, or a trait method without a default body.
+    fn named_op(
+        &self,
+        e: &'a Expr,
+        receiver: Option<&'a Expr>,
+        name: &str,
+        args: &'a [Expr],
+    ) -> Option<StoreOp<'a>> {
+        let names = &self.cx.catalog.store_names;
+        names.find(name)?;
+        let visible = self
+            .callee(e)
+            .is_some_and(|id| id.def(self.cx.package).1.body.is_some());
+        if visible {
+            return None;
+        }
+        store_ops::named_op(self, names, receiver, name, args, e.span)
     }
 
     /// The crate fn the call `e` runs, from the call graph.
@@ -1249,6 +1314,9 @@ impl<'a> Walker<'a, '_> {
         if APPENDERS.contains(&method) {
             // `key.push_str(&id)`: the receiver now holds the argument too.
             self.append_to(receiver, Value::joined(arg_vals.iter().cloned()));
+        }
+        if let Some(op) = self.named_op(e, Some(receiver), method, args) {
+            return self.store_op(op);
         }
         if let Some(id) = self.callee(e) {
             return self.apply(id, e, Some(rv), args, arg_vals);
@@ -1354,7 +1422,7 @@ impl<'a> Walker<'a, '_> {
             callee: id,
             span: call.span,
         });
-        let s = self.callees.summary(id);
+        let mut s = self.callees.summary(id);
         let (_, callee) = id.def(self.cx.package);
         let name = callee.display_name();
         // Arguments in parameter order; for `Type::method(x, ..)` called as a path with a
@@ -1362,6 +1430,22 @@ impl<'a> Walker<'a, '_> {
         let shift =
             usize::from(receiver.is_none() && callee.self_kind != crate::model::SelfKind::None);
         let param_arg = |i: usize| i + shift;
+        // A helper given its SQL text as an argument: walked again with that text, so its
+        // store operations are known at this call.
+        if !s.text_params.is_empty() && self.rewalk_depth < 2 {
+            let texts: Vec<(usize, String)> = s
+                .text_params
+                .iter()
+                .filter_map(|&p| {
+                    let text = self.string_of(args.get(param_arg(p))?)?;
+                    crate::analysis::sql::looks_like_sql(&text).then_some((p, text))
+                })
+                .collect();
+            if !texts.is_empty() {
+                let flow = walk_bound(self.cx, id, self.callees, &texts, self.rewalk_depth + 1);
+                s = Arc::new(FnSummary::from_flow(&flow));
+            }
+        }
         let mut out = Value::default();
         for (src, trail) in &s.ret_nondet {
             out.add(Fact::Nondet {
@@ -1697,6 +1781,34 @@ impl<'a> Walker<'a, '_> {
 }
 
 /// An argument's value as seen by a parameter fact: the field it reads, or all of it.
+/// The text of `include_str!("q.sql")` (read by the driver) or of a crate `const`/`static`
+/// holding a literal, an `include_str!` or another such constant; `module` is where `e`
+/// is written, in `file`.
+fn const_text(
+    cx: &FlowCx<'_>,
+    file: &FileModel,
+    module: &[String],
+    e: &Expr,
+    depth: usize,
+) -> Option<String> {
+    match &e.peel().kind {
+        ExprKind::Lit(Lit::Str(s)) => Some(s.clone()),
+        ExprKind::Macro(m) if m.path.last() == "include_str" => {
+            let path = m.args.first()?.as_str_lit()?;
+            file.included_text(path).map(str::to_owned)
+        }
+        ExprKind::Path(p) if depth < 4 => {
+            let def = cx.resolver.resolve(file.target, module, p, None);
+            let super::resolve::Krate::Local(target) = def.krate else {
+                return None;
+            };
+            let (cfile, c) = cx.package.const_def(target, &def.segments)?;
+            const_text(cx, cfile, &c.module, &c.value, depth + 1)
+        }
+        _ => None,
+    }
+}
+
 fn narrow(v: &Value, field: Option<&str>) -> Value {
     match field {
         Some(f) => v.field(f),

@@ -7,11 +7,13 @@
 //! - [`dominance`]: what happened on every path to a point of a function.
 //! - [`guards`]: guard calls, the calls they dominate, and every fn's first guarded and
 //!   unguarded path from the entry points; [`effects`]: fns with side effects.
+//! - [`locks`]: whether a point runs under a lock or a won claim (check and write cannot race).
 //! - [`transactions`]: transactions of a function and where each store operation runs;
 //!   [`completion`]: completion marks and business writes, through helpers.
 //! - [`types`]: local type evidence ([`TypeEnv`]).
 //! - [`store_ops`]: is this call a Redis/DynamoDB/SQL read, write or atomic claim, with
-//!   which key ([`store_ops::classify`]); [`sql`] reads SQL text.
+//!   which key ([`store_ops::classify`]); [`sql`] reads SQL text, [`query_builders`] diesel
+//!   and sea-orm chains.
 //! - [`flow`]: value flow inside one function ([`flow::walk`], [`FnFlow`]);
 //!   [`read_index`]: the reads its decisions test, by key.
 //! - [`summary`]: every function's [`FnSummary`] to a fixed point ([`Summaries`]), reached
@@ -25,6 +27,8 @@ pub mod effects;
 pub mod entry;
 pub mod flow;
 pub mod guards;
+pub mod locks;
+pub mod query_builders;
 pub mod read_index;
 pub mod resolve;
 pub mod sql;

@@ -128,6 +128,24 @@ impl SqlStatement {
         }
     }
 
+    /// A plain `INSERT` into a dedupe table of its key columns and nothing but timestamps
+    /// or literals besides (`(event_id, processed_at) VALUES ($1, now())`): the key is
+    /// the table's primary key, so a second insert of the same key fails.
+    pub fn inserts_only_key(&self) -> bool {
+        let time_or_literal = |c: &str, v: Option<&Assigned>| {
+            let time_like = c.ends_with("_at") || c.contains("time") || c.contains("date");
+            time_like || matches!(v, Some(Assigned::Literal(_) | Assigned::Call(_)))
+        };
+        self.verb == SqlVerb::Insert
+            && self.on_conflict == OnConflict::None
+            && self.is_dedupe_table()
+            && self.columns.iter().any(|(c, _)| is_key_column(c))
+            && self.columns.iter().all(|(c, _)| {
+                let v = self.assigned.iter().find(|(a, _)| a == c).map(|(_, v)| v);
+                is_key_column(c) || time_or_literal(c, v)
+            })
+    }
+
     /// Bind indices that are not keys (the data written).
     pub fn value_params(&self) -> Vec<usize> {
         let keys = self.key_params();
@@ -347,7 +365,9 @@ pub fn parse(text: &str) -> SqlStatement {
         locking: has_seq(&["for", "update"])
             || has_seq(&["for", "share"])
             || has_seq(&["for", "no", "key", "update"])
-            || all_words.iter().any(|w| w.contains("advisory")),
+            || all_words
+                .iter()
+                .any(|w| w.contains("advisory") && !w.contains("unlock")),
         returning: all_words.contains(&"returning"),
         params,
         assigned: Vec::new(),
@@ -368,7 +388,7 @@ pub fn parse(text: &str) -> SqlStatement {
                 OnConflict::DoNothing
             } else if has_seq(&["do", "update"]) || has_seq(&["duplicate", "key"]) || replace {
                 OnConflict::DoUpdate
-            } else if has_seq(&["where", "not", "exists"]) {
+            } else if has_seq(&["where", "not", "exists"]) || has_seq(&["if", "not", "exists"]) {
                 OnConflict::DoNothing
             } else {
                 OnConflict::None
@@ -639,6 +659,29 @@ mod tests {
             parse("INSERT OR IGNORE INTO seen (k) VALUES (?1)").on_conflict,
             OnConflict::DoNothing
         );
+        assert_eq!(
+            parse("INSERT INTO processed (id) VALUES (?) IF NOT EXISTS").on_conflict,
+            OnConflict::DoNothing
+        );
+    }
+
+    #[test]
+    fn key_only_inserts_into_dedupe_tables_fail_on_a_repeat() {
+        let yes = |q: &str| parse(q).inserts_only_key();
+        assert!(yes("INSERT INTO processed_events (event_id) VALUES ($1)"));
+        assert!(yes(
+            "INSERT INTO processed_events (event_id, processed_at) VALUES ($1, now())"
+        ));
+        assert!(yes(
+            "INSERT INTO inbox (message_id, status) VALUES ($1, 'done')"
+        ));
+        assert!(!yes(
+            "INSERT INTO processed_events (event_id, body) VALUES ($1, $2)"
+        ));
+        assert!(!yes("INSERT INTO orders (id) VALUES ($1)"));
+        assert!(!yes(
+            "INSERT INTO processed_events (event_id) VALUES ($1) ON CONFLICT DO NOTHING"
+        ));
     }
 
     #[test]
@@ -674,6 +717,7 @@ mod tests {
                 .conditional_where
         );
         assert!(parse("SELECT pg_try_advisory_xact_lock($1)").locking);
+        assert!(!parse("SELECT pg_advisory_unlock($1)").locking);
         assert!(!parse("UPDATE t SET x = 1 WHERE id = $1::uuid").conditional_where);
         let c = parse("WITH x AS (SELECT id FROM a) INSERT INTO b (id) SELECT id FROM x");
         assert_eq!((c.verb, c.table.as_deref()), (SqlVerb::Insert, Some("b")));

@@ -20,6 +20,7 @@
 
 use super::resolve::DefPath;
 use super::sql::{self, Assigned, OnConflict, SqlStatement, SqlVerb};
+use crate::catalog::{NamedOp, StoreNames};
 use crate::model::ir::{Expr, ExprKind, Path};
 use crate::model::Span;
 
@@ -29,6 +30,9 @@ pub enum Store {
     Redis,
     DynamoDb,
     Sql,
+    /// A store known only by the names of its operations (`dedupe.is_processed(id)` on a
+    /// trait object or another crate's client): see [`named_op`].
+    Named,
 }
 
 impl Store {
@@ -37,6 +41,7 @@ impl Store {
             Store::Redis => "Redis",
             Store::DynamoDb => "DynamoDB",
             Store::Sql => "SQL",
+            Store::Named => "store",
         }
     }
 }
@@ -96,7 +101,7 @@ pub struct StoreOp<'a> {
 }
 
 /// What [`classify`] needs from the code around the expression.
-pub trait OpEnv {
+pub trait OpEnv<'a> {
     /// Resolves a path written in the current function.
     fn resolve(&self, path: &Path) -> DefPath;
     /// The type of an expression, when the source gives evidence for it.
@@ -107,7 +112,7 @@ pub trait OpEnv {
     fn depends_on(&self, krate: &str) -> bool;
     /// The initializer of local `name` (`opts` of `let opts = SetOptions::default()..`),
     /// when known, so options built before the call are read too.
-    fn local_init(&self, _name: &str) -> Option<&Expr> {
+    fn local_init(&self, _name: &str) -> Option<&'a Expr> {
         None
     }
 }
@@ -125,6 +130,7 @@ const REDIS_CRATES: &[&str] = &[
 
 const SQL_CRATES: &[&str] = &[
     "sqlx",
+    "scylla",
     "tokio_postgres",
     "postgres",
     "deadpool_postgres",
@@ -142,7 +148,7 @@ const SQL_CRATES: &[&str] = &[
 ];
 
 /// Classifies `expr` if it is where a store operation happens.
-pub fn classify<'a>(env: &dyn OpEnv, expr: &'a Expr) -> Option<StoreOp<'a>> {
+pub fn classify<'a>(env: &dyn OpEnv<'a>, expr: &'a Expr) -> Option<StoreOp<'a>> {
     let ExprKind::MethodCall {
         receiver,
         method,
@@ -159,12 +165,114 @@ pub fn classify<'a>(env: &dyn OpEnv, expr: &'a Expr) -> Option<StoreOp<'a>> {
     if let Some(op) = sql_op(env, receiver, method, args, expr.span) {
         return Some(op);
     }
+    if let Some(op) = super::query_builders::classify(env, receiver, method, args, expr.span) {
+        return Some(op);
+    }
     if matches!(method, "query_async" | "query" | "exec_async" | "exec") {
         if let Some(op) = redis_cmd(env, receiver, expr.span) {
             return Some(op);
         }
+        if let Some(op) = redis_pipe(env, receiver, expr.span) {
+            return Some(op);
+        }
     }
     redis_method(env, receiver, method, args, expr.span)
+}
+
+// ---------------------------------------------------------------- named operations
+
+/// Receiver names and types that say "a store of processed keys".
+const STORE_LIKE: &[&str] = &[
+    "store",
+    "dedup",
+    "idempot",
+    "processed",
+    "inbox",
+    "seen",
+    "repo",
+    "redis",
+    "ledger",
+    "tracker",
+];
+
+/// A call of a store operation known by its name only, whose body the analysis cannot see
+/// (the caller checks that): `store.is_processed(&msg.id)` is a read, `mark_processed(id)`
+/// a plain write, keyed by the key-like argument. A common word (`exists`, `record`) needs
+/// a store-like receiver and a key-like argument; the other names need either.
+pub fn named_op<'a>(
+    env: &dyn OpEnv<'a>,
+    names: &StoreNames,
+    receiver: Option<&'a Expr>,
+    name: &str,
+    args: &'a [Expr],
+    span: Span,
+) -> Option<StoreOp<'a>> {
+    let op = names.find(name)?;
+    let key = args.iter().find(|a| is_key_like(a));
+    let store_like = receiver.is_some_and(|r| {
+        let by_type = env.type_of(r).map(|t| t.last().to_ascii_lowercase());
+        let by_name = receiver_name(r).map(str::to_ascii_lowercase);
+        [by_type, by_name]
+            .iter()
+            .flatten()
+            .any(|n| STORE_LIKE.iter().any(|w| n.contains(w)))
+    });
+    let evidence = if names.is_common(name) {
+        store_like && key.is_some()
+    } else {
+        !args.is_empty() && (store_like || key.is_some())
+    };
+    if !evidence {
+        return None;
+    }
+    let key = key.or(args.first())?;
+    Some(StoreOp {
+        store: Store::Named,
+        access: match op {
+            NamedOp::Check => Access::Read,
+            NamedOp::Mark => Access::Write,
+        },
+        command: name.to_owned(),
+        table: None,
+        keys: vec![key],
+        values: Vec::new(),
+        span,
+        locking: false,
+        dedupe_table: false,
+        keys_certain: false,
+        shape: WriteShape {
+            marks_done: op == NamedOp::Mark,
+            ..WriteShape::default()
+        },
+    })
+}
+
+/// `msg.id`, `&event_id`, `key.as_str()`, `job.id.to_string()`: a value named like a key.
+fn is_key_like(e: &Expr) -> bool {
+    let name = match &e.peel().kind {
+        ExprKind::Path(p) => p.as_ident(),
+        ExprKind::Field { member, .. } => Some(member.as_str()),
+        ExprKind::MethodCall {
+            receiver, method, ..
+        } if matches!(
+            method.as_str(),
+            "as_str" | "as_ref" | "to_string" | "to_owned" | "clone" | "as_bytes" | "into"
+        ) =>
+        {
+            return is_key_like(receiver)
+        }
+        ExprKind::MethodCall { method, args, .. } if args.is_empty() => Some(method.as_str()),
+        _ => None,
+    };
+    name.is_some_and(|n| {
+        let n = n.to_ascii_lowercase();
+        n == "id"
+            || n == "key"
+            || n.ends_with("_id")
+            || n.ends_with("_key")
+            || n.ends_with("token")
+            || n.ends_with("id") && n.len() <= 6
+    })
 }
 
 // ---------------------------------------------------------------- Redis
@@ -228,7 +336,7 @@ const REDIS_RECEIVER_NAMES: &[&str] = &[
 ];
 
 fn redis_method<'a>(
-    env: &dyn OpEnv,
+    env: &dyn OpEnv<'a>,
     receiver: &'a Expr,
     method: &str,
     args: &'a [Expr],
@@ -271,7 +379,7 @@ fn redis_method<'a>(
     })
 }
 
-fn is_redis_receiver(env: &dyn OpEnv, receiver: &Expr, method: &str) -> bool {
+fn is_redis_receiver(env: &dyn OpEnv<'_>, receiver: &Expr, method: &str) -> bool {
     if let Some(ty) = env.type_of(receiver) {
         if ty.crate_name().is_some_and(|k| REDIS_CRATES.contains(&k)) {
             return true;
@@ -313,7 +421,7 @@ pub(crate) fn receiver_name(e: &Expr) -> Option<&str> {
 }
 
 /// Whether set options say `NX`, following locals they were built in (a few deep).
-fn mentions_nx(env: &dyn OpEnv, e: &Expr, depth: usize) -> bool {
+fn mentions_nx(env: &dyn OpEnv<'_>, e: &Expr, depth: usize) -> bool {
     let mut found = false;
     let mut locals = Vec::new();
     e.walk(&mut |x| match &x.kind {
@@ -334,7 +442,7 @@ fn mentions_nx(env: &dyn OpEnv, e: &Expr, depth: usize) -> bool {
 }
 
 /// `redis::cmd("SET").arg(&key).arg(1).arg("NX").query_async(&mut conn)`.
-fn redis_cmd<'a>(env: &dyn OpEnv, receiver: &'a Expr, span: Span) -> Option<StoreOp<'a>> {
+fn redis_cmd<'a>(env: &dyn OpEnv<'a>, receiver: &'a Expr, span: Span) -> Option<StoreOp<'a>> {
     let mut args: Vec<&'a Expr> = Vec::new();
     let mut cur = receiver.peel();
     let name = loop {
@@ -362,6 +470,16 @@ fn redis_cmd<'a>(env: &dyn OpEnv, receiver: &'a Expr, span: Span) -> Option<Stor
         }
     };
     args.reverse();
+    cmd_op(env, &name, &args, span)
+}
+
+/// A raw command `name` with its arguments in order; `NX` among them makes `SET` a claim.
+fn cmd_op<'a>(
+    env: &dyn OpEnv<'a>,
+    name: &str,
+    args: &[&'a Expr],
+    span: Span,
+) -> Option<StoreOp<'a>> {
     let upper = name.to_ascii_uppercase();
     let nx = args.iter().any(|a| {
         env.string_of(a)
@@ -397,10 +515,103 @@ fn redis_cmd<'a>(env: &dyn OpEnv, receiver: &'a Expr, span: Span) -> Option<Stor
     })
 }
 
+/// `redis::pipe().atomic().cmd("SET").arg(&k).arg(1).arg("NX").ignore().expire(&k, 60)
+/// .query_async(&mut conn)` and `pipe().set_nx(&k, 1).query_async(..)`: one operation stands
+/// for the pipeline, its strongest command (a claim, then a write, a read, a delete).
+fn redis_pipe<'a>(env: &dyn OpEnv<'a>, receiver: &'a Expr, span: Span) -> Option<StoreOp<'a>> {
+    let mut steps: Vec<(&'a str, &'a [Expr])> = Vec::new();
+    let mut cur = receiver.peel();
+    let mut locals = 0;
+    loop {
+        match &cur.kind {
+            ExprKind::MethodCall {
+                receiver,
+                method,
+                args,
+                ..
+            } => {
+                steps.push((method.as_str(), args.as_slice()));
+                cur = receiver.peel();
+            }
+            ExprKind::Call { func, .. } => {
+                let resolved = env.resolve(func.as_path()?);
+                if !(resolved.matches("redis::pipe") || resolved.matches("redis::Pipeline::new")) {
+                    return None;
+                }
+                break;
+            }
+            ExprKind::Path(p) if locals < 4 => {
+                cur = env.local_init(p.as_ident()?)?.peel();
+                locals += 1;
+            }
+            _ => return None,
+        }
+    }
+    steps.reverse();
+    let mut ops: Vec<StoreOp<'a>> = Vec::new();
+    let mut raw: Option<(String, Vec<&'a Expr>)> = None;
+    let flush = |raw: &mut Option<(String, Vec<&'a Expr>)>, ops: &mut Vec<StoreOp<'a>>| {
+        if let Some((name, args)) = raw.take() {
+            ops.extend(cmd_op(env, &name, &args, span));
+        }
+    };
+    for (method, args) in steps {
+        match method {
+            "arg" => {
+                if let Some((_, a)) = raw.as_mut() {
+                    a.extend(args.first());
+                }
+            }
+            "ignore" | "atomic" => {}
+            "cmd" => {
+                flush(&mut raw, &mut ops);
+                raw = args
+                    .first()
+                    .and_then(|a| env.string_of(a))
+                    .map(|n| (n, Vec::new()));
+            }
+            _ => {
+                flush(&mut raw, &mut ops);
+                let Some(&(name, access, key_idx, value_idx)) =
+                    REDIS_METHODS.iter().find(|(n, ..)| *n == method)
+                else {
+                    continue;
+                };
+                let Some(key) = args.get(key_idx) else {
+                    continue;
+                };
+                let value = value_idx.and_then(|i| args.get(i));
+                ops.push(StoreOp {
+                    store: Store::Redis,
+                    access,
+                    command: name.to_owned(),
+                    table: None,
+                    keys: vec![key],
+                    values: value.into_iter().collect(),
+                    span,
+                    locking: false,
+                    dedupe_table: false,
+                    keys_certain: true,
+                    shape: WriteShape::of_redis_value(env, value),
+                });
+            }
+        }
+    }
+    flush(&mut raw, &mut ops);
+    let rank = |a: Access| match a {
+        Access::Claim => 4,
+        Access::Write => 3,
+        Access::Upsert => 2,
+        Access::Read => 1,
+        Access::Delete => 0,
+    };
+    ops.into_iter().max_by_key(|o| rank(o.access))
+}
+
 // ---------------------------------------------------------------- DynamoDB
 
 /// `client.put_item().table_name(t).item("pk", v).condition_expression(c).send()`.
-fn dynamodb<'a>(env: &dyn OpEnv, receiver: &'a Expr, span: Span) -> Option<StoreOp<'a>> {
+fn dynamodb<'a>(env: &dyn OpEnv<'a>, receiver: &'a Expr, span: Span) -> Option<StoreOp<'a>> {
     // The chain from `.send()` down to the operation method on the client.
     let mut calls: Vec<(&'a str, &'a [Expr])> = Vec::new();
     let mut cur = receiver.peel();
@@ -575,7 +786,7 @@ struct SqlRoot<'a> {
 }
 
 fn sql_op<'a>(
-    env: &dyn OpEnv,
+    env: &dyn OpEnv<'a>,
     receiver: &'a Expr,
     method: &str,
     args: &'a [Expr],
@@ -606,7 +817,7 @@ fn sql_op<'a>(
     Some(sql_statement_op(env, root, span))
 }
 
-fn sql_statement_op<'a>(env: &dyn OpEnv, root: SqlRoot<'a>, span: Span) -> StoreOp<'a> {
+fn sql_statement_op<'a>(env: &dyn OpEnv<'a>, root: SqlRoot<'a>, span: Span) -> StoreOp<'a> {
     let st: SqlStatement = sql::parse(&root.text);
     let access = match st.verb {
         SqlVerb::Select => Access::Read,
@@ -654,11 +865,18 @@ fn sql_statement_op<'a>(env: &dyn OpEnv, root: SqlRoot<'a>, span: Span) -> Store
 /// The SQL root of a query chain: `sqlx::query("..").bind(a).bind(b)`, `query!("..", a)`,
 /// `query_as!(T, "..", a)`, `diesel::sql_query("..").bind::<T, _>(a)`,
 /// `Statement::from_sql_and_values(backend, "..", [a.into()])`.
-fn sql_chain<'a>(env: &dyn OpEnv, e: &'a Expr) -> Option<SqlRoot<'a>> {
+fn sql_chain<'a>(env: &dyn OpEnv<'a>, e: &'a Expr) -> Option<SqlRoot<'a>> {
     let mut binds: Vec<&'a Expr> = Vec::new();
     let mut cur = e.peel();
+    let mut locals = 0;
     loop {
         match &cur.kind {
+            // `let query = sqlx::query!(..); transaction.execute(query)`: the local's
+            // initializer (a few deep).
+            ExprKind::Path(p) if locals < 4 => {
+                cur = env.local_init(p.as_ident()?)?.peel();
+                locals += 1;
+            }
             ExprKind::MethodCall {
                 receiver,
                 method,
@@ -750,6 +968,9 @@ pub struct WriteShape {
     /// Adds to what is stored (`balance = balance + $1`, DynamoDB `ADD`): repeating it
     /// changes the result.
     pub increments: bool,
+    /// A plain SQL insert of only a dedupe table's key (and timestamps): the key is the
+    /// primary key, so a repeat fails instead of writing twice.
+    pub key_only: bool,
 }
 
 /// Values that say "finished".
@@ -798,7 +1019,7 @@ fn is_completion_name(name: &str) -> bool {
 
 /// Whether `e` holds a done-like value: a string literal, a local bound to one, or an enum
 /// variant (`JobStatus::Done`).
-fn holds_done_value(env: &dyn OpEnv, e: &Expr) -> bool {
+fn holds_done_value(env: &dyn OpEnv<'_>, e: &Expr) -> bool {
     if env.string_of(e).is_some_and(|s| is_done_value(&s)) {
         return true;
     }
@@ -840,15 +1061,15 @@ fn is_now_or_true(e: &Expr) -> bool {
 
 impl WriteShape {
     /// `SET key "done"`.
-    fn of_redis_value(env: &dyn OpEnv, value: Option<&Expr>) -> WriteShape {
+    fn of_redis_value(env: &dyn OpEnv<'_>, value: Option<&Expr>) -> WriteShape {
         WriteShape {
             marks_done: value.is_some_and(|v| holds_done_value(env, v)),
-            increments: false,
+            ..WriteShape::default()
         }
     }
 
     /// An `UPDATE`'s assignments or an `INSERT`'s values, with the bound expressions.
-    fn of_sql(env: &dyn OpEnv, st: &SqlStatement, binds: &[&Expr]) -> WriteShape {
+    fn of_sql(env: &dyn OpEnv<'_>, st: &SqlStatement, binds: &[&Expr]) -> WriteShape {
         let done = |col: &str, v: &Assigned| match v {
             // `processed_at = now()`, `done = true`; a bound value only when it is the clock
             // or `true` (a generic `done_at = $3` may as well clear it).
@@ -867,13 +1088,14 @@ impl WriteShape {
         WriteShape {
             marks_done: st.assigned.iter().any(|(c, v)| done(c, v)),
             increments: st.assigned.iter().any(|(_, v)| *v == Assigned::SelfRef),
+            key_only: st.inserts_only_key(),
         }
     }
 
     /// A DynamoDB item or update: status attributes set to done-like values, `ADD` or
     /// `x = x + :n` updates.
     fn of_dynamodb(
-        env: &dyn OpEnv,
+        env: &dyn OpEnv<'_>,
         update: Option<&str>,
         attributes: &[(Option<String>, &Expr)],
     ) -> WriteShape {
@@ -903,6 +1125,7 @@ impl WriteShape {
         WriteShape {
             marks_done,
             increments,
+            key_only: false,
         }
     }
 }
@@ -918,7 +1141,7 @@ mod tests {
         deps: Vec<&'static str>,
     }
 
-    impl OpEnv for Env {
+    impl OpEnv<'_> for Env {
         fn resolve(&self, path: &Path) -> DefPath {
             let mut segs = path.segments.clone();
             // The tests write `use`-free full paths, except for these imported names.
@@ -976,7 +1199,10 @@ mod tests {
                map.get(&key);
                cache.set(&key, 1);
                cmd("SET").arg(&key).arg(1).arg("NX").arg("EX").arg(60).query_async(&mut conn).await?;
-               cmd("GET").arg(&key).query_async(&mut conn).await?;"#,
+               cmd("GET").arg(&key).query_async(&mut conn).await?;
+               redis::pipe().atomic().cmd("SET").arg(&key).arg(1).arg("NX").ignore().expire(&key, 60).query_async(&mut conn).await?;
+               redis::pipe().set(&key, 1).ignore().expire(&key, 60).query_async(&mut conn).await?;
+               redis::pipe().cmd("EXISTS").arg(&key).query_async(&mut conn).await?;"#,
         );
         use Access::*;
         assert_eq!(
@@ -987,6 +1213,9 @@ mod tests {
                 (Store::Redis, Claim, "set_nx".into(), 1),
                 (Store::Redis, Claim, "SET NX".into(), 1),
                 (Store::Redis, Read, "GET".into(), 1),
+                (Store::Redis, Claim, "SET NX".into(), 1),
+                (Store::Redis, Write, "set".into(), 1),
+                (Store::Redis, Read, "EXISTS".into(), 1),
             ]
         );
         assert!(ops(&[], "conn.exists(&key).await?;").is_empty());

@@ -93,6 +93,8 @@ pub struct FnSummary {
     pub guard: Option<StoreAccess>,
     /// Calls made for their effects, or store writes.
     pub has_effects: bool,
+    /// Parameters read as text the function does not know ([`FnFlow::text_params`]).
+    pub text_params: Vec<usize>,
 }
 
 /// Store accesses kept per summary: callers need the kinds and keys, not every one.
@@ -111,7 +113,7 @@ impl FnSummary {
         self.guard.is_some()
     }
 
-    fn from_flow(flow: &FnFlow) -> FnSummary {
+    pub(crate) fn from_flow(flow: &FnFlow) -> FnSummary {
         let mut s = FnSummary::default();
         for (src, trail) in flow.ret.nondet() {
             s.ret_nondet.push((src.clone(), trail.clone()));
@@ -154,6 +156,7 @@ impl FnSummary {
                 s.guard = Some(ev.access.clone());
             }
         }
+        s.text_params = flow.text_params.clone();
         s.has_effects = !flow.effects.is_empty()
             || flow.store_events.iter().any(|e| e.access.access.is_write());
         s
@@ -173,6 +176,7 @@ impl FnSummary {
             && self.accesses == other.accesses
             && self.guard == other.guard
             && self.has_effects == other.has_effects
+            && self.text_params == other.text_params
     }
 }
 

@@ -1,6 +1,7 @@
 //! Catalogs of known APIs the analyses look for: nondeterministic value sources
-//! ([`sources`]), places where a value is used as an idempotency key ([`sinks`]) and the
-//! operations that take an idempotency token ([`tokens`]).
+//! ([`sources`]), places where a value is used as an idempotency key ([`sinks`]), the
+//! operations that take an idempotency token ([`tokens`]) and the names of store checks and
+//! marks whose body is not visible ([`store_names`]).
 //!
 //! Both are data, not code: a lint asks "is this call a source?" or "is this name a key?"
 //! and the answer comes from a table that users extend in `idem-lint.toml`
@@ -8,16 +9,20 @@
 
 pub mod sinks;
 pub mod sources;
+pub mod store_names;
 pub mod tokens;
 
 pub use sinks::{SinkCatalog, SinkKind};
 pub use sources::{SourceCatalog, SourceKind};
+pub use store_names::{NamedOp, StoreNames};
 
 /// The catalogs an [`crate::analysis::Analysis`] is built with.
 #[derive(Debug, Clone, Default)]
 pub struct Catalog {
     pub sources: SourceCatalog,
     pub sinks: SinkCatalog,
+    /// Check and mark names of stores whose body is not visible.
+    pub store_names: StoreNames,
 }
 
 impl Catalog {
@@ -27,6 +32,10 @@ impl Catalog {
         Catalog {
             sources: SourceCatalog::default().with_extra(&cfg.sources),
             sinks: SinkCatalog::default().with_extra_key_names(&cfg.key_names),
+            store_names: StoreNames::default().with_extra(
+                &settings.check_then_act.checks,
+                &settings.check_then_act.marks,
+            ),
         }
     }
 }

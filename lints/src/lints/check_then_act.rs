@@ -1,7 +1,8 @@
-use crate::analysis::flow::{Decision, FnFlow, StoreEvent};
+use crate::analysis::flow::{Decision, FnFlow, FnId, StoreEvent};
+use crate::analysis::locks::{held_before, held_by_every_caller};
 use crate::analysis::read_index::ReadIndex;
 use crate::analysis::sql::is_dedupe_table_name;
-use crate::analysis::{Access, Store};
+use crate::analysis::{Access, Store, Summaries};
 use crate::context::LintContext;
 use crate::declare_lint;
 use crate::model::Span;
@@ -19,6 +20,38 @@ declare_lint! {
     /// `mark_processed(id)`). An atomic claim that comes only after the work is reported
     /// too.
     ///
+    /// The store operations it reads:
+    /// - SQL text given as a literal, a local, a `const`/`static`, a file read with
+    ///   `include_str!` (relative to the source file; a file outside the workspace, missing
+    ///   or over 1 MiB is not read), or passed to a crate helper as a `&str` parameter
+    ///   (`repo.run(MARK_PROCESSED, id)`: the helper is read with that text), in sqlx (functions and `query!` macros, also run as
+    ///   `executor.execute(query)`), tokio-postgres, rusqlite, mysql, diesel's
+    ///   `sql_query`, sea-orm's `Statement` and scylla (CQL `IF NOT EXISTS` is a claim);
+    /// - diesel chains (`insert_into(t).values(..)`, `.on_conflict(..).do_nothing()`,
+    ///   `t.filter(..).first(conn)`/`.load(conn)`, `update(..).set(..)`) and sea-orm
+    ///   (`Entity::find_by_id(..).one(db)`, `Entity::insert(..).on_conflict(..).exec(db)`,
+    ///   `ActiveModel { .. }.insert(db)`);
+    /// - Redis commands as methods, `redis::cmd("SET").arg(..)` and `redis::pipe()`, with
+    ///   `NX` read from the arguments;
+    /// - checks and marks known only by name, whose body is not visible (a trait object,
+    ///   another crate's client): `is_processed`, `already_processed`, `has_seen`,
+    ///   `is_duplicate`, ... and `mark_processed`, `mark_done`, `set_processed`, ...; the
+    ///   common words `exists`, `seen` and `record` only on a store-like receiver (`store`,
+    ///   `dedupe`, `repo`, `inbox`, ...) with a key-like argument (`id`, `key`, `*_id`).
+    ///   Name more in `idem-lint.toml`: `[lints.check_then_act] checks = ["is_dup"], marks
+    ///   = ["remember"]`.
+    ///
+    /// Not reported, because the check and the write cannot race: a read that runs after a
+    /// won claim (the "Zero To Production" shape: `INSERT .. ON CONFLICT DO NOTHING`, a
+    /// `rows_affected` test, the saved response read only on the losing branch and the
+    /// claimed row completed by an `UPDATE`), or under a lock taken before it in the same
+    /// function (`pg_try_advisory_lock`, `pg_advisory_xact_lock`, `SELECT .. FOR UPDATE`, a
+    /// Redis `SET NX` lock), or in a helper every caller of which holds such a lock; a
+    /// write that is itself conditional (`ON CONFLICT DO NOTHING`, `IF NOT EXISTS`); a
+    /// key-only `INSERT` into a dedupe table (`INSERT INTO processed (event_id) VALUES
+    /// ($1)`) whose error stops the handler (`?`) before any work, since the second
+    /// delivery's insert fails on the key.
+    ///
     /// ### Why is this bad?
     /// Two deliveries of the same message that run at the same time both read "not
     /// processed", both do the work and both write the marker: a double refund, a second
@@ -28,10 +61,14 @@ declare_lint! {
     /// ### Known problems
     /// Keys are compared where both are derived in ways the linter can see; when one is
     /// opaque, the same store and table are taken as the same key. A unique constraint
-    /// that makes a plain `INSERT` fail on the second worker is not visible in the code
-    /// and such a guard is still reported. Cache-aside (read a cached value, compute it,
-    /// write it back) is not a guard and is not reported, unless the key or table names
-    /// an idempotency or dedupe record.
+    /// is not visible in the code: a key-only insert into a table named like a dedupe
+    /// table (`processed`, `inbox`, `idempotency`, ...) is assumed to be keyed by that
+    /// column, any other plain `INSERT` is reported. Cache-aside (read a cached value,
+    /// compute it, write it back) is not a guard and is not reported, unless the key or
+    /// table names an idempotency or dedupe record. A lock or claim counts as held until
+    /// the function returns (an unlock in between is not seen), whatever key it locks. SQL
+    /// text kept in a struct field, `query_file!` and sea-query builders are not read. A pipeline (`redis::pipe()`) counts as its
+    /// strongest command.
     ///
     /// ### Example
     /// ```rust
@@ -79,18 +116,24 @@ pub fn check(cx: &mut LintContext<'_>) {
         if id.def(package).1.in_test {
             continue;
         }
-        findings.extend(fn_findings(summaries.flow(id)));
+        findings.extend(fn_findings(summaries, id).into_iter().map(|f| (id, f)));
     }
-    for f in findings {
+    // A helper whose every caller holds a lock (or a won claim) around the call.
+    findings.retain(|(id, _)| !held_by_every_caller(summaries, *id));
+    for (_, f) in findings {
         report(cx, f);
     }
 }
 
-fn fn_findings(flow: &FnFlow) -> Vec<Finding> {
+fn fn_findings(summaries: &Summaries, id: FnId) -> Vec<Finding> {
+    let flow = summaries.flow(id);
     let mut out: Vec<Finding> = Vec::new();
     // Indexes, so a function with thousands of check/write pairs costs what its matches
     // cost, not writes × reads.
-    let reads = ReadIndex::new(flow, |r| is_racy_check(&flow.store_events[r]));
+    let reads = ReadIndex::new(flow, |r| {
+        let read = &flow.store_events[r];
+        is_racy_check(read) && !serialized(summaries, flow, read)
+    });
     let mut reported = HashSet::new();
     let mut effects = None;
     for write in flow
@@ -113,6 +156,16 @@ fn fn_findings(flow: &FnFlow) -> Vec<Finding> {
             continue;
         };
         let late_after = match write.access.access {
+            // A key-only insert into a dedupe table fails on the key for the second
+            // delivery; before the work, with its error stopping the handler, it is the
+            // claim and the check only a shortcut.
+            Access::Write if fails_on_repeat(write) => {
+                let effects = effects.get_or_insert_with(|| EffectsByPosition::new(flow));
+                match effects.between(flow, decision, write.span) {
+                    Some(_) => None,
+                    None => continue,
+                }
+            }
             Access::Write => None,
             _ => {
                 let effects = effects.get_or_insert_with(|| EffectsByPosition::new(flow));
@@ -139,6 +192,20 @@ fn fn_findings(flow: &FnFlow) -> Vec<Finding> {
 /// A read whose answer can be stale by the time of the write: not a locking read.
 fn is_racy_check(r: &StoreEvent) -> bool {
     r.access.access == Access::Read && !r.access.locking
+}
+
+/// The read runs under a lock or after a won claim (zero2prod's saved-response read on the
+/// losing branch of its `INSERT .. ON CONFLICT DO NOTHING`): a second delivery never gets
+/// between it and the write.
+fn serialized(summaries: &Summaries, flow: &FnFlow, read: &StoreEvent) -> bool {
+    let helper_claims_first = read.via.is_some_and(|f| summaries.summary(f).is_guard());
+    helper_claims_first || held_before(summaries, flow, read.span).is_some()
+}
+
+/// A plain write whose repeat fails: a key-only insert into a dedupe table (its key is
+/// the primary key) whose error is looked at (`?`, a `match`).
+fn fails_on_repeat(write: &StoreEvent) -> bool {
+    write.access.shape.key_only && write.checked
 }
 
 /// Same store, same table where both name one, same key where both can be compared.
@@ -284,5 +351,43 @@ fn atomic_form(store: Store) -> &'static str {
             "claim the row in one step before the work: `INSERT ... ON CONFLICT DO NOTHING` \
              and skip the work when `rows_affected()` is 0"
         }
+        Store::Named => {
+            "replace the check and the mark with one atomic operation of the store that says \
+             whether this delivery won the key (`SET NX`, `INSERT ... ON CONFLICT DO NOTHING`), \
+             called before the work"
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::settings::{CheckThenActSettings, Settings};
+    use crate::testing;
+
+    /// Checks and marks of a store the analysis cannot see can be named in the config.
+    #[test]
+    fn configured_check_and_mark_names() {
+        let src = "
+            pub async fn handle(store: &ext::Client, event_id: &str) -> anyhow::Result<()> {
+                if store.is_duplicate_delivery(event_id).await? {
+                    return Ok(());
+                }
+                refund(event_id).await;
+                store.remember_delivery(event_id).await //~ WARN check_then_act
+            }
+            async fn refund(id: &str) {}
+        ";
+        let package = testing::package("app", &["ext"], &[("crate", src)]);
+        let texts = vec![src.to_owned()];
+        let configured = Settings {
+            check_then_act: CheckThenActSettings {
+                checks: vec!["is_duplicate_delivery".into()],
+                marks: vec!["remember_delivery".into()],
+            },
+            ..Settings::default()
+        };
+        testing::assert_annotations(&package, &texts, &configured, &["check_then_act"]);
+        let none = vec![src.replace("//~ WARN check_then_act", "")];
+        testing::assert_annotations(&package, &none, &Settings::default(), &["check_then_act"]);
     }
 }

@@ -3,8 +3,8 @@
 use super::ir::{Arm, BinOp, Block, Expr, ExprKind, Lit, MacroCall, Pat, Path, Stmt, Type};
 use super::nesting::{self, MAX_MODULE_NESTING, MAX_NESTING};
 use super::{
-    Attr, AttrArg, FileId, FileModel, FnDef, GenericParam, ImplDef, ItemKind, ItemSpan, ModDecl,
-    NamedItem, Param, SelfKind, Span, StructDef, UseDecl, Visibility,
+    Attr, AttrArg, ConstDef, FileId, FileModel, FnDef, GenericParam, ImplDef, Include, ItemKind,
+    ItemSpan, ModDecl, NamedItem, Param, SelfKind, Span, StructDef, UseDecl, Visibility,
 };
 use std::time::Instant;
 use syn::punctuated::Punctuated;
@@ -393,10 +393,12 @@ impl Lowerer {
             }
             syn::Item::Const(c) => {
                 self.named(module, &c.ident, &c.vis, ItemKind::Const);
+                self.const_def(module, &c.ident, &c.ty, &c.expr);
                 ItemKind::Const
             }
             syn::Item::Static(st) => {
                 self.named(module, &st.ident, &st.vis, ItemKind::Const);
+                self.const_def(module, &st.ident, &st.ty, &st.expr);
                 ItemKind::Const
             }
             syn::Item::Type(t) => {
@@ -420,6 +422,28 @@ impl Lowerer {
         if !nested {
             self.model.items.push(ItemSpan { kind, span });
         }
+    }
+
+    /// Keeps a `&str` constant's initializer (other constants are never text).
+    fn const_def(
+        &mut self,
+        module: &[String],
+        ident: &syn::Ident,
+        ty: &syn::Type,
+        init: &syn::Expr,
+    ) {
+        let syn::Type::Reference(r) = ty else {
+            return;
+        };
+        if !matches!(&*r.elem, syn::Type::Path(p) if p.path.is_ident("str")) {
+            return;
+        }
+        let value = self.expr(init);
+        self.model.consts.push(ConstDef {
+            module: module.to_vec(),
+            name: unraw(ident),
+            value,
+        });
     }
 
     fn named(
@@ -1100,6 +1124,22 @@ impl Lowerer {
                 parsed: false,
             };
         };
+        if path.last() == "include_str" {
+            // Recorded for the driver, which reads the file (the analysis never does).
+            if let Some(syn::Expr::Lit(syn::ExprLit {
+                lit: syn::Lit::Str(s),
+                ..
+            })) = parsed.first()
+            {
+                let included = s.value();
+                if !self.model.includes.iter().any(|i| i.path == included) {
+                    self.model.includes.push(Include {
+                        path: included,
+                        text: None,
+                    });
+                }
+            }
+        }
         let mut args = Vec::with_capacity(parsed.len());
         for e in &parsed {
             // `write!(f, "{x}", x = value)`: the named argument's value is what flows.

@@ -121,6 +121,12 @@ pub struct FileModel {
     pub decls: Vec<NamedItem>,
     /// Items with their spans (attributes included), for item-level suppression comments.
     pub items: Vec<ItemSpan>,
+    /// Module-level `const`s and `static`s whose value may be text (`const INSERT: &str =
+    /// "..";`, `static Q: &str = include_str!("q.sql");`), so SQL named by a constant is read.
+    pub consts: Vec<ConstDef>,
+    /// The `include_str!` paths written in this file, with the text the driver read for
+    /// each (the analysis never reads files itself).
+    pub includes: Vec<Include>,
     /// Inner attributes and their arguments are rarely useful; only the file span is kept.
     pub span: Span,
 }
@@ -150,6 +156,52 @@ pub struct NamedItem {
     pub name: String,
     pub kind: ItemKind,
     pub vis: Visibility,
+}
+
+/// A `const` or `static` item with its initializer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConstDef {
+    /// The module it is declared in.
+    pub module: Vec<String>,
+    pub name: String,
+    pub value: Expr,
+}
+
+/// One `include_str!("path")` of a file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Include {
+    /// The path as written, relative to the including file's directory.
+    pub path: String,
+    /// The file's text, attached by the driver when the file could be read safely (a
+    /// regular file inside the workspace, under the size cap); `None` otherwise.
+    pub text: Option<std::sync::Arc<str>>,
+}
+
+impl FileModel {
+    /// The text of `include_str!(path)` in this file, when the driver read it.
+    pub fn included_text(&self, path: &str) -> Option<&str> {
+        self.includes
+            .iter()
+            .find(|i| i.path == path)
+            .and_then(|i| i.text.as_deref())
+    }
+}
+
+impl Package {
+    /// The `const`/`static` named `segments` (module path without `crate`, then the name)
+    /// in target `target`, with the file that declares it.
+    pub fn const_def(&self, target: usize, segments: &[String]) -> Option<(&FileModel, &ConstDef)> {
+        let (name, module) = segments.split_last()?;
+        self.files
+            .iter()
+            .filter(|f| f.target == target)
+            .find_map(|f| {
+                f.consts
+                    .iter()
+                    .find(|c| c.name == *name && c.module.get(1..) == Some(module))
+                    .map(|c| (f, c))
+            })
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1,0 +1,56 @@
+//! Whether a point of a function runs serialized with other deliveries: after a lock is
+//! taken or a claim is won, a check and a write cannot race, because a second delivery
+//! stops at the lock or the claim.
+//!
+//! Public API:
+//! - [`held_before`]`(flow, at) -> Option<Span>`: an operation before `at` in the function
+//!   that serializes what follows: an atomic claim whose result is tested (`SET NX`, `INSERT
+//!   .. ON CONFLICT DO NOTHING` with a `rows_affected` test), a PostgreSQL advisory lock
+//!   (`pg_try_advisory_lock`, `pg_advisory_xact_lock`) or a locking read (`SELECT .. FOR
+//!   UPDATE`), directly or inside a helper that is itself a guard.
+//! - [`held_by_every_caller`]`(summaries, id) -> bool`: every call of `id` in the crate runs
+//!   where [`held_before`] holds (a Redis lock held by the caller around the whole helper).
+//!
+//! A lock counts as held until the function returns: an unlock in between is not seen
+//! (documented in `check_then_act`'s known problems).
+
+use super::flow::{FnFlow, FnId, StoreEvent};
+use super::store_ops::{Access, Store};
+use super::summary::Summaries;
+use crate::model::Span;
+
+/// The first operation before `at` that holds a lock or a won claim over what follows.
+pub fn held_before(summaries: &Summaries, flow: &FnFlow, at: Span) -> Option<Span> {
+    flow.store_events
+        .iter()
+        .filter(|ev| ev.span.file == at.file && ev.span.hi <= at.lo)
+        .find(|ev| serializes(summaries, ev))
+        .map(|ev| ev.span)
+}
+
+/// Whether store event `ev` takes a lock or wins a claim for what follows it.
+pub fn serializes(summaries: &Summaries, ev: &StoreEvent) -> bool {
+    let a = &ev.access;
+    let won_claim = a.access == Access::Claim && ev.checked;
+    // An advisory lock or `FOR UPDATE` read; a lock reported by a helper's summary counts
+    // the same way.
+    let lock = a.store == Store::Sql && a.locking;
+    let guard_helper = ev.via.is_some_and(|f| summaries.summary(f).is_guard());
+    won_claim || lock || guard_helper
+}
+
+/// Whether `id` is called somewhere in the crate and every call runs under a lock or a won
+/// claim of its caller.
+pub fn held_by_every_caller(summaries: &Summaries, id: FnId) -> bool {
+    let mut calls = 0usize;
+    for caller in summaries.ids() {
+        let flow = summaries.flow(caller);
+        for call in flow.calls.iter().filter(|c| c.callee == id) {
+            calls += 1;
+            if held_before(summaries, flow, call.span).is_none() {
+                return false;
+            }
+        }
+    }
+    calls > 0
+}
