@@ -12,6 +12,7 @@ pub mod tokens;
 
 pub use sinks::{SinkCatalog, SinkKind};
 pub use sources::{SourceCatalog, SourceKind};
+pub use tokens::{repeat_effect, RepeatEffect};
 
 /// The catalogs an [`crate::analysis::Analysis`] is built with.
 #[derive(Debug, Clone, Default)]
