@@ -24,6 +24,7 @@ pub mod effects;
 pub mod entry;
 pub mod flow;
 pub mod guards;
+pub mod origin;
 pub mod resolve;
 pub mod sql;
 pub mod store_ops;
