@@ -46,6 +46,9 @@ pub struct Workspace {
     /// The workspace's root `Cargo.toml`, when there is one.
     pub root_manifest: Option<PathBuf>,
     pub packages: Vec<PackageSpec>,
+    /// Workspace members not selected (a root package's manifest selects that package, as
+    /// cargo does): the summary says they were not read.
+    pub unselected: Vec<String>,
 }
 
 #[derive(Debug, Clone)]
