@@ -3,7 +3,7 @@
 use super::ir::{Arm, BinOp, Block, Expr, ExprKind, Lit, MacroCall, Pat, Path, Stmt, Type};
 use super::{
     Attr, AttrArg, FileId, FileModel, FnDef, GenericParam, ImplDef, ItemKind, ItemSpan, ModDecl,
-    NamedItem, Param, SelfKind, Span, StructDef, UseDecl, Visibility,
+    NamedItem, Param, SelfKind, Span, StructDef, TypeAliasDef, UseDecl, Visibility,
 };
 use syn::punctuated::Punctuated;
 use syn::spanned::Spanned;
@@ -220,6 +220,12 @@ impl Lowerer {
             }
             syn::Item::Type(t) => {
                 self.named(module, &t.ident, &t.vis, ItemKind::Other);
+                let ty = self.ty(&t.ty);
+                self.model.type_aliases.push(TypeAliasDef {
+                    name: unraw(&t.ident),
+                    module: module.to_vec(),
+                    ty,
+                });
                 ItemKind::Other
             }
             syn::Item::Union(u) => {
