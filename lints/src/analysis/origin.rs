@@ -9,7 +9,7 @@
 use super::callgraph::CallGraph;
 use super::entry::EntryKind;
 use super::flow::FnId;
-use crate::model::ir::{Block, Expr, ExprKind, Lit, Pat, Stmt};
+use crate::model::ir::{BinOp, Block, Expr, ExprKind, Lit, Pat, Stmt};
 use crate::model::Span;
 use std::collections::{HashSet, VecDeque};
 
@@ -105,6 +105,15 @@ fn presence_test(cond: &Expr) -> Option<(bool, &str)> {
             Some((present, root_name(receiver)?))
         }
         ExprKind::Let { pat, expr } if binds_a_value(pat) => Some((true, root_name(expr)?)),
+        // `post && !headers.contains_key(..)`: the `then` branch runs only without a key
+        // (an `else` says nothing, so only an absence test counts).
+        ExprKind::Binary {
+            op: BinOp::And,
+            lhs,
+            rhs,
+        } => [lhs, rhs]
+            .into_iter()
+            .find_map(|side| presence_test(side).filter(|(present, _)| !present)),
         _ => None,
     }
 }
@@ -304,6 +313,9 @@ mod tests {
         let els =
             "let k = if let Some(k) = given { k } else { Uuid::new_v4() }; http.header(KEY, k);";
         assert!(matches!(origin(els), Some(Origin::WhenAbsent(_))));
+        // svix: `if post && !self.headers.contains_key(..) { self.headers.insert(..) }`.
+        let both = "if post && !self.headers.contains_key(K) { self.headers.insert(KEY, Uuid::new_v4()); }";
+        assert!(matches!(origin(both), Some(Origin::WhenAbsent(_))));
         let present = "if headers.contains_key(K) { headers.insert(KEY, Uuid::new_v4()); }";
         assert_eq!(origin(present), None);
         // A guard on some other lookup says nothing of the key.
