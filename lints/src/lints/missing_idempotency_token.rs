@@ -75,7 +75,10 @@ declare_lint! {
     /// - The repeat classification reads names, not semantics: a `create_*` whose required
     ///   `name` is not unique in its service is taken to conflict, and an `update_*` that
     ///   starts work (CloudFormation `update_stack`) to have no effect because a repeat with
-    ///   the same input changes nothing.
+    ///   the same input changes nothing. The classification is per operation, not per call:
+    ///   a `create_change_set` whose name is itself a fresh UUID does not conflict on a
+    ///   repeat and is still not reported, and a `transact_write_items` whose every item is a
+    ///   conditional put (a repeat fails its condition) is still reported.
     /// - A receiver of unknown type counts only through the module's imports or the package's
     ///   dependencies, and not when the crate defines a method of the same name itself or the
     ///   receiver comes from another crate's value (`ci.pipeline(p).create_job()`).
