@@ -13,12 +13,31 @@ The table is read from the AWS SDK for Rust's own generated sources, not typed b
      that the SDK does not fill is an entry with `Fill::Unset` when its documentation describes
      deduplication of retried requests (IDEMPOTENT below), and is reported as excluded otherwise
      (CodePipeline's third-party job `client_token` is a credential, not a request token).
-3. MANUAL adds what no setter name reveals (Step Functions `StartExecution` dedupes on `name`);
+3. Every entry is classified by what a repeat of the request does without its token
+   (`repeat_effect` below; the rule is the doc of `RepeatEffect` in tokens/mod.rs):
+   - `NoEffect` when the operation's verb removes, ends or sets something (`delete_*`,
+     `stop_*`, `update_*`, `put_*`, `associate_*`, ... NO_EFFECT_VERBS): a repeat leaves the
+     same state, or fails because the thing is gone; unless the token's documentation says
+     it keeps a retry from making a duplicate or a new version (MAKES_COPIES: Secrets
+     Manager's `put_secret_value` adds a version per request);
+   - `Conflicts` when the operation makes a thing (MAKE_VERBS: `create`, `register`,
+     `import`, `copy`) and its input has a required member naming it (`name`, or
+     `<noun>_name`/`<noun>_identifier` for a trailing part of the operation's noun:
+     `create_change_set` requires `change_set_name`), or applies a one-shot thing named by
+     `<noun>_name` (ONCE_VERBS: `execute_change_set`); required-ness is read from the
+     `This field is required.` line the SDK writes on the input builder's setter. A repeat
+     fails with AlreadyExists (or finds the thing applied) instead of making a second one;
+   - `Duplicates` otherwise (`create_job`, `run_instances`, `start_execution`,
+     `transact_write_items`): a repeat makes a second resource or effect.
+4. MANUAL adds what no setter name reveals (Step Functions `StartExecution` dedupes on `name`);
    EXCLUDE drops members the SDK fills although they name an existing thing rather than the
    request (Athena `StopQueryExecution`'s `query_execution_id`).
 
-Usage: python3 scripts/gen-token-catalog.py [--fetch] [--registry DIR] [--check]
+Usage: python3 scripts/gen-token-catalog.py [--fetch] [--registry DIR] [--check] [--table-crates]
 `--check` exits 1 when the committed table differs from what the sources give.
+`--table-crates` rescans only the crates the committed table names, at the versions its footer
+lists (a scratch crate pinning them, `--fetch`ed, is enough): the other crates have no entry
+at those versions, so the output is the same as a full scan's. Use it to apply changed rules.
 """
 
 import argparse
@@ -47,6 +66,61 @@ IDEMPOTENT = re.compile(
     r"|duplicate|retry|repeat the request|same client token|same token|same <code>clienttoken",
     re.IGNORECASE,
 )
+
+# Verbs whose repeat leaves the state the first call made (or fails because the thing is
+# gone): they remove, end, or set something to given values.
+NO_EFFECT_VERBS = {
+    "delete", "remove", "deregister", "disassociate", "detach", "disconnect",
+    "cancel", "stop", "terminate", "disable", "deactivate", "enable", "activate",
+    "reject", "accept", "release", "revoke",
+    "update", "put", "set", "modify", "reset", "rename", "tag", "untag",
+    "associate", "attach",
+    "get", "describe", "list", "query",
+}
+
+# A token documented as what keeps a retry from making a duplicate or a new version
+# (Secrets Manager `put_secret_value`): the verb's "no effect" does not hold.
+MAKES_COPIES = re.compile(r"duplicate|new version", re.IGNORECASE)
+
+# Verbs that make a thing: with a required name of that thing, a repeat meets the first one.
+MAKE_VERBS = {"create", "register", "import", "copy"}
+# Verbs that apply a named one-shot thing (`execute_change_set`, `rollback_stack`): a repeat
+# finds it applied. Other verbs (`start_flow(flow_name)`) run a named thing again.
+ONCE_VERBS = {"execute", "rollback"}
+
+# SDK input builders mark required members with this line right above the setter.
+REQUIRED = re.compile(r"/// This field is required\.\n\s*pub fn (\w+)\(")
+
+
+def repeat_effect(op, required, token_doc):
+    """(effect, member): what repeating `op` without its token does; `required` holds the
+    required members of its input, `token_doc` the token setter's documentation. `member` is
+    the naming member behind `Conflicts`."""
+    verb, *noun = op.split("_")
+    if verb in NO_EFFECT_VERBS and not MAKES_COPIES.search(token_doc):
+        return "NoEffect", None
+    if verb in MAKE_VERBS:
+        names = {"name"}
+        for i in range(len(noun)):
+            part = "_".join(noun[i:])
+            names |= {part + "_name", part + "_identifier"}
+    elif verb in ONCE_VERBS:
+        names = {"_".join(noun) + "_name"}
+    else:
+        names = set()
+    member = next((m for m in sorted(required) if m in names), None)
+    if member is not None:
+        return "Conflicts", member
+    return "Duplicates", None
+
+
+def required_members(op_dir, op):
+    path = os.path.join(op_dir, f"_{op}_input.rs")
+    if not os.path.exists(path):
+        return set()
+    with open(path) as f:
+        return set(REQUIRED.findall(f.read()))
+
 
 # (crate, operation, member, note): idempotency keys that are not named like a token.
 MANUAL = [
@@ -119,6 +193,24 @@ def newest_sources(registry, names):
     return {n: d for n, (v, d) in found.items()}
 
 
+def table_sources(registry):
+    """The committed table's crates at the versions its footer lists, and that list."""
+    with open(OUT) as f:
+        text = f.read()
+    in_table = {k.replace("_", "-") for k in re.findall(r'krate: "(aws_sdk_\w+)"', text)}
+    footer = text[text.index("// Generated from:"):].split()
+    versions = sorted(w for w in footer if w.startswith("aws-sdk-"))
+    sources = {}
+    for v in versions:
+        m = re.match(r"(aws-sdk-[a-z0-9-]+?)-(\d+\.\d+\.\d+.*)$", v)
+        if m and m.group(1) in in_table:
+            dirs = glob.glob(os.path.join(registry, "*", v))
+            if not dirs:
+                raise SystemExit(f"{v} is not in the registry: fetch the table's crates first")
+            sources[m.group(1)] = dirs[0]
+    return sources, versions
+
+
 def setter_docs(builders):
     """setter name -> its doc comment, as plain text."""
     docs = {}
@@ -149,7 +241,7 @@ def note_of(doc):
 
 
 def scan(sources):
-    entries = []  # (crate, op, member, fill, note)
+    entries = []  # (crate, op, member, fill, note, (repeat effect, naming member))
     excluded = []
     for name, src in sorted(sources.items()):
         krate = name.replace("-", "_")
@@ -162,26 +254,33 @@ def scan(sources):
                 filled = set(SDK_FILLED.findall(f.read()))
             with open(builders_rs) as f:
                 docs = setter_docs(f.read())
+            required = required_members(os.path.dirname(builders_rs), op)
             for member in sorted(filled):
                 if member not in docs or (krate, op, member) in EXCLUDE:
                     continue
-                entries.append((krate, op, member, "SdkUuid", note_of(docs[member])))
+                repeat = repeat_effect(op, required, docs[member])
+                entries.append((krate, op, member, "SdkUuid", note_of(docs[member]), repeat))
             for member in TOKEN_SETTERS:
                 if member in filled or member not in docs:
                     continue
                 doc = docs[member]
                 if IDEMPOTENT.search(doc) or (krate, op, member) in FORCE_INCLUDE:
-                    entries.append((krate, op, member, "Unset", note_of(doc)))
+                    repeat = repeat_effect(op, required, doc)
+                    entries.append((krate, op, member, "Unset", note_of(doc), repeat))
                 else:
                     excluded.append((krate, op, member, note_of(doc)))
     for krate, op, member, note in MANUAL:
         src = sources.get(krate.replace("_", "-"))
         if src is None:
             continue
-        with open(os.path.join(src, "src", "operation", op, "builders.rs")) as f:
+        op_dir = os.path.join(src, "src", "operation", op)
+        with open(os.path.join(op_dir, "builders.rs")) as f:
             if member not in setter_docs(f.read()):
                 raise SystemExit(f"{krate} {op} has no `{member}` setter any more")
-        entries.append((krate, op, member, "Unset", note))
+        with open(os.path.join(op_dir, "builders.rs")) as f:
+            doc = setter_docs(f.read())[member]
+        repeat = repeat_effect(op, required_members(op_dir, op), doc)
+        entries.append((krate, op, member, "Unset", note, repeat))
     entries.sort()
     return entries, excluded
 
@@ -190,25 +289,26 @@ def rust_str(s):
     return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def render(entries, sources):
+def render(entries, versions):
     crates = sorted({e[0] for e in entries})
-    versions = sorted(os.path.basename(d) for d in sources.values())
     out = [
         "// @generated by scripts/gen-token-catalog.py from the sources of "
-        f"{len(sources)} aws-sdk-* crates; do not edit.",
+        f"{len(versions)} aws-sdk-* crates; do not edit.",
         f"// {len(entries)} operations in {len(crates)} crates. Regenerate after adding crates to",
         "// scripts/aws-sdk-crates.txt: `python3 scripts/gen-token-catalog.py --fetch`.",
         "",
-        "use super::{Fill, TokenApi};",
+        "use super::{Fill, RepeatEffect, TokenApi};",
         "",
         "/// Every AWS SDK operation whose request takes an idempotency token.",
         "#[rustfmt::skip]",
         "pub static AWS: &[TokenApi] = &[",
     ]
-    for krate, op, member, fill, note in entries:
+    for krate, op, member, fill, note, (effect, naming) in entries:
+        naming = f"Some({rust_str(naming)})" if naming else "None"
         out.append(
             f"    TokenApi {{ krate: {rust_str(krate)}, method: {rust_str(op)}, "
-            f"token: {rust_str(member)}, fill: Fill::{fill}, note: {rust_str(note)} }},"
+            f"token: {rust_str(member)}, fill: Fill::{fill}, repeat: RepeatEffect::{effect}, "
+            f"naming: {naming}, note: {rust_str(note)} }},"
         )
     out.append("];")
     out.append("")
@@ -233,21 +333,30 @@ def main():
     )
     ap.add_argument("--check", action="store_true", help="compare with the committed table")
     ap.add_argument("--excluded", action="store_true", help="list excluded token setters")
+    ap.add_argument(
+        "--table-crates",
+        action="store_true",
+        help="rescan only the committed table's crates, at its footer's versions",
+    )
     args = ap.parse_args()
 
     names = crate_names()
-    if args.fetch:
-        fetch(names)
-    sources = newest_sources(args.registry, set(names))
-    missing = sorted(set(names) - set(sources))
-    if missing:
-        print(f"not in the registry (run with --fetch): {' '.join(missing)}", file=sys.stderr)
-        return 2
+    if args.table_crates:
+        sources, versions = table_sources(args.registry)
+    else:
+        if args.fetch:
+            fetch(names)
+        sources = newest_sources(args.registry, set(names))
+        versions = sorted(os.path.basename(d) for d in sources.values())
+        missing = sorted(set(names) - set(sources))
+        if missing:
+            print(f"not in the registry (run with --fetch): {' '.join(missing)}", file=sys.stderr)
+            return 2
     entries, excluded = scan(sources)
     if args.excluded:
         for e in excluded:
             print("excluded:", *e, sep="\t")
-    text = render(entries, sources)
+    text = render(entries, versions)
     if args.check:
         with open(OUT) as f:
             if f.read() != text:
@@ -258,10 +367,12 @@ def main():
     with open(OUT, "w") as f:
         f.write(text)
     fills = sum(1 for e in entries if e[3] == "SdkUuid")
+    effects = {k: sum(1 for e in entries if e[5][0] == k) for k in ("Duplicates", "Conflicts", "NoEffect")}
     print(
         f"{len(entries)} operations ({fills} filled by the SDK) from {len(sources)} crates, "
         f"{len(excluded)} token-named setters excluded -> {os.path.relpath(OUT, ROOT)}"
     )
+    print("repeat effects: " + ", ".join(f"{k} {v}" for k, v in effects.items()))
     return 0
 
 

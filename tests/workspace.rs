@@ -160,6 +160,40 @@ fn virtual_workspace_selection() {
 }
 
 #[test]
+fn a_root_package_of_a_workspace_is_linted_alone_and_the_summary_says_so() {
+    let dir = tree(&[
+        (
+            "Cargo.toml",
+            &format!(
+                "{}\n[workspace]\nmembers = [\"member\"]\n",
+                manifest("root", "")
+            ),
+        ),
+        ("src/lib.rs", BROKEN),
+        ("member/Cargo.toml", &manifest("member", "")),
+        ("member/src/lib.rs", BROKEN),
+    ]);
+    let d = dir.path();
+    assert_eq!(files(d, &[]), ["src/lib.rs"]);
+    assert_eq!(
+        files(d, &["--workspace"]),
+        ["member/src/lib.rs", "src/lib.rs"]
+    );
+    let note = "note: linted `root` only; 1 other workspace member not read (`member`): \
+                `--workspace` lints all members";
+    let human = run(&[s(d), "--color", "never"]);
+    assert!(human.stdout.contains(note), "{}", human.stdout);
+    // Said even when nothing was found, and not when every member was read or `-p` chose.
+    std::fs::write(d.join("src/lib.rs"), "pub fn ok() {}\n").unwrap();
+    let clean = run(&[s(d), "--color", "never"]);
+    assert_eq!(clean.stdout.trim_end(), note);
+    for args in [["--workspace"], ["--package=root"]] {
+        let all = run(&[s(d), "--color", "never", args[0]]);
+        assert!(!all.stdout.contains("not read"), "{}", all.stdout);
+    }
+}
+
+#[test]
 fn plain_directory_honours_gitignore_and_skips_target() {
     let dir = tree(&[
         (".gitignore", "ignored.rs\n"),

@@ -30,11 +30,20 @@ pub(super) fn discover(manifest: Option<&Path>, sel: &Selection) -> Result<Works
     }
     let metadata = run_metadata(cmd.cargo_command(), METADATA_TIMEOUT)?;
     let selected = select(&metadata, manifest, sel)?;
+    // Only cargo's implicit choice is worth a word: `-p` names what the user wants.
+    let implicit = sel.packages.is_empty() && !sel.workspace;
+    let unselected = metadata
+        .workspace_packages()
+        .into_iter()
+        .filter(|m| implicit && !selected.iter().any(|s| s.id == m.id))
+        .map(|m| m.name.to_string())
+        .collect();
     let root = metadata.workspace_root.clone().into_std_path_buf();
     let root_manifest = root.join("Cargo.toml");
     Ok(Workspace {
         root,
         root_manifest: root_manifest.is_file().then_some(root_manifest),
+        unselected,
         packages: selected
             .into_iter()
             .map(package_spec)

@@ -50,6 +50,9 @@ pub struct Workspace {
     /// Problems met while finding the files that did not stop the run (a directory that
     /// could not be listed); printed as `warning:` lines.
     pub warnings: Vec<String>,
+    /// Workspace members not selected (a root package's manifest selects that package, as
+    /// cargo does): the summary says they were not read.
+    pub unselected: Vec<String>,
 }
 
 #[derive(Debug, Clone)]

@@ -173,7 +173,37 @@ pub fn emit(input: &Input, out: &mut dyn WriteColor) -> io::Result<()> {
         let (view, diag) = to_codespan(input, f);
         term::emit_to_write_style(out, &config, &view, &diag).map_err(files_error)?;
     }
-    summary(input, out)
+    summary(input, out)?;
+    unselected_members(input, out)
+}
+
+/// `note: linted `app` only; 2 other members of the workspace were not read (`a`, `b`):
+/// `--workspace` lints all members`, so a clean run over a root package is not taken for a
+/// clean repository. Printed whether or not anything was found.
+fn unselected_members(input: &Input, out: &mut dyn WriteColor) -> io::Result<()> {
+    let left = &input.ws.unselected;
+    if left.is_empty() {
+        return Ok(());
+    }
+    // A few names, then a count: a large workspace must not flood the line.
+    let quoted = |names: &mut dyn Iterator<Item = &String>| {
+        let names: Vec<String> = names.map(|n| format!("`{n}`")).collect();
+        match names.len() {
+            0..=5 => names.join(", "),
+            n => format!("{}, and {} more", names[..4].join(", "), n - 4),
+        }
+    };
+    let linted = quoted(&mut input.ws.packages.iter().map(|p| &p.name));
+    let members = if left.len() == 1 { "member" } else { "members" };
+    let text = format!(
+        "linted {linted} only; {} other workspace {members} not read ({}): `--workspace` lints \
+         all members",
+        left.len(),
+        quoted(&mut left.iter())
+    );
+    let diag: CsDiagnostic<usize> = CsDiagnostic::new(Severity::Note).with_message(text);
+    let none = View { files: Vec::new() };
+    term::emit_to_write_style(out, &rustc_like(), &none, &diag).map_err(files_error)
 }
 
 /// The rendering of one finding without color, for JSON's `rendered`.

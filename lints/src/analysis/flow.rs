@@ -208,9 +208,16 @@ impl Value {
         if let Some((_, v)) = self.fields.iter().find(|(n, _)| n == name) {
             return v.clone();
         }
+        // Facts another field brought (`job.enqueued_at = now()`) are not this field's.
+        let of_other_field = |f: &Fact| {
+            self.fields
+                .iter()
+                .any(|(_, v)| v.facts.iter().any(|g| g.same(f)))
+        };
         let facts = self
             .facts
             .iter()
+            .filter(|f| !of_other_field(f))
             .map(|f| match f {
                 Fact::Param { index, field: None } => Fact::Param {
                     index: *index,

@@ -28,6 +28,7 @@ pub mod entry;
 pub mod flow;
 pub mod guards;
 pub mod locks;
+pub mod origin;
 pub mod query_builders;
 pub mod read_index;
 pub mod resolve;

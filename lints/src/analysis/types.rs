@@ -58,6 +58,8 @@ pub struct Types {
     structs: FastMap<DefPath, (usize, usize)>,
     /// Crate fn path → (file index, fn index), for declared return types.
     fns: FastMap<DefPath, (usize, usize)>,
+    /// Type alias path → the aliased type (`type Ddb = aws_sdk_dynamodb::Client`).
+    aliases: FastMap<DefPath, DefPath>,
 }
 
 impl Types {
@@ -74,7 +76,46 @@ impl Types {
                 fns.entry(resolver.fn_path(file, f)).or_insert((fi, ni));
             }
         }
-        Types { structs, fns }
+        let mut aliases = FastMap::default();
+        for file in &package.files {
+            for a in &file.type_aliases {
+                let p =
+                    resolver.resolve_strs(file.target, &a.module, std::slice::from_ref(&a.name));
+                if let Some(to) = resolver.resolve_type(file.target, &a.module, &a.ty, None) {
+                    aliases.insert(p, to);
+                }
+            }
+        }
+        Types {
+            structs,
+            fns,
+            aliases,
+        }
+    }
+
+    /// `ty` with type aliases replaced by what they stand for (a few hops; a cycle stops).
+    fn unalias(&self, mut ty: DefPath) -> DefPath {
+        for _ in 0..8 {
+            match self.aliases.get(&ty) {
+                Some(to) if *to != ty => ty = to.clone(),
+                _ => break,
+            }
+        }
+        ty
+    }
+
+    /// A type written in `module`, resolved and unaliased.
+    fn resolve(
+        &self,
+        resolver: &Resolver,
+        target: usize,
+        module: &[String],
+        ty: &Type,
+        self_ty: Option<&Type>,
+    ) -> Option<DefPath> {
+        resolver
+            .resolve_type(target, module, ty, self_ty)
+            .map(|p| self.unalias(p))
     }
 
     /// The declared type of field `field` of struct `ty`, resolved in the struct's module.
@@ -89,7 +130,7 @@ impl Types {
         let file = &package.files[fi];
         let s = &file.structs[si];
         let (_, fty) = s.fields.iter().find(|(n, _)| n == field)?;
-        resolver.resolve_type(file.target, &s.module, fty, None)
+        self.resolve(resolver, file.target, &s.module, fty, None)
     }
 
     /// The declared type of field `field` of struct `ty`, as written, with the struct's module.
@@ -174,8 +215,8 @@ impl<'a> TypeEnv<'a> {
         if let Some(bound) = self.generic_bound(ty) {
             return Some(bound);
         }
-        self.resolver
-            .resolve_type(self.target, self.module, ty, self.self_ty)
+        self.types
+            .resolve(self.resolver, self.target, self.module, ty, self.self_ty)
     }
 
     fn generic_bound(&self, ty: &Type) -> Option<DefPath> {
@@ -197,7 +238,8 @@ impl<'a> TypeEnv<'a> {
                 if let ExprKind::Closure { params, .. } = &e.kind {
                     for p in params {
                         if let (Some(n), Some(t)) = (p.simple_name(), p.ascribed_type()) {
-                            if let Some(t) = self.resolver.resolve_type(
+                            if let Some(t) = self.types.resolve(
+                                self.resolver,
                                 self.target,
                                 self.module,
                                 t,
@@ -302,7 +344,8 @@ impl<'a> TypeEnv<'a> {
         let file = &self.package.files[fi];
         let f = &file.fns[ni];
         let ret = f.ret.as_ref()?;
-        self.resolver.resolve_type(
+        self.types.resolve(
+            self.resolver,
             file.target,
             &f.module,
             unwrap_result(ret),
@@ -344,7 +387,7 @@ impl<'a> TypeEnv<'a> {
                 if CONSTRUCTORS.contains(&path.last()) && callee.segments.len() >= 2 {
                     let mut ty = callee;
                     ty.segments.pop();
-                    return Some(ty);
+                    return Some(self.types.unalias(ty));
                 }
                 None
             }
@@ -403,6 +446,26 @@ fn unwrap_result(ty: &Type) -> &Type {
 mod tests {
     use super::*;
     use crate::model::{lower_file, FileId, TargetInfo};
+
+    #[test]
+    fn type_aliases_stand_for_the_aliased_type() {
+        let src = "pub type Ddb = aws_sdk_dynamodb::Client;\n\
+                   type Shared = Ddb;\n\
+                   struct S { db: Shared }\n\
+                   impl S { fn go(&self, p: &Ddb, c: &Config) { let n = Shared::new(c); } }";
+        let package = crate::testing::package("app", &[], &[("crate", src)]);
+        let resolver = Resolver::new(&package);
+        let types = Types::new(&package, &resolver);
+        let file = &package.files[0];
+        let go = file.fns.iter().find(|f| f.name == "go").unwrap();
+        let env = TypeEnv::for_fn(&package, &resolver, &types, file, go);
+        let client = "aws_sdk_dynamodb::Client";
+        assert!(env.local("p").is_some_and(|t| t.matches(client)));
+        assert!(env.local("n").is_some_and(|t| t.matches(client)));
+        let s = resolver.resolve_strs(0, &["crate".to_owned()], &["S".to_owned()]);
+        let db = types.field_type(&package, &resolver, &s, "db");
+        assert!(db.is_some_and(|t| t.matches(client)));
+    }
 
     #[test]
     fn receivers_are_typed_from_params_fields_constructors_and_returns() {

@@ -15,6 +15,7 @@ pub mod tokens;
 pub use sinks::{SinkCatalog, SinkKind};
 pub use sources::{SourceCatalog, SourceKind};
 pub use store_names::{NamedOp, StoreNames};
+pub use tokens::{repeat_effect, RepeatEffect};
 
 /// The catalogs an [`crate::analysis::Analysis`] is built with.
 #[derive(Debug, Clone, Default)]

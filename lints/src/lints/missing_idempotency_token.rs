@@ -1,7 +1,7 @@
 //! `missing_idempotency_token`: an API call that takes an idempotency token, sent without one.
 
-use crate::analysis::{Analysis, DefPath, Locals, MethodStep, Step, TypeEnv};
-use crate::catalog::tokens::{aws::AWS, Api, Fill};
+use crate::analysis::{Analysis, Chain, DefPath, Locals, MethodStep, Step, TypeEnv};
+use crate::catalog::tokens::{aws::AWS, Api, Fill, RepeatEffect};
 use crate::context::LintContext;
 use crate::declare_lint;
 use crate::diagnostic::Applicability;
@@ -19,11 +19,31 @@ declare_lint! {
     /// `client_token`, Step Functions `start_execution` without `name`, and about 1,350 other
     /// operations read from the SDK's sources.
     ///
+    /// Only operations whose repeat makes a second resource or effect are reported by
+    /// default. Every operation of the table is classified by what a repeat without the
+    /// token does (by `scripts/gen-token-catalog.py`, from the SDK sources): `no_effect` when
+    /// its verb removes, ends or sets something (`delete_*`, `stop_*`, `cancel_*`,
+    /// `update_*`, `put_*`, `associate_*`, ...) and its token is not documented as what keeps a
+    /// retry from making a duplicate or a new version (Secrets Manager's `put_secret_value`
+    /// adds a version per request, so it duplicates); `conflicts` when it makes a thing
+    /// (`create_*`, `register_*`, `import_*`, `copy_*`) whose required input names it
+    /// (`name`, `<noun>_name`, `<noun>_identifier`: `create_change_set`'s `change_set_name`,
+    /// `create_stack`'s `stack_name`), or applies a one-shot named thing
+    /// (`execute_change_set`): a repeat fails with AlreadyExists or finds it done;
+    /// `duplicates` for everything else (`create_job`, `run_instances`, `start_execution`,
+    /// `transact_write_items`). Of 1,362 operations, 598 duplicate, 340 conflict and 424
+    /// have no effect. Report the others too with `repeat_effects = ["duplicates",
+    /// "conflicts", "no_effect"]` in `[lints.missing_idempotency_token]`. Configured APIs
+    /// count as `duplicates`.
+    ///
     /// The lint has no types, so it reports a call only when the source shows whose method it
     /// is: the receiver's type is written as that crate's `Client` (a parameter, a struct
-    /// field, a `let` ascription, `Client::new`/`from_conf`, a function's return type), or,
-    /// for an untyped receiver, the module imports from that crate, or the package depends
-    /// on exactly one crate with an operation of that name.
+    /// field, possibly behind `Arc`, a `let` ascription, `Client::new`/`from_conf`, a
+    /// function's return type, the client imported under another name: `use
+    /// aws_sdk_dynamodb::Client as Ddb`), or, for an untyped receiver, the module imports from
+    /// that crate, or the package depends on exactly one crate with an operation of that
+    /// name. A request builder returned by one of the crate's functions (`fn job(&self) ->
+    /// CreateJobFluentBuilder`) and sent by its caller is followed into that function.
     ///
     /// ### Why is this bad?
     /// Queues, Lambda retries and restarted workers deliver the same message more than once.
@@ -47,8 +67,18 @@ declare_lint! {
     ///   token, are told apart.
     /// - A builder passed through a function counts as set when the function is outside the
     ///   crate, or is one of the crate's and calls the setter (itself or through its own
-    ///   helpers). A builder made in one function and sent in another is not followed, and a
-    ///   function with too many ways to build the request is skipped.
+    ///   helpers). A builder returned by a helper is followed one call deep (a helper
+    ///   returning another helper's builder is not), and only from a call the source
+    ///   resolves (a free function, or a method of a receiver of known type); a builder
+    ///   passed into a function and sent there is not followed, and a function with too
+    ///   many ways to build the request is skipped.
+    /// - The repeat classification reads names, not semantics: a `create_*` whose required
+    ///   `name` is not unique in its service is taken to conflict, and an `update_*` that
+    ///   starts work (CloudFormation `update_stack`) to have no effect because a repeat with
+    ///   the same input changes nothing. The classification is per operation, not per call:
+    ///   a `create_change_set` whose name is itself a fresh UUID does not conflict on a
+    ///   repeat and is still not reported, and a `transact_write_items` whose every item is a
+    ///   conditional put (a repeat fails its condition) is still reported.
     /// - A receiver of unknown type counts only through the module's imports or the package's
     ///   dependencies, and not when the crate defines a method of the same name itself or the
     ///   receiver comes from another crate's value (`ci.pipeline(p).create_job()`).
@@ -90,11 +120,23 @@ declare_lint! {
 }
 
 /// `[lints.missing_idempotency_token]`.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Settings {
     /// APIs of other crates (or of AWS operations the table lacks) that take a token.
     pub apis: Vec<ConfiguredApi>,
+    /// Which operations to report, by what a repeat without the token does: `duplicates`
+    /// (the default), `conflicts`, `no_effect`.
+    pub repeat_effects: Vec<RepeatEffect>,
+}
+
+impl Default for Settings {
+    fn default() -> Settings {
+        Settings {
+            apis: Vec::new(),
+            repeat_effects: vec![RepeatEffect::Duplicates],
+        }
+    }
 }
 
 /// `{ crate = "payments", method = "create_refund", token = "idempotency_key" }`.
@@ -149,8 +191,12 @@ fn is_ident(s: &str) -> bool {
 pub fn check(cx: &mut LintContext<'_>) {
     let package = cx.package;
     let catalog = Catalog::new(&cx.settings.missing_idempotency_token);
+    let reported = &cx.settings.missing_idempotency_token.repeat_effects;
     let findings = find_unset_tokens(package, cx.analysis(), &catalog);
-    for f in findings {
+    for f in findings
+        .into_iter()
+        .filter(|f| reported.contains(&f.api.repeat))
+    {
         report(cx, f);
     }
 }
@@ -199,14 +245,14 @@ fn find_unset_tokens<'a>(
     findings
 }
 
-/// The body of `f` if it calls a method named like an operation of the catalog: most do not,
-/// and need no further look.
+/// The body of `f` if it calls a method named like an operation of the catalog, or sends a
+/// request a helper may have built: most do not, and need no further look.
 fn body_calling_an_operation<'f>(f: &'f FnDef, catalog: &Catalog<'_>) -> Option<&'f Block> {
     let body = f.body.as_ref()?;
     let mut found = false;
     body.walk(&mut |e| {
         if let ExprKind::MethodCall { method, .. } = &e.kind {
-            found |= !catalog.operations(method).is_empty();
+            found |= catalog.is_send(method) || !catalog.operations(method).is_empty();
         }
     });
     found.then_some(body)
@@ -240,6 +286,19 @@ fn report(cx: &mut LintContext<'_>, f: Finding<'_>) {
                 "without `{token}` every request is a new one: a redelivered message or a \
                  restarted worker starts the operation again"
             )),
+        };
+        match (api.repeat, api.naming) {
+            (RepeatEffect::Conflicts, Some(name)) => d.note(format!(
+                "a repeat conflicts rather than duplicates: the request names its target by \
+                 `{name}`, so a second one fails or finds the first one's result: reported \
+                 because `repeat_effects` includes `conflicts`"
+            )),
+            (RepeatEffect::NoEffect, _) => d.note(format!(
+                "a repeat leaves the state the first `{}` made: reported because \
+                 `repeat_effects` includes `no_effect`",
+                api.method
+            )),
+            _ => d,
         };
         if !api.note.is_empty() {
             d.note(format!("`{token}`: {}", api.note));
@@ -277,6 +336,8 @@ impl<'a> Catalog<'a> {
                 .krate
                 .as_deref()
                 .is_some_and(|k| k.starts_with("aws_sdk_")),
+            repeat: RepeatEffect::Duplicates,
+            naming: None,
         });
         let mut sends = Vec::new();
         // Configured APIs first: they replace a built-in entry of the same crate and method.
@@ -335,6 +396,7 @@ impl<'p, 'a> FnCx<'p, 'a> {
         let mut out = Vec::new();
         for chain in chains {
             let Some((at, api)) = self.operation_in(&chain.steps, send) else {
+                out.extend(self.unset_in_helper(&chain, send, *method_span));
                 continue;
             };
             let Step::Method(op) = chain.steps[at] else {
@@ -350,6 +412,78 @@ impl<'p, 'a> FnCx<'p, 'a> {
                 send: *method_span,
                 insert_at: receiver.span.shrink_to_hi(),
             });
+        }
+        out
+    }
+
+    /// A request built by a crate helper that returns the builder (`fn job(&self) ->
+    /// CreateJobFluentBuilder`) and sent here: the operation is found in the helper's results,
+    /// and the token counts as set when the helper or this function sets it. Reported at the
+    /// operation, in the helper. Only the nearest helper is looked into, one level deep.
+    fn unset_in_helper(&self, chain: &Chain<'p>, send: &str, send_span: Span) -> Vec<Finding<'a>> {
+        let calls = std::iter::once((chain.root, 0)).chain(
+            chain.steps.iter().enumerate().filter_map(|(i, s)| match s {
+                Step::Method(m) => Some((m.expr, i + 1)),
+                Step::Through(_) => None,
+            }),
+        );
+        let Some((helper, later_from)) = calls
+            .filter_map(|(call, later)| self.env.callee(call).map(|h| (h, later)))
+            .next_back()
+        else {
+            return Vec::new();
+        };
+        let later = &chain.steps[later_from..];
+        let (fi, ni) = helper;
+        let file = &self.package.files[fi];
+        let f = &file.fns[ni];
+        let Some(body) = &f.body else {
+            return Vec::new();
+        };
+        let hcx = FnCx {
+            package: self.package,
+            analysis: self.analysis,
+            file,
+            f,
+            env: TypeEnv::for_fn(
+                self.package,
+                &self.analysis.resolver,
+                &self.analysis.types,
+                file,
+                f,
+            ),
+            locals: Locals::of_body(body),
+            catalog: self.catalog,
+        };
+        let mut out = Vec::new();
+        for result in results(body) {
+            let Some(chains) = hcx.locals.chains(result) else {
+                return Vec::new();
+            };
+            for hchain in chains {
+                let Some((at, api)) = hcx.operation_in(&hchain.steps, send) else {
+                    continue;
+                };
+                let Step::Method(op) = hchain.steps[at] else {
+                    continue;
+                };
+                if hcx.token_may_be_set(&hcx.env, &hchain.steps[at + 1..], api.token, 0)
+                    || self.token_may_be_set(&self.env, later, api.token, 0)
+                {
+                    continue;
+                }
+                // After the last call the helper makes on the builder.
+                let last = hchain.steps[at..].iter().rev().find_map(|s| match s {
+                    Step::Method(m) => Some(m.expr.span.shrink_to_hi()),
+                    Step::Through(_) => None,
+                });
+                out.push(Finding {
+                    api,
+                    op: op.call_span(),
+                    send: send_span,
+                    insert_at: last.unwrap_or(op.expr.span.shrink_to_hi()),
+                });
+            }
         }
         out
     }

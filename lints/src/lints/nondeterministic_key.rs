@@ -1,4 +1,6 @@
+use crate::analysis::entry::entry_points;
 use crate::analysis::flow::{FnFlow, KeyUse, Source, Step};
+use crate::analysis::origin::{consumer_running, consumes_deliveries, minted_at_origin, Origin};
 use crate::analysis::FnId;
 use crate::catalog::SinkKind;
 use crate::context::LintContext;
@@ -19,6 +21,18 @@ declare_lint! {
     /// field or parameter named like a key (`idempotency_key`, `dedupe_id`,
     /// `request_token`, `processed_id`).
     ///
+    /// A random key minted once at the origin of a request and reused is right, and is not
+    /// reported: a client that mints the key before its retry loop (`loop`, `while`,
+    /// `for _ in 0..n`) and sends it on every attempt, or sets the header once and re-sends
+    /// the request in the loop; a key minted only when the caller gave none
+    /// (`if !headers.contains_key(..) { headers.insert(.., uuid) }`, the `else` of
+    /// `if let Some(k) = given`); a key rendered into an HTML form field
+    /// (`<input hidden name="idempotency_key" value="{key}">`) that the POST handler reads
+    /// back. What is reported is a key minted inside the retry loop, so every attempt is a
+    /// new request, and a key minted where a delivery is consumed: in a route, service
+    /// (Lambda), job or spawned-task handler, or a function such a handler calls, even
+    /// before a retry loop, since every redelivery runs it again.
+    ///
     /// ### Why is this bad?
     /// A redelivered message, a retried request or a restarted worker runs the code again
     /// and makes a new key, so the store, the API or the queue never sees the same key
@@ -31,7 +45,13 @@ declare_lint! {
     /// data, an expiry computed from `now()` and a fresh id for a new record are not keys
     /// and are not reported; neither is test code, nor a random default used only when no
     /// key was given (`given.unwrap_or_else(|| Uuid::new_v4().to_string())`), which is
-    /// deliberate: the place to fix is the caller that gives none. Configure more sources with
+    /// deliberate: the place to fix is the caller that gives none. Whether a function runs
+    /// per delivery is read from the entry points the analysis knows (route attributes and
+    /// routers, `service_fn`, job registrations, `tokio::spawn`) and the calls between the
+    /// crate's functions: a client function called per delivery only through a trait object
+    /// or another crate is taken for an origin, and its key before a retry loop is not
+    /// reported. A form is recognised by an `<input` in a format string the key's binding is
+    /// formatted into; a template engine's struct (askama, tera) is not. Configure more sources with
     /// `sources = ["my_ids::fresh"]` and more key names with `key_names = ["job_key"]` in
     /// `[lints.nondeterministic_key]`.
     ///
@@ -67,7 +87,9 @@ struct Finding {
 
 pub fn check(cx: &mut LintContext<'_>) {
     let package = cx.package;
-    let summaries = cx.analysis().summaries(package);
+    let analysis = cx.analysis();
+    let summaries = analysis.summaries(package);
+    let mut consumers: Option<HashSet<FnId>> = None;
     let mut findings = Vec::new();
     let mut seen = HashSet::new();
     for id in summaries.ids() {
@@ -75,14 +97,45 @@ pub fn check(cx: &mut LintContext<'_>) {
             continue;
         }
         for f in fn_findings(summaries.flow(id)) {
-            if seen.insert((f.source.span, f.span)) {
-                findings.push(f);
+            if !seen.insert((f.source.span, f.span)) {
+                continue;
+            }
+            match minted_where(package, id, &f) {
+                Some(Origin::RetryLoop(_)) => {
+                    // Before a retry loop is the origin's place, unless a delivery's consumer
+                    // runs this fn: then every redelivery mints a new key all the same.
+                    let consumers = consumers.get_or_insert_with(|| {
+                        let graph = analysis.call_graph(package);
+                        entry_points(package, &analysis.resolver, graph, &[])
+                            .into_iter()
+                            .filter(|e| consumes_deliveries(e.kind))
+                            .map(|e| e.id)
+                            .collect()
+                    });
+                    let graph = analysis.call_graph(package);
+                    if consumer_running(graph, consumers, id).is_some() {
+                        findings.push(f);
+                    }
+                }
+                Some(_) => {}
+                None => findings.push(f),
             }
         }
     }
     for f in findings {
         report(cx, f);
     }
+}
+
+/// Where the finding's key is minted, when that is the origin of a request rather than the
+/// handling of a delivery: measured from the source when it is in this fn, else from the
+/// first step the value took here (the call of the helper that made it).
+fn minted_where(package: &crate::model::Package, id: FnId, f: &Finding) -> Option<Origin> {
+    let body = id.def(package).1.body.as_ref()?;
+    let mint = std::iter::once(f.source.span)
+        .chain(f.steps.iter().map(|s| s.span))
+        .find(|s| body.span.contains(*s))?;
+    minted_at_origin(body, mint, f.span)
 }
 
 /// Keys in tests are test data.

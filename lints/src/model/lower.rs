@@ -4,7 +4,8 @@ use super::ir::{Arm, BinOp, Block, Expr, ExprKind, Lit, MacroCall, Pat, Path, St
 use super::nesting::{self, MAX_MODULE_NESTING, MAX_NESTING};
 use super::{
     Attr, AttrArg, ConstDef, FileId, FileModel, FnDef, GenericParam, ImplDef, Include, ItemKind,
-    ItemSpan, ModDecl, NamedItem, Param, SelfKind, Span, StructDef, UseDecl, Visibility,
+    ItemSpan, ModDecl, NamedItem, Param, SelfKind, Span, StructDef, TypeAliasDef, UseDecl,
+    Visibility,
 };
 use std::time::Instant;
 use syn::punctuated::Punctuated;
@@ -403,6 +404,12 @@ impl Lowerer {
             }
             syn::Item::Type(t) => {
                 self.named(module, &t.ident, &t.vis, ItemKind::Other);
+                let ty = self.ty(&t.ty);
+                self.model.type_aliases.push(TypeAliasDef {
+                    name: unraw(&t.ident),
+                    module: module.to_vec(),
+                    ty,
+                });
                 ItemKind::Other
             }
             syn::Item::Union(u) => {
@@ -414,6 +421,11 @@ impl Lowerer {
                 // (tokio, hyper, cfg-if-free crates) hide modules and fns unless we look inside.
                 if let Some(items) = macro_items(&m.mac) {
                     self.items(&items, module, inline, in_test);
+                } else if !m.mac.path.is_ident("macro_rules") {
+                    // `cfg_if! { if #[cfg(unix)] { mod unix; } .. }`, `cfg_select!`,
+                    // `feature! { #![unix] mod x; }`: not items, but their `mod`s are the
+                    // crate's modules all the same.
+                    self.macro_mods(m.mac.tokens.clone(), module, inline, in_test);
                 }
                 ItemKind::Other
             }
@@ -538,6 +550,53 @@ impl Lowerer {
             let mut inner_inline = inline.to_vec();
             inner_inline.push(unraw(&m.ident));
             self.items(items, &child, &inner_inline, in_test || cfg_test);
+        }
+    }
+
+    /// The `mod` items anywhere in the tokens of an item macro whose input is not a list of
+    /// items, with the attributes and visibility written before them.
+    fn macro_mods(
+        &mut self,
+        tokens: proc_macro2::TokenStream,
+        module: &[String],
+        inline: &[String],
+        in_test: bool,
+    ) {
+        use proc_macro2::{Delimiter, TokenTree};
+        let tts: Vec<TokenTree> = tokens.into_iter().collect();
+        let mut i = 0;
+        while i < tts.len() {
+            match &tts[i] {
+                TokenTree::Ident(kw) if kw == "mod" => {
+                    let end = match (tts.get(i + 1), tts.get(i + 2)) {
+                        (Some(TokenTree::Ident(_)), Some(TokenTree::Punct(p)))
+                            if p.as_char() == ';' =>
+                        {
+                            Some(i + 3)
+                        }
+                        (Some(TokenTree::Ident(_)), Some(TokenTree::Group(g)))
+                            if g.delimiter() == Delimiter::Brace =>
+                        {
+                            Some(i + 3)
+                        }
+                        _ => None,
+                    };
+                    if let Some(end) = end {
+                        let start = item_prefix_start(&tts, i);
+                        let item: proc_macro2::TokenStream =
+                            tts[start..end].iter().cloned().collect();
+                        if let Ok(m) = syn::parse2::<syn::ItemMod>(item) {
+                            let span = self.span_of(&m);
+                            self.mod_item(&m, module, inline, in_test, span);
+                        }
+                        i = end;
+                        continue;
+                    }
+                }
+                TokenTree::Group(g) => self.macro_mods(g.stream(), module, inline, in_test),
+                _ => {}
+            }
+            i += 1;
         }
     }
 
@@ -1197,6 +1256,32 @@ fn cfg_attr_path(a: &syn::Attribute) -> Option<String> {
     })
 }
 
+/// Where the outer attributes (`#[path = ".."]`, `#[cfg(..)]`) and visibility (`pub`,
+/// `pub(crate)`) written before the token at `at` begin.
+fn item_prefix_start(tts: &[proc_macro2::TokenTree], at: usize) -> usize {
+    use proc_macro2::{Delimiter, TokenTree};
+    let mut j = at;
+    loop {
+        match (
+            j.checked_sub(2).map(|k| &tts[k]),
+            j.checked_sub(1).map(|k| &tts[k]),
+        ) {
+            (_, Some(TokenTree::Ident(v))) if v == "pub" => j -= 1,
+            (Some(TokenTree::Ident(v)), Some(TokenTree::Group(g)))
+                if v == "pub" && g.delimiter() == Delimiter::Parenthesis =>
+            {
+                j -= 2
+            }
+            (Some(TokenTree::Punct(p)), Some(TokenTree::Group(g)))
+                if p.as_char() == '#' && g.delimiter() == Delimiter::Bracket =>
+            {
+                j -= 2
+            }
+            _ => return j,
+        }
+    }
+}
+
 /// The items a macro invocation wraps, when its input parses as a list of items and it is not a
 /// macro definition.
 fn macro_items(mac: &syn::Macro) -> Option<Vec<syn::Item>> {
@@ -1403,6 +1488,41 @@ mod tests {
         );
         assert_eq!(m.mods[0].cfg_path_attrs, vec!["u.rs", "w.rs"]);
         assert_eq!(m.mods[0].path_attr, None);
+    }
+
+    #[test]
+    fn modules_in_item_macros_that_are_not_items_are_declared() {
+        let m = lower(
+            "cfg_if::cfg_if! { if #[cfg(unix)] { #[path = \"sys/unix.rs\"] pub(crate) mod unix; } \
+             else { mod windows; } }\n\
+             feature! { #![net] #[cfg(test)] mod net_tests; mod inline { mod nested; } }\n\
+             macro_rules! m { () => { mod generated; } }",
+        );
+        let decls: Vec<(&str, bool, Option<&str>, bool)> = m
+            .mods
+            .iter()
+            .map(|d| {
+                (
+                    d.name.as_str(),
+                    d.inline,
+                    d.path_attr.as_deref(),
+                    d.cfg_test,
+                )
+            })
+            .collect();
+        assert_eq!(
+            decls,
+            [
+                ("unix", false, Some("sys/unix.rs"), false),
+                ("windows", false, None, false),
+                ("net_tests", false, None, true),
+                ("inline", true, None, false),
+                ("nested", false, None, false),
+            ]
+        );
+        let nested = &m.mods[4];
+        assert_eq!(nested.module, ["crate", "inline", "nested"]);
+        assert_eq!(nested.inline_parents, ["inline"]);
     }
 
     #[test]

@@ -116,6 +116,9 @@ pub struct FileModel {
     pub impls: Vec<ImplDef>,
     pub uses: Vec<UseDecl>,
     pub mods: Vec<ModDecl>,
+    /// `type Ddb = aws_sdk_dynamodb::Client;`: what the alias stands for, so a receiver typed
+    /// by the alias is the aliased type.
+    pub type_aliases: Vec<TypeAliasDef>,
     /// Named items other than fns, structs and modules (traits, enums, consts, statics, type
     /// aliases, unions), for name resolution.
     pub decls: Vec<NamedItem>,
@@ -327,6 +330,13 @@ impl FnDef {
             None => self.name.clone(),
         }
     }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TypeAliasDef {
+    pub name: String,
+    pub module: Vec<String>,
+    pub ty: Type,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -19,6 +19,49 @@ pub enum Fill {
     Unset,
 }
 
+/// What repeating a request without its token does. Derived for every built-in operation by
+/// `scripts/gen-token-catalog.py` from the SDK sources, by this rule:
+///
+/// - [`NoEffect`](RepeatEffect::NoEffect): the operation's verb removes, ends or sets
+///   something (`delete_*`, `stop_*`, `cancel_*`, `update_*`, `put_*`, `associate_*`, ...):
+///   a repeat leaves the state the first call made, or fails because the thing is gone.
+///   Not when the token's documentation says it keeps a retry from making a duplicate or a
+///   new version (Secrets Manager's `put_secret_value` adds a version per request).
+/// - [`Conflicts`](RepeatEffect::Conflicts): the operation makes a thing (`create_*`,
+///   `register_*`, `import_*`, `copy_*`) and its input has a required member naming it
+///   (`name`, `<noun>_name`, `<noun>_identifier`: `create_change_set` requires
+///   `change_set_name`), or applies a one-shot thing named so (`execute_change_set`,
+///   `rollback_stack`): a repeat fails with AlreadyExists, or finds the thing applied.
+/// - [`Duplicates`](RepeatEffect::Duplicates): anything else (`create_job`, `run_instances`,
+///   `start_execution`, `transact_write_items`): a repeat makes a second resource or effect.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RepeatEffect {
+    Duplicates,
+    Conflicts,
+    NoEffect,
+}
+
+impl RepeatEffect {
+    /// The setting's spelling: `duplicates`, `conflicts`, `no_effect`.
+    pub fn name(self) -> &'static str {
+        match self {
+            RepeatEffect::Duplicates => "duplicates",
+            RepeatEffect::Conflicts => "conflicts",
+            RepeatEffect::NoEffect => "no_effect",
+        }
+    }
+}
+
+/// What a repeat of AWS operation `method` of crate `krate` (`aws_sdk_cloudformation`,
+/// `create_change_set`) does, for the operations of the built-in table; `None` for any other.
+pub fn repeat_effect(krate: &str, method: &str) -> Option<RepeatEffect> {
+    aws::AWS
+        .binary_search_by(|t| (t.krate, t.method).cmp(&(krate, method)))
+        .ok()
+        .map(|i| aws::AWS[i].repeat)
+}
+
 /// One operation of the built-in table.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TokenApi {
@@ -29,6 +72,9 @@ pub struct TokenApi {
     /// The builder's setter for the token: `client_request_token`.
     pub token: &'static str,
     pub fill: Fill,
+    pub repeat: RepeatEffect,
+    /// The required member that makes a repeat conflict ([`RepeatEffect::Conflicts`]).
+    pub naming: Option<&'static str>,
     /// What the SDK documentation says of the token, one sentence.
     pub note: &'static str,
 }
@@ -46,6 +92,9 @@ pub struct Api<'a> {
     pub note: &'a str,
     /// An AWS SDK operation: its client type is the crate's `Client`.
     pub is_aws: bool,
+    /// Configured APIs are taken to duplicate.
+    pub repeat: RepeatEffect,
+    pub naming: Option<&'a str>,
 }
 
 impl<'a> From<&'a TokenApi> for Api<'a> {
@@ -58,6 +107,8 @@ impl<'a> From<&'a TokenApi> for Api<'a> {
             fill: t.fill,
             note: t.note,
             is_aws: true,
+            repeat: t.repeat,
+            naming: t.naming,
         }
     }
 }
@@ -94,6 +145,41 @@ mod tests {
         );
         assert!(find("aws_sdk_sqs", "send_message").is_none());
         assert!(find("aws_sdk_codepipeline", "acknowledge_third_party_job").is_none());
+    }
+
+    #[test]
+    fn repeats_are_classified_by_verb_and_naming_member() {
+        use super::{repeat_effect, RepeatEffect::*};
+        let want = [
+            ("aws_sdk_mediaconvert", "create_job", Duplicates),
+            ("aws_sdk_ec2", "run_instances", Duplicates),
+            ("aws_sdk_sfn", "start_execution", Duplicates),
+            ("aws_sdk_dynamodb", "transact_write_items", Duplicates),
+            ("aws_sdk_cloudformation", "create_change_set", Conflicts),
+            ("aws_sdk_cloudformation", "create_stack", Conflicts),
+            ("aws_sdk_cloudformation", "execute_change_set", Conflicts),
+            ("aws_sdk_cloudformation", "update_stack", NoEffect),
+            ("aws_sdk_amp", "delete_workspace", NoEffect),
+            ("aws_sdk_secretsmanager", "put_secret_value", Duplicates),
+        ];
+        for (krate, method, effect) in want {
+            assert_eq!(
+                repeat_effect(krate, method),
+                Some(effect),
+                "{krate} {method}"
+            );
+        }
+        assert_eq!(
+            find("aws_sdk_cloudformation", "create_change_set").and_then(|t| t.naming),
+            Some("change_set_name")
+        );
+        assert_eq!(repeat_effect("aws_sdk_sqs", "send_message"), None);
+        for t in AWS {
+            if t.method.starts_with("delete_") || t.method.starts_with("describe_") {
+                assert_eq!(t.repeat, NoEffect, "{}", t.method);
+            }
+            assert_eq!(t.naming.is_some(), t.repeat == Conflicts, "{}", t.method);
+        }
     }
 
     #[test]
