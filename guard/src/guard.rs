@@ -337,7 +337,7 @@ impl<S: Store, P> Guard<S, P> {
 
     /// What to record for the body's result: the completion to store, or `None` to release the
     /// record (an error the policy does not cache).
-    pub(crate) fn to_store<T: Serialize, E>(&self, result: &Result<T, E>) -> Option<StoredResult>
+    pub(crate) fn to_store<T: Serialize + DeserializeOwned, E>(&self, result: &Result<T, E>) -> Option<StoredResult>
     where
         P: OnError<E>,
     {
@@ -415,12 +415,12 @@ impl<S: Store, P> Guard<S, P> {
                     reason,
                 };
                 Step::Done(match result {
-                    StoredResult::Ok(json) => serde_json::from_str(&json)
+                    StoredResult::Ok(text) => crate::codec::decode(&text)
                         .map(|value| Outcome {
                             value,
                             replayed: true,
                         })
-                        .map_err(|e| decode(e.to_string()).into()),
+                        .map_err(|reason| decode(reason).into()),
                     StoredResult::Err(json) => match self.on_error.replay(&json) {
                         Ok(error) => Err(error),
                         Err(reason) => Err(decode(reason).into()),
@@ -433,9 +433,9 @@ impl<S: Store, P> Guard<S, P> {
 }
 
 /// Encodes a successful value; a value that cannot be encoded still completes the key.
-fn encode<T: Serialize>(value: &T) -> StoredResult {
-    match serde_json::to_string(value) {
-        Ok(json) => StoredResult::Ok(json),
+fn encode<T: Serialize + DeserializeOwned>(value: &T) -> StoredResult {
+    match crate::codec::encode(value) {
+        Ok(text) => StoredResult::Ok(text),
         Err(e) => StoredResult::Unreplayable(format!(
             "the result could not be encoded when it was produced: {e}"
         )),

@@ -55,6 +55,7 @@
 extern crate self as idem_guard;
 
 pub mod batch;
+mod codec;
 mod error;
 mod guard;
 mod key;

@@ -12,7 +12,7 @@ use serde::Serialize;
 pub enum Disposition {
     /// Remove the record: the next delivery runs the body again.
     Release,
-    /// Complete the record with this JSON-encoded error: later deliveries replay it.
+    /// Complete the record with this encoded error: later deliveries replay it.
     Cache(String),
 }
 
@@ -60,11 +60,11 @@ impl<E> OnError<E> for Release {
 impl<E: Serialize + DeserializeOwned> OnError<E> for Cache {
     fn decide(&self, error: &E) -> Disposition {
         // An error that cannot be encoded cannot be replayed: let the next delivery retry.
-        serde_json::to_string(error).map_or(Disposition::Release, Disposition::Cache)
+        crate::codec::encode(error).map_or(Disposition::Release, Disposition::Cache)
     }
 
     fn replay(&self, stored: &str) -> Result<E, String> {
-        serde_json::from_str(stored).map_err(|e| e.to_string())
+        crate::codec::decode(stored)
     }
 }
 

@@ -55,12 +55,13 @@ impl fmt::Display for OwnerToken {
 
 /// A completed key's result, as the guard encodes it for storage.
 ///
-/// The body is JSON text; stores keep it opaque.
+/// The text is the guard's encoding of the value (versioned: postcard behind a `p1:` marker, or
+/// JSON); stores keep it opaque.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StoredResult {
-    /// The body succeeded; JSON of its `Ok` value.
+    /// The body succeeded; its encoded `Ok` value.
     Ok(String),
-    /// The body failed with an error the policy chose to cache; JSON of the error.
+    /// The body failed with an error the policy chose to cache; the encoded error.
     Err(String),
     /// The body succeeded but its value could not be encoded. The key stays completed (the effect
     /// happened and must not run again) and replays fail with [`Error::Decode`] and this reason.

@@ -232,7 +232,7 @@ impl TxAttempt {
     ) -> Result<T, E>
     where
         C: DerefMut<Target = PgConnection> + Send,
-        T: Serialize,
+        T: Serialize + DeserializeOwned,
         E: From<Error>,
         P: OnError<E>,
     {
