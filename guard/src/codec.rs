@@ -107,7 +107,12 @@ mod tests {
     #[test]
     fn hash_maps_use_the_binary_encoding() {
         let map: HashMap<String, Option<Option<u8>>> = (0..20)
-            .map(|i| (format!("k{i}"), (i % 3 != 0).then_some((i % 2 == 0).then_some(i))))
+            .map(|i| {
+                (
+                    format!("k{i}"),
+                    (i % 3 != 0).then_some((i % 2 == 0).then_some(i)),
+                )
+            })
             .collect();
         let text = encode(&map).unwrap();
         assert!(text.starts_with(POSTCARD_V1));

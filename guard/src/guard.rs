@@ -337,7 +337,10 @@ impl<S: Store, P> Guard<S, P> {
 
     /// What to record for the body's result: the completion to store, or `None` to release the
     /// record (an error the policy does not cache).
-    pub(crate) fn to_store<T: Serialize + DeserializeOwned, E>(&self, result: &Result<T, E>) -> Option<StoredResult>
+    pub(crate) fn to_store<T: Serialize + DeserializeOwned, E>(
+        &self,
+        result: &Result<T, E>,
+    ) -> Option<StoredResult>
     where
         P: OnError<E>,
     {

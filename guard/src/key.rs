@@ -270,7 +270,10 @@ mod tests {
             "nested tuples keep their grouping"
         );
         // Parts without `:` or `%` are stored as before the escaping, so old records stay found.
-        assert_eq!(("order", 7u64, "capture").key_part().as_deref(), Some("order:7:capture"));
+        assert_eq!(
+            ("order", 7u64, "capture").key_part().as_deref(),
+            Some("order:7:capture")
+        );
         // Tenants built from tuples go through the same escaping, then the scope's.
         let t1 = full_key("p", ("acme:eu", "42").key_part().as_deref(), "k").unwrap();
         let t2 = full_key("p", ("acme", "eu:42").key_part().as_deref(), "k").unwrap();

@@ -66,6 +66,49 @@ SELECT false, fingerprint, state, body,
        GREATEST(0, EXTRACT(EPOCH FROM expires_at - clock_timestamp()) * 1000)::float8
 FROM live";
 
+/// [`RESERVE`] for a reservation inside the caller's transaction. Its row stays invisible to
+/// others until that transaction commits, and a concurrent `INSERT` of the same key would block
+/// on it until then (or fail with the caller's `lock_timeout`). So each transactional
+/// reservation first takes a transaction-scoped advisory lock on the key's hash (seeded with the
+/// table's oid), without
+/// waiting: when another open transaction holds it, nothing is inserted and, unless a committed
+/// live row is visible, one row with `state = -1` says "busy", which the guard turns into its
+/// in-flight policy (reject with a retry-after, or poll until its wait ends).
+const RESERVE_TX: &str = "
+WITH lock AS MATERIALIZED (
+    -- Seeded with the table's oid, so that two schemas (two apps) sharing a database and a key
+    -- do not contend: advisory locks are database-wide.
+    SELECT pg_try_advisory_xact_lock(
+        hashtextextended($1, 'idem_guard_records'::regclass::oid::bigint)) AS held
+), live AS (
+    SELECT fingerprint, state, body, expires_at
+    FROM idem_guard_records
+    WHERE key = $1 AND expires_at > clock_timestamp()
+), acquired AS (
+    INSERT INTO idem_guard_records AS r (key, owner, fingerprint, state, body, expires_at)
+    SELECT $1, $2, $3, 0, NULL, clock_timestamp() + $4::float8 * interval '1 millisecond'
+    WHERE (SELECT held FROM lock) AND NOT EXISTS (SELECT 1 FROM live)
+    ON CONFLICT (key) DO UPDATE
+        SET owner = EXCLUDED.owner, fingerprint = EXCLUDED.fingerprint, state = 0,
+            body = NULL, expires_at = EXCLUDED.expires_at
+        WHERE r.expires_at <= clock_timestamp()
+    RETURNING 1
+)
+SELECT true AS acquired, NULL::text AS fingerprint, NULL::smallint AS state, NULL::text AS body,
+       NULL::float8 AS remaining_ms
+FROM acquired
+UNION ALL
+SELECT false, fingerprint, state, body,
+       GREATEST(0, EXTRACT(EPOCH FROM expires_at - clock_timestamp()) * 1000)::float8
+FROM live
+UNION ALL
+SELECT false, NULL, -1::smallint, NULL, NULL
+WHERE NOT (SELECT held FROM lock) AND NOT EXISTS (SELECT 1 FROM live)";
+
+/// How long a duplicate is told to wait when another open transaction holds its key: the end
+/// of a transaction cannot be known, and they are usually short.
+const BUSY_RETRY_AFTER: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// Writes the completion if the row is ours or gone (see the `Store` contract).
 const COMPLETE: &str = "
 INSERT INTO idem_guard_records AS r (key, owner, fingerprint, state, body, expires_at)
@@ -158,8 +201,31 @@ fn state_of(result: &StoredResult) -> (i16, &str) {
     }
 }
 
-/// The reservation statement on any connection: the pool's, or the caller's transaction.
-pub(crate) async fn reserve_on(
+/// The reservation statement on a pooled connection.
+async fn reserve_on(
+    conn: &mut PgConnection,
+    key: &str,
+    fingerprint: Fingerprint,
+    owner: &OwnerToken,
+    lease: Duration,
+) -> Result<Reservation, Error> {
+    reserve_with(RESERVE, conn, key, fingerprint, owner, lease).await
+}
+
+/// The reservation statement in the caller's transaction, which never waits for another open
+/// transaction holding the key (see [`RESERVE_TX`]).
+pub(crate) async fn reserve_in_tx(
+    conn: &mut PgConnection,
+    key: &str,
+    fingerprint: Fingerprint,
+    owner: &OwnerToken,
+    lease: Duration,
+) -> Result<Reservation, Error> {
+    reserve_with(RESERVE_TX, conn, key, fingerprint, owner, lease).await
+}
+
+async fn reserve_with(
+    statement: &'static str,
     conn: &mut PgConnection,
     key: &str,
     fingerprint: Fingerprint,
@@ -170,7 +236,7 @@ pub(crate) async fn reserve_on(
     // reservation after the statement began; the unique conflict still stops our insert (no row
     // comes back), and a retry (a new snapshot under READ COMMITTED) sees the row.
     for _ in 0..5 {
-        let row = sqlx::query(RESERVE)
+        let row = sqlx::query(statement)
             .bind(key)
             .bind(owner.as_str())
             .bind(fingerprint.to_string())
@@ -181,6 +247,18 @@ pub(crate) async fn reserve_on(
         let Some(row) = row else { continue };
         if row.try_get::<bool, _>("acquired").map_err(Error::store)? {
             return Ok(Reservation::Acquired);
+        }
+        if row
+            .try_get::<Option<i16>, _>("state")
+            .map_err(Error::store)?
+            == Some(-1)
+        {
+            // The other transaction's payload is unknown until it commits; a mismatch shows
+            // on a later attempt.
+            return Ok(Reservation::InProgress {
+                fingerprint,
+                retry_after: BUSY_RETRY_AFTER.min(lease),
+            });
         }
         return parse_row(key, &row);
     }

@@ -359,6 +359,40 @@ pub async fn replays_results_including_unit_and_none<S: Store>(store: S, ns: &st
     assert_eq!(runs.load(Ordering::SeqCst), 3);
 }
 
+/// JSON wrote `Some(None)` and `None` alike and could not read `NaN` back.
+pub async fn replays_nested_options_and_nan<S: Store>(store: S, ns: &str) {
+    let guard = Guard::new(store).prefix(ns.to_owned());
+    let first: Result<(Option<Option<u8>>, f64), Error> = guard
+        .run("k", &(), || async { Ok((Some(None), f64::NAN)) })
+        .await;
+    assert!(first.is_ok());
+    let again = guard
+        .run_outcome("k", &(), || async {
+            Ok::<_, Error>((None::<Option<u8>>, 0.0f64))
+        })
+        .await
+        .unwrap();
+    assert!(again.is_replay());
+    let (option, float): (Option<Option<u8>>, f64) = again.into_inner();
+    assert_eq!(option, Some(None));
+    assert!(float.is_nan());
+}
+
+/// `("acme:eu", "42")` and `("acme", "eu:42")` are two keys, not one record.
+pub async fn composite_keys_do_not_collide<S: Store>(store: S, ns: &str) {
+    let guard = Guard::new(store).prefix(ns.to_owned());
+    let a: Result<String, Error> = guard
+        .run(("acme:eu", "42"), &(), || async { Ok("first".into()) })
+        .await;
+    let b: Result<String, Error> = guard
+        .run(("acme", "eu:42"), &(), || async { Ok("second".into()) })
+        .await;
+    assert_eq!(
+        (a.unwrap().as_str(), b.unwrap().as_str()),
+        ("first", "second")
+    );
+}
+
 pub async fn payload_mismatch_is_rejected_on_every_path<S: Store + 'static>(store: S, ns: &str) {
     let guard = Guard::new(store).prefix(ns.to_owned());
     let mismatch = |r: &Result<u32, Error>| {
