@@ -1,6 +1,9 @@
 //! PostgreSQL store: one table, `INSERT ... ON CONFLICT` reservations, and completion inside the
 //! caller's transaction.
 
+mod lanes;
+
+use std::sync::Arc;
 use std::time::Duration;
 
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
@@ -9,9 +12,10 @@ use sqlx::{PgConnection, PgExecutor, Row};
 use crate::key::Fingerprint;
 use crate::store::{fenced, OwnerToken, Reservation, Store, StoredResult};
 use crate::Error;
+use lanes::Lanes;
 
 /// The migration this crate ships (also in `migrations/` of the crate source).
-pub const MIGRATION: &str = include_str!("../migrations/0001_idem_guard_records.sql");
+pub const MIGRATION: &str = include_str!("../../migrations/0001_idem_guard_records.sql");
 
 /// Records in the PostgreSQL table `idem_guard_records` (resolved through the connection's
 /// `search_path`), with expiry measured by the database's clock.
@@ -20,6 +24,12 @@ pub const MIGRATION: &str = include_str!("../migrations/0001_idem_guard_records.
 /// (`ON CONFLICT DO UPDATE ... WHERE expires_at <= clock_timestamp()`), or returns the live one;
 /// completing, releasing and renewing are one fenced statement each (`WHERE owner = $token`).
 /// Expired rows are taken over in place; [`purge_expired`](Self::purge_expired) deletes the rest.
+///
+/// Round trips: one per statement, so two per first delivery (reserve, complete) and one per
+/// duplicate. The store runs its statements on up to four connections of its own, opened
+/// lazily with the pool's connect options: a `PgPool` pings a connection before lending it and
+/// after it comes back, which would triple the round trips. The pool stays yours for business
+/// queries ([`pool`](Self::pool)).
 ///
 /// [`Guard::run_in_tx`](crate::Guard::run_in_tx) writes the reservation and the completion
 /// through the caller's transaction, so the business writes and the mark commit together.
@@ -39,6 +49,7 @@ pub const MIGRATION: &str = include_str!("../migrations/0001_idem_guard_records.
 #[derive(Clone, Debug)]
 pub struct PostgresStore {
     pool: PgPool,
+    lanes: Arc<Lanes>,
 }
 
 /// Reads the live row first and inserts only when there is none, so that a duplicate (the
@@ -169,7 +180,8 @@ impl PostgresStore {
     /// Uses an existing pool whose database already has the table (from your own migrations,
     /// with [`MIGRATION`] copied in).
     pub fn from_pool_unmigrated(pool: PgPool) -> Self {
-        PostgresStore { pool }
+        let lanes = Arc::new(Lanes::new(pool.connect_options()));
+        PostgresStore { pool, lanes }
     }
 
     /// The pool, to run business queries next to the guard.
@@ -339,8 +351,9 @@ impl Store for PostgresStore {
         owner: &OwnerToken,
         lease: Duration,
     ) -> Result<Reservation, Error> {
-        let mut conn = self.pool.acquire().await.map_err(Error::store)?;
-        reserve_on(&mut conn, key, fingerprint, owner, lease).await
+        let mut lane = self.lanes.get().await?;
+        let found = reserve_on(&mut lane, key, fingerprint, owner, lease).await;
+        lane.check(found)
     }
 
     async fn complete(
@@ -351,11 +364,15 @@ impl Store for PostgresStore {
         result: &StoredResult,
         retention: Duration,
     ) -> Result<(), Error> {
-        complete_on(&self.pool, key, fingerprint, owner, result, retention).await
+        let mut lane = self.lanes.get().await?;
+        let done = complete_on(&mut *lane, key, fingerprint, owner, result, retention).await;
+        lane.check(done)
     }
 
     async fn release(&self, key: &str, owner: &OwnerToken) -> Result<(), Error> {
-        release_on(&self.pool, key, owner).await
+        let mut lane = self.lanes.get().await?;
+        let done = release_on(&mut *lane, key, owner).await;
+        lane.check(done)
     }
 
     async fn renew(
@@ -365,14 +382,16 @@ impl Store for PostgresStore {
         owner: &OwnerToken,
         lease: Duration,
     ) -> Result<(), Error> {
+        let mut lane = self.lanes.get().await?;
         let done = sqlx::query(RENEW)
             .bind(key)
             .bind(owner.as_str())
             .bind(fingerprint.to_string())
             .bind(millis(lease))
-            .execute(&self.pool)
+            .execute(&mut *lane)
             .await
-            .map_err(Error::store)?;
+            .map_err(Error::store);
+        let done = lane.check(done)?;
         fenced(done.rows_affected() == 1, key)
     }
 }
