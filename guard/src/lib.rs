@@ -62,7 +62,7 @@ mod key;
 mod memory;
 pub mod on_error;
 mod postgres;
-mod redis;
+mod redis_store;
 mod store;
 mod transactional;
 
@@ -72,7 +72,7 @@ pub use crate::key::{DisplayKey, Fingerprint, KeyPart, Payload, MAX_KEY_LEN};
 pub use crate::memory::{MemoryStore, DEFAULT_CAPACITY};
 pub use crate::on_error::Classify;
 pub use crate::postgres::{PostgresStore, MIGRATION};
-pub use crate::redis::RedisStore;
+pub use crate::redis_store::RedisStore;
 pub use crate::store::{OwnerToken, Reservation, Store, StoredResult};
 pub use crate::transactional::{TxAttempt, TxStart};
 
@@ -99,6 +99,14 @@ pub use crate::transactional::{TxAttempt, TxStart};
 /// result was replayed. A `key` that calls a clock or an RNG (`Uuid::new_v4()`, `Utc::now()`,
 /// `rand::random()`...) is a compile error: it would give every redelivery a new key.
 pub use idem_guard_macros::idempotent;
+
+/// The `redis` crate this version is built against (1.x), so that a `ConnectionManager` given
+/// to [`RedisStore::new`] is of the same version.
+pub use ::redis;
+/// The `sqlx` crate this version is built against (0.9, PostgreSQL), so that a pool given to
+/// [`PostgresStore::from_pool`] and the transactions given to [`Guard::run_in_tx`] are of the
+/// same version.
+pub use ::sqlx;
 
 /// Support for the code `#[idempotent]` generates; not a public API.
 #[doc(hidden)]

@@ -45,7 +45,8 @@ pub const MIGRATION: &str = include_str!("../../migrations/0001_idem_guard_recor
 ///     guard.run("order-9", &"order-9", || async { Ok("label-1".to_owned()) }).await;
 /// # shipped?; Ok(()) }
 /// ```
-/// (`no_run` here; `tests/postgres_store.rs` runs the same against the live server.)
+/// (`no_run` here: it needs a server; `tests/conformance` runs every rule of the `Store`
+/// contract against the live server.)
 #[derive(Clone, Debug)]
 pub struct PostgresStore {
     pool: PgPool,

@@ -32,7 +32,8 @@ use crate::Error;
 ///     guard.run("refund-7f3a", &("order-1", 500), || async { Ok(500) }).await;
 /// # refunded?; Ok(()) }
 /// ```
-/// (`no_run` here; `tests/redis_store.rs` runs the same against the live server.)
+/// (`no_run` here: it needs a server; `tests/conformance` runs every rule of the `Store`
+/// contract against the live server.)
 #[derive(Clone)]
 pub struct RedisStore {
     conn: ConnectionManager,
@@ -102,15 +103,22 @@ return 1
 impl RedisStore {
     /// Connects to `url` (`redis://host:port/db`) with a reconnecting connection manager that
     /// gives up on a request after 5 s, so a hung server surfaces as [`Error::Store`].
+    ///
+    /// Then reads the server's persistence and eviction settings (`CONFIG GET`, where the server
+    /// allows it) and logs a `tracing` warning for each that can lose records: no AOF and no
+    /// RDB snapshots (a restart forgets every key, so every redelivery runs again), or an
+    /// eviction policy other than `noeviction` (a full server drops records). See the crate
+    /// README for the settings the guard needs.
     pub async fn connect(url: &str) -> Result<Self, Error> {
         let client = redis::Client::open(url).map_err(Error::store)?;
         let config = ConnectionManagerConfig::new()
             .set_connection_timeout(Some(Duration::from_secs(5)))
             .set_response_timeout(Some(Duration::from_secs(5)))
             .set_number_of_retries(2);
-        let conn = ConnectionManager::new_with_config(client, config)
+        let mut conn = ConnectionManager::new_with_config(client, config)
             .await
             .map_err(Error::store)?;
+        warn_about_durability(&mut conn).await;
         Ok(Self::new(conn))
     }
 
@@ -125,6 +133,64 @@ impl RedisStore {
             }),
         }
     }
+}
+
+/// Logs one warning per setting that can lose records, once per connect. Managed services
+/// often refuse `CONFIG`; then nothing is known and nothing is said beyond a debug line.
+async fn warn_about_durability(conn: &mut ConnectionManager) {
+    let config: Result<std::collections::HashMap<String, String>, _> = redis::cmd("CONFIG")
+        .arg("GET")
+        .arg("appendonly")
+        .arg("appendfsync")
+        .arg("save")
+        .arg("maxmemory-policy")
+        .query_async(conn)
+        .await;
+    match config {
+        Ok(config) => {
+            let get = |name: &str| config.get(name).map(String::as_str);
+            for risk in durability_risks(
+                get("appendonly"),
+                get("appendfsync"),
+                get("save"),
+                get("maxmemory-policy"),
+            ) {
+                tracing::warn!(target: "idem_guard::redis", "{risk}");
+            }
+        }
+        Err(e) => tracing::debug!(
+            target: "idem_guard::redis",
+            error = %e,
+            "cannot read the Redis persistence settings"
+        ),
+    }
+}
+
+/// What a Redis configuration risks for the guard's records, one sentence each.
+pub(crate) fn durability_risks(
+    appendonly: Option<&str>,
+    appendfsync: Option<&str>,
+    save: Option<&str>,
+    maxmemory_policy: Option<&str>,
+) -> Vec<String> {
+    let mut risks = Vec::new();
+    let aof = appendonly == Some("yes");
+    let snapshots = save.is_some_and(|s| !s.trim().is_empty());
+    if appendonly.is_some() && !aof && save.is_some() && !snapshots {
+        risks.push(
+            "Redis persists nothing (appendonly no, save \"\"): a restart forgets every idempotency record and every redelivery runs its handler again; set `appendonly yes` with `appendfsync everysec` (or `always`)".to_owned(),
+        );
+    } else if aof && appendfsync == Some("no") {
+        risks.push(
+            "Redis AOF is on with `appendfsync no`: a crash can lose the records of the last tens of seconds; use `appendfsync everysec` or `always`".to_owned(),
+        );
+    }
+    if let Some(policy) = maxmemory_policy.filter(|p| *p != "noeviction") {
+        risks.push(format!(
+            "Redis evicts keys under memory pressure (maxmemory-policy {policy}): an evicted idempotency record lets a duplicate run again; set `maxmemory-policy noeviction` (writes then fail, and the guard fails closed)"
+        ));
+    }
+    risks
 }
 
 fn millis(d: Duration) -> u64 {
@@ -266,6 +332,32 @@ impl Store for RedisStore {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn durability_risks_name_each_setting() {
+        let none = durability_risks(Some("no"), Some("everysec"), Some(""), Some("noeviction"));
+        assert_eq!(none.len(), 1);
+        assert!(none[0].contains("persists nothing"), "{none:?}");
+        assert!(
+            durability_risks(Some("yes"), Some("everysec"), Some(""), Some("noeviction"))
+                .is_empty()
+        );
+        assert!(
+            durability_risks(
+                Some("no"),
+                Some("everysec"),
+                Some("3600 1"),
+                Some("noeviction")
+            )
+            .is_empty(),
+            "RDB snapshots are persistence too (weaker, but not nothing)"
+        );
+        let lax = durability_risks(Some("yes"), Some("no"), Some(""), Some("allkeys-lru"));
+        assert_eq!(lax.len(), 2, "{lax:?}");
+        assert!(lax[1].contains("allkeys-lru"));
+        // Nothing known, nothing said.
+        assert!(durability_risks(None, None, None, None).is_empty());
+    }
 
     #[test]
     fn parses_what_the_scripts_write() {
