@@ -121,9 +121,13 @@ impl Fingerprint {
     /// Fingerprints a serializable payload.
     pub fn of<P: Serialize + ?Sized>(payload: &P) -> Result<Self, Error> {
         let value = serde_json::to_value(payload).map_err(Error::Payload)?;
+        Ok(Self::of_value(&value))
+    }
+
+    pub(crate) fn of_value(value: &Value) -> Self {
         let mut hasher = Xxh3::new();
-        hash_value(&value, &mut hasher);
-        Ok(Fingerprint(hasher.digest128()))
+        hash_value(value, &mut hasher);
+        Fingerprint(hasher.digest128())
     }
 
     /// Parses the 32-digit hex form written by [`Display`](fmt::Display); for store implementors.
@@ -242,6 +246,18 @@ mod tests {
             Fingerprint::of(&("ab", "c")).unwrap()
         );
         assert_ne!(Fingerprint::of(&1).unwrap(), Fingerprint::of(&"1").unwrap());
+    }
+
+    #[test]
+    fn default_payload_parts_hash_as_their_tuple() {
+        let parts = crate::__private::fingerprint_parts([
+            crate::__private::payload_part("evt-1"),
+            crate::__private::payload_part(&100u64),
+        ]);
+        assert_eq!(
+            parts.unwrap(),
+            Fingerprint::of(&(&"evt-1", &100u64)).unwrap()
+        );
     }
 
     #[test]

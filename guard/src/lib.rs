@@ -113,7 +113,39 @@ pub use ::sqlx;
 pub mod __private {
     use std::fmt::Display;
 
-    use crate::KeyPart;
+    use serde::Serialize;
+
+    use crate::{Error, Fingerprint, KeyPart};
+
+    /// Bounds an argument of the default payload, so that one which cannot be serialized is
+    /// reported at that argument.
+    #[diagnostic::on_unimplemented(
+        message = "`{Self}` is an argument of this `#[idempotent]` function, so part of its default payload, but does not implement `Serialize`",
+        label = "this argument is fingerprinted by default",
+        note = "the default payload is every argument but `self`, the store, the transaction and service types (State, pools, stores); say what identifies the request with `payload = (..)`, e.g. `payload = (order, amount)`"
+    )]
+    pub trait PayloadPart {
+        fn to_value(&self) -> Result<serde_json::Value, Error>;
+    }
+
+    impl<T: Serialize + ?Sized> PayloadPart for T {
+        fn to_value(&self) -> Result<serde_json::Value, Error> {
+            serde_json::to_value(self).map_err(Error::Payload)
+        }
+    }
+
+    /// One argument of the default payload.
+    pub fn payload_part<T: PayloadPart + ?Sized>(value: &T) -> Result<serde_json::Value, Error> {
+        value.to_value()
+    }
+
+    /// The fingerprint of the default payload's arguments: the same as that of the tuple of them.
+    pub fn fingerprint_parts<const N: usize>(
+        parts: [Result<serde_json::Value, Error>; N],
+    ) -> Result<Fingerprint, Error> {
+        let values = parts.into_iter().collect::<Result<Vec<_>, _>>()?;
+        Ok(Fingerprint::of_value(&serde_json::Value::Array(values)))
+    }
 
     /// Picks a key type's [`KeyPart`] impl when it has one and its `Display` otherwise (autoref
     /// specialization: the `KeyPart` method matches without the extra reference, so wins).

@@ -1,0 +1,44 @@
+//! The default payload of `#[idempotent]`: every argument but `self`, the store, the transaction
+//! and service types (framework state, pools, stores).
+
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use idem_guard::{idempotent, Error, MemoryStore, Rejected};
+
+/// Stands for axum's `State` extractor (matched by name, as the macro sees no types).
+struct State<T>(T);
+
+struct Services {
+    calls: AtomicU32,
+}
+
+#[idempotent(key = order_id, store = store)]
+async fn capture(
+    store: &MemoryStore,
+    services: State<&Services>,
+    order_id: u64,
+    cents: u64,
+) -> Result<u32, Error> {
+    Ok(services.0.calls.fetch_add(1, Ordering::SeqCst) + 1)
+}
+
+#[tokio::test]
+async fn store_and_state_are_not_part_of_the_payload() {
+    let services = Services {
+        calls: AtomicU32::new(0),
+    };
+    let (a, b) = (MemoryStore::new(), MemoryStore::new());
+    assert_eq!(capture(&a, State(&services), 1, 500).await.unwrap(), 1);
+    // Another store handle and the same request: a replay, not a mismatch.
+    assert_eq!(
+        capture(&a.clone(), State(&services), 1, 500).await.unwrap(),
+        1
+    );
+    // The amount is payload: another amount under the same key is refused.
+    assert!(matches!(
+        capture(&a, State(&services), 1, 900).await,
+        Err(Error::Rejected(Rejected::PayloadMismatch { .. }))
+    ));
+    assert_eq!(capture(&b, State(&services), 1, 500).await.unwrap(), 2);
+    assert_eq!(services.calls.load(Ordering::SeqCst), 2);
+}
