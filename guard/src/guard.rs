@@ -185,7 +185,8 @@ impl<S: Store, P> Guard<S, P> {
         self
     }
 
-    /// The policy for failed bodies: [`Release`] (default), [`Cache`](crate::on_error::Cache)
+    /// The policy for failed bodies: [`Release`] (default), [`Cache`](crate::on_error::Cache),
+    /// [`Cacheable`](crate::on_error::Cacheable)
     /// or [`Classified`](crate::on_error::Classified).
     pub fn on_error<Q>(self, policy: Q) -> Guard<S, Q> {
         Guard {

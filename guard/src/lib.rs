@@ -88,7 +88,7 @@ pub use crate::transactional::{TxAttempt, TxStart};
 ///     lease = <Duration expr>,              // default 60 s, renewed while the body runs
 ///     retention = <Duration expr>,          // default 24 h
 ///     in_flight = "reject" | wait(<Duration expr>),
-///     on_error = "release" | "cache" | "classify",
+///     on_error = "release" | "cache" | "cacheable" | "classify",
 ///     required = false,                     // a `None` key runs unguarded instead of failing
 ///     tx = <argument name>,                 // PostgreSQL: complete in this transaction argument
 /// )]

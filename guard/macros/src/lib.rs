@@ -96,6 +96,9 @@ fn expand(args: TokenStream2, item: TokenStream2) -> syn::Result<TokenStream2> {
             builder.extend(quote!(.on_error(::idem_guard::on_error::Release)))
         }
         Some(OnError::Cache) => builder.extend(quote!(.on_error(::idem_guard::on_error::Cache))),
+        Some(OnError::Cacheable) => {
+            builder.extend(quote!(.on_error(::idem_guard::on_error::Cacheable)))
+        }
         Some(OnError::Classify) => {
             builder.extend(quote!(.on_error(::idem_guard::on_error::Classified)))
         }

@@ -14,6 +14,7 @@ pub(crate) enum InFlight {
 pub(crate) enum OnError {
     Release,
     Cache,
+    Cacheable,
     Classify,
 }
 
@@ -145,10 +146,11 @@ fn on_error(value: &Expr) -> syn::Result<OnError> {
     match string(value).as_deref() {
         Some("release") => Ok(OnError::Release),
         Some("cache") => Ok(OnError::Cache),
+        Some("cacheable") => Ok(OnError::Cacheable),
         Some("classify") => Ok(OnError::Classify),
         _ => Err(syn::Error::new_spanned(
             value,
-            "expected `on_error = \"release\"`, `\"cache\"` or `\"classify\"`",
+            "expected `on_error = \"release\"`, `\"cache\"`, `\"cacheable\"` or `\"classify\"`",
         )),
     }
 }
