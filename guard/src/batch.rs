@@ -101,7 +101,7 @@ impl<S: Store, P> Guard<S, P> {
         for message in messages {
             let item = describe(&message);
             let prepared = self.prepare_with(&item.key, || item.fingerprint);
-            match self.execute(prepared, || handler(message)).await {
+            match self.execute(prepared, |_| handler(message)).await {
                 Ok(outcome) => {
                     report.succeeded += 1;
                     report.replayed += usize::from(outcome.is_replay());

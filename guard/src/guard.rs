@@ -72,6 +72,46 @@ impl<T> From<T> for Outcome<T> {
     }
 }
 
+/// What the body of one attempt knows about itself; given to the body by
+/// [`Guard::run_with`] (and `#[idempotent(attempt = name)]`).
+///
+/// Outside transactional mode no store can make "the effect happened" and "the key completed"
+/// one step: a crash between them (kill -9 after the payment provider answered, before the
+/// completion reached the store) leaves an in-progress record, and after its lease the
+/// redelivery runs the body again. Two things close that window: pass [`key`](Self::key) (or
+/// [`token`](Self::token)) downstream as the provider's idempotency token, so the provider
+/// dedupes the second call; or, when [`is_takeover`](Self::is_takeover) says an earlier attempt
+/// was abandoned, look for its effect before making it again.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Attempt {
+    key: Option<String>,
+    taken_over: bool,
+}
+
+impl Attempt {
+    /// The full stored key (prefix, tenant and key): the same on every delivery of a request,
+    /// and different for any other request. `None` when the key was missing and the body runs
+    /// unguarded (`required(false)`).
+    pub fn key(&self) -> Option<&str> {
+        self.key.as_deref()
+    }
+
+    /// The key hashed to 32 hex digits (xxh3-128), for downstream APIs that limit an idempotency
+    /// token's length or alphabet (AWS `ClientToken`: at most 64 ASCII characters).
+    pub fn token(&self) -> Option<String> {
+        self.key
+            .as_deref()
+            .map(|k| format!("{:032x}", xxhash_rust::xxh3::xxh3_128(k.as_bytes())))
+    }
+
+    /// Whether this attempt took over the record of an earlier attempt whose lease ended before
+    /// it completed or released it: that attempt crashed, hung or lost its store, possibly after
+    /// making part of its effect.
+    pub fn is_takeover(&self) -> bool {
+        self.taken_over
+    }
+}
+
 /// Runs a body at most once per key: the plain API behind `#[idempotent]`.
 ///
 /// ```
@@ -114,7 +154,7 @@ pub(crate) type Prepared = Result<Option<(String, Fingerprint)>, Error>;
 
 /// What the store's answer means for this delivery.
 pub(crate) enum Step<T, E> {
-    Run,
+    Run { taken_over: bool },
     Done(Result<Outcome<T>, E>),
     Busy(Duration),
 }
@@ -236,7 +276,73 @@ impl<S: Store, P> Guard<S, P> {
         Fut: Future<Output = Result<T, E>>,
     {
         let prepared = self.prepare(&key, payload);
+        async move {
+            self.execute(prepared, |_| body())
+                .await
+                .map(Outcome::into_inner)
+        }
+    }
+
+    /// Like [`run`](Self::run), and gives the body its [`Attempt`]: the key to pass downstream as
+    /// an idempotency token, and whether an earlier attempt was abandoned.
+    ///
+    /// ```
+    /// use idem_guard::{Attempt, Guard, MemoryStore};
+    ///
+    /// /// A payment provider that dedupes by the idempotency token it is given.
+    /// async fn provider_charge(token: &str, cents: u64) -> Result<String, idem_guard::Error> {
+    ///     Ok(format!("ch_{}", &token[..8]))
+    /// }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), idem_guard::Error> {
+    /// let guard = Guard::new(MemoryStore::new()).prefix("charge");
+    /// let charge_id = guard
+    ///     .run_with("order-7", &700u64, |attempt: Attempt| async move {
+    ///         // The same token on every delivery: if an earlier attempt charged and crashed
+    ///         // before completing the key, the provider returns that charge instead of a new one.
+    ///         let token = attempt.token().expect("the key is required");
+    ///         provider_charge(&token, 700).await
+    ///     })
+    ///     .await?;
+    /// # assert!(charge_id.starts_with("ch_")); Ok(()) }
+    /// ```
+    pub fn run_with<K, Pl, T, E, F, Fut>(
+        &self,
+        key: K,
+        payload: Pl,
+        body: F,
+    ) -> impl Future<Output = Result<T, E>> + use<'_, S, P, K, Pl, T, E, F, Fut>
+    where
+        K: KeyPart,
+        Pl: Payload,
+        T: Serialize + DeserializeOwned,
+        E: From<Error>,
+        P: OnError<E> + Sync,
+        F: FnOnce(Attempt) -> Fut,
+        Fut: Future<Output = Result<T, E>>,
+    {
+        let prepared = self.prepare(&key, payload);
         async move { self.execute(prepared, body).await.map(Outcome::into_inner) }
+    }
+
+    /// Like [`run_with`](Self::run_with), and tells whether the result was replayed.
+    pub fn run_outcome_with<K, Pl, T, E, F, Fut>(
+        &self,
+        key: K,
+        payload: Pl,
+        body: F,
+    ) -> impl Future<Output = Result<Outcome<T>, E>> + use<'_, S, P, K, Pl, T, E, F, Fut>
+    where
+        K: KeyPart,
+        Pl: Payload,
+        T: Serialize + DeserializeOwned,
+        E: From<Error>,
+        P: OnError<E> + Sync,
+        F: FnOnce(Attempt) -> Fut,
+        Fut: Future<Output = Result<T, E>>,
+    {
+        let prepared = self.prepare(&key, payload);
+        self.execute(prepared, body)
     }
 
     /// Like [`run`](Self::run), and tells whether the result was replayed.
@@ -256,7 +362,7 @@ impl<S: Store, P> Guard<S, P> {
         Fut: Future<Output = Result<T, E>>,
     {
         let prepared = self.prepare(&key, payload);
-        self.execute(prepared, body)
+        self.execute(prepared, |_| body())
     }
 
     pub(crate) fn prepare<K: KeyPart, Pl: Payload>(&self, key: &K, payload: Pl) -> Prepared {
@@ -289,27 +395,39 @@ impl<S: Store, P> Guard<S, P> {
         T: Serialize + DeserializeOwned,
         E: From<Error>,
         P: OnError<E> + Sync,
-        F: FnOnce() -> Fut,
+        F: FnOnce(Attempt) -> Fut,
         Fut: Future<Output = Result<T, E>>,
     {
         let Some((key, fingerprint)) = prepared? else {
-            return body().await.map(Outcome::fresh);
+            let unguarded = Attempt {
+                key: None,
+                taken_over: false,
+            };
+            return body(unguarded).await.map(Outcome::fresh);
         };
         let owner = OwnerToken::generate();
         let mut waiting = Waiting::new(self.in_flight);
-        loop {
+        let taken_over = loop {
             let found = self
                 .store
                 .reserve(&key, fingerprint, &owner, self.lease)
                 .await?;
             match self.judge(&key, fingerprint, found) {
-                Step::Run => break,
+                Step::Run { taken_over } => break taken_over,
                 Step::Done(result) => return result,
                 Step::Busy(retry_after) => waiting.pause(&key, retry_after).await?,
             }
+        };
+        if taken_over {
+            tracing::warn!(key = %key, "took over the key of an abandoned attempt (its lease ended before it completed); its effect may have happened");
         }
-
-        let result = self.run_renewing(&key, fingerprint, &owner, body()).await;
+        let attempt = Attempt {
+            key: Some(key.clone()),
+            taken_over,
+        };
+        let result = self
+            .run_renewing(&key, fingerprint, &owner, body(attempt))
+            .await;
         let settle = match self.to_store(&result) {
             Some(stored) => {
                 retry_store(|| {
@@ -403,7 +521,8 @@ impl<S: Store, P> Guard<S, P> {
             .into()))
         };
         match found {
-            Reservation::Acquired => Step::Run,
+            Reservation::Acquired => Step::Run { taken_over: false },
+            Reservation::TakenOver => Step::Run { taken_over: true },
             Reservation::InProgress {
                 fingerprint: theirs,
                 ..

@@ -67,7 +67,7 @@ mod store;
 mod transactional;
 
 pub use crate::error::{Error, Rejected};
-pub use crate::guard::{Guard, InFlight, Outcome, DEFAULT_LEASE, DEFAULT_RETENTION};
+pub use crate::guard::{Attempt, Guard, InFlight, Outcome, DEFAULT_LEASE, DEFAULT_RETENTION};
 pub use crate::key::{DisplayKey, Fingerprint, KeyPart, Payload, MAX_KEY_LEN};
 pub use crate::memory::{MemoryStore, DEFAULT_CAPACITY};
 pub use crate::on_error::Classify;
@@ -91,6 +91,7 @@ pub use crate::transactional::{TxAttempt, TxStart};
 ///     on_error = "release" | "cache" | "cacheable" | "classify",
 ///     required = false,                     // a `None` key runs unguarded instead of failing
 ///     tx = <argument name>,                 // PostgreSQL: complete in this transaction argument
+///     attempt = <name>,                     // binds an `Attempt` (key, token, is_takeover) in the body
 /// )]
 /// ```
 ///

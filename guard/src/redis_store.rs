@@ -12,10 +12,12 @@ use crate::Error;
 
 /// Records in Redis, one string key per record, expiring by Redis's own `PX` TTL.
 ///
-/// Round trips: reserving is one `SET key value NX PX lease GET` (Redis ≥ 7.0), which either
-/// creates the record or returns the existing one, so a duplicate also costs one round trip.
-/// Completing, releasing and renewing are one `EVALSHA` each (the first call per connection may
-/// add a `SCRIPT LOAD`). Expired records vanish from Redis, so takeover is the plain `NX` write.
+/// Round trips: reserving, completing, releasing and renewing are one `EVALSHA` each (the first
+/// call of a script on a server adds an `EVAL`), so a first delivery costs two and a duplicate
+/// one. Reserving creates the record, or returns the live one, or takes over an in-progress
+/// record whose lease ended (by Redis's clock, `TIME`); such a record is kept for twice its
+/// lease so that the takeover is reported ([`Reservation::TakenOver`]). Completed records
+/// expire by Redis's own `PX` TTL.
 ///
 /// The value is `P|owner|fingerprint|lease_end_ms` while in progress and
 /// `C|owner|fingerprint|tag|result` once completed; owner and fingerprint are fixed-width hex, so
@@ -47,10 +49,31 @@ impl std::fmt::Debug for RedisStore {
 }
 
 struct Scripts {
+    reserve: Script,
     complete: Script,
     release: Script,
     renew: Script,
 }
+
+/// Creates the record, or takes over an in-progress one whose lease ended, or returns the live
+/// record. An in-progress record is kept (`PX`) for twice its lease, so that a takeover can tell
+/// that an earlier attempt was abandoned; its lease end, by Redis's clock, is in the value.
+/// KEYS[1] key; ARGV owner, fingerprint, lease ms. Returns nil (created), 'T' (taken over) or
+/// the live record's value.
+const RESERVE: &str = r"
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local lease = tonumber(ARGV[3])
+local v = redis.call('GET', KEYS[1])
+if v then
+  if string.sub(v, 1, 2) ~= 'P|' then return v end
+  local lease_end = tonumber(string.match(v, '|(%d+)$'))
+  if lease_end == nil or lease_end > now then return v end
+end
+redis.call('SET', KEYS[1], 'P|' .. ARGV[1] .. '|' .. ARGV[2] .. '|' .. (now + lease), 'PX', lease * 2)
+if v then return 'T' end
+return false
+";
 
 /// Completes when the record is ours (in progress, or already completed by us: a retried
 /// complete whose first reply was lost) or gone (our lease lapsed and nobody took over).
@@ -88,7 +111,7 @@ return 0
 ";
 
 /// Restarts our lease (rewriting the value so `retry_after` stays right), recreating it if it
-/// lapsed without a takeover. KEYS[1] key; ARGV owner, new value, lease ms. Returns 1 or 0.
+/// lapsed without a takeover. KEYS[1] key; ARGV owner, fingerprint, lease ms. Returns 1 or 0.
 const RENEW: &str = r"
 local v = redis.call('GET', KEYS[1])
 local p = 'P|' .. ARGV[1] .. '|'
@@ -96,7 +119,10 @@ if v and string.sub(v, 1, #p) ~= p then
   if string.sub(v, 1, #('C|' .. ARGV[1] .. '|')) == 'C|' .. ARGV[1] .. '|' then return 1 end
   return 0
 end
-redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local lease = tonumber(ARGV[3])
+redis.call('SET', KEYS[1], p .. ARGV[2] .. '|' .. (now + lease), 'PX', lease * 2)
 return 1
 ";
 
@@ -127,6 +153,7 @@ impl RedisStore {
         RedisStore {
             conn,
             scripts: Arc::new(Scripts {
+                reserve: Script::new(RESERVE),
                 complete: Script::new(COMPLETE),
                 release: Script::new(RELEASE),
                 renew: Script::new(RENEW),
@@ -204,6 +231,7 @@ fn now_ms() -> u64 {
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
+#[cfg(test)]
 fn in_progress_value(owner: &OwnerToken, fingerprint: Fingerprint, lease: Duration) -> String {
     format!(
         "P|{owner}|{fingerprint}|{}",
@@ -254,19 +282,20 @@ impl Store for RedisStore {
         lease: Duration,
     ) -> Result<Reservation, Error> {
         let mut conn = self.conn.clone();
-        let previous: Option<String> = redis::cmd("SET")
-            .arg(key)
-            .arg(in_progress_value(owner, fingerprint, lease))
-            .arg("NX")
-            .arg("PX")
+        let previous: Option<String> = self
+            .scripts
+            .reserve
+            .key(key)
+            .arg(owner.as_str())
+            .arg(fingerprint.to_string())
             .arg(millis(lease))
-            .arg("GET")
-            .query_async(&mut conn)
+            .invoke_async(&mut conn)
             .await
             .map_err(Error::store)?;
-        match previous {
+        match previous.as_deref() {
             None => Ok(Reservation::Acquired),
-            Some(value) => parse(key, &value),
+            Some("T") => Ok(Reservation::TakenOver),
+            Some(value) => parse(key, value),
         }
     }
 
@@ -320,7 +349,7 @@ impl Store for RedisStore {
             .renew
             .key(key)
             .arg(owner.as_str())
-            .arg(in_progress_value(owner, fingerprint, lease))
+            .arg(fingerprint.to_string())
             .arg(millis(lease))
             .invoke_async(&mut conn)
             .await

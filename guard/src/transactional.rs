@@ -172,7 +172,7 @@ impl<P> Guard<PostgresStore, P> {
             match self.judge(&key, fingerprint, found) {
                 // No lease renewal while the body runs: until the caller commits, the row is
                 // locked by this transaction and no other attempt can take it over.
-                Step::Run => {
+                Step::Run { .. } => {
                     return Ok(TxStart::Run(TxAttempt {
                         record: Some((key, fingerprint, owner)),
                     }))

@@ -42,3 +42,21 @@ async fn store_and_state_are_not_part_of_the_payload() {
     assert_eq!(capture(&b, State(&services), 1, 500).await.unwrap(), 2);
     assert_eq!(services.calls.load(Ordering::SeqCst), 2);
 }
+
+/// `attempt = name` binds the attempt's context in the body: a token derived from the key, the
+/// same on every delivery, to pass downstream.
+#[idempotent(key = order_id, store = store, attempt = attempt)]
+async fn token_for(store: &MemoryStore, order_id: u64) -> Result<(String, bool), Error> {
+    Ok((attempt.token().unwrap(), attempt.is_takeover()))
+}
+
+#[tokio::test]
+async fn attempt_is_bound_in_the_body() {
+    let store = MemoryStore::new();
+    let (token, taken_over) = token_for(&store, 1).await.unwrap();
+    assert!(!taken_over);
+    assert_eq!(token.len(), 32);
+    // The other store has no record: the body runs again, and derives the same token.
+    assert_eq!(token_for(&MemoryStore::new(), 1).await.unwrap().0, token);
+    assert_ne!(token_for(&store, 2).await.unwrap().0, token);
+}

@@ -58,6 +58,12 @@ fn expand(args: TokenStream2, item: TokenStream2) -> syn::Result<TokenStream2> {
         nondeterminism::reject(expr, options.name_of(expr))?;
     }
 
+    if let (Some(attempt), Some(_)) = (&options.attempt, &options.tx) {
+        return Err(syn::Error::new_spanned(
+            attempt,
+            "`attempt` is for non-transactional mode: with `tx` the effect and the completion commit together, so no earlier attempt can have made the effect",
+        ));
+    }
     let key = &options.key;
     let store = &options.store;
     let fingerprint = match &options.payload {
@@ -133,14 +139,19 @@ fn expand(args: TokenStream2, item: TokenStream2) -> syn::Result<TokenStream2> {
     let span = func.block.span();
     let new_block = match &options.tx {
         None => {
-            let run = if returns_outcome {
-                quote!(run_outcome)
-            } else {
-                quote!(run)
+            let run = match (returns_outcome, &options.attempt) {
+                (true, None) => quote!(run_outcome),
+                (false, None) => quote!(run),
+                (true, Some(_)) => quote!(run_outcome_with),
+                (false, Some(_)) => quote!(run_with),
+            };
+            let params = match &options.attempt {
+                Some(name) => quote!(#name: ::idem_guard::Attempt),
+                None => quote!(),
             };
             quote_spanned! {span=> {
                 #prelude
-                __idem_guard.#run(__idem_key, __idem_fingerprint, move || async move #body).await
+                __idem_guard.#run(__idem_key, __idem_fingerprint, move |#params| async move #body).await
             }}
         }
         // The transaction is never lent to a closure (that future could not be proved `Send`):

@@ -30,9 +30,10 @@ pub(crate) struct Options {
     pub on_error: Option<OnError>,
     pub required: Option<Expr>,
     pub tx: Option<syn::Ident>,
+    pub attempt: Option<syn::Ident>,
 }
 
-const USAGE: &str = "expected `#[idempotent(key = <expr>, store = <expr>, ...)]`; options: key, store, payload, prefix (or scope), tenant, lease, retention, in_flight, on_error, required, tx";
+const USAGE: &str = "expected `#[idempotent(key = <expr>, store = <expr>, ...)]`; options: key, store, payload, prefix (or scope), tenant, lease, retention, in_flight, on_error, required, tx, attempt";
 
 impl Options {
     pub fn parse(args: TokenStream) -> syn::Result<Self> {
@@ -52,6 +53,7 @@ impl Options {
             on_error: None,
             required: None,
             tx: None,
+            attempt: None,
         };
         let mut seen = Vec::new();
         for pair in pairs {
@@ -84,6 +86,15 @@ impl Options {
                         return Err(syn::Error::new_spanned(
                             other,
                             "`tx` names the transaction argument, e.g. `tx = tx` for `tx: &mut Transaction<'_, Postgres>`",
+                        ))
+                    }
+                },
+                "attempt" => match value {
+                    Expr::Path(p) if p.path.get_ident().is_some() => o.attempt = p.path.get_ident().cloned(),
+                    other => {
+                        return Err(syn::Error::new_spanned(
+                            other,
+                            "`attempt` names a variable for the body, e.g. `attempt = attempt` (an `idem_guard::Attempt`)",
                         ))
                     }
                 },

@@ -60,6 +60,9 @@ WITH live AS (
     SELECT fingerprint, state, body, expires_at
     FROM idem_guard_records
     WHERE key = $1 AND expires_at > clock_timestamp()
+), abandoned AS (
+    SELECT 1 FROM idem_guard_records
+    WHERE key = $1 AND state = 0 AND expires_at <= clock_timestamp()
 ), acquired AS (
     INSERT INTO idem_guard_records AS r (key, owner, fingerprint, state, body, expires_at)
     SELECT $1, $2, $3, 0, NULL, clock_timestamp() + $4::float8 * interval '1 millisecond'
@@ -70,11 +73,12 @@ WITH live AS (
         WHERE r.expires_at <= clock_timestamp()
     RETURNING 1
 )
-SELECT true AS acquired, NULL::text AS fingerprint, NULL::smallint AS state, NULL::text AS body,
+SELECT true AS acquired, EXISTS (SELECT 1 FROM abandoned) AS taken_over,
+       NULL::text AS fingerprint, NULL::smallint AS state, NULL::text AS body,
        NULL::float8 AS remaining_ms
 FROM acquired
 UNION ALL
-SELECT false, fingerprint, state, body,
+SELECT false, false, fingerprint, state, body,
        GREATEST(0, EXTRACT(EPOCH FROM expires_at - clock_timestamp()) * 1000)::float8
 FROM live";
 
@@ -96,6 +100,9 @@ WITH lock AS MATERIALIZED (
     SELECT fingerprint, state, body, expires_at
     FROM idem_guard_records
     WHERE key = $1 AND expires_at > clock_timestamp()
+), abandoned AS (
+    SELECT 1 FROM idem_guard_records
+    WHERE key = $1 AND state = 0 AND expires_at <= clock_timestamp()
 ), acquired AS (
     INSERT INTO idem_guard_records AS r (key, owner, fingerprint, state, body, expires_at)
     SELECT $1, $2, $3, 0, NULL, clock_timestamp() + $4::float8 * interval '1 millisecond'
@@ -106,15 +113,16 @@ WITH lock AS MATERIALIZED (
         WHERE r.expires_at <= clock_timestamp()
     RETURNING 1
 )
-SELECT true AS acquired, NULL::text AS fingerprint, NULL::smallint AS state, NULL::text AS body,
+SELECT true AS acquired, EXISTS (SELECT 1 FROM abandoned) AS taken_over,
+       NULL::text AS fingerprint, NULL::smallint AS state, NULL::text AS body,
        NULL::float8 AS remaining_ms
 FROM acquired
 UNION ALL
-SELECT false, fingerprint, state, body,
+SELECT false, false, fingerprint, state, body,
        GREATEST(0, EXTRACT(EPOCH FROM expires_at - clock_timestamp()) * 1000)::float8
 FROM live
 UNION ALL
-SELECT false, NULL, -1::smallint, NULL, NULL
+SELECT false, false, NULL, -1::smallint, NULL, NULL
 WHERE NOT (SELECT held FROM lock) AND NOT EXISTS (SELECT 1 FROM live)";
 
 /// How long a duplicate is told to wait when another open transaction holds its key: the end
@@ -259,7 +267,13 @@ async fn reserve_with(
             .map_err(Error::store)?;
         let Some(row) = row else { continue };
         if row.try_get::<bool, _>("acquired").map_err(Error::store)? {
-            return Ok(Reservation::Acquired);
+            return Ok(
+                if row.try_get::<bool, _>("taken_over").map_err(Error::store)? {
+                    Reservation::TakenOver
+                } else {
+                    Reservation::Acquired
+                },
+            );
         }
         if row
             .try_get::<Option<i16>, _>("state")

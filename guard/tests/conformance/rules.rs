@@ -135,10 +135,11 @@ pub async fn expired_lease_is_taken_over_and_fences_the_old_owner<S: Store>(stor
         Reservation::Acquired
     );
     sleep(SHORT + Duration::from_millis(150)).await;
-    // The takeover may come with another payload: an expired record is as good as absent.
+    // The takeover may come with another payload: an expired record is as good as absent. It is
+    // reported as a takeover: an earlier attempt started and never finished.
     assert_eq!(
         store.reserve(&key, fp("q"), &b, LEASE).await.unwrap(),
-        Reservation::Acquired
+        Reservation::TakenOver
     );
     let done = StoredResult::Ok("1".into());
     assert!(is_not_owner(
@@ -357,6 +358,44 @@ pub async fn replays_results_including_unit_and_none<S: Store>(store: S, ns: &st
         .unwrap();
     assert_eq!((replay.is_replay(), replay.into_inner()), (true, None));
     assert_eq!(runs.load(Ordering::SeqCst), 3);
+}
+
+/// The body learns its key (the same on every delivery) and whether it took over an attempt
+/// that was abandoned (here: its future dropped mid-way, as a killed worker's would be).
+pub async fn attempt_context_reports_a_takeover<S: Store>(store: S, ns: &str) {
+    let guard = Guard::new(store)
+        .prefix(ns.to_owned())
+        .lease(SHORT)
+        .renew_lease(false);
+    let seen = std::sync::Mutex::new(Vec::new());
+    let abandoned = tokio::time::timeout(
+        Duration::from_millis(100),
+        guard.run_with("k", &(), |attempt| {
+            seen.lock().unwrap().push(attempt);
+            async {
+                sleep(Duration::from_secs(30)).await;
+                Ok::<u32, Error>(1)
+            }
+        }),
+    )
+    .await;
+    assert!(abandoned.is_err(), "the first attempt is cut short");
+    sleep(SHORT + Duration::from_millis(150)).await;
+    let record = |attempt: idem_guard::Attempt| {
+        seen.lock().unwrap().push(attempt);
+        async { Ok::<u32, Error>(2) }
+    };
+    assert_eq!(guard.run_with("k", &(), record).await.unwrap(), 2);
+    // A duplicate replays; its body never runs, so it sees no attempt.
+    assert_eq!(guard.run_with("k", &(), record).await.unwrap(), 2);
+    let seen = seen.into_inner().unwrap();
+    assert_eq!(seen.len(), 2);
+    assert!(!seen[0].is_takeover());
+    assert!(seen[1].is_takeover());
+    assert_eq!(seen[0].key(), seen[1].key());
+    assert!(seen[0].key().unwrap().ends_with(":k"));
+    assert_eq!(seen[0].token(), seen[1].token());
+    assert_eq!(seen[0].token().unwrap().len(), 32);
 }
 
 /// JSON wrote `Some(None)` and `None` alike and could not read `NaN` back.
