@@ -143,9 +143,23 @@ pub struct Guard<S, P = Release> {
     lease: Duration,
     retention: Duration,
     renew: bool,
+    deadline: Option<Instant>,
+    on_replay: ReplayHook,
     in_flight: InFlight,
     on_error: P,
     required: bool,
+}
+
+/// A callback told of every replay.
+#[derive(Clone, Default)]
+struct ReplayHook(Option<std::sync::Arc<ReplayFn>>);
+
+type ReplayFn = dyn Fn(&str) + Send + Sync;
+
+impl std::fmt::Debug for ReplayHook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() { "Some(..)" } else { "None" })
+    }
 }
 
 /// Key and fingerprint, computed before the body runs; `None` when the key is missing and not
@@ -170,6 +184,8 @@ impl<S: Store> Guard<S> {
             lease: DEFAULT_LEASE,
             retention: DEFAULT_RETENTION,
             renew: true,
+            deadline: None,
+            on_replay: ReplayHook::default(),
             in_flight: InFlight::Reject,
             on_error: Release,
             required: true,
@@ -206,6 +222,48 @@ impl<S: Store, P> Guard<S, P> {
         self
     }
 
+    /// Ties the lease to a deadline the caller has (a Lambda's remaining time, a request
+    /// timeout): the in-progress record never outlives it, and renewal stops there. When the
+    /// invocation is killed at its deadline, a retry can take the key over right after instead of
+    /// waiting out a longer lease.
+    ///
+    /// ```
+    /// # use idem_guard::{Guard, MemoryStore};
+    /// # use std::time::Duration;
+    /// // Lambda: `let remaining = Duration::from_millis(ctx.deadline - now_ms);`
+    /// let remaining = Duration::from_secs(14);
+    /// let guard = Guard::new(MemoryStore::new())
+    ///     .deadline(tokio::time::Instant::now() + remaining);
+    /// ```
+    pub fn deadline(mut self, deadline: Instant) -> Self {
+        self.deadline = Some(deadline);
+        self
+    }
+
+    /// The lease for a write now: the configured one, cut at the deadline (at least 1 ms).
+    fn lease_now(&self) -> Duration {
+        match self.deadline {
+            Some(deadline) => self
+                .lease
+                .min(deadline.saturating_duration_since(Instant::now()))
+                .max(Duration::from_millis(1)),
+            None => self.lease,
+        }
+    }
+
+    /// Calls `hook` with the full stored key whenever a delivery is answered from the store (a
+    /// replayed result or cached error) instead of running the body: for metrics and logs.
+    ///
+    /// ```
+    /// # use idem_guard::{Guard, MemoryStore};
+    /// let guard = Guard::new(MemoryStore::new())
+    ///     .on_replay(|key| tracing::info!(key, "duplicate delivery replayed"));
+    /// ```
+    pub fn on_replay(mut self, hook: impl Fn(&str) + Send + Sync + 'static) -> Self {
+        self.on_replay = ReplayHook(Some(std::sync::Arc::new(hook)));
+        self
+    }
+
     /// Whether to renew the lease every third of its length while the body runs (default on).
     pub fn renew_lease(mut self, renew: bool) -> Self {
         self.renew = renew;
@@ -236,6 +294,8 @@ impl<S: Store, P> Guard<S, P> {
             lease: self.lease,
             retention: self.retention,
             renew: self.renew,
+            deadline: self.deadline,
+            on_replay: self.on_replay,
             in_flight: self.in_flight,
             on_error: policy,
             required: self.required,
@@ -248,7 +308,7 @@ impl<S: Store, P> Guard<S, P> {
     }
 
     pub(crate) fn lease_and_retention(&self) -> (Duration, Duration) {
-        (self.lease, self.retention)
+        (self.lease_now(), self.retention)
     }
 
     pub(crate) fn in_flight_policy(&self) -> InFlight {
@@ -410,7 +470,7 @@ impl<S: Store, P> Guard<S, P> {
         let taken_over = loop {
             let found = self
                 .store
-                .reserve(&key, fingerprint, &owner, self.lease)
+                .reserve(&key, fingerprint, &owner, self.lease_now())
                 .await?;
             match self.judge(&key, fingerprint, found) {
                 Step::Run { taken_over } => break taken_over,
@@ -494,7 +554,12 @@ impl<S: Store, P> Guard<S, P> {
                 result = &mut body => return result,
                 () = tokio::time::sleep_until(next) => {
                     next = Instant::now() + period;
-                    if let Err(e) = self.store.renew(key, fingerprint, owner, self.lease).await {
+                    if self.deadline.is_some_and(|d| Instant::now() >= d) {
+                        // Past the caller's deadline the record is left to expire.
+                        next = Instant::now() + Duration::from_secs(365 * 86_400);
+                        continue;
+                    }
+                    if let Err(e) = self.store.renew(key, fingerprint, owner, self.lease_now()).await {
                         tracing::warn!(key, error = %e, "could not renew the lease");
                     }
                 }
@@ -533,6 +598,9 @@ impl<S: Store, P> Guard<S, P> {
                 ..
             } if theirs != fingerprint => mismatch(),
             Reservation::Completed { result, .. } => {
+                if let Some(hook) = &self.on_replay.0 {
+                    hook(key);
+                }
                 let decode = |reason: String| Error::Decode {
                     key: key.to_owned(),
                     reason,

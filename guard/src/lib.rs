@@ -55,6 +55,7 @@
 extern crate self as idem_guard;
 
 pub mod batch;
+mod cached;
 mod codec;
 mod error;
 mod guard;
@@ -66,6 +67,7 @@ mod redis_store;
 mod store;
 mod transactional;
 
+pub use crate::cached::CachedStore;
 pub use crate::error::{Error, Rejected};
 pub use crate::guard::{Attempt, Guard, InFlight, Outcome, DEFAULT_LEASE, DEFAULT_RETENTION};
 pub use crate::key::{DisplayKey, Fingerprint, KeyPart, Payload, MAX_KEY_LEN};
@@ -87,6 +89,7 @@ pub use crate::transactional::{TxAttempt, TxStart};
 ///     tenant = <expr>,                      // tenant scoping: one more part of the key
 ///     lease = <Duration expr>,              // default 60 s, renewed while the body runs
 ///     retention = <Duration expr>,          // default 24 h
+///     deadline = <tokio::time::Instant>,    // the caller's deadline: the lease never outlives it
 ///     in_flight = "reject" | wait(<Duration expr>),
 ///     on_error = "release" | "cache" | "cacheable" | "classify",
 ///     required = false,                     // a `None` key runs unguarded instead of failing

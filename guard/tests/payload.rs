@@ -60,3 +60,19 @@ async fn attempt_is_bound_in_the_body() {
     assert_eq!(token_for(&MemoryStore::new(), 1).await.unwrap().0, token);
     assert_ne!(token_for(&store, 2).await.unwrap().0, token);
 }
+
+#[tokio::test]
+async fn the_replay_hook_sees_every_replay() {
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let guard = idem_guard::Guard::new(MemoryStore::new())
+        .prefix("hook")
+        .on_replay({
+            let seen = seen.clone();
+            move |key| seen.lock().unwrap().push(key.to_owned())
+        });
+    for _ in 0..3 {
+        let r: Result<u32, Error> = guard.run("k", &(), || async { Ok(1) }).await;
+        assert_eq!(r.unwrap(), 1);
+    }
+    assert_eq!(*seen.lock().unwrap(), ["hook::k", "hook::k"]);
+}

@@ -62,3 +62,41 @@ async fn redis_makes_one_round_trip_per_command() {
     let (first, duplicate) = count(store, &proxy).await;
     assert_eq!((first, duplicate), (2 * CALLS, CALLS));
 }
+
+/// A `CachedStore` answers a duplicate it has seen completed without a round trip.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cached_store_replays_without_a_round_trip() {
+    let proxy = Proxy::start(port_of(&common::redis_url(), 6379)).await;
+    let redis = common::redis_store_at(&format!("redis://127.0.0.1:{}", proxy.port)).await;
+    let store = idem_guard::CachedStore::new(redis, 100, std::time::Duration::from_secs(60));
+    let guard = Guard::new(store.clone()).prefix(common::unique("cached"));
+    let run = |v: u32| guard.run("k", &1, move || async move { Ok::<u32, Error>(v) });
+    run(0).await.unwrap(); // warm-up of the scripts, on another key below
+    let guard = Guard::new(store.clone()).prefix(common::unique("cached"));
+    let run = |v: u32| guard.run("k", &1, move || async move { Ok::<u32, Error>(v) });
+    proxy.take_round_trips();
+    assert_eq!(run(1).await.unwrap(), 1);
+    assert_eq!(proxy.take_round_trips(), 2, "first delivery");
+    assert_eq!(run(2).await.unwrap(), 1);
+    assert_eq!(
+        proxy.take_round_trips(),
+        1,
+        "first duplicate: read from Redis, then cached"
+    );
+    assert_eq!(run(3).await.unwrap(), 1);
+    assert_eq!(
+        proxy.take_round_trips(),
+        0,
+        "later duplicates: from the cache"
+    );
+    assert!(
+        matches!(
+            guard.run("k", &2, || async { Ok::<u32, Error>(4) }).await,
+            Err(Error::Rejected(
+                idem_guard::Rejected::PayloadMismatch { .. }
+            ))
+        ),
+        "the cache keeps the fingerprint: a mismatch is still refused"
+    );
+    assert_eq!(proxy.take_round_trips(), 0);
+}

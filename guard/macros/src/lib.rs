@@ -85,6 +85,9 @@ fn expand(args: TokenStream2, item: TokenStream2) -> syn::Result<TokenStream2> {
     if let Some(lease) = &options.lease {
         builder.extend(quote!(.lease(#lease)));
     }
+    if let Some(deadline) = &options.deadline {
+        builder.extend(quote!(.deadline(#deadline)));
+    }
     if let Some(retention) = &options.retention {
         builder.extend(quote!(.retention(#retention)));
     }

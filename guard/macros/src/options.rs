@@ -31,9 +31,10 @@ pub(crate) struct Options {
     pub required: Option<Expr>,
     pub tx: Option<syn::Ident>,
     pub attempt: Option<syn::Ident>,
+    pub deadline: Option<Expr>,
 }
 
-const USAGE: &str = "expected `#[idempotent(key = <expr>, store = <expr>, ...)]`; options: key, store, payload, prefix (or scope), tenant, lease, retention, in_flight, on_error, required, tx, attempt";
+const USAGE: &str = "expected `#[idempotent(key = <expr>, store = <expr>, ...)]`; options: key, store, payload, prefix (or scope), tenant, lease, retention, in_flight, on_error, required, tx, attempt, deadline";
 
 impl Options {
     pub fn parse(args: TokenStream) -> syn::Result<Self> {
@@ -54,6 +55,7 @@ impl Options {
             required: None,
             tx: None,
             attempt: None,
+            deadline: None,
         };
         let mut seen = Vec::new();
         for pair in pairs {
@@ -78,6 +80,7 @@ impl Options {
                 "lease" => o.lease = Some(value),
                 "retention" => o.retention = Some(value),
                 "required" => o.required = Some(value),
+                "deadline" => o.deadline = Some(value),
                 "in_flight" => o.in_flight = Some(in_flight(value)?),
                 "on_error" => o.on_error = Some(on_error(&value)?),
                 "tx" => match value {

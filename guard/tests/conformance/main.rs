@@ -48,6 +48,7 @@ all_stores!(
     replays_results_including_unit_and_none,
     replays_nested_options_and_nan,
     attempt_context_reports_a_takeover,
+    lease_is_cut_at_the_callers_deadline,
     composite_keys_do_not_collide,
     payload_mismatch_is_rejected_on_every_path,
     in_flight_duplicate_is_rejected_with_retry_after,

@@ -398,6 +398,42 @@ pub async fn attempt_context_reports_a_takeover<S: Store>(store: S, ns: &str) {
     assert_eq!(seen[0].token().unwrap().len(), 32);
 }
 
+/// With a deadline (a Lambda's remaining time) the lease ends there, not a full lease later: an
+/// invocation killed at its deadline frees its key for the retry.
+pub async fn lease_is_cut_at_the_callers_deadline<S: Store>(store: S, ns: &str) {
+    let guard = Guard::new(store).prefix(ns.to_owned()).lease(LEASE);
+    let killed = guard.clone().deadline(tokio::time::Instant::now() + SHORT);
+    let cut = tokio::time::timeout(
+        SHORT,
+        killed.run("k", &(), || async {
+            sleep(Duration::from_secs(30)).await;
+            Ok::<u32, Error>(1)
+        }),
+    )
+    .await;
+    assert!(cut.is_err());
+    sleep(Duration::from_millis(150)).await;
+    let retry: Result<u32, Error> = guard.run("k", &(), || async { Ok(2) }).await;
+    assert_eq!(
+        retry.unwrap(),
+        2,
+        "taken over after the deadline, not after {LEASE:?}"
+    );
+    // Without a deadline the same crash blocks the key for the whole lease.
+    let cut = tokio::time::timeout(
+        SHORT,
+        guard.run("other", &(), || async {
+            sleep(Duration::from_secs(30)).await;
+            Ok::<u32, Error>(1)
+        }),
+    )
+    .await;
+    assert!(cut.is_err());
+    sleep(Duration::from_millis(150)).await;
+    let blocked: Result<u32, Error> = guard.run("other", &(), || async { Ok(2) }).await;
+    assert!(in_progress(&blocked).is_some(), "{blocked:?}");
+}
+
 /// JSON wrote `Some(None)` and `None` alike and could not read `NaN` back.
 pub async fn replays_nested_options_and_nan<S: Store>(store: S, ns: &str) {
     let guard = Guard::new(store).prefix(ns.to_owned());
