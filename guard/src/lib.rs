@@ -49,7 +49,9 @@
 //!
 //! The attribute expands to a call of [`Guard::run`] (see [`idempotent`] for its options); use
 //! that directly where an attribute does not fit. Stores: [`MemoryStore`] (one process),
-//! [`RedisStore`], [`PostgresStore`] (with [`Guard::run_in_tx`]); implement [`Store`] for another.
+//! [`RedisStore`], [`PostgresStore`] (with [`Guard::run_in_tx`]), and [`CachedStore`] in front of
+//! a remote one; implement [`Store`] for another. The driver crates are re-exported
+//! ([`sqlx`], [`redis`]) so pools and connections are built with the versions the stores take.
 
 // Lets `#[idempotent]`, which names `::idem_guard`, be used in this crate's own tests.
 extern crate self as idem_guard;
