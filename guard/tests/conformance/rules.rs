@@ -694,7 +694,10 @@ pub async fn panicking_body_leaves_a_record_taken_over_after_the_lease<S: Store 
     store: S,
     ns: &str,
 ) {
-    let guard = Guard::new(store).prefix(ns.to_owned()).lease(SHORT);
+    // Longer than SHORT: with RUST_BACKTRACE=1 capturing the panic's backtrace alone can outlast
+    // 300 ms on a loaded machine, and the record must still be live when it is checked.
+    let lease = Duration::from_secs(3);
+    let guard = Guard::new(store).prefix(ns.to_owned()).lease(lease);
     let crashed = tokio::spawn({
         let guard = guard.clone();
         async move {
@@ -706,7 +709,7 @@ pub async fn panicking_body_leaves_a_record_taken_over_after_the_lease<S: Store 
     assert!(crashed.await.unwrap_err().is_panic());
     let r: Result<u32, Error> = guard.run("k", &(), || async { Ok(2) }).await;
     assert!(in_progress(&r).is_some(), "{r:?}");
-    sleep(SHORT + Duration::from_millis(150)).await;
+    sleep(lease + Duration::from_millis(150)).await;
     assert_eq!(
         guard
             .run("k", &(), || async { Ok::<_, Error>(2) })
