@@ -1,10 +1,13 @@
-//! Guard overhead per call for each store, and Redis round trips per call.
+//! Guard overhead per call for each store, and round trips per call.
 //!
 //! `cargo bench -p idem-guard --bench overhead` (needs the services of `tests/common`). Calls are
 //! sequential, so each number is one call's latency: a first delivery (reserve + complete), and
 //! a duplicate (one reservation that finds the completed record and replays it).
 
 use std::time::{Duration, Instant};
+
+#[path = "../tests/common/mod.rs"]
+mod common;
 
 use idem_guard::{Error, Guard, MemoryStore, PostgresStore, RedisStore, Store};
 
@@ -43,36 +46,37 @@ async fn baseline() -> Duration {
     median(samples)
 }
 
-/// Calls per command from `INFO commandstats` (all clients: run on a quiet server). Redis
-/// counts the commands a Lua script runs too, under their own names.
-async fn redis_calls(
-    conn: &mut redis::aio::MultiplexedConnection,
-) -> std::collections::HashMap<String, u64> {
-    let info: String = redis::cmd("INFO")
-        .arg("commandstats")
-        .query_async(conn)
-        .await
-        .unwrap();
-    info.lines()
-        .filter_map(|l| {
-            let (name, rest) = l.strip_prefix("cmdstat_")?.split_once(':')?;
-            let calls = rest
-                .split("calls=")
-                .nth(1)?
-                .split(',')
-                .next()?
-                .parse()
-                .ok()?;
-            Some((name.to_owned(), calls))
-        })
-        .collect()
+/// Round trips of `calls` first deliveries and of `calls` duplicates, counted by a proxy in front
+/// of the server (a separate pass: the proxy's hop is not in the latencies above).
+async fn round_trips<S: Store>(guard: &Guard<S>, proxy: &common::Proxy, tag: &str) -> (f64, f64) {
+    const COUNTED: usize = 200;
+    let run = |key: String, v: u64| async move {
+        let r: Result<u64, Error> = guard.run(&key, &(), || async move { Ok(v) }).await;
+        r.unwrap()
+    };
+    // Warm up: connections open, statements are prepared, scripts loaded.
+    for i in 0..10 {
+        run(format!("{tag}-warm-{i}"), 1).await;
+        run(format!("{tag}-warm-{i}"), 1).await;
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    proxy.take_round_trips();
+    for i in 0..COUNTED {
+        run(format!("{tag}-{i}"), 1).await;
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let first = proxy.take_round_trips();
+    for i in 0..COUNTED {
+        run(format!("{tag}-{i}"), 2).await;
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let dup = proxy.take_round_trips();
+    (first as f64 / COUNTED as f64, dup as f64 / COUNTED as f64)
 }
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
-    let redis_url = std::env::var("REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".into());
-    let db_url = std::env::var("DATABASE_URL")
-        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into());
+    let redis_url = common::redis_url();
     let run_id = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
@@ -81,73 +85,60 @@ async fn main() {
     let base = baseline().await;
     println!("body alone: median {base:?} per call; {CALLS} calls per row below");
     println!(
-        "{:<10} {:>16} {:>16}",
-        "store", "first delivery", "duplicate"
+        "{:<10} {:>16} {:>16} {:>22}",
+        "store", "first delivery", "duplicate", "round trips first/dup"
     );
 
     let memory = Guard::new(MemoryStore::new()).prefix("bench");
     let (mf, md) = measure(&memory, "m").await;
-    println!("{:<10} {:>16?} {:>16?}", "memory", mf, md);
+    println!("{:<10} {:>16?} {:>16?} {:>22}", "memory", mf, md, "0 / 0");
 
-    let redis_store = RedisStore::connect(&redis_url).await.unwrap();
-    let redis = Guard::new(redis_store).prefix(format!("bench-{run_id}"));
-    // Load the scripts once, so the count below is the steady state.
-    let _ = measure_one(&redis).await;
-    let client = redis::Client::open(redis_url.as_str()).unwrap();
-    let mut stats = client.get_multiplexed_async_connection().await.unwrap();
-    let before = redis_calls(&mut stats).await;
+    let redis = Guard::new(RedisStore::connect(&redis_url).await.unwrap())
+        .prefix(format!("bench-{run_id}"));
     let (rf, rd) = measure(&redis, "r").await;
-    let after = redis_calls(&mut stats).await;
-    println!("{:<10} {:>16?} {:>16?}", "redis", rf, rd);
+    let proxy = common::Proxy::start(common::port_of(&redis_url, 6379)).await;
+    let proxied = RedisStore::connect(&format!("redis://127.0.0.1:{}", proxy.port))
+        .await
+        .unwrap();
+    let (rtf, rtd) = round_trips(
+        &Guard::new(proxied).prefix(format!("bench-rt-{run_id}")),
+        &proxy,
+        "r",
+    )
+    .await;
+    println!(
+        "{:<10} {:>16?} {:>16?} {:>22}",
+        "redis",
+        rf,
+        rd,
+        format!("{rtf:.2} / {rtd:.2}")
+    );
 
-    let pool = sqlx::postgres::PgPoolOptions::new()
-        .max_connections(2)
-        .connect(&db_url)
-        .await
-        .unwrap();
-    sqlx::raw_sql("CREATE SCHEMA IF NOT EXISTS idem_bench")
-        .execute(&pool)
-        .await
-        .unwrap();
-    let options: sqlx::postgres::PgConnectOptions = db_url.parse().unwrap();
-    let pg_pool = sqlx::postgres::PgPoolOptions::new()
-        .max_connections(2)
-        .connect_with(options.options([("search_path", "idem_bench")]))
-        .await
-        .unwrap();
-    let pg_store = PostgresStore::from_pool(pg_pool).await.unwrap();
-    sqlx::query("TRUNCATE idem_guard_records")
-        .execute(pg_store.pool())
+    let schema = common::pg_schema("bench").await;
+    let pg_store = PostgresStore::from_pool(common::pg_pool(&schema, 2).await)
         .await
         .unwrap();
     let pg = Guard::new(pg_store).prefix("bench");
     let (pf, pd) = measure(&pg, "p").await;
-    println!("{:<10} {:>16?} {:>16?}", "postgres", pf, pd);
+    let proxy = common::Proxy::start(common::port_of(&common::database_url(), 5432)).await;
+    let proxied = PostgresStore::from_pool(
+        common::pg_pool_at(&common::database_url_through(&proxy), &schema, 2).await,
+    )
+    .await
+    .unwrap();
+    let (ptf, ptd) = round_trips(&Guard::new(proxied).prefix("bench-rt"), &proxy, "p").await;
+    println!(
+        "{:<10} {:>16?} {:>16?} {:>22}",
+        "postgres",
+        pf,
+        pd,
+        format!("{ptf:.2} / {ptd:.2}")
+    );
 
-    let delta = |name: &str| after.get(name).unwrap_or(&0) - before.get(name).unwrap_or(&0);
-    let (set, evalsha, get) = (delta("set"), delta("evalsha"), delta("get"));
-    // Each completion script runs one GET and one SET inside Redis; those are not round trips.
-    let round_trips = (set - evalsha) + evalsha;
-    println!(
-        "redis commandstats over {CALLS} first deliveries + {CALLS} duplicates: set {set} (of which {evalsha} inside scripts), evalsha {evalsha}, get {get} (inside scripts)"
-    );
-    println!(
-        "redis round trips: {:.2} per first delivery (SET NX PX GET + EVALSHA), {:.2} per duplicate (SET NX PX GET)",
-        evalsha as f64 / CALLS as f64 + (set - evalsha) as f64 / (2 * CALLS) as f64,
-        (set - evalsha) as f64 / (2 * CALLS) as f64
-    );
-    println!(
-        "redis round trips in all: {round_trips} for {} calls",
-        2 * CALLS
-    );
     println!(
         "ratios (first delivery): redis/memory {:.0}x, postgres/memory {:.0}x, postgres/redis {:.1}x",
         rf.as_secs_f64() / mf.as_secs_f64(),
         pf.as_secs_f64() / mf.as_secs_f64(),
         pf.as_secs_f64() / rf.as_secs_f64()
     );
-}
-
-async fn measure_one<S: Store>(guard: &Guard<S>) -> Result<u64, Error> {
-    guard.run("warm-up", &(), || async { Ok(1) }).await
 }

@@ -3,11 +3,12 @@
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use std::future::Future;
+use std::task::Poll;
 
 use crate::key::{Fingerprint, KeyPart};
 use crate::on_error::OnError;
 use crate::store::Store;
-use crate::{Error, Guard};
+use crate::{Error, Guard, Outcome};
 
 /// How to guard one message of a batch: its id (reported on failure), its key and its payload.
 #[derive(Debug)]
@@ -42,6 +43,24 @@ pub struct BatchReport<E> {
 }
 
 impl<E> BatchReport<E> {
+    fn new() -> Self {
+        BatchReport {
+            failures: Vec::new(),
+            succeeded: 0,
+            replayed: 0,
+        }
+    }
+
+    fn record<T>(&mut self, id: String, result: Result<Outcome<T>, E>) {
+        match result {
+            Ok(outcome) => {
+                self.succeeded += 1;
+                self.replayed += usize::from(outcome.is_replay());
+            }
+            Err(error) => self.failures.push((id, error)),
+        }
+    }
+
     /// Ids to return as `batchItemFailures` (SQS partial batch response): only these are
     /// redelivered. A duplicate still in flight elsewhere is reported too, so it comes back later
     /// and then replays.
@@ -93,21 +112,101 @@ impl<S: Store, P> Guard<S, P> {
         F: FnMut(M) -> Fut,
         Fut: Future<Output = Result<T, E>>,
     {
-        let mut report = BatchReport {
-            failures: Vec::new(),
-            succeeded: 0,
-            replayed: 0,
-        };
+        let mut report = BatchReport::new();
         for message in messages {
             let item = describe(&message);
             let prepared = self.prepare_with(&item.key, || item.fingerprint);
-            match self.execute(prepared, || handler(message)).await {
-                Ok(outcome) => {
-                    report.succeeded += 1;
-                    report.replayed += usize::from(outcome.is_replay());
+            let result = self.execute(prepared, |_| handler(message)).await;
+            report.record(item.id, result);
+        }
+        report
+    }
+
+    /// Like [`run_batch`](Self::run_batch), with up to `limit` messages in flight at once (at
+    /// least one), for standard queues where order does not matter. Failures are still reported
+    /// in batch order. Two messages of one batch with the same key are two deliveries: one
+    /// runs, the other is refused as in progress (so it is reported failed, comes back, and
+    /// replays), unless the guard waits (`InFlight::Wait`).
+    ///
+    /// ```
+    /// use idem_guard::{batch::BatchItem, Guard, MemoryStore};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() {
+    /// let guard = Guard::new(MemoryStore::new()).prefix("thumbnail");
+    /// let ids: Vec<u32> = (0..20).collect();
+    /// let report = guard
+    ///     .run_batch_concurrent(
+    ///         ids,
+    ///         |id| BatchItem::new(id.to_string(), *id, id),
+    ///         |id| async move { Ok::<u32, idem_guard::Error>(id * 2) },
+    ///         4,
+    ///     )
+    ///     .await;
+    /// assert_eq!((report.succeeded, report.failures.len()), (20, 0));
+    /// # }
+    /// ```
+    pub async fn run_batch_concurrent<M, K, T, E, D, F, Fut>(
+        &self,
+        messages: impl IntoIterator<Item = M>,
+        describe: D,
+        handler: F,
+        limit: usize,
+    ) -> BatchReport<E>
+    where
+        K: KeyPart,
+        T: Serialize + DeserializeOwned,
+        E: From<Error>,
+        P: OnError<E> + Sync,
+        D: Fn(&M) -> BatchItem<K>,
+        F: Fn(M) -> Fut,
+        Fut: Future<Output = Result<T, E>>,
+    {
+        let limit = limit.max(1);
+        let handler = &handler;
+        // Every message's run is the same closure's future, so they share one concrete type and
+        // are polled in place, without boxing them as trait objects or spawning them.
+        let start = |(index, message): (usize, M)| {
+            let item = describe(&message);
+            let prepared = self.prepare_with(&item.key, || item.fingerprint);
+            let id = item.id;
+            Box::pin(async move {
+                let result = self.execute(prepared, move |_| handler(message)).await;
+                (index, id, result)
+            })
+        };
+        let mut pending = messages.into_iter().enumerate();
+        let mut running = Vec::with_capacity(limit);
+        let mut finished = Vec::new();
+        std::future::poll_fn(|cx| loop {
+            while running.len() < limit {
+                match pending.next() {
+                    Some(next) => running.push(start(next)),
+                    None => break,
                 }
-                Err(error) => report.failures.push((item.id, error)),
             }
+            if running.is_empty() {
+                return Poll::Ready(());
+            }
+            let before = running.len();
+            let mut i = 0;
+            while i < running.len() {
+                match running[i].as_mut().poll(cx) {
+                    Poll::Ready(done) => {
+                        finished.push(done);
+                        drop(running.swap_remove(i));
+                    }
+                    Poll::Pending => i += 1,
+                }
+            }
+            if running.len() == before {
+                return Poll::Pending;
+            }
+        })
+        .await;
+        finished.sort_by_key(|(index, _, _)| *index);
+        let mut report = BatchReport::new();
+        for (_, id, result) in finished {
+            report.record(id, result);
         }
         report
     }

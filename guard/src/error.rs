@@ -7,7 +7,10 @@ use std::time::Duration;
 ///
 /// Both cases are expected in normal operation (they are what the guard is for); map them to a
 /// `409 Conflict` / `422` or to "retry later" in the caller, never to a crash.
-#[derive(Debug, Clone, PartialEq, Eq)]
+///
+/// It is `Serialize + Deserialize`, so an error type that caches errors (`on_error = "cache"`)
+/// can hold it as it is instead of as text.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[non_exhaustive]
 pub enum Rejected {
     /// Another delivery of the same key is running. Retry after `retry_after` (the remaining lease

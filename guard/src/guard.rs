@@ -72,6 +72,46 @@ impl<T> From<T> for Outcome<T> {
     }
 }
 
+/// What the body of one attempt knows about itself; given to the body by
+/// [`Guard::run_with`] (and `#[idempotent(attempt = name)]`).
+///
+/// Outside transactional mode no store can make "the effect happened" and "the key completed"
+/// one step: a crash between them (kill -9 after the payment provider answered, before the
+/// completion reached the store) leaves an in-progress record, and after its lease the
+/// redelivery runs the body again. Two things close that window: pass [`key`](Self::key) (or
+/// [`token`](Self::token)) downstream as the provider's idempotency token, so the provider
+/// dedupes the second call; or, when [`is_takeover`](Self::is_takeover) says an earlier attempt
+/// was abandoned, look for its effect before making it again.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Attempt {
+    key: Option<String>,
+    taken_over: bool,
+}
+
+impl Attempt {
+    /// The full stored key (prefix, tenant and key): the same on every delivery of a request,
+    /// and different for any other request. `None` when the key was missing and the body runs
+    /// unguarded (`required(false)`).
+    pub fn key(&self) -> Option<&str> {
+        self.key.as_deref()
+    }
+
+    /// The key hashed to 32 hex digits (xxh3-128), for downstream APIs that limit an idempotency
+    /// token's length or alphabet (AWS `ClientToken`: at most 64 ASCII characters).
+    pub fn token(&self) -> Option<String> {
+        self.key
+            .as_deref()
+            .map(|k| format!("{:032x}", xxhash_rust::xxh3::xxh3_128(k.as_bytes())))
+    }
+
+    /// Whether this attempt took over the record of an earlier attempt whose lease ended before
+    /// it completed or released it: that attempt crashed, hung or lost its store, possibly after
+    /// making part of its effect.
+    pub fn is_takeover(&self) -> bool {
+        self.taken_over
+    }
+}
+
 /// Runs a body at most once per key: the plain API behind `#[idempotent]`.
 ///
 /// ```
@@ -103,9 +143,23 @@ pub struct Guard<S, P = Release> {
     lease: Duration,
     retention: Duration,
     renew: bool,
+    deadline: Option<Instant>,
+    on_replay: ReplayHook,
     in_flight: InFlight,
     on_error: P,
     required: bool,
+}
+
+/// A callback told of every replay.
+#[derive(Clone, Default)]
+struct ReplayHook(Option<std::sync::Arc<ReplayFn>>);
+
+type ReplayFn = dyn Fn(&str) + Send + Sync;
+
+impl std::fmt::Debug for ReplayHook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() { "Some(..)" } else { "None" })
+    }
 }
 
 /// Key and fingerprint, computed before the body runs; `None` when the key is missing and not
@@ -114,7 +168,7 @@ pub(crate) type Prepared = Result<Option<(String, Fingerprint)>, Error>;
 
 /// What the store's answer means for this delivery.
 pub(crate) enum Step<T, E> {
-    Run,
+    Run { taken_over: bool },
     Done(Result<Outcome<T>, E>),
     Busy(Duration),
 }
@@ -130,6 +184,8 @@ impl<S: Store> Guard<S> {
             lease: DEFAULT_LEASE,
             retention: DEFAULT_RETENTION,
             renew: true,
+            deadline: None,
+            on_replay: ReplayHook::default(),
             in_flight: InFlight::Reject,
             on_error: Release,
             required: true,
@@ -166,6 +222,48 @@ impl<S: Store, P> Guard<S, P> {
         self
     }
 
+    /// Ties the lease to a deadline the caller has (a Lambda's remaining time, a request
+    /// timeout): the in-progress record never outlives it, and renewal stops there. When the
+    /// invocation is killed at its deadline, a retry can take the key over right after instead of
+    /// waiting out a longer lease.
+    ///
+    /// ```
+    /// # use idem_guard::{Guard, MemoryStore};
+    /// # use std::time::Duration;
+    /// // Lambda: `let remaining = Duration::from_millis(ctx.deadline - now_ms);`
+    /// let remaining = Duration::from_secs(14);
+    /// let guard = Guard::new(MemoryStore::new())
+    ///     .deadline(tokio::time::Instant::now() + remaining);
+    /// ```
+    pub fn deadline(mut self, deadline: Instant) -> Self {
+        self.deadline = Some(deadline);
+        self
+    }
+
+    /// The lease for a write now: the configured one, cut at the deadline (at least 1 ms).
+    fn lease_now(&self) -> Duration {
+        match self.deadline {
+            Some(deadline) => self
+                .lease
+                .min(deadline.saturating_duration_since(Instant::now()))
+                .max(Duration::from_millis(1)),
+            None => self.lease,
+        }
+    }
+
+    /// Calls `hook` with the full stored key whenever a delivery is answered from the store (a
+    /// replayed result or cached error) instead of running the body: for metrics and logs.
+    ///
+    /// ```
+    /// # use idem_guard::{Guard, MemoryStore};
+    /// let guard = Guard::new(MemoryStore::new())
+    ///     .on_replay(|key| tracing::info!(key, "duplicate delivery replayed"));
+    /// ```
+    pub fn on_replay(mut self, hook: impl Fn(&str) + Send + Sync + 'static) -> Self {
+        self.on_replay = ReplayHook(Some(std::sync::Arc::new(hook)));
+        self
+    }
+
     /// Whether to renew the lease every third of its length while the body runs (default on).
     pub fn renew_lease(mut self, renew: bool) -> Self {
         self.renew = renew;
@@ -185,7 +283,8 @@ impl<S: Store, P> Guard<S, P> {
         self
     }
 
-    /// The policy for failed bodies: [`Release`] (default), [`Cache`](crate::on_error::Cache)
+    /// The policy for failed bodies: [`Release`] (default), [`Cache`](crate::on_error::Cache),
+    /// [`Cacheable`](crate::on_error::Cacheable)
     /// or [`Classified`](crate::on_error::Classified).
     pub fn on_error<Q>(self, policy: Q) -> Guard<S, Q> {
         Guard {
@@ -195,6 +294,8 @@ impl<S: Store, P> Guard<S, P> {
             lease: self.lease,
             retention: self.retention,
             renew: self.renew,
+            deadline: self.deadline,
+            on_replay: self.on_replay,
             in_flight: self.in_flight,
             on_error: policy,
             required: self.required,
@@ -207,7 +308,7 @@ impl<S: Store, P> Guard<S, P> {
     }
 
     pub(crate) fn lease_and_retention(&self) -> (Duration, Duration) {
-        (self.lease, self.retention)
+        (self.lease_now(), self.retention)
     }
 
     pub(crate) fn in_flight_policy(&self) -> InFlight {
@@ -235,7 +336,73 @@ impl<S: Store, P> Guard<S, P> {
         Fut: Future<Output = Result<T, E>>,
     {
         let prepared = self.prepare(&key, payload);
+        async move {
+            self.execute(prepared, |_| body())
+                .await
+                .map(Outcome::into_inner)
+        }
+    }
+
+    /// Like [`run`](Self::run), and gives the body its [`Attempt`]: the key to pass downstream as
+    /// an idempotency token, and whether an earlier attempt was abandoned.
+    ///
+    /// ```
+    /// use idem_guard::{Attempt, Guard, MemoryStore};
+    ///
+    /// /// A payment provider that dedupes by the idempotency token it is given.
+    /// async fn provider_charge(token: &str, cents: u64) -> Result<String, idem_guard::Error> {
+    ///     Ok(format!("ch_{}", &token[..8]))
+    /// }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), idem_guard::Error> {
+    /// let guard = Guard::new(MemoryStore::new()).prefix("charge");
+    /// let charge_id = guard
+    ///     .run_with("order-7", &700u64, |attempt: Attempt| async move {
+    ///         // The same token on every delivery: if an earlier attempt charged and crashed
+    ///         // before completing the key, the provider returns that charge instead of a new one.
+    ///         let token = attempt.token().expect("the key is required");
+    ///         provider_charge(&token, 700).await
+    ///     })
+    ///     .await?;
+    /// # assert!(charge_id.starts_with("ch_")); Ok(()) }
+    /// ```
+    pub fn run_with<K, Pl, T, E, F, Fut>(
+        &self,
+        key: K,
+        payload: Pl,
+        body: F,
+    ) -> impl Future<Output = Result<T, E>> + use<'_, S, P, K, Pl, T, E, F, Fut>
+    where
+        K: KeyPart,
+        Pl: Payload,
+        T: Serialize + DeserializeOwned,
+        E: From<Error>,
+        P: OnError<E> + Sync,
+        F: FnOnce(Attempt) -> Fut,
+        Fut: Future<Output = Result<T, E>>,
+    {
+        let prepared = self.prepare(&key, payload);
         async move { self.execute(prepared, body).await.map(Outcome::into_inner) }
+    }
+
+    /// Like [`run_with`](Self::run_with), and tells whether the result was replayed.
+    pub fn run_outcome_with<K, Pl, T, E, F, Fut>(
+        &self,
+        key: K,
+        payload: Pl,
+        body: F,
+    ) -> impl Future<Output = Result<Outcome<T>, E>> + use<'_, S, P, K, Pl, T, E, F, Fut>
+    where
+        K: KeyPart,
+        Pl: Payload,
+        T: Serialize + DeserializeOwned,
+        E: From<Error>,
+        P: OnError<E> + Sync,
+        F: FnOnce(Attempt) -> Fut,
+        Fut: Future<Output = Result<T, E>>,
+    {
+        let prepared = self.prepare(&key, payload);
+        self.execute(prepared, body)
     }
 
     /// Like [`run`](Self::run), and tells whether the result was replayed.
@@ -255,7 +422,7 @@ impl<S: Store, P> Guard<S, P> {
         Fut: Future<Output = Result<T, E>>,
     {
         let prepared = self.prepare(&key, payload);
-        self.execute(prepared, body)
+        self.execute(prepared, |_| body())
     }
 
     pub(crate) fn prepare<K: KeyPart, Pl: Payload>(&self, key: &K, payload: Pl) -> Prepared {
@@ -288,27 +455,39 @@ impl<S: Store, P> Guard<S, P> {
         T: Serialize + DeserializeOwned,
         E: From<Error>,
         P: OnError<E> + Sync,
-        F: FnOnce() -> Fut,
+        F: FnOnce(Attempt) -> Fut,
         Fut: Future<Output = Result<T, E>>,
     {
         let Some((key, fingerprint)) = prepared? else {
-            return body().await.map(Outcome::fresh);
+            let unguarded = Attempt {
+                key: None,
+                taken_over: false,
+            };
+            return body(unguarded).await.map(Outcome::fresh);
         };
         let owner = OwnerToken::generate();
         let mut waiting = Waiting::new(self.in_flight);
-        loop {
+        let taken_over = loop {
             let found = self
                 .store
-                .reserve(&key, fingerprint, &owner, self.lease)
+                .reserve(&key, fingerprint, &owner, self.lease_now())
                 .await?;
             match self.judge(&key, fingerprint, found) {
-                Step::Run => break,
+                Step::Run { taken_over } => break taken_over,
                 Step::Done(result) => return result,
                 Step::Busy(retry_after) => waiting.pause(&key, retry_after).await?,
             }
+        };
+        if taken_over {
+            tracing::warn!(key = %key, "took over the key of an abandoned attempt (its lease ended before it completed); its effect may have happened");
         }
-
-        let result = self.run_renewing(&key, fingerprint, &owner, body()).await;
+        let attempt = Attempt {
+            key: Some(key.clone()),
+            taken_over,
+        };
+        let result = self
+            .run_renewing(&key, fingerprint, &owner, body(attempt))
+            .await;
         let settle = match self.to_store(&result) {
             Some(stored) => {
                 retry_store(|| {
@@ -337,7 +516,10 @@ impl<S: Store, P> Guard<S, P> {
 
     /// What to record for the body's result: the completion to store, or `None` to release the
     /// record (an error the policy does not cache).
-    pub(crate) fn to_store<T: Serialize, E>(&self, result: &Result<T, E>) -> Option<StoredResult>
+    pub(crate) fn to_store<T: Serialize + DeserializeOwned, E>(
+        &self,
+        result: &Result<T, E>,
+    ) -> Option<StoredResult>
     where
         P: OnError<E>,
     {
@@ -372,7 +554,12 @@ impl<S: Store, P> Guard<S, P> {
                 result = &mut body => return result,
                 () = tokio::time::sleep_until(next) => {
                     next = Instant::now() + period;
-                    if let Err(e) = self.store.renew(key, fingerprint, owner, self.lease).await {
+                    if self.deadline.is_some_and(|d| Instant::now() >= d) {
+                        // Past the caller's deadline the record is left to expire.
+                        next = Instant::now() + Duration::from_secs(365 * 86_400);
+                        continue;
+                    }
+                    if let Err(e) = self.store.renew(key, fingerprint, owner, self.lease_now()).await {
                         tracing::warn!(key, error = %e, "could not renew the lease");
                     }
                 }
@@ -399,7 +586,8 @@ impl<S: Store, P> Guard<S, P> {
             .into()))
         };
         match found {
-            Reservation::Acquired => Step::Run,
+            Reservation::Acquired => Step::Run { taken_over: false },
+            Reservation::TakenOver => Step::Run { taken_over: true },
             Reservation::InProgress {
                 fingerprint: theirs,
                 ..
@@ -410,17 +598,20 @@ impl<S: Store, P> Guard<S, P> {
                 ..
             } if theirs != fingerprint => mismatch(),
             Reservation::Completed { result, .. } => {
+                if let Some(hook) = &self.on_replay.0 {
+                    hook(key);
+                }
                 let decode = |reason: String| Error::Decode {
                     key: key.to_owned(),
                     reason,
                 };
                 Step::Done(match result {
-                    StoredResult::Ok(json) => serde_json::from_str(&json)
+                    StoredResult::Ok(text) => crate::codec::decode(&text)
                         .map(|value| Outcome {
                             value,
                             replayed: true,
                         })
-                        .map_err(|e| decode(e.to_string()).into()),
+                        .map_err(|reason| decode(reason).into()),
                     StoredResult::Err(json) => match self.on_error.replay(&json) {
                         Ok(error) => Err(error),
                         Err(reason) => Err(decode(reason).into()),
@@ -433,9 +624,9 @@ impl<S: Store, P> Guard<S, P> {
 }
 
 /// Encodes a successful value; a value that cannot be encoded still completes the key.
-fn encode<T: Serialize>(value: &T) -> StoredResult {
-    match serde_json::to_string(value) {
-        Ok(json) => StoredResult::Ok(json),
+fn encode<T: Serialize + DeserializeOwned>(value: &T) -> StoredResult {
+    match crate::codec::encode(value) {
+        Ok(text) => StoredResult::Ok(text),
         Err(e) => StoredResult::Unreplayable(format!(
             "the result could not be encoded when it was produced: {e}"
         )),

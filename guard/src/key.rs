@@ -16,8 +16,11 @@ pub const MAX_KEY_LEN: usize = 1024;
 
 /// A value that can be (part of) an idempotency key.
 ///
-/// Implemented for strings, integers, `Option` (where `None` means "no key") and tuples (the parts
-/// are joined with `:`, so `(order_id, "capture")` keys one stage of one order). For any other
+/// Implemented for strings, integers, `Option` (where `None` means "no key") and tuples, so
+/// `(order_id, "capture")` keys one stage of one order. A tuple's parts are escaped (`%` as `%25`,
+/// `:` as `%3A`) and joined with `:`, so `("acme:eu", "42")` and `("acme", "eu:42")` are two
+/// keys. A part without `:` or `%` is written as it is, so records stored before the escaping
+/// (by version 0.1.0) keep their key; only keys that were ambiguous change. For any other
 /// type that implements `Display` (a `Uuid`, say) wrap it in [`DisplayKey`]; `#[idempotent]` does
 /// that on its own.
 ///
@@ -98,7 +101,7 @@ macro_rules! key_part_tuple {
             fn key_part(&self) -> Option<String> {
                 let ($($name,)+) = self;
                 // A composite key is missing as soon as one of its parts is.
-                Some([$($name.key_part()?),+].join(":"))
+                Some([$(escape_part(&$name.key_part()?)),+].join(":"))
             }
         }
     };
@@ -118,9 +121,13 @@ impl Fingerprint {
     /// Fingerprints a serializable payload.
     pub fn of<P: Serialize + ?Sized>(payload: &P) -> Result<Self, Error> {
         let value = serde_json::to_value(payload).map_err(Error::Payload)?;
+        Ok(Self::of_value(&value))
+    }
+
+    pub(crate) fn of_value(value: &Value) -> Self {
         let mut hasher = Xxh3::new();
-        hash_value(&value, &mut hasher);
-        Ok(Fingerprint(hasher.digest128()))
+        hash_value(value, &mut hasher);
+        Fingerprint(hasher.digest128())
     }
 
     /// Parses the 32-digit hex form written by [`Display`](fmt::Display); for store implementors.
@@ -190,6 +197,16 @@ impl Payload for Fingerprint {
     }
 }
 
+/// Escapes `%` and `:` so that a part joined with `:` cannot be mistaken for two parts. Text
+/// without either is returned as is (stored keys of earlier versions stay the same).
+pub(crate) fn escape_part(part: &str) -> Cow<'_, str> {
+    if part.contains(['%', ':']) {
+        Cow::Owned(part.replace('%', "%25").replace(':', "%3A"))
+    } else {
+        Cow::Borrowed(part)
+    }
+}
+
 /// Builds the stored key: `prefix:scope:key`.
 ///
 /// `:` and `%` are escaped in the prefix and the scope (the key goes last and may contain
@@ -198,8 +215,12 @@ pub(crate) fn full_key(prefix: &str, scope: Option<&str>, key: &str) -> Result<S
     if key.is_empty() {
         return Err(Error::InvalidKey("the key is empty".into()));
     }
-    let escape = |s: &str| s.replace('%', "%25").replace(':', "%3A");
-    let full = format!("{}:{}:{}", escape(prefix), escape(scope.unwrap_or("")), key);
+    let full = format!(
+        "{}:{}:{}",
+        escape_part(prefix),
+        escape_part(scope.unwrap_or("")),
+        key
+    );
     if full.len() > MAX_KEY_LEN {
         return Err(Error::InvalidKey(format!(
             "the key is {} bytes long; at most {MAX_KEY_LEN} are accepted",
@@ -228,6 +249,18 @@ mod tests {
     }
 
     #[test]
+    fn default_payload_parts_hash_as_their_tuple() {
+        let parts = crate::__private::fingerprint_parts([
+            crate::__private::payload_part("evt-1"),
+            crate::__private::payload_part(&100u64),
+        ]);
+        assert_eq!(
+            parts.unwrap(),
+            Fingerprint::of(&(&"evt-1", &100u64)).unwrap()
+        );
+    }
+
+    #[test]
     fn fingerprint_round_trips_through_hex() {
         let f = Fingerprint::of(&"payload").unwrap();
         assert_eq!(Fingerprint::from_hex(&f.to_string()), Some(f));
@@ -239,6 +272,28 @@ mod tests {
         assert_eq!(("order", 7u64).key_part().as_deref(), Some("order:7"));
         assert_eq!((Some("a"), None::<&str>).key_part(), None);
         assert_eq!(DisplayKey(3.5).key_part().as_deref(), Some("3.5"));
+    }
+
+    #[test]
+    fn tuple_parts_cannot_collide() {
+        let a = ("acme:eu", "42").key_part().unwrap();
+        let b = ("acme", "eu:42").key_part().unwrap();
+        assert_ne!(a, b);
+        assert_ne!(("a%3Ab", "c").key_part(), ("a:b", "c").key_part());
+        assert_ne!(
+            (("a", "b"), "c").key_part(),
+            ("a", ("b", "c")).key_part(),
+            "nested tuples keep their grouping"
+        );
+        // Parts without `:` or `%` are stored as before the escaping, so old records stay found.
+        assert_eq!(
+            ("order", 7u64, "capture").key_part().as_deref(),
+            Some("order:7:capture")
+        );
+        // Tenants built from tuples go through the same escaping, then the scope's.
+        let t1 = full_key("p", ("acme:eu", "42").key_part().as_deref(), "k").unwrap();
+        let t2 = full_key("p", ("acme", "eu:42").key_part().as_deref(), "k").unwrap();
+        assert_ne!(t1, t2);
     }
 
     #[test]

@@ -49,29 +49,34 @@
 //!
 //! The attribute expands to a call of [`Guard::run`] (see [`idempotent`] for its options); use
 //! that directly where an attribute does not fit. Stores: [`MemoryStore`] (one process),
-//! [`RedisStore`], [`PostgresStore`] (with [`Guard::run_in_tx`]); implement [`Store`] for another.
+//! [`RedisStore`], [`PostgresStore`] (with [`Guard::run_in_tx`]), and [`CachedStore`] in front of
+//! a remote one; implement [`Store`] for another. The driver crates are re-exported
+//! ([`sqlx`], [`redis`]) so pools and connections are built with the versions the stores take.
 
 // Lets `#[idempotent]`, which names `::idem_guard`, be used in this crate's own tests.
 extern crate self as idem_guard;
 
 pub mod batch;
+mod cached;
+mod codec;
 mod error;
 mod guard;
 mod key;
 mod memory;
 pub mod on_error;
 mod postgres;
-mod redis;
+mod redis_store;
 mod store;
 mod transactional;
 
+pub use crate::cached::CachedStore;
 pub use crate::error::{Error, Rejected};
-pub use crate::guard::{Guard, InFlight, Outcome, DEFAULT_LEASE, DEFAULT_RETENTION};
+pub use crate::guard::{Attempt, Guard, InFlight, Outcome, DEFAULT_LEASE, DEFAULT_RETENTION};
 pub use crate::key::{DisplayKey, Fingerprint, KeyPart, Payload, MAX_KEY_LEN};
 pub use crate::memory::{MemoryStore, DEFAULT_CAPACITY};
 pub use crate::on_error::Classify;
 pub use crate::postgres::{PostgresStore, MIGRATION};
-pub use crate::redis::RedisStore;
+pub use crate::redis_store::RedisStore;
 pub use crate::store::{OwnerToken, Reservation, Store, StoredResult};
 pub use crate::transactional::{TxAttempt, TxStart};
 
@@ -86,10 +91,12 @@ pub use crate::transactional::{TxAttempt, TxStart};
 ///     tenant = <expr>,                      // tenant scoping: one more part of the key
 ///     lease = <Duration expr>,              // default 60 s, renewed while the body runs
 ///     retention = <Duration expr>,          // default 24 h
+///     deadline = <tokio::time::Instant>,    // the caller's deadline: the lease never outlives it
 ///     in_flight = "reject" | wait(<Duration expr>),
-///     on_error = "release" | "cache" | "classify",
+///     on_error = "release" | "cache" | "cacheable" | "classify",
 ///     required = false,                     // a `None` key runs unguarded instead of failing
 ///     tx = <argument name>,                 // PostgreSQL: complete in this transaction argument
+///     attempt = <name>,                     // binds an `Attempt` (key, token, is_takeover) in the body
 /// )]
 /// ```
 ///
@@ -99,12 +106,52 @@ pub use crate::transactional::{TxAttempt, TxStart};
 /// `rand::random()`...) is a compile error: it would give every redelivery a new key.
 pub use idem_guard_macros::idempotent;
 
+/// The `redis` crate this version is built against (1.x), so that a `ConnectionManager` given
+/// to [`RedisStore::new`] is of the same version.
+pub use ::redis;
+/// The `sqlx` crate this version is built against (0.9, PostgreSQL), so that a pool given to
+/// [`PostgresStore::from_pool`] and the transactions given to [`Guard::run_in_tx`] are of the
+/// same version.
+pub use ::sqlx;
+
 /// Support for the code `#[idempotent]` generates; not a public API.
 #[doc(hidden)]
 pub mod __private {
     use std::fmt::Display;
 
-    use crate::KeyPart;
+    use serde::Serialize;
+
+    use crate::{Error, Fingerprint, KeyPart};
+
+    /// Bounds an argument of the default payload, so that one which cannot be serialized is
+    /// reported at that argument.
+    #[diagnostic::on_unimplemented(
+        message = "`{Self}` is an argument of this `#[idempotent]` function, so part of its default payload, but does not implement `Serialize`",
+        label = "this argument is fingerprinted by default",
+        note = "the default payload is every argument but `self`, the store, the transaction and service types (State, pools, stores); say what identifies the request with `payload = (..)`, e.g. `payload = (order, amount)`"
+    )]
+    pub trait PayloadPart {
+        fn to_value(&self) -> Result<serde_json::Value, Error>;
+    }
+
+    impl<T: Serialize + ?Sized> PayloadPart for T {
+        fn to_value(&self) -> Result<serde_json::Value, Error> {
+            serde_json::to_value(self).map_err(Error::Payload)
+        }
+    }
+
+    /// One argument of the default payload.
+    pub fn payload_part<T: PayloadPart + ?Sized>(value: &T) -> Result<serde_json::Value, Error> {
+        value.to_value()
+    }
+
+    /// The fingerprint of the default payload's arguments: the same as that of the tuple of them.
+    pub fn fingerprint_parts<const N: usize>(
+        parts: [Result<serde_json::Value, Error>; N],
+    ) -> Result<Fingerprint, Error> {
+        let values = parts.into_iter().collect::<Result<Vec<_>, _>>()?;
+        Ok(Fingerprint::of_value(&serde_json::Value::Array(values)))
+    }
 
     /// Picks a key type's [`KeyPart`] impl when it has one and its `Display` otherwise (autoref
     /// specialization: the `KeyPart` method matches without the extra reference, so wins).

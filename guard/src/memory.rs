@@ -177,6 +177,11 @@ impl Store for MemoryStore {
     ) -> Result<Reservation, Error> {
         let mut inner = self.lock();
         let now = Instant::now();
+        // Looked at before the purge drops it: an in-progress record past its lease.
+        let abandoned = inner
+            .records
+            .get(key)
+            .is_some_and(|e| e.result.is_none() && e.expires.0 <= now);
         inner.purge(now);
         if let Some(e) = inner.records.get(key) {
             return Ok(match &e.result {
@@ -197,7 +202,11 @@ impl Store for MemoryStore {
             )));
         }
         inner.put(key, owner, fingerprint, None, lease);
-        Ok(Reservation::Acquired)
+        Ok(if abandoned {
+            Reservation::TakenOver
+        } else {
+            Reservation::Acquired
+        })
     }
 
     async fn complete(

@@ -1,8 +1,11 @@
 //! What happens to a key's record when the guarded body fails.
 //!
 //! The policy is a type parameter of [`Guard`](crate::Guard), so that caching errors requires an
-//! error type that can be stored (`Serialize + DeserializeOwned`) at compile time, while the
-//! default policy works with any error type (`anyhow::Error` included).
+//! error type that can be stored at compile time, while the default policy works with any error
+//! type (`anyhow::Error` included). [`Cache`] stores the whole error (`Serialize +
+//! DeserializeOwned`); [`Cacheable`] stores the representation the error type picks
+//! ([`CacheableError`]), so the error can keep non-serializable parts, such as the structured
+//! [`idem_guard::Error`](crate::Error) it was converted from.
 
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -12,7 +15,7 @@ use serde::Serialize;
 pub enum Disposition {
     /// Remove the record: the next delivery runs the body again.
     Release,
-    /// Complete the record with this JSON-encoded error: later deliveries replay it.
+    /// Complete the record with this encoded error: later deliveries replay it.
     Cache(String),
 }
 
@@ -34,6 +37,51 @@ pub struct Release;
 /// for its API errors). Needs `E: Serialize + DeserializeOwned`.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Cache;
+
+/// Errors pick what is cached of them ([`CacheableError`]): a final error is stored as its chosen
+/// representation and rebuilt from it for every later delivery; a transient one is released.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Cacheable;
+
+/// Implemented by an error type for the [`Cacheable`] policy (`on_error = "cacheable"`).
+///
+/// ```
+/// use idem_guard::{on_error::CacheableError, Error, Rejected};
+///
+/// #[derive(Debug)]
+/// enum PayError {
+///     /// The guard's error, kept whole: match `Rejected::InProgress { retry_after, .. }`.
+///     Guard(Error),
+///     Declined { code: String },
+///     Timeout,
+/// }
+///
+/// impl From<Error> for PayError {
+///     fn from(e: Error) -> Self { PayError::Guard(e) }
+/// }
+///
+/// impl CacheableError for PayError {
+///     type Cached = String;
+///     fn to_cached(&self) -> Option<String> {
+///         match self {
+///             PayError::Declined { code } => Some(code.clone()), // final: replay it
+///             _ => None,                                         // transient: retry
+///         }
+///     }
+///     fn from_cached(code: String) -> Self { PayError::Declined { code } }
+/// }
+/// ```
+pub trait CacheableError: Sized {
+    /// What is stored for a cached error.
+    type Cached: Serialize + DeserializeOwned;
+
+    /// The representation to cache for a final error, or `None` for a transient one (its record
+    /// is released, so a retry runs the body again).
+    fn to_cached(&self) -> Option<Self::Cached>;
+
+    /// The error a later delivery gets, rebuilt from what was cached.
+    fn from_cached(cached: Self::Cached) -> Self;
+}
 
 /// Ask the error: [`Classify::is_transient`] errors release, the others are cached.
 #[derive(Debug, Clone, Copy, Default)]
@@ -60,11 +108,27 @@ impl<E> OnError<E> for Release {
 impl<E: Serialize + DeserializeOwned> OnError<E> for Cache {
     fn decide(&self, error: &E) -> Disposition {
         // An error that cannot be encoded cannot be replayed: let the next delivery retry.
-        serde_json::to_string(error).map_or(Disposition::Release, Disposition::Cache)
+        crate::codec::encode(error).map_or(Disposition::Release, Disposition::Cache)
     }
 
     fn replay(&self, stored: &str) -> Result<E, String> {
-        serde_json::from_str(stored).map_err(|e| e.to_string())
+        crate::codec::decode(stored)
+    }
+}
+
+impl<E: CacheableError> OnError<E> for Cacheable {
+    fn decide(&self, error: &E) -> Disposition {
+        match error.to_cached() {
+            // A representation that cannot be encoded cannot be replayed: let a retry run.
+            Some(cached) => {
+                crate::codec::encode(&cached).map_or(Disposition::Release, Disposition::Cache)
+            }
+            None => Disposition::Release,
+        }
+    }
+
+    fn replay(&self, stored: &str) -> Result<E, String> {
+        crate::codec::decode(stored).map(E::from_cached)
     }
 }
 

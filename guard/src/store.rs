@@ -55,12 +55,13 @@ impl fmt::Display for OwnerToken {
 
 /// A completed key's result, as the guard encodes it for storage.
 ///
-/// The body is JSON text; stores keep it opaque.
+/// The text is the guard's encoding of the value (versioned: postcard behind a `p1:` marker, or
+/// JSON); stores keep it opaque.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StoredResult {
-    /// The body succeeded; JSON of its `Ok` value.
+    /// The body succeeded; its encoded `Ok` value.
     Ok(String),
-    /// The body failed with an error the policy chose to cache; JSON of the error.
+    /// The body failed with an error the policy chose to cache; the encoded error.
     Err(String),
     /// The body succeeded but its value could not be encoded. The key stays completed (the effect
     /// happened and must not run again) and replays fail with [`Error::Decode`] and this reason.
@@ -102,8 +103,13 @@ pub(crate) fn fenced(owned: bool, key: &str) -> Result<(), Error> {
 /// What a reservation attempt found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Reservation {
-    /// The record was created (or an expired one taken over) for the given owner: run the body.
+    /// The record was created, or an expired *completed* one replaced, for the given owner: run
+    /// the body.
     Acquired,
+    /// The record was an *in-progress* one whose lease had expired, and is now the given
+    /// owner's: run the body, knowing that an earlier attempt started it and never finished
+    /// (it crashed, or lost its store) and may have made part of its effect.
+    TakenOver,
     /// A completed record exists: replay it (after checking the fingerprint).
     Completed {
         /// Fingerprint of the payload that completed the key.
@@ -128,10 +134,13 @@ pub enum Reservation {
 ///
 /// - **Atomicity.** [`reserve`](Store::reserve) is one atomic conditional write: of any number
 ///   of concurrent reservations of a key, across all clones and all processes sharing the
-///   backend, exactly one returns [`Reservation::Acquired`] while a live record exists. It creates
-///   the record when none exists, and takes it over (new owner, new fingerprint, fresh lease)
-///   when the existing one has *expired*: an in-progress record past its lease, or a completed
-///   record past its retention. An expired record is never reported to the caller.
+///   backend, exactly one returns [`Reservation::Acquired`] or [`Reservation::TakenOver`] while
+///   a live record exists. It creates the record when none exists, and takes it over (new owner,
+///   new fingerprint, fresh lease) when the existing one has *expired*: an in-progress record
+///   past its lease ([`TakenOver`](Reservation::TakenOver), which a store reports while it still
+///   holds the expired record: at least one more lease after it ended), or a completed record
+///   past its retention ([`Acquired`](Reservation::Acquired)). An expired record is never
+///   reported to the caller.
 /// - **Fencing.** [`complete`](Store::complete), [`release`](Store::release) and
 ///   [`renew`](Store::renew) act only when the record is owned by `owner`, and fail with
 ///   [`Error::NotOwner`] when another owner holds it (it was taken over). An owner whose lease

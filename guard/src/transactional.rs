@@ -11,7 +11,7 @@ use sqlx::PgConnection;
 use crate::guard::{Outcome, Step, Waiting};
 use crate::key::{KeyPart, Payload};
 use crate::on_error::OnError;
-use crate::postgres::{complete_on, release_on, reserve_on};
+use crate::postgres::{complete_on, release_on, reserve_in_tx};
 use crate::store::OwnerToken;
 use crate::{Error, Guard, PostgresStore};
 
@@ -21,10 +21,13 @@ impl<P> Guard<PostgresStore, P> {
     /// business writes and the "done" mark then commit, or roll back, together. A crash between
     /// them leaves neither, so a redelivery runs the body again on a clean slate.
     ///
-    /// While the transaction is open its reservation is invisible to others; a concurrent
-    /// duplicate blocks on the row until this transaction ends (then replays the committed
-    /// result, or runs if it rolled back), so bound it with the caller's `lock_timeout`.
-    /// Needs `READ COMMITTED` (PostgreSQL's default). `tx` is a `Transaction<'_, Postgres>` or
+    /// While the transaction is open its reservation is invisible to others. A concurrent
+    /// duplicate does not block on it: it follows the guard's in-flight policy, so by default it
+    /// gets [`Rejected::InProgress`](crate::Rejected::InProgress) at once (retry-after: 1 s, or
+    /// the lease if shorter), and with [`InFlight::Wait`](crate::InFlight::Wait) it polls until
+    /// the first transaction commits (then replays its result), rolls back (then runs), or the
+    /// wait ends (then is rejected). Each reservation holds a transaction-scoped advisory lock
+    /// on the key's hash until the commit. Needs `READ COMMITTED` (PostgreSQL's default). `tx` is a `Transaction<'_, Postgres>` or
     /// a pooled connection inside `BEGIN`.
     ///
     /// The body is an async closure, whose future stable Rust cannot yet prove `Send`; to spawn
@@ -165,11 +168,11 @@ impl<P> Guard<PostgresStore, P> {
         let owner = OwnerToken::generate();
         let mut waiting = Waiting::new(self.in_flight_policy());
         loop {
-            let found = reserve_on(tx, &key, fingerprint, &owner, lease).await?;
+            let found = reserve_in_tx(tx, &key, fingerprint, &owner, lease).await?;
             match self.judge(&key, fingerprint, found) {
                 // No lease renewal while the body runs: until the caller commits, the row is
                 // locked by this transaction and no other attempt can take it over.
-                Step::Run => {
+                Step::Run { .. } => {
                     return Ok(TxStart::Run(TxAttempt {
                         record: Some((key, fingerprint, owner)),
                     }))
@@ -232,7 +235,7 @@ impl TxAttempt {
     ) -> Result<T, E>
     where
         C: DerefMut<Target = PgConnection> + Send,
-        T: Serialize,
+        T: Serialize + DeserializeOwned,
         E: From<Error>,
         P: OnError<E>,
     {

@@ -6,16 +6,8 @@ mod common;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
-use common::Proxy;
+use common::{port_of, Proxy};
 use idem_guard::{Error, Guard, PostgresStore, Rejected, Store};
-
-fn port_of(url: &str, default: u16) -> u16 {
-    url.rsplit(':')
-        .next()
-        .and_then(|p| p.split('/').next())
-        .and_then(|p| p.parse().ok())
-        .unwrap_or(default)
-}
 
 /// The connection dies for good while the body runs: the guard reports an error, and no later
 /// delivery runs the body again (store down, then the live lease, refuse it).
@@ -70,17 +62,8 @@ async fn redis_through_proxy() -> (idem_guard::RedisStore, Proxy) {
 }
 
 async fn postgres_through_proxy(schema: &str) -> (PostgresStore, Proxy) {
-    let url = common::database_url();
-    let proxy = Proxy::start(port_of(url.split('@').next_back().unwrap(), 5432)).await;
-    let host_port = url
-        .split('@')
-        .next_back()
-        .unwrap()
-        .split('/')
-        .next()
-        .unwrap()
-        .to_owned();
-    let proxied = url.replacen(&host_port, &format!("127.0.0.1:{}", proxy.port), 1);
+    let proxy = Proxy::start(port_of(&common::database_url(), 5432)).await;
+    let proxied = common::database_url_through(&proxy);
     let pool = common::pg_pool_at(&proxied, schema, 2).await;
     (PostgresStore::from_pool(pool).await.unwrap(), proxy)
 }

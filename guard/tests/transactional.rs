@@ -3,7 +3,9 @@
 
 mod common;
 
-use idem_guard::{idempotent, Guard, PostgresStore, TxStart};
+use std::time::{Duration, Instant};
+
+use idem_guard::{idempotent, Guard, InFlight, PostgresStore, Rejected, TxStart};
 use sqlx::{PgPool, Postgres, Transaction};
 
 #[derive(Debug)]
@@ -116,6 +118,9 @@ async fn a_crash_before_commit_rolls_back_both() {
         (0, 0),
         "neither the credit nor the mark"
     );
+    // The dropped transaction rolls back when the pool next uses its connection; until then
+    // its key is busy, so the redelivery waits for it rather than being rejected.
+    let guard = guard.in_flight(InFlight::Wait(Duration::from_secs(5)));
     let mut tx = pool.begin().await.unwrap();
     assert_eq!(
         credit(&guard, &mut tx, "evt-1", 100).await.unwrap(),
@@ -129,6 +134,7 @@ async fn a_crash_before_commit_rolls_back_both() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_duplicates_credit_once() {
     let (guard, pool) = setup("tx_concurrent").await;
+    let guard = guard.in_flight(InFlight::Wait(Duration::from_secs(10)));
     let mut tasks = Vec::new();
     for _ in 0..8 {
         let (guard, pool) = (guard.clone(), pool.clone());
@@ -141,9 +147,97 @@ async fn concurrent_duplicates_credit_once() {
         }));
     }
     for task in tasks {
-        // Duplicates wait on the first transaction's row, then replay its committed result.
+        // Duplicates wait for the first transaction, then replay its committed result.
         assert_eq!(task.await.unwrap(), 100);
     }
+    assert_eq!((balance(&pool).await, marks(&pool).await), (100, 1));
+}
+
+fn in_progress(r: &Result<i64, AppError>) -> Option<Duration> {
+    match r {
+        Err(AppError::Guard(idem_guard::Error::Rejected(Rejected::InProgress {
+            retry_after,
+            ..
+        }))) => Some(*retry_after),
+        _ => None,
+    }
+}
+
+/// A duplicate while the first transaction is open is rejected at once (`in_flight = "reject"`,
+/// the default), instead of blocking until that transaction ends or failing with a raw
+/// `55P03 lock timeout`; after the commit it replays.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn in_flight_reject_is_honoured_while_the_first_transaction_is_open() {
+    let (guard, pool) = setup("tx_reject").await;
+    let mut first = pool.begin().await.unwrap();
+    assert_eq!(credit(&guard, &mut first, "evt-1", 100).await.unwrap(), 100);
+
+    let started = Instant::now();
+    let mut dup = pool.begin().await.unwrap();
+    let r = tokio::time::timeout(
+        Duration::from_secs(5),
+        credit(&guard, &mut dup, "evt-1", 100),
+    )
+    .await
+    .expect("the duplicate must not block on the open transaction");
+    let retry_after = in_progress(&r).unwrap_or_else(|| panic!("{r:?}"));
+    assert!(retry_after > Duration::ZERO && retry_after <= Duration::from_secs(60));
+    assert!(
+        started.elapsed() < Duration::from_secs(1),
+        "{:?}",
+        started.elapsed()
+    );
+    // The rejected duplicate's transaction is still usable.
+    sqlx::query("SELECT 1").execute(&mut *dup).await.unwrap();
+    dup.rollback().await.unwrap();
+
+    first.commit().await.unwrap();
+    let mut again = pool.begin().await.unwrap();
+    assert_eq!(credit(&guard, &mut again, "evt-1", 100).await.unwrap(), 100);
+    again.commit().await.unwrap();
+    assert_eq!((balance(&pool).await, marks(&pool).await), (100, 1));
+}
+
+/// `in_flight = wait(d)` polls for at most `d`, then rejects; a longer wait sees the commit and
+/// replays it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn in_flight_wait_is_bounded_by_the_configured_wait() {
+    let (guard, pool) = setup("tx_wait").await;
+    let mut first = pool.begin().await.unwrap();
+    assert_eq!(credit(&guard, &mut first, "evt-1", 100).await.unwrap(), 100);
+
+    let short = guard
+        .clone()
+        .in_flight(InFlight::Wait(Duration::from_millis(400)));
+    let started = Instant::now();
+    let mut dup = pool.begin().await.unwrap();
+    let r = tokio::time::timeout(
+        Duration::from_secs(5),
+        credit(&short, &mut dup, "evt-1", 100),
+    )
+    .await
+    .expect("the wait must end with its configured duration");
+    assert!(in_progress(&r).is_some(), "{r:?}");
+    let waited = started.elapsed();
+    assert!(
+        waited >= Duration::from_millis(400) && waited < Duration::from_secs(2),
+        "{waited:?}"
+    );
+    dup.rollback().await.unwrap();
+
+    let long = guard.in_flight(InFlight::Wait(Duration::from_secs(10)));
+    let waiter = tokio::spawn({
+        let pool = pool.clone();
+        async move {
+            let mut tx = pool.begin().await.unwrap();
+            let r = credit(&long, &mut tx, "evt-1", 100).await;
+            tx.commit().await.unwrap();
+            r
+        }
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    first.commit().await.unwrap();
+    assert_eq!(waiter.await.unwrap().unwrap(), 100);
     assert_eq!((balance(&pool).await, marks(&pool).await), (100, 1));
 }
 

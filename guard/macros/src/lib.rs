@@ -58,11 +58,17 @@ fn expand(args: TokenStream2, item: TokenStream2) -> syn::Result<TokenStream2> {
         nondeterminism::reject(expr, options.name_of(expr))?;
     }
 
+    if let (Some(attempt), Some(_)) = (&options.attempt, &options.tx) {
+        return Err(syn::Error::new_spanned(
+            attempt,
+            "`attempt` is for non-transactional mode: with `tx` the effect and the completion commit together, so no earlier attempt can have made the effect",
+        ));
+    }
     let key = &options.key;
     let store = &options.store;
-    let payload = match &options.payload {
-        Some(payload) => quote!(&(#payload)),
-        None => default_payload(&func, options.tx.as_ref())?,
+    let fingerprint = match &options.payload {
+        Some(payload) => quote!(::idem_guard::Fingerprint::of(&(#payload))),
+        None => default_payload(&func, &options)?,
     };
     let prefix = match &options.prefix {
         Some(prefix) => quote!(#prefix),
@@ -78,6 +84,9 @@ fn expand(args: TokenStream2, item: TokenStream2) -> syn::Result<TokenStream2> {
     }
     if let Some(lease) = &options.lease {
         builder.extend(quote!(.lease(#lease)));
+    }
+    if let Some(deadline) = &options.deadline {
+        builder.extend(quote!(.deadline(#deadline)));
     }
     if let Some(retention) = &options.retention {
         builder.extend(quote!(.retention(#retention)));
@@ -96,6 +105,9 @@ fn expand(args: TokenStream2, item: TokenStream2) -> syn::Result<TokenStream2> {
             builder.extend(quote!(.on_error(::idem_guard::on_error::Release)))
         }
         Some(OnError::Cache) => builder.extend(quote!(.on_error(::idem_guard::on_error::Cache))),
+        Some(OnError::Cacheable) => {
+            builder.extend(quote!(.on_error(::idem_guard::on_error::Cacheable)))
+        }
         Some(OnError::Classify) => {
             builder.extend(quote!(.on_error(::idem_guard::on_error::Classified)))
         }
@@ -119,7 +131,7 @@ fn expand(args: TokenStream2, item: TokenStream2) -> syn::Result<TokenStream2> {
         // #[idempotent]: the key and the payload fingerprint are taken from the arguments as they
         // arrive, before the body can change them.
         let __idem_key = #key_value;
-        let __idem_fingerprint = match ::idem_guard::Fingerprint::of(#payload) {
+        let __idem_fingerprint = match #fingerprint {
             ::core::result::Result::Ok(fingerprint) => fingerprint,
             ::core::result::Result::Err(error) => {
                 return ::core::result::Result::Err(::core::convert::From::from(error));
@@ -130,14 +142,19 @@ fn expand(args: TokenStream2, item: TokenStream2) -> syn::Result<TokenStream2> {
     let span = func.block.span();
     let new_block = match &options.tx {
         None => {
-            let run = if returns_outcome {
-                quote!(run_outcome)
-            } else {
-                quote!(run)
+            let run = match (returns_outcome, &options.attempt) {
+                (true, None) => quote!(run_outcome),
+                (false, None) => quote!(run),
+                (true, Some(_)) => quote!(run_outcome_with),
+                (false, Some(_)) => quote!(run_with),
+            };
+            let params = match &options.attempt {
+                Some(name) => quote!(#name: ::idem_guard::Attempt),
+                None => quote!(),
             };
             quote_spanned! {span=> {
                 #prelude
-                __idem_guard.#run(__idem_key, __idem_fingerprint, move || async move #body).await
+                __idem_guard.#run(__idem_key, __idem_fingerprint, move |#params| async move #body).await
             }}
         }
         // The transaction is never lent to a closure (that future could not be proved `Send`):
@@ -175,16 +192,29 @@ fn key_probe(expr: &syn::Expr) -> TokenStream2 {
     })
 }
 
-/// All arguments but `self` and the transaction, as a tuple of references.
-fn default_payload(func: &ItemFn, tx: Option<&syn::Ident>) -> syn::Result<TokenStream2> {
+/// The fingerprint of every argument but `self`, the store and the transaction arguments, and
+/// arguments whose type is plainly not part of a request (an axum `State`, a pool, a store).
+///
+/// Each argument is serialized on its own, through a call spanned at that argument, so that one
+/// which is not `Serialize` is reported there (naming it, suggesting `payload = ..`) instead of
+/// as a bound on a tuple of all of them at the attribute. The parts hash as the tuple of them
+/// did, so records stored by earlier versions keep matching.
+fn default_payload(func: &ItemFn, options: &Options) -> syn::Result<TokenStream2> {
+    let store_root = root_ident(&options.store);
     let mut parts = Vec::new();
     for arg in &func.sig.inputs {
         let FnArg::Typed(arg) = arg else { continue };
+        if not_payload(&arg.ty) {
+            continue;
+        }
         match &*arg.pat {
-            Pat::Ident(p) if Some(&p.ident) == tx => {}
+            Pat::Ident(p) if Some(&p.ident) == options.tx.as_ref() => {}
+            Pat::Ident(p) if Some(&p.ident) == store_root => {}
             Pat::Ident(p) => {
                 let ident = &p.ident;
-                parts.push(quote!(&#ident));
+                parts.push(quote_spanned! {arg.span()=>
+                    ::idem_guard::__private::payload_part(&#ident)
+                });
             }
             other => {
                 return Err(syn::Error::new_spanned(
@@ -194,7 +224,52 @@ fn default_payload(func: &ItemFn, tx: Option<&syn::Ident>) -> syn::Result<TokenS
             }
         }
     }
-    Ok(quote!(&(#(#parts,)*)))
+    if parts.is_empty() {
+        return Ok(quote!(::idem_guard::Fingerprint::of(&())));
+    }
+    Ok(quote!(::idem_guard::__private::fingerprint_parts([#(#parts),*])))
+}
+
+/// The variable an expression starts from: `store` in `store`, `store.inner`, `store.clone()`.
+fn root_ident(expr: &syn::Expr) -> Option<&syn::Ident> {
+    match expr {
+        syn::Expr::Path(p) => p.path.get_ident(),
+        syn::Expr::Field(f) => root_ident(&f.base),
+        syn::Expr::MethodCall(m) => root_ident(&m.receiver),
+        syn::Expr::Reference(r) => root_ident(&r.expr),
+        syn::Expr::Paren(p) => root_ident(&p.expr),
+        _ => None,
+    }
+}
+
+/// Types that hold services, not request data: framework state and extensions, database pools,
+/// connections and transactions, and the guard's own stores. Matched by the last path segment,
+/// through references.
+fn not_payload(ty: &Type) -> bool {
+    const NOT_PAYLOAD: &[&str] = &[
+        "State",
+        "Extension",
+        "PgPool",
+        "Pool",
+        "PoolConnection",
+        "PgConnection",
+        "Transaction",
+        "ConnectionManager",
+        "MultiplexedConnection",
+        "MemoryStore",
+        "RedisStore",
+        "PostgresStore",
+    ];
+    match ty {
+        Type::Reference(r) => not_payload(&r.elem),
+        Type::Paren(p) => not_payload(&p.elem),
+        Type::Path(p) => p
+            .path
+            .segments
+            .last()
+            .is_some_and(|s| NOT_PAYLOAD.iter().any(|n| s.ident == n)),
+        _ => false,
+    }
 }
 
 /// `T` of `Result<T, E>` (or of an alias named `...Result<T>`).

@@ -14,6 +14,7 @@ pub(crate) enum InFlight {
 pub(crate) enum OnError {
     Release,
     Cache,
+    Cacheable,
     Classify,
 }
 
@@ -29,9 +30,11 @@ pub(crate) struct Options {
     pub on_error: Option<OnError>,
     pub required: Option<Expr>,
     pub tx: Option<syn::Ident>,
+    pub attempt: Option<syn::Ident>,
+    pub deadline: Option<Expr>,
 }
 
-const USAGE: &str = "expected `#[idempotent(key = <expr>, store = <expr>, ...)]`; options: key, store, payload, prefix (or scope), tenant, lease, retention, in_flight, on_error, required, tx";
+const USAGE: &str = "expected `#[idempotent(key = <expr>, store = <expr>, ...)]`; options: key, store, payload, prefix (or scope), tenant, lease, retention, in_flight, on_error, required, tx, attempt, deadline";
 
 impl Options {
     pub fn parse(args: TokenStream) -> syn::Result<Self> {
@@ -51,6 +54,8 @@ impl Options {
             on_error: None,
             required: None,
             tx: None,
+            attempt: None,
+            deadline: None,
         };
         let mut seen = Vec::new();
         for pair in pairs {
@@ -75,6 +80,7 @@ impl Options {
                 "lease" => o.lease = Some(value),
                 "retention" => o.retention = Some(value),
                 "required" => o.required = Some(value),
+                "deadline" => o.deadline = Some(value),
                 "in_flight" => o.in_flight = Some(in_flight(value)?),
                 "on_error" => o.on_error = Some(on_error(&value)?),
                 "tx" => match value {
@@ -83,6 +89,15 @@ impl Options {
                         return Err(syn::Error::new_spanned(
                             other,
                             "`tx` names the transaction argument, e.g. `tx = tx` for `tx: &mut Transaction<'_, Postgres>`",
+                        ))
+                    }
+                },
+                "attempt" => match value {
+                    Expr::Path(p) if p.path.get_ident().is_some() => o.attempt = p.path.get_ident().cloned(),
+                    other => {
+                        return Err(syn::Error::new_spanned(
+                            other,
+                            "`attempt` names a variable for the body, e.g. `attempt = attempt` (an `idem_guard::Attempt`)",
                         ))
                     }
                 },
@@ -145,10 +160,11 @@ fn on_error(value: &Expr) -> syn::Result<OnError> {
     match string(value).as_deref() {
         Some("release") => Ok(OnError::Release),
         Some("cache") => Ok(OnError::Cache),
+        Some("cacheable") => Ok(OnError::Cacheable),
         Some("classify") => Ok(OnError::Classify),
         _ => Err(syn::Error::new_spanned(
             value,
-            "expected `on_error = \"release\"`, `\"cache\"` or `\"classify\"`",
+            "expected `on_error = \"release\"`, `\"cache\"`, `\"cacheable\"` or `\"classify\"`",
         )),
     }
 }

@@ -1,13 +1,14 @@
 //! Connections to the test services, one namespace per test, and a TCP proxy to cut them.
 #![allow(dead_code)] // Each test binary uses a different part.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use idem_guard::{MemoryStore, PostgresStore, RedisStore};
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Notify;
 
@@ -90,13 +91,41 @@ pub fn memory_store() -> MemoryStore {
     MemoryStore::new()
 }
 
+/// The port of a `scheme://[user@]host:port[/db]` URL.
+pub fn port_of(url: &str, default: u16) -> u16 {
+    url.split('@')
+        .next_back()
+        .and_then(|rest| rest.rsplit(':').next())
+        .and_then(|p| p.split('/').next())
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(default)
+}
+
+/// `DATABASE_URL` with its host and port replaced by the proxy's.
+pub fn database_url_through(proxy: &Proxy) -> String {
+    let url = database_url();
+    let host_port = url
+        .split('@')
+        .next_back()
+        .unwrap()
+        .split('/')
+        .next()
+        .unwrap()
+        .to_owned();
+    url.replacen(&host_port, &format!("127.0.0.1:{}", proxy.port), 1)
+}
+
 /// A loopback TCP proxy in front of a service: `cut` closes every open connection, `down`
 /// refuses new ones until `up`. Lets a test drop a store's connection at a chosen moment.
+///
+/// It also counts round trips: every time a client speaks after the server did (or first), one
+/// more request went out and waited for its answer.
 #[derive(Clone)]
 pub struct Proxy {
     pub port: u16,
     down: Arc<AtomicBool>,
     cut: Arc<Notify>,
+    round_trips: Arc<AtomicU64>,
 }
 
 impl Proxy {
@@ -107,27 +136,58 @@ impl Proxy {
             port,
             down: Arc::default(),
             cut: Arc::new(Notify::new()),
+            round_trips: Arc::default(),
         };
         let p = proxy.clone();
         tokio::spawn(async move {
-            while let Ok((mut client, _)) = listener.accept().await {
+            while let Ok((client, _)) = listener.accept().await {
                 if p.down.load(Ordering::SeqCst) {
                     continue; // dropping `client` refuses the connection
                 }
                 let cut = p.cut.clone();
+                let trips = p.round_trips.clone();
                 tokio::spawn(async move {
-                    let Ok(mut server) = TcpStream::connect(("127.0.0.1", target_port)).await
-                    else {
+                    let Ok(server) = TcpStream::connect(("127.0.0.1", target_port)).await else {
                         return;
                     };
+                    let (mut cr, mut cw) = client.into_split();
+                    let (mut sr, mut sw) = server.into_split();
+                    let client_spoke = AtomicBool::new(false);
+                    let up = async {
+                        let mut buf = vec![0u8; 64 * 1024];
+                        while let Ok(n @ 1..) = cr.read(&mut buf).await {
+                            if !client_spoke.swap(true, Ordering::SeqCst) {
+                                trips.fetch_add(1, Ordering::SeqCst);
+                            }
+                            if sw.write_all(&buf[..n]).await.is_err() {
+                                break;
+                            }
+                        }
+                    };
+                    let down = async {
+                        let mut buf = vec![0u8; 64 * 1024];
+                        while let Ok(n @ 1..) = sr.read(&mut buf).await {
+                            client_spoke.store(false, Ordering::SeqCst);
+                            if cw.write_all(&buf[..n]).await.is_err() {
+                                break;
+                            }
+                        }
+                    };
+                    // Either side closing, or a cut, closes both.
                     tokio::select! {
-                        _ = tokio::io::copy_bidirectional(&mut client, &mut server) => {}
+                        () = up => {}
+                        () = down => {}
                         () = cut.notified() => {}
                     }
                 });
             }
         });
         proxy
+    }
+
+    /// Round trips through the proxy since it started or since the last call.
+    pub fn take_round_trips(&self) -> u64 {
+        self.round_trips.swap(0, Ordering::SeqCst)
     }
 
     /// Closes every connection open through the proxy.

@@ -46,6 +46,10 @@ all_stores!(
     lapsed_owner_without_takeover_still_completes,
     // The guard over the store.
     replays_results_including_unit_and_none,
+    replays_nested_options_and_nan,
+    attempt_context_reports_a_takeover,
+    lease_is_cut_at_the_callers_deadline,
+    composite_keys_do_not_collide,
     payload_mismatch_is_rejected_on_every_path,
     in_flight_duplicate_is_rejected_with_retry_after,
     in_flight_wait_returns_the_first_result,

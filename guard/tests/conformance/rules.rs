@@ -135,10 +135,11 @@ pub async fn expired_lease_is_taken_over_and_fences_the_old_owner<S: Store>(stor
         Reservation::Acquired
     );
     sleep(SHORT + Duration::from_millis(150)).await;
-    // The takeover may come with another payload: an expired record is as good as absent.
+    // The takeover may come with another payload: an expired record is as good as absent. It is
+    // reported as a takeover: an earlier attempt started and never finished.
     assert_eq!(
         store.reserve(&key, fp("q"), &b, LEASE).await.unwrap(),
-        Reservation::Acquired
+        Reservation::TakenOver
     );
     let done = StoredResult::Ok("1".into());
     assert!(is_not_owner(
@@ -357,6 +358,114 @@ pub async fn replays_results_including_unit_and_none<S: Store>(store: S, ns: &st
         .unwrap();
     assert_eq!((replay.is_replay(), replay.into_inner()), (true, None));
     assert_eq!(runs.load(Ordering::SeqCst), 3);
+}
+
+/// The body learns its key (the same on every delivery) and whether it took over an attempt
+/// that was abandoned (here: its future dropped mid-way, as a killed worker's would be).
+pub async fn attempt_context_reports_a_takeover<S: Store>(store: S, ns: &str) {
+    let guard = Guard::new(store)
+        .prefix(ns.to_owned())
+        .lease(SHORT)
+        .renew_lease(false);
+    let seen = std::sync::Mutex::new(Vec::new());
+    let abandoned = tokio::time::timeout(
+        Duration::from_millis(100),
+        guard.run_with("k", &(), |attempt| {
+            seen.lock().unwrap().push(attempt);
+            async {
+                sleep(Duration::from_secs(30)).await;
+                Ok::<u32, Error>(1)
+            }
+        }),
+    )
+    .await;
+    assert!(abandoned.is_err(), "the first attempt is cut short");
+    sleep(SHORT + Duration::from_millis(150)).await;
+    let record = |attempt: idem_guard::Attempt| {
+        seen.lock().unwrap().push(attempt);
+        async { Ok::<u32, Error>(2) }
+    };
+    assert_eq!(guard.run_with("k", &(), record).await.unwrap(), 2);
+    // A duplicate replays; its body never runs, so it sees no attempt.
+    assert_eq!(guard.run_with("k", &(), record).await.unwrap(), 2);
+    let seen = seen.into_inner().unwrap();
+    assert_eq!(seen.len(), 2);
+    assert!(!seen[0].is_takeover());
+    assert!(seen[1].is_takeover());
+    assert_eq!(seen[0].key(), seen[1].key());
+    assert!(seen[0].key().unwrap().ends_with(":k"));
+    assert_eq!(seen[0].token(), seen[1].token());
+    assert_eq!(seen[0].token().unwrap().len(), 32);
+}
+
+/// With a deadline (a Lambda's remaining time) the lease ends there, not a full lease later: an
+/// invocation killed at its deadline frees its key for the retry.
+pub async fn lease_is_cut_at_the_callers_deadline<S: Store>(store: S, ns: &str) {
+    let guard = Guard::new(store).prefix(ns.to_owned()).lease(LEASE);
+    let killed = guard.clone().deadline(tokio::time::Instant::now() + SHORT);
+    let cut = tokio::time::timeout(
+        SHORT,
+        killed.run("k", &(), || async {
+            sleep(Duration::from_secs(30)).await;
+            Ok::<u32, Error>(1)
+        }),
+    )
+    .await;
+    assert!(cut.is_err());
+    sleep(Duration::from_millis(150)).await;
+    let retry: Result<u32, Error> = guard.run("k", &(), || async { Ok(2) }).await;
+    assert_eq!(
+        retry.unwrap(),
+        2,
+        "taken over after the deadline, not after {LEASE:?}"
+    );
+    // Without a deadline the same crash blocks the key for the whole lease.
+    let cut = tokio::time::timeout(
+        SHORT,
+        guard.run("other", &(), || async {
+            sleep(Duration::from_secs(30)).await;
+            Ok::<u32, Error>(1)
+        }),
+    )
+    .await;
+    assert!(cut.is_err());
+    sleep(Duration::from_millis(150)).await;
+    let blocked: Result<u32, Error> = guard.run("other", &(), || async { Ok(2) }).await;
+    assert!(in_progress(&blocked).is_some(), "{blocked:?}");
+}
+
+/// JSON wrote `Some(None)` and `None` alike and could not read `NaN` back.
+pub async fn replays_nested_options_and_nan<S: Store>(store: S, ns: &str) {
+    let guard = Guard::new(store).prefix(ns.to_owned());
+    let first: Result<(Option<Option<u8>>, f64), Error> = guard
+        .run("k", &(), || async { Ok((Some(None), f64::NAN)) })
+        .await;
+    assert!(first.is_ok());
+    let again = guard
+        .run_outcome("k", &(), || async {
+            Ok::<_, Error>((None::<Option<u8>>, 0.0f64))
+        })
+        .await
+        .unwrap();
+    assert!(again.is_replay());
+    let (option, float): (Option<Option<u8>>, f64) = again.into_inner();
+    assert_eq!(option, Some(None));
+    assert!(float.is_nan());
+}
+
+/// `("acme:eu", "42")` and `("acme", "eu:42")` are two keys, not one record.
+pub async fn composite_keys_do_not_collide<S: Store>(store: S, ns: &str) {
+    let guard = Guard::new(store).prefix(ns.to_owned());
+    let a: Result<String, Error> = guard
+        .run(("acme:eu", "42"), &(), || async { Ok("first".into()) })
+        .await;
+    let b: Result<String, Error> = guard
+        .run(("acme", "eu:42"), &(), || async { Ok("second".into()) })
+        .await;
+    assert_eq!(
+        (a.unwrap().as_str(), b.unwrap().as_str()),
+        ("first", "second")
+    );
 }
 
 pub async fn payload_mismatch_is_rejected_on_every_path<S: Store + 'static>(store: S, ns: &str) {
@@ -585,7 +694,10 @@ pub async fn panicking_body_leaves_a_record_taken_over_after_the_lease<S: Store 
     store: S,
     ns: &str,
 ) {
-    let guard = Guard::new(store).prefix(ns.to_owned()).lease(SHORT);
+    // Longer than SHORT: with RUST_BACKTRACE=1 capturing the panic's backtrace alone can outlast
+    // 300 ms on a loaded machine, and the record must still be live when it is checked.
+    let lease = Duration::from_secs(3);
+    let guard = Guard::new(store).prefix(ns.to_owned()).lease(lease);
     let crashed = tokio::spawn({
         let guard = guard.clone();
         async move {
@@ -597,7 +709,7 @@ pub async fn panicking_body_leaves_a_record_taken_over_after_the_lease<S: Store 
     assert!(crashed.await.unwrap_err().is_panic());
     let r: Result<u32, Error> = guard.run("k", &(), || async { Ok(2) }).await;
     assert!(in_progress(&r).is_some(), "{r:?}");
-    sleep(SHORT + Duration::from_millis(150)).await;
+    sleep(lease + Duration::from_millis(150)).await;
     assert_eq!(
         guard
             .run("k", &(), || async { Ok::<_, Error>(2) })

@@ -1,6 +1,9 @@
 //! PostgreSQL store: one table, `INSERT ... ON CONFLICT` reservations, and completion inside the
 //! caller's transaction.
 
+mod lanes;
+
+use std::sync::Arc;
 use std::time::Duration;
 
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
@@ -9,9 +12,10 @@ use sqlx::{PgConnection, PgExecutor, Row};
 use crate::key::Fingerprint;
 use crate::store::{fenced, OwnerToken, Reservation, Store, StoredResult};
 use crate::Error;
+use lanes::Lanes;
 
 /// The migration this crate ships (also in `migrations/` of the crate source).
-pub const MIGRATION: &str = include_str!("../migrations/0001_idem_guard_records.sql");
+pub const MIGRATION: &str = include_str!("../../migrations/0001_idem_guard_records.sql");
 
 /// Records in the PostgreSQL table `idem_guard_records` (resolved through the connection's
 /// `search_path`), with expiry measured by the database's clock.
@@ -20,6 +24,12 @@ pub const MIGRATION: &str = include_str!("../migrations/0001_idem_guard_records.
 /// (`ON CONFLICT DO UPDATE ... WHERE expires_at <= clock_timestamp()`), or returns the live one;
 /// completing, releasing and renewing are one fenced statement each (`WHERE owner = $token`).
 /// Expired rows are taken over in place; [`purge_expired`](Self::purge_expired) deletes the rest.
+///
+/// Round trips: one per statement, so two per first delivery (reserve, complete) and one per
+/// duplicate. The store runs its statements on up to four connections of its own, opened
+/// lazily with the pool's connect options: a `PgPool` pings a connection before lending it and
+/// after it comes back, which would triple the round trips. The pool stays yours for business
+/// queries ([`pool`](Self::pool)).
 ///
 /// [`Guard::run_in_tx`](crate::Guard::run_in_tx) writes the reservation and the completion
 /// through the caller's transaction, so the business writes and the mark commit together.
@@ -35,10 +45,12 @@ pub const MIGRATION: &str = include_str!("../migrations/0001_idem_guard_records.
 ///     guard.run("order-9", &"order-9", || async { Ok("label-1".to_owned()) }).await;
 /// # shipped?; Ok(()) }
 /// ```
-/// (`no_run` here; `tests/postgres_store.rs` runs the same against the live server.)
+/// (`no_run` here: it needs a server; `tests/conformance` runs every rule of the `Store`
+/// contract against the live server.)
 #[derive(Clone, Debug)]
 pub struct PostgresStore {
     pool: PgPool,
+    lanes: Arc<Lanes>,
 }
 
 /// Reads the live row first and inserts only when there is none, so that a duplicate (the
@@ -48,6 +60,9 @@ WITH live AS (
     SELECT fingerprint, state, body, expires_at
     FROM idem_guard_records
     WHERE key = $1 AND expires_at > clock_timestamp()
+), abandoned AS (
+    SELECT 1 FROM idem_guard_records
+    WHERE key = $1 AND state = 0 AND expires_at <= clock_timestamp()
 ), acquired AS (
     INSERT INTO idem_guard_records AS r (key, owner, fingerprint, state, body, expires_at)
     SELECT $1, $2, $3, 0, NULL, clock_timestamp() + $4::float8 * interval '1 millisecond'
@@ -58,13 +73,61 @@ WITH live AS (
         WHERE r.expires_at <= clock_timestamp()
     RETURNING 1
 )
-SELECT true AS acquired, NULL::text AS fingerprint, NULL::smallint AS state, NULL::text AS body,
+SELECT true AS acquired, EXISTS (SELECT 1 FROM abandoned) AS taken_over,
+       NULL::text AS fingerprint, NULL::smallint AS state, NULL::text AS body,
        NULL::float8 AS remaining_ms
 FROM acquired
 UNION ALL
-SELECT false, fingerprint, state, body,
+SELECT false, false, fingerprint, state, body,
        GREATEST(0, EXTRACT(EPOCH FROM expires_at - clock_timestamp()) * 1000)::float8
 FROM live";
+
+/// [`RESERVE`] for a reservation inside the caller's transaction. Its row stays invisible to
+/// others until that transaction commits, and a concurrent `INSERT` of the same key would block
+/// on it until then (or fail with the caller's `lock_timeout`). So each transactional
+/// reservation first takes a transaction-scoped advisory lock on the key's hash (seeded with the
+/// table's oid), without
+/// waiting: when another open transaction holds it, nothing is inserted and, unless a committed
+/// live row is visible, one row with `state = -1` says "busy", which the guard turns into its
+/// in-flight policy (reject with a retry-after, or poll until its wait ends).
+const RESERVE_TX: &str = "
+WITH lock AS MATERIALIZED (
+    -- Seeded with the table's oid, so that two schemas (two apps) sharing a database and a key
+    -- do not contend: advisory locks are database-wide.
+    SELECT pg_try_advisory_xact_lock(
+        hashtextextended($1, 'idem_guard_records'::regclass::oid::bigint)) AS held
+), live AS (
+    SELECT fingerprint, state, body, expires_at
+    FROM idem_guard_records
+    WHERE key = $1 AND expires_at > clock_timestamp()
+), abandoned AS (
+    SELECT 1 FROM idem_guard_records
+    WHERE key = $1 AND state = 0 AND expires_at <= clock_timestamp()
+), acquired AS (
+    INSERT INTO idem_guard_records AS r (key, owner, fingerprint, state, body, expires_at)
+    SELECT $1, $2, $3, 0, NULL, clock_timestamp() + $4::float8 * interval '1 millisecond'
+    WHERE (SELECT held FROM lock) AND NOT EXISTS (SELECT 1 FROM live)
+    ON CONFLICT (key) DO UPDATE
+        SET owner = EXCLUDED.owner, fingerprint = EXCLUDED.fingerprint, state = 0,
+            body = NULL, expires_at = EXCLUDED.expires_at
+        WHERE r.expires_at <= clock_timestamp()
+    RETURNING 1
+)
+SELECT true AS acquired, EXISTS (SELECT 1 FROM abandoned) AS taken_over,
+       NULL::text AS fingerprint, NULL::smallint AS state, NULL::text AS body,
+       NULL::float8 AS remaining_ms
+FROM acquired
+UNION ALL
+SELECT false, false, fingerprint, state, body,
+       GREATEST(0, EXTRACT(EPOCH FROM expires_at - clock_timestamp()) * 1000)::float8
+FROM live
+UNION ALL
+SELECT false, false, NULL, -1::smallint, NULL, NULL
+WHERE NOT (SELECT held FROM lock) AND NOT EXISTS (SELECT 1 FROM live)";
+
+/// How long a duplicate is told to wait when another open transaction holds its key: the end
+/// of a transaction cannot be known, and they are usually short.
+const BUSY_RETRY_AFTER: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// Writes the completion if the row is ours or gone (see the `Store` contract).
 const COMPLETE: &str = "
@@ -126,7 +189,8 @@ impl PostgresStore {
     /// Uses an existing pool whose database already has the table (from your own migrations,
     /// with [`MIGRATION`] copied in).
     pub fn from_pool_unmigrated(pool: PgPool) -> Self {
-        PostgresStore { pool }
+        let lanes = Arc::new(Lanes::new(pool.connect_options()));
+        PostgresStore { pool, lanes }
     }
 
     /// The pool, to run business queries next to the guard.
@@ -158,8 +222,31 @@ fn state_of(result: &StoredResult) -> (i16, &str) {
     }
 }
 
-/// The reservation statement on any connection: the pool's, or the caller's transaction.
-pub(crate) async fn reserve_on(
+/// The reservation statement on a pooled connection.
+async fn reserve_on(
+    conn: &mut PgConnection,
+    key: &str,
+    fingerprint: Fingerprint,
+    owner: &OwnerToken,
+    lease: Duration,
+) -> Result<Reservation, Error> {
+    reserve_with(RESERVE, conn, key, fingerprint, owner, lease).await
+}
+
+/// The reservation statement in the caller's transaction, which never waits for another open
+/// transaction holding the key (see [`RESERVE_TX`]).
+pub(crate) async fn reserve_in_tx(
+    conn: &mut PgConnection,
+    key: &str,
+    fingerprint: Fingerprint,
+    owner: &OwnerToken,
+    lease: Duration,
+) -> Result<Reservation, Error> {
+    reserve_with(RESERVE_TX, conn, key, fingerprint, owner, lease).await
+}
+
+async fn reserve_with(
+    statement: &'static str,
     conn: &mut PgConnection,
     key: &str,
     fingerprint: Fingerprint,
@@ -170,7 +257,7 @@ pub(crate) async fn reserve_on(
     // reservation after the statement began; the unique conflict still stops our insert (no row
     // comes back), and a retry (a new snapshot under READ COMMITTED) sees the row.
     for _ in 0..5 {
-        let row = sqlx::query(RESERVE)
+        let row = sqlx::query(statement)
             .bind(key)
             .bind(owner.as_str())
             .bind(fingerprint.to_string())
@@ -180,7 +267,25 @@ pub(crate) async fn reserve_on(
             .map_err(Error::store)?;
         let Some(row) = row else { continue };
         if row.try_get::<bool, _>("acquired").map_err(Error::store)? {
-            return Ok(Reservation::Acquired);
+            return Ok(
+                if row.try_get::<bool, _>("taken_over").map_err(Error::store)? {
+                    Reservation::TakenOver
+                } else {
+                    Reservation::Acquired
+                },
+            );
+        }
+        if row
+            .try_get::<Option<i16>, _>("state")
+            .map_err(Error::store)?
+            == Some(-1)
+        {
+            // The other transaction's payload is unknown until it commits; a mismatch shows
+            // on a later attempt.
+            return Ok(Reservation::InProgress {
+                fingerprint,
+                retry_after: BUSY_RETRY_AFTER.min(lease),
+            });
         }
         return parse_row(key, &row);
     }
@@ -261,8 +366,9 @@ impl Store for PostgresStore {
         owner: &OwnerToken,
         lease: Duration,
     ) -> Result<Reservation, Error> {
-        let mut conn = self.pool.acquire().await.map_err(Error::store)?;
-        reserve_on(&mut conn, key, fingerprint, owner, lease).await
+        let mut lane = self.lanes.get().await?;
+        let found = reserve_on(&mut lane, key, fingerprint, owner, lease).await;
+        lane.check(found)
     }
 
     async fn complete(
@@ -273,11 +379,15 @@ impl Store for PostgresStore {
         result: &StoredResult,
         retention: Duration,
     ) -> Result<(), Error> {
-        complete_on(&self.pool, key, fingerprint, owner, result, retention).await
+        let mut lane = self.lanes.get().await?;
+        let done = complete_on(&mut *lane, key, fingerprint, owner, result, retention).await;
+        lane.check(done)
     }
 
     async fn release(&self, key: &str, owner: &OwnerToken) -> Result<(), Error> {
-        release_on(&self.pool, key, owner).await
+        let mut lane = self.lanes.get().await?;
+        let done = release_on(&mut *lane, key, owner).await;
+        lane.check(done)
     }
 
     async fn renew(
@@ -287,14 +397,16 @@ impl Store for PostgresStore {
         owner: &OwnerToken,
         lease: Duration,
     ) -> Result<(), Error> {
+        let mut lane = self.lanes.get().await?;
         let done = sqlx::query(RENEW)
             .bind(key)
             .bind(owner.as_str())
             .bind(fingerprint.to_string())
             .bind(millis(lease))
-            .execute(&self.pool)
+            .execute(&mut *lane)
             .await
-            .map_err(Error::store)?;
+            .map_err(Error::store);
+        let done = lane.check(done)?;
         fenced(done.rows_affected() == 1, key)
     }
 }

@@ -12,10 +12,12 @@ use crate::Error;
 
 /// Records in Redis, one string key per record, expiring by Redis's own `PX` TTL.
 ///
-/// Round trips: reserving is one `SET key value NX PX lease GET` (Redis ≥ 7.0), which either
-/// creates the record or returns the existing one, so a duplicate also costs one round trip.
-/// Completing, releasing and renewing are one `EVALSHA` each (the first call per connection may
-/// add a `SCRIPT LOAD`). Expired records vanish from Redis, so takeover is the plain `NX` write.
+/// Round trips: reserving, completing, releasing and renewing are one `EVALSHA` each (the first
+/// call of a script on a server adds an `EVAL`), so a first delivery costs two and a duplicate
+/// one. Reserving creates the record, or returns the live one, or takes over an in-progress
+/// record whose lease ended (by Redis's clock, `TIME`); such a record is kept for twice its
+/// lease so that the takeover is reported ([`Reservation::TakenOver`]). Completed records
+/// expire by Redis's own `PX` TTL.
 ///
 /// The value is `P|owner|fingerprint|lease_end_ms` while in progress and
 /// `C|owner|fingerprint|tag|result` once completed; owner and fingerprint are fixed-width hex, so
@@ -32,7 +34,8 @@ use crate::Error;
 ///     guard.run("refund-7f3a", &("order-1", 500), || async { Ok(500) }).await;
 /// # refunded?; Ok(()) }
 /// ```
-/// (`no_run` here; `tests/redis_store.rs` runs the same against the live server.)
+/// (`no_run` here: it needs a server; `tests/conformance` runs every rule of the `Store`
+/// contract against the live server.)
 #[derive(Clone)]
 pub struct RedisStore {
     conn: ConnectionManager,
@@ -46,10 +49,31 @@ impl std::fmt::Debug for RedisStore {
 }
 
 struct Scripts {
+    reserve: Script,
     complete: Script,
     release: Script,
     renew: Script,
 }
+
+/// Creates the record, or takes over an in-progress one whose lease ended, or returns the live
+/// record. An in-progress record is kept (`PX`) for twice its lease, so that a takeover can tell
+/// that an earlier attempt was abandoned; its lease end, by Redis's clock, is in the value.
+/// KEYS[1] key; ARGV owner, fingerprint, lease ms. Returns nil (created), 'T' (taken over) or
+/// the live record's value.
+const RESERVE: &str = r"
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local lease = tonumber(ARGV[3])
+local v = redis.call('GET', KEYS[1])
+if v then
+  if string.sub(v, 1, 2) ~= 'P|' then return v end
+  local lease_end = tonumber(string.match(v, '|(%d+)$'))
+  if lease_end == nil or lease_end > now then return v end
+end
+redis.call('SET', KEYS[1], 'P|' .. ARGV[1] .. '|' .. ARGV[2] .. '|' .. (now + lease), 'PX', lease * 2)
+if v then return 'T' end
+return false
+";
 
 /// Completes when the record is ours (in progress, or already completed by us: a retried
 /// complete whose first reply was lost) or gone (our lease lapsed and nobody took over).
@@ -87,7 +111,7 @@ return 0
 ";
 
 /// Restarts our lease (rewriting the value so `retry_after` stays right), recreating it if it
-/// lapsed without a takeover. KEYS[1] key; ARGV owner, new value, lease ms. Returns 1 or 0.
+/// lapsed without a takeover. KEYS[1] key; ARGV owner, fingerprint, lease ms. Returns 1 or 0.
 const RENEW: &str = r"
 local v = redis.call('GET', KEYS[1])
 local p = 'P|' .. ARGV[1] .. '|'
@@ -95,22 +119,32 @@ if v and string.sub(v, 1, #p) ~= p then
   if string.sub(v, 1, #('C|' .. ARGV[1] .. '|')) == 'C|' .. ARGV[1] .. '|' then return 1 end
   return 0
 end
-redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local lease = tonumber(ARGV[3])
+redis.call('SET', KEYS[1], p .. ARGV[2] .. '|' .. (now + lease), 'PX', lease * 2)
 return 1
 ";
 
 impl RedisStore {
     /// Connects to `url` (`redis://host:port/db`) with a reconnecting connection manager that
     /// gives up on a request after 5 s, so a hung server surfaces as [`Error::Store`].
+    ///
+    /// Then reads the server's persistence and eviction settings (`CONFIG GET`, where the server
+    /// allows it) and logs a `tracing` warning for each that can lose records: no AOF and no
+    /// RDB snapshots (a restart forgets every key, so every redelivery runs again), or an
+    /// eviction policy other than `noeviction` (a full server drops records). See the crate
+    /// README for the settings the guard needs.
     pub async fn connect(url: &str) -> Result<Self, Error> {
         let client = redis::Client::open(url).map_err(Error::store)?;
         let config = ConnectionManagerConfig::new()
             .set_connection_timeout(Some(Duration::from_secs(5)))
             .set_response_timeout(Some(Duration::from_secs(5)))
             .set_number_of_retries(2);
-        let conn = ConnectionManager::new_with_config(client, config)
+        let mut conn = ConnectionManager::new_with_config(client, config)
             .await
             .map_err(Error::store)?;
+        warn_about_durability(&mut conn).await;
         Ok(Self::new(conn))
     }
 
@@ -119,12 +153,71 @@ impl RedisStore {
         RedisStore {
             conn,
             scripts: Arc::new(Scripts {
+                reserve: Script::new(RESERVE),
                 complete: Script::new(COMPLETE),
                 release: Script::new(RELEASE),
                 renew: Script::new(RENEW),
             }),
         }
     }
+}
+
+/// Logs one warning per setting that can lose records, once per connect. Managed services
+/// often refuse `CONFIG`; then nothing is known and nothing is said beyond a debug line.
+async fn warn_about_durability(conn: &mut ConnectionManager) {
+    let config: Result<std::collections::HashMap<String, String>, _> = redis::cmd("CONFIG")
+        .arg("GET")
+        .arg("appendonly")
+        .arg("appendfsync")
+        .arg("save")
+        .arg("maxmemory-policy")
+        .query_async(conn)
+        .await;
+    match config {
+        Ok(config) => {
+            let get = |name: &str| config.get(name).map(String::as_str);
+            for risk in durability_risks(
+                get("appendonly"),
+                get("appendfsync"),
+                get("save"),
+                get("maxmemory-policy"),
+            ) {
+                tracing::warn!(target: "idem_guard::redis", "{risk}");
+            }
+        }
+        Err(e) => tracing::debug!(
+            target: "idem_guard::redis",
+            error = %e,
+            "cannot read the Redis persistence settings"
+        ),
+    }
+}
+
+/// What a Redis configuration risks for the guard's records, one sentence each.
+pub(crate) fn durability_risks(
+    appendonly: Option<&str>,
+    appendfsync: Option<&str>,
+    save: Option<&str>,
+    maxmemory_policy: Option<&str>,
+) -> Vec<String> {
+    let mut risks = Vec::new();
+    let aof = appendonly == Some("yes");
+    let snapshots = save.is_some_and(|s| !s.trim().is_empty());
+    if appendonly.is_some() && !aof && save.is_some() && !snapshots {
+        risks.push(
+            "Redis persists nothing (appendonly no, save \"\"): a restart forgets every idempotency record and every redelivery runs its handler again; set `appendonly yes` with `appendfsync everysec` (or `always`)".to_owned(),
+        );
+    } else if aof && appendfsync == Some("no") {
+        risks.push(
+            "Redis AOF is on with `appendfsync no`: a crash can lose the records of the last tens of seconds; use `appendfsync everysec` or `always`".to_owned(),
+        );
+    }
+    if let Some(policy) = maxmemory_policy.filter(|p| *p != "noeviction") {
+        risks.push(format!(
+            "Redis evicts keys under memory pressure (maxmemory-policy {policy}): an evicted idempotency record lets a duplicate run again; set `maxmemory-policy noeviction` (writes then fail, and the guard fails closed)"
+        ));
+    }
+    risks
 }
 
 fn millis(d: Duration) -> u64 {
@@ -138,6 +231,7 @@ fn now_ms() -> u64 {
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
+#[cfg(test)]
 fn in_progress_value(owner: &OwnerToken, fingerprint: Fingerprint, lease: Duration) -> String {
     format!(
         "P|{owner}|{fingerprint}|{}",
@@ -188,19 +282,20 @@ impl Store for RedisStore {
         lease: Duration,
     ) -> Result<Reservation, Error> {
         let mut conn = self.conn.clone();
-        let previous: Option<String> = redis::cmd("SET")
-            .arg(key)
-            .arg(in_progress_value(owner, fingerprint, lease))
-            .arg("NX")
-            .arg("PX")
+        let previous: Option<String> = self
+            .scripts
+            .reserve
+            .key(key)
+            .arg(owner.as_str())
+            .arg(fingerprint.to_string())
             .arg(millis(lease))
-            .arg("GET")
-            .query_async(&mut conn)
+            .invoke_async(&mut conn)
             .await
             .map_err(Error::store)?;
-        match previous {
+        match previous.as_deref() {
             None => Ok(Reservation::Acquired),
-            Some(value) => parse(key, &value),
+            Some("T") => Ok(Reservation::TakenOver),
+            Some(value) => parse(key, value),
         }
     }
 
@@ -254,7 +349,7 @@ impl Store for RedisStore {
             .renew
             .key(key)
             .arg(owner.as_str())
-            .arg(in_progress_value(owner, fingerprint, lease))
+            .arg(fingerprint.to_string())
             .arg(millis(lease))
             .invoke_async(&mut conn)
             .await
@@ -266,6 +361,32 @@ impl Store for RedisStore {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn durability_risks_name_each_setting() {
+        let none = durability_risks(Some("no"), Some("everysec"), Some(""), Some("noeviction"));
+        assert_eq!(none.len(), 1);
+        assert!(none[0].contains("persists nothing"), "{none:?}");
+        assert!(
+            durability_risks(Some("yes"), Some("everysec"), Some(""), Some("noeviction"))
+                .is_empty()
+        );
+        assert!(
+            durability_risks(
+                Some("no"),
+                Some("everysec"),
+                Some("3600 1"),
+                Some("noeviction")
+            )
+            .is_empty(),
+            "RDB snapshots are persistence too (weaker, but not nothing)"
+        );
+        let lax = durability_risks(Some("yes"), Some("no"), Some(""), Some("allkeys-lru"));
+        assert_eq!(lax.len(), 2, "{lax:?}");
+        assert!(lax[1].contains("allkeys-lru"));
+        // Nothing known, nothing said.
+        assert!(durability_risks(None, None, None, None).is_empty());
+    }
 
     #[test]
     fn parses_what_the_scripts_write() {

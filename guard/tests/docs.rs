@@ -1,0 +1,59 @@
+//! What the documentation promises exists: the test files it points to, and the re-exported
+//! driver crates.
+
+use std::path::Path;
+
+/// Every `tests/...` path named in the crate's sources and README.
+fn mentioned_test_paths(text: &str) -> Vec<String> {
+    text.match_indices("tests/")
+        .filter(|(at, _)| {
+            // `tests/` at the start of a path, not inside another one (`guard/tests/`).
+            !text[..*at].ends_with(|c: char| c.is_alphanumeric() || c == '/' || c == '_')
+        })
+        .map(|(at, _)| {
+            let path: String = text[at..]
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || "/_.-".contains(*c))
+                .collect();
+            path.trim_end_matches(['.', '/']).to_owned()
+        })
+        .collect()
+}
+
+fn sources(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            sources(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+#[test]
+fn test_files_named_in_the_docs_exist() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = vec![root.join("README.md"), root.join("macros/src/lib.rs")];
+    sources(&root.join("src"), &mut files);
+    let mut missing = Vec::new();
+    for file in &files {
+        let text = std::fs::read_to_string(file).unwrap();
+        for path in mentioned_test_paths(&text) {
+            if !root.join(&path).exists() {
+                missing.push(format!("{}: {path}", file.display()));
+            }
+        }
+    }
+    assert!(missing.is_empty(), "named but missing: {missing:#?}");
+}
+
+/// Users build pools and connection managers with the same crate versions as the guard.
+#[test]
+fn the_driver_crates_are_re_exported() {
+    fn pool_type(_: Option<idem_guard::sqlx::PgPool>) {}
+    fn manager_type(_: Option<idem_guard::redis::aio::ConnectionManager>) {}
+    pool_type(None::<sqlx::PgPool>);
+    manager_type(None::<redis::aio::ConnectionManager>);
+    assert!(idem_guard::redis::Client::open("redis://127.0.0.1:6379").is_ok());
+}

@@ -1,0 +1,102 @@
+//! Round trips per call, counted by a TCP proxy between the store and its server: one per
+//! statement (PostgreSQL) or command (Redis), so two per first delivery (reserve, complete) and
+//! one per duplicate (reserve, which returns the completed record).
+
+mod common;
+
+use common::{port_of, Proxy};
+use idem_guard::{Error, Guard, PostgresStore, Store};
+
+const CALLS: u64 = 50;
+
+/// Round trips of `CALLS` first deliveries, then of `CALLS` duplicates, after a warm-up that
+/// lets the connections open and prepare their statements.
+async fn count<S: Store>(store: S, proxy: &Proxy) -> (u64, u64) {
+    let guard = Guard::new(store).prefix(common::unique("rt"));
+    let run = |key: String| {
+        let guard = &guard;
+        async move {
+            guard
+                .run(key, &1, || async { Ok::<u32, Error>(7) })
+                .await
+                .unwrap()
+        }
+    };
+    for i in 0..5 {
+        run(format!("warm-{i}")).await;
+        run(format!("warm-{i}")).await;
+    }
+    // Give a pool's spawned on-release work the time to finish before counting.
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    proxy.take_round_trips();
+    for i in 0..CALLS {
+        run(format!("k-{i}")).await;
+    }
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    let first = proxy.take_round_trips();
+    for i in 0..CALLS {
+        run(format!("k-{i}")).await;
+    }
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    (first, proxy.take_round_trips())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_makes_one_round_trip_per_statement() {
+    let schema = common::pg_schema("round_trips").await;
+    let proxy = Proxy::start(port_of(&common::database_url(), 5432)).await;
+    let pool = common::pg_pool_at(&common::database_url_through(&proxy), &schema, 4).await;
+    let store = PostgresStore::from_pool(pool).await.unwrap();
+    let (first, duplicate) = count(store, &proxy).await;
+    assert_eq!(
+        (first, duplicate),
+        (2 * CALLS, CALLS),
+        "round trips of {CALLS} first deliveries and {CALLS} duplicates"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_makes_one_round_trip_per_command() {
+    let proxy = Proxy::start(port_of(&common::redis_url(), 6379)).await;
+    let store = common::redis_store_at(&format!("redis://127.0.0.1:{}", proxy.port)).await;
+    let (first, duplicate) = count(store, &proxy).await;
+    assert_eq!((first, duplicate), (2 * CALLS, CALLS));
+}
+
+/// A `CachedStore` answers a duplicate it has seen completed without a round trip.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cached_store_replays_without_a_round_trip() {
+    let proxy = Proxy::start(port_of(&common::redis_url(), 6379)).await;
+    let redis = common::redis_store_at(&format!("redis://127.0.0.1:{}", proxy.port)).await;
+    let store = idem_guard::CachedStore::new(redis, 100, std::time::Duration::from_secs(60));
+    let guard = Guard::new(store.clone()).prefix(common::unique("cached"));
+    let run = |v: u32| guard.run("k", &1, move || async move { Ok::<u32, Error>(v) });
+    run(0).await.unwrap(); // warm-up of the scripts, on another key below
+    let guard = Guard::new(store.clone()).prefix(common::unique("cached"));
+    let run = |v: u32| guard.run("k", &1, move || async move { Ok::<u32, Error>(v) });
+    proxy.take_round_trips();
+    assert_eq!(run(1).await.unwrap(), 1);
+    assert_eq!(proxy.take_round_trips(), 2, "first delivery");
+    assert_eq!(run(2).await.unwrap(), 1);
+    assert_eq!(
+        proxy.take_round_trips(),
+        1,
+        "first duplicate: read from Redis, then cached"
+    );
+    assert_eq!(run(3).await.unwrap(), 1);
+    assert_eq!(
+        proxy.take_round_trips(),
+        0,
+        "later duplicates: from the cache"
+    );
+    assert!(
+        matches!(
+            guard.run("k", &2, || async { Ok::<u32, Error>(4) }).await,
+            Err(Error::Rejected(
+                idem_guard::Rejected::PayloadMismatch { .. }
+            ))
+        ),
+        "the cache keeps the fingerprint: a mismatch is still refused"
+    );
+    assert_eq!(proxy.take_round_trips(), 0);
+}
