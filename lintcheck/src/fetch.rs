@@ -69,8 +69,8 @@ pub fn source_dir(cargo_home: &Path, spec: &CrateSpec, scratch: &Path) -> Result
     if let Some(dir) = find_unpacked(cargo_home, spec) {
         return Ok(dir);
     }
-    let why = last_line(&fetch.stderr)
-        .or_else(|| last_line(&info.stderr))
+    let why = error_line(&fetch.stderr)
+        .or_else(|| error_line(&info.stderr))
         .unwrap_or_else(|| "cargo printed nothing".to_string());
     bail!("could not download {at}: {why}")
 }
@@ -86,12 +86,30 @@ fn toml_key(name: &str) -> String {
     }
 }
 
-/// The last line of a command's stderr that says something (cargo ends with its error).
-pub fn last_line(bytes: &[u8]) -> Option<String> {
-    String::from_utf8_lossy(bytes)
-        .lines()
-        .rev()
-        .map(str::trim)
-        .find(|l| !l.is_empty())
+/// The line of a command's stderr that says what went wrong: the first `error:` line (cargo
+/// follows it with hints), else the last line that says something.
+pub fn error_line(bytes: &[u8]) -> Option<String> {
+    let text = String::from_utf8_lossy(bytes);
+    let mut lines = text.lines().map(str::trim).filter(|l| !l.is_empty());
+    lines
+        .clone()
+        .find(|l| l.starts_with("error"))
+        .or_else(|| lines.next_back())
         .map(str::to_string)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn error_line_prefers_the_error_over_the_hints_after_it() {
+        let stderr = b"    Updating index\nerror: failed to select a version for `svix = \"=0.0.999\"`\n  candidate versions found\n  svix = { version = \"2.0.0\" }\n";
+        assert_eq!(
+            error_line(stderr).as_deref(),
+            Some("error: failed to select a version for `svix = \"=0.0.999\"`")
+        );
+        assert_eq!(error_line(b"one\ntwo\n\n").as_deref(), Some("two"));
+        assert_eq!(error_line(b"  \n").as_deref(), None);
+    }
 }

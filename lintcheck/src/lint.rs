@@ -32,7 +32,7 @@ pub fn lint(binary: &Path, dir: &Path, runs: usize) -> Result<Linted> {
         match out.status.code() {
             Some(0 | 1) => {}
             _ => {
-                let why = crate::fetch::last_line(&out.stderr)
+                let why = crate::fetch::error_line(&out.stderr)
                     .unwrap_or_else(|| format!("exited with {}", out.status));
                 bail!("{why}");
             }
