@@ -149,7 +149,9 @@ fn find(cx: &LintContext<'_>) -> Vec<Finding> {
                 && !callee.def(package).1.has_attr("idempotent")
                 && paths.reached_guarded(graph, callee)
                 && effects.has_effects(graph, callee);
-            if skips_guard {
+            // A call through a trait is one edge per implementation: one finding per call.
+            let reported = out.last().is_some_and(|f: &Finding| f.call == call.span);
+            if skips_guard && !reported {
                 out.extend(finding(package, graph, &paths, &effects, id, i));
             }
         }
