@@ -47,8 +47,10 @@ pub struct Effects {
 pub enum RepeatEffect {
     /// A second resource, message, charge or e-mail: the effect a duplicate must not repeat.
     Duplicates,
+    /// The repeat fails (a create keyed by a caller-chosen unique name): no second effect.
+    Conflicts,
     /// Nothing more: a read, a delete, an acknowledgement.
-    Nothing,
+    NoEffect,
 }
 
 /// Operation-name prefixes whose repeat changes nothing more: reads, deletes and
@@ -83,7 +85,7 @@ const REPEAT_HARMLESS: &[&str] = &[
 pub fn repeat_effect(op: &str) -> RepeatEffect {
     let op = op.to_ascii_lowercase();
     if REPEAT_HARMLESS.iter().any(|p| op.starts_with(p)) {
-        RepeatEffect::Nothing
+        RepeatEffect::NoEffect
     } else {
         RepeatEffect::Duplicates
     }
@@ -354,7 +356,7 @@ fn aws_operation(package: &Package, receiver: &Expr) -> Option<String> {
     }
     let (op, no_args) = op?;
     let client_like = matches!(cur.kind, ExprKind::Path(_) | ExprKind::Field { .. });
-    let harmless = repeat_effect(op) == RepeatEffect::Nothing;
+    let harmless = repeat_effect(op) != RepeatEffect::Duplicates;
     // DynamoDB item writes are store operations, judged by whether they repeat harmlessly.
     let item_write = DYNAMODB_ITEM_WRITES.contains(&op);
     (no_args && client_like && !harmless && !item_write)
