@@ -212,9 +212,14 @@ const MAX_DISPATCH: usize = 4;
 /// Type-name words of implementations that stand in for the real one in tests.
 const TEST_DOUBLE_WORDS: &[&str] = &["mock", "fake", "stub", "dummy"];
 
+/// `MockStore`, `FakeMailer`, `StubClock`, `TestStore` (not `Testimonial`).
 fn is_test_double(ty: &DefPath) -> bool {
-    let name = ty.last().to_ascii_lowercase();
-    TEST_DOUBLE_WORDS.iter().any(|w| name.contains(w)) || name.starts_with("test")
+    let name = ty.last();
+    let lower = name.to_ascii_lowercase();
+    TEST_DOUBLE_WORDS.iter().any(|w| lower.contains(w))
+        || name
+            .strip_prefix("Test")
+            .is_some_and(|rest| rest.starts_with(|c: char| c.is_ascii_uppercase()))
 }
 
 impl Index {
