@@ -19,8 +19,9 @@ use super::dominance::{self, Events, Facts};
 use super::entry::{names_fn, EntryKind, EntryPoint};
 use super::flow::FnId;
 use super::resolve::Resolver;
+use super::sql::is_dedupe_table_name;
 use super::store_ops::{Access, Store};
-use super::summary::Summaries;
+use super::summary::{StoreAccess, Summaries};
 use crate::model::ir::{Block, Expr, ExprKind, Lit};
 use crate::model::{Package, Span};
 use std::collections::{HashMap, VecDeque};
@@ -135,6 +136,7 @@ impl<'a> GuardFinder<'a> {
         for (i, ev) in flow.store_events.iter().enumerate() {
             let claim = ev.via.is_none() && ev.access.access == Access::Claim && ev.checked;
             let check = ev.access.access == Access::Read
+                && self.is_dedupe_read(ev.via, &ev.access)
                 && flow
                     .decisions
                     .iter()
@@ -150,6 +152,34 @@ impl<'a> GuardFinder<'a> {
             }
         }
         out
+    }
+
+    /// Whether a read looks up a processed-key record rather than data: an existence check
+    /// (`exists`, `SISMEMBER`, a helper named `is_processed`/`already_seen`), or a read of a
+    /// dedupe-named table or key (`processed_events`, `seen:{id}`). A lookup of a user or a
+    /// configuration row that returns when it is missing is input validation, no guard.
+    fn is_dedupe_read(&self, via: Option<FnId>, a: &StoreAccess) -> bool {
+        let helper = via.map(|h| h.def(self.package).1.name.to_ascii_lowercase());
+        let command = a.command.to_ascii_lowercase();
+        let check_named = |n: &str| {
+            ["exists", "sismember", "contains", "is_member"]
+                .iter()
+                .any(|w| n.contains(w))
+                || is_dedupe_table_name(n)
+                || ["already", "seen", "duplicate", "dedup", "is_done", "was_"]
+                    .iter()
+                    .any(|w| n.contains(w))
+        };
+        let dedupe_key = a.key.as_ref().is_some_and(|k| {
+            k.lits
+                .iter()
+                .any(|l| is_dedupe_table_name(&l.replace(':', "_")))
+        });
+        check_named(&command)
+            || helper.as_deref().is_some_and(check_named)
+            || a.dedupe_table
+            || a.table.as_deref().is_some_and(is_dedupe_table_name)
+            || dedupe_key
     }
 
     /// The guards of `id` and the edges they dominate.
