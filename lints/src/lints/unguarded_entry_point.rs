@@ -50,8 +50,11 @@ declare_lint! {
     /// closure stored in a field, a trait from another crate) is not seen. A path guarded by a
     /// check the analysis does not recognize is reported: name the check in `guards`. A check
     /// counts only when it stops on a recorded key (`if seen { return }`); a check that wraps
-    /// the work (`if !seen { work() }`) is not taken as a guard. Whether a repeat does
-    /// anything is judged from the operation's name.
+    /// the work (`if !seen { work() }`) is not taken as a guard, nor a read that is not
+    /// recognizably a processed-key lookup (an existence check such as `exists` or a helper
+    /// named `is_processed`/`already_*`/`*seen*`, or a read of a dedupe-named table or key):
+    /// a lookup that returns when a user or configuration row is missing is validation, not
+    /// a guard. Whether a repeat does anything is judged from the operation's name.
     ///
     /// ### Example
     /// ```rust
