@@ -2,7 +2,10 @@
 //!
 //! Calls resolve through the [`Resolver`] (module paths, `use`, `Self::`), through local type
 //! evidence for method receivers ([`TypeEnv`]: a parameter, a field, a constructor, a type
-//! parameter's bound), and through a crate trait to its only implementing type. Functions
+//! parameter's bound), and through a crate trait to its production implementations: one edge
+//! per implementation (up to [`MAX_DISPATCH`]), so a caller does the union of what they do;
+//! implementations in test code or on test doubles (`MockStore`, `FakeClock`) are left out,
+//! and an inherent method wins over a trait method of the same name, as in Rust. Functions
 //! passed as values (`service_fn(handler)`, `post(handler)`, `.to(handler)`, `.map(Self::f)`)
 //! are edges too, since whoever receives them calls them. Anything else stays unknown: no
 //! edge is better than a guessed one.
@@ -25,8 +28,8 @@ use std::collections::HashSet;
 pub enum CallKind {
     /// `f(..)`, `a::f(..)`, `Type::f(..)`, `self.f(..)`, `x.f(..)` with `x`'s type known.
     Direct,
-    /// A crate trait's method, called on a value known only by the trait, resolved to the
-    /// crate's only implementation.
+    /// A crate trait's method, called on a value known only by the trait, resolved to each
+    /// production implementation in the crate.
     Trait,
     /// The fn passed as a value; the receiver of the value calls it later.
     Value,
@@ -156,17 +159,43 @@ impl CallGraph {
             .map(|&(caller, i)| (caller, &self.calls[self.index(caller)][i as usize]))
     }
 
-    /// The edge whose call expression is exactly `span`, in fn `id`.
+    /// The edge whose call expression is exactly `span`, in fn `id` (the first, for a call
+    /// through a trait with several implementations: [`CallGraph::calls_at`] has them all).
     pub fn call_at(&self, id: FnId, span: Span) -> Option<&Call> {
+        self.calls_at(id, span).first()
+    }
+
+    /// Every edge whose call expression is exactly `span`, in fn `id`: one per crate fn the
+    /// call may run.
+    pub fn calls_at(&self, id: FnId, span: Span) -> &[Call] {
         let calls = self.calls(id);
         let i = calls.partition_point(|c| (c.span.lo, c.span.hi) < (span.lo, span.hi));
-        calls.get(i).filter(|c| c.span == span)
+        let n = calls[i..].iter().take_while(|c| c.span == span).count();
+        &calls[i..i + n]
+    }
+
+    /// The index in [`CallGraph::calls`] of edge `call` of `id`.
+    pub fn edge_index(&self, id: FnId, call: &Call) -> Option<usize> {
+        let calls = self.calls(id);
+        let i = calls.partition_point(|c| (c.span.lo, c.span.hi) < (call.span.lo, call.span.hi));
+        calls[i..]
+            .iter()
+            .take_while(|c| c.span == call.span)
+            .position(|c| c == call)
+            .map(|n| i + n)
     }
 }
 
 /// Every crate fn by its path, and the crate's traits and their implementations.
 struct Index {
     by_path: FastMap<DefPath, Vec<FnId>>,
+    /// `Type::method` → the inherent method (in an `impl Type` block): Rust picks it before
+    /// any trait method of the same name.
+    inherent: FastMap<DefPath, FnId>,
+    /// (trait, `Type::method`) → the method of `impl Trait for Type`.
+    trait_methods: FastMap<(DefPath, DefPath), FnId>,
+    /// Fns of test code: `#[cfg(test)]`, test targets, `mock`/`fake`/`stub` types.
+    test_fns: FastSet<FnId>,
     /// Names of the crate's fns and of every `use` alias: a call by any other name needs no
     /// resolution.
     names: FastSet<String>,
@@ -176,16 +205,56 @@ struct Index {
     traits_of: FastMap<DefPath, Vec<DefPath>>,
 }
 
+/// Most production implementations a call through a trait is dispatched to (the union of what
+/// they do). A trait with more is plumbing (readers, codecs), not a store or a sender, and
+/// fanning out to every implementation would cost more than it tells.
+const MAX_DISPATCH: usize = 4;
+
+/// Type-name words of implementations that stand in for the real one in tests.
+const TEST_DOUBLE_WORDS: &[&str] = &["mock", "fake", "stub", "dummy"];
+
+/// `MockStore`, `FakeMailer`, `StubClock`, `TestStore` (not `Testimonial`).
+fn is_test_double(ty: &DefPath) -> bool {
+    let name = ty.last();
+    let lower = name.to_ascii_lowercase();
+    TEST_DOUBLE_WORDS.iter().any(|w| lower.contains(w))
+        || name
+            .strip_prefix("Test")
+            .is_some_and(|rest| rest.starts_with(|c: char| c.is_ascii_uppercase()))
+}
+
 impl Index {
     fn new(package: &Package, resolver: &Resolver, fns: &[FnId]) -> Index {
         let mut by_path: FastMap<DefPath, Vec<FnId>> = FastMap::default();
+        let mut inherent = FastMap::default();
+        let mut trait_methods = FastMap::default();
+        let mut test_fns = FastSet::default();
         let mut names = FastSet::default();
         for &id in fns {
             let (file, f) = id.def(package);
-            by_path
-                .entry(resolver.fn_path(file, f))
-                .or_default()
-                .push(id);
+            let path = resolver.fn_path(file, f);
+            if let Some(ty) = &f.self_ty {
+                let self_ty = resolver.resolve_type(file.target, &f.module, ty, None);
+                let test_double = self_ty.as_ref().is_some_and(is_test_double);
+                if f.in_test || file.in_test || test_double {
+                    test_fns.insert(id);
+                }
+                match &f.trait_path {
+                    None => {
+                        inherent.insert(path.clone(), id);
+                    }
+                    Some(tp) => {
+                        let tr = resolver.resolve(file.target, &f.module, tp, None);
+                        // A trait's own declaration has the trait as its `Self`.
+                        if self_ty.as_ref() != Some(&tr) {
+                            trait_methods.insert((tr, path.clone()), id);
+                        }
+                    }
+                }
+            } else if f.in_test || file.in_test {
+                test_fns.insert(id);
+            }
+            by_path.entry(path).or_default().push(id);
             names.insert(f.name.clone());
         }
         // `use send::do_send as deliver;` calls the fn by another name.
@@ -214,6 +283,9 @@ impl Index {
         }
         Index {
             by_path,
+            inherent,
+            trait_methods,
+            test_fns,
             names,
             implementors,
             traits_of,
@@ -229,21 +301,20 @@ impl Index {
         }
     }
 
-    /// Method `name` called on a value of crate type or trait `ty`.
-    fn method(&self, ty: &DefPath, name: &str) -> Option<(FnId, CallKind)> {
+    /// Method `name` called on a value of crate type or trait `ty`: one fn, or for a trait,
+    /// each production implementation's method.
+    fn method(&self, ty: &DefPath, name: &str) -> Vec<(FnId, CallKind)> {
         let path = ty.child(name);
         if let Some(impls) = self.implementors.get(ty) {
-            // `ty` is a trait of the crate: dispatch to its only implementing type.
-            return match impls.as_slice() {
-                [only] => self
-                    .unique(&only.child(name))
-                    .or_else(|| self.unique(&path))
-                    .map(|id| (id, CallKind::Trait)),
-                _ => None,
-            };
+            return self.dispatch(ty, impls, name);
+        }
+        // Rust resolves an inherent method before a trait method of the same name: the
+        // trait method `seen` that calls `self.seen()` calls the inherent one, not itself.
+        if let Some(&id) = self.inherent.get(&path) {
+            return vec![(id, CallKind::Direct)];
         }
         if let Some(id) = self.unique(&path) {
-            return Some((id, CallKind::Direct));
+            return vec![(id, CallKind::Direct)];
         }
         // A default method of a crate trait the type implements.
         let defaults: Vec<FnId> = self
@@ -254,13 +325,44 @@ impl Index {
             .filter_map(|tr| self.unique(&tr.child(name)))
             .collect();
         match defaults.as_slice() {
-            [one] => Some((*one, CallKind::Direct)),
-            _ => None,
+            [one] => vec![(*one, CallKind::Direct)],
+            _ => Vec::new(),
         }
     }
 
+    /// Trait `tr`'s method `name` called on a value known only by the trait: the method of
+    /// every production implementation (test code and test doubles do not run in
+    /// production), or the trait's default body for an implementation that keeps it.
+    fn dispatch(&self, tr: &DefPath, impls: &[DefPath], name: &str) -> Vec<(FnId, CallKind)> {
+        let default = self.unique(&tr.child(name));
+        let mut out: Vec<(FnId, CallKind)> = Vec::new();
+        for ty in impls {
+            let path = ty.child(name);
+            let Some(id) = self
+                .trait_methods
+                .get(&(tr.clone(), path.clone()))
+                .copied()
+                .or_else(|| {
+                    self.unique(&path)
+                        .filter(|id| self.inherent.get(&path) != Some(id))
+                })
+                .or(default)
+            else {
+                continue;
+            };
+            let test = self.test_fns.contains(&id) || is_test_double(ty);
+            if !test && !out.iter().any(|(o, _)| *o == id) {
+                out.push((id, CallKind::Trait));
+            }
+        }
+        if out.len() > MAX_DISPATCH {
+            out.clear();
+        }
+        out
+    }
+
     /// A path call or reference resolved to `path`.
-    fn path(&self, path: &DefPath) -> Option<(FnId, CallKind)> {
+    fn path(&self, path: &DefPath) -> Vec<(FnId, CallKind)> {
         if let Some(id) = self.unique(path) {
             // A trait's declaration called as `Trait::m(x)` still dispatches.
             if let Some((parent, name)) = split_last(path) {
@@ -268,10 +370,12 @@ impl Index {
                     return self.method(&parent, name);
                 }
             }
-            return Some((id, CallKind::Direct));
+            return vec![(id, CallKind::Direct)];
         }
-        let (parent, name) = split_last(path)?;
-        self.method(&parent, name)
+        match split_last(path) {
+            Some((parent, name)) => self.method(&parent, name),
+            None => Vec::new(),
+        }
     }
 }
 
@@ -341,8 +445,10 @@ impl<'a> Builder<'a> {
             ExprKind::Call { func, args } => {
                 let context = match func.as_path() {
                     Some(p) => match self.resolve_path(p) {
-                        Ok((id, kind)) => {
-                            self.push(id, e.span, kind, cx);
+                        Ok(targets) => {
+                            for (id, kind) in targets {
+                                self.push(id, e.span, kind, cx);
+                            }
                             None
                         }
                         Err(Some(ext)) => Some(Context::new(Pending::Resolved(ArgOf::Path(ext)))),
@@ -366,19 +472,21 @@ impl<'a> Builder<'a> {
                 ..
             } => {
                 self.expr(receiver, cx);
-                let context = match self.resolve_method(receiver, method) {
-                    Some((id, kind)) => {
+                let targets = self.resolve_method(receiver, method);
+                let context = if targets.is_empty() {
+                    Some(Context::new(Pending::Method(method)))
+                } else {
+                    for (id, kind) in targets {
                         self.push(id, e.span, kind, cx);
-                        None
                     }
-                    None => Some(Context::new(Pending::Method(method))),
+                    None
                 };
                 for a in args {
                     self.expr(a, context.as_ref());
                 }
             }
             ExprKind::Path(p) => {
-                if let Ok((id, _)) = self.resolve_path(p) {
+                for (id, _) in self.resolve_path(p).unwrap_or_default() {
                     self.push(id, e.span, CallKind::Value, cx);
                 }
             }
@@ -420,10 +528,10 @@ impl<'a> Builder<'a> {
         });
     }
 
-    /// A path to a crate fn, or `Err` with the external path it names (`Err(None)` for a
-    /// local value, a crate item that is not a fn, or a name no crate fn has, which is not
-    /// resolved at all).
-    fn resolve_path(&self, p: &Path) -> Result<(FnId, CallKind), Option<DefPath>> {
+    /// A path to crate fns (one, or a trait method's implementations), or `Err` with the
+    /// external path it names (`Err(None)` for a local value, a crate item that is not a fn,
+    /// or a name no crate fn has, which is not resolved at all).
+    fn resolve_path(&self, p: &Path) -> Result<Vec<(FnId, CallKind)>, Option<DefPath>> {
         if !self.index.names.contains(p.last()) || p.as_ident().is_some_and(|n| self.is_local(n)) {
             return Err(None);
         }
@@ -433,10 +541,24 @@ impl<'a> Builder<'a> {
         if let Krate::Extern(_) = def.krate {
             return Err(Some(def));
         }
-        self.index.path(&def).ok_or(None)
+        let targets = self.index.path(&def);
+        if targets.is_empty() {
+            Err(None)
+        } else {
+            Ok(targets)
+        }
     }
 
-    fn resolve_method(&mut self, receiver: &'a Expr, method: &str) -> Option<(FnId, CallKind)> {
+    fn resolve_method(&mut self, receiver: &'a Expr, method: &str) -> Vec<(FnId, CallKind)> {
+        self.try_resolve_method(receiver, method)
+            .unwrap_or_default()
+    }
+
+    fn try_resolve_method(
+        &mut self,
+        receiver: &'a Expr,
+        method: &str,
+    ) -> Option<Vec<(FnId, CallKind)>> {
         if !self.index.names.contains(method) {
             return None;
         }
@@ -458,7 +580,7 @@ impl<'a> Builder<'a> {
         if !ty.is_local() {
             return None;
         }
-        self.index.method(&ty, method)
+        Some(self.index.method(&ty, method))
     }
 }
 
@@ -549,28 +671,99 @@ mod tests {
     }
 
     #[test]
-    fn trait_methods_dispatch_only_to_a_single_implementation() {
-        let (p, g) = graph(&[(
-            "crate",
-            "pub trait Sender { fn deliver(&self); }
-             pub struct Ses; impl Sender for Ses { fn deliver(&self) {} }
-             pub trait Twice { fn run(&self); }
-             pub struct A; impl Twice for A { fn run(&self) {} }
-             pub struct B; impl Twice for B { fn run(&self) {} }
-             fn by_dyn(s: &dyn Sender) { s.deliver(); }
-             fn by_generic<S: Sender>(s: S) { s.deliver(); }
-             fn by_where<S>(s: &S) where S: Sender + Send { s.deliver(); }
-             fn by_impl(s: impl Sender) { s.deliver(); }
-             fn ambiguous(t: &dyn Twice) { t.run(); }",
-        )]);
+    fn trait_methods_dispatch_to_every_production_implementation() {
+        let (p, g) = graph(&[
+            (
+                "crate",
+                "mod doubles;
+                 pub trait Sender { fn deliver(&self); }
+                 pub struct Ses; impl Sender for Ses { fn deliver(&self) {} }
+                 pub trait Twice { fn run(&self); }
+                 pub struct A; impl Twice for A { fn run(&self) {} }
+                 pub struct B; impl Twice for B { fn run(&self) {} }
+                 pub trait Wide { fn go(&self); }
+                 pub struct W1; impl Wide for W1 { fn go(&self) {} }
+                 pub struct W2; impl Wide for W2 { fn go(&self) {} }
+                 pub struct W3; impl Wide for W3 { fn go(&self) {} }
+                 pub struct W4; impl Wide for W4 { fn go(&self) {} }
+                 pub struct W5; impl Wide for W5 { fn go(&self) {} }
+                 fn by_dyn(s: &dyn Sender) { s.deliver(); }
+                 fn by_generic<S: Sender>(s: S) { s.deliver(); }
+                 fn by_where<S>(s: &S) where S: Sender + Send { s.deliver(); }
+                 fn by_impl(s: impl Sender) { s.deliver(); }
+                 fn both(t: &dyn Twice) { t.run(); }
+                 fn too_many(w: &dyn Wide) { w.go(); }
+                 #[cfg(test)]
+                 struct Mem;
+                 #[cfg(test)]
+                 impl Sender for Mem { fn deliver(&self) {} }",
+            ),
+            (
+                "crate::doubles",
+                "pub struct MockSender; impl super::Sender for MockSender { fn deliver(&self) {} }",
+            ),
+        ]);
         let e = edges(&p, &g);
         for caller in ["by_dyn", "by_generic", "by_where", "by_impl"] {
-            assert!(
-                has(&e, caller, "Ses::deliver", CallKind::Trait),
-                "{caller}: {e:?}"
-            );
+            let to: Vec<&str> = e
+                .iter()
+                .filter(|(a, _, _)| a == caller)
+                .map(|(_, b, _)| b.as_str())
+                .collect();
+            // The `#[cfg(test)]` impl and the mock do not hide the production one.
+            assert_eq!(to, ["Ses::deliver"], "{caller}: {e:?}");
         }
-        assert!(!e.iter().any(|(a, _, _)| a == "ambiguous"), "{e:?}");
+        assert!(has(&e, "both", "A::run", CallKind::Trait), "{e:?}");
+        assert!(has(&e, "both", "B::run", CallKind::Trait), "{e:?}");
+        assert!(!e.iter().any(|(a, _, _)| a == "too_many"), "{e:?}");
+        let both = g.ids().find(|&id| id.def(&p).1.name == "both").unwrap();
+        let call = &g.calls(both)[0];
+        assert_eq!(g.calls_at(both, call.span).len(), 2);
+    }
+
+    #[test]
+    fn a_trait_method_delegating_to_the_inherent_method_calls_the_inherent_one() {
+        let (p, g) = graph(&[(
+            "crate",
+            "pub trait Store { fn seen(&self, k: &str) -> bool; }
+             pub struct Redis;
+             impl Redis { pub fn seen(&self, k: &str) -> bool { lookup(k) } }
+             impl Store for Redis { fn seen(&self, k: &str) -> bool { self.seen(k) } }
+             fn lookup(k: &str) -> bool { true }
+             fn check(s: &dyn Store) -> bool { s.seen(\"k\") }
+             fn direct(r: &Redis) -> bool { r.seen(\"k\") }",
+        )]);
+        let e = edges(&p, &g);
+        let inherent = |id: FnId| id.def(&p).1.trait_path.is_none();
+        let from = |name: &str| -> Vec<bool> {
+            let id = g
+                .ids()
+                .find(|&id| id.def(&p).1.display_name() == name && !inherent(id))
+                .or_else(|| g.ids().find(|&id| id.def(&p).1.display_name() == name))
+                .unwrap();
+            g.calls(id).iter().map(|c| inherent(c.callee)).collect()
+        };
+        // Through the trait: the trait impl; inside it and on the type: the inherent method.
+        assert_eq!(from("check"), [false], "{e:?}");
+        assert_eq!(from("direct"), [true], "{e:?}");
+        let trait_impl = g
+            .ids()
+            .find(|&id| id.def(&p).1.name == "seen" && !inherent(id) && id.def(&p).1.body.is_some())
+            .filter(|&id| {
+                id.def(&p)
+                    .1
+                    .self_ty
+                    .as_ref()
+                    .and_then(|t| t.core_path())
+                    .is_some_and(|t| t.last() == "Redis")
+            })
+            .unwrap();
+        let callees: Vec<bool> = g
+            .calls(trait_impl)
+            .iter()
+            .map(|c| inherent(c.callee))
+            .collect();
+        assert_eq!(callees, [true], "{e:?}");
     }
 
     #[test]

@@ -6,14 +6,17 @@
 //! - writes the row or key the same function claimed (`INSERT .. ON CONFLICT DO NOTHING`
 //!   into `processed_events`, then `UPDATE processed_events .. WHERE id = $1` with the same
 //!   key; `SET NX` then `SET` of the same Redis key);
-//! - inserts into a table named like a dedupe table (`processed_messages`, `inbox`);
+//! - inserts into a table named like a dedupe table (`processed_messages`, `inbox`), or
+//!   writes a marker value under a key named so in Redis or DynamoDB (`SET processed:{id} 1`);
 //! - sets a status to a done-like value or a completion timestamp ([`WriteShape`]);
 //! - is a call of a helper whose writes are all marks, or of a fn named in configuration
 //!   (`[lints.mark_outside_transaction] marks`).
 //!
 //! Every other write is a business write; it is naturally idempotent unless it increments or
 //! inserts a new row (an upsert, `SET x = value`, a DynamoDB `put_item` overwrite, a delete
-//! can run twice with the same result).
+//! can run twice with the same result). A call the analysis cannot see into that is handed a
+//! connection or pool (a handler trait object, a callback parameter) counts as a business
+//! write that is not idempotent: it was given the database to write to.
 
 use super::callgraph::{CallGraph, CallKind};
 use super::entry::names_fn;
@@ -74,6 +77,51 @@ fn is_connection_name(name: &str) -> bool {
     ]
     .iter()
     .any(|w| n == *w || n.starts_with(&format!("{w}_")) || n.ends_with(&format!("_{w}")))
+}
+
+/// Methods of database drivers and clients that run a statement or manage the connection:
+/// what they do is judged from the statement ([`super::store_ops`]), not assumed.
+const DRIVER_METHODS: &[&str] = &[
+    "execute",
+    "execute_many",
+    "batch_execute",
+    "fetch",
+    "fetch_one",
+    "fetch_all",
+    "fetch_optional",
+    "fetch_many",
+    "query",
+    "query_one",
+    "query_opt",
+    "query_raw",
+    "query_async",
+    "query_as",
+    "exec",
+    "exec_drop",
+    "exec_first",
+    "exec_map",
+    "invoke_async",
+    "get_result",
+    "get_results",
+    "load",
+    "first",
+    "send",
+    "begin",
+    "commit",
+    "rollback",
+    "acquire",
+    "clone",
+    "transaction",
+];
+
+/// Names of calls that only read.
+fn is_read_name(name: &str) -> bool {
+    [
+        "get", "find", "load", "fetch", "read", "select", "count", "exists", "is_", "has_", "list",
+        "lookup", "check", "validate", "parse", "render",
+    ]
+    .iter()
+    .any(|p| name.starts_with(p))
 }
 
 /// The completion model of a package, with per-function write summaries computed on demand.
@@ -168,14 +216,32 @@ impl<'a> Completion<'a> {
         {
             return self.direct(id, tx, e, &ev.access).into_iter().collect();
         }
-        let Some(call) = self
+        // Every crate fn the call may run (each implementation of a trait method); a trait
+        // method no crate type implements has no body to look into.
+        let callees: Vec<FnId> = self
             .graph
-            .call_at(id, e.span)
+            .calls_at(id, e.span)
+            .iter()
             .filter(|c| c.kind != CallKind::Value)
-        else {
-            return self.configured_external(tx, e).into_iter().collect();
-        };
-        let (callee_file, callee) = call.callee.def(self.package);
+            .map(|c| c.callee)
+            .filter(|c| c.def(self.package).1.body.is_some())
+            .collect();
+        if callees.is_empty() {
+            return self
+                .configured_external(tx, e)
+                .or_else(|| self.opaque_business(id, tx, e))
+                .into_iter()
+                .collect();
+        }
+        callees
+            .into_iter()
+            .flat_map(|c| self.writes_through(tx, e, c))
+            .collect()
+    }
+
+    /// The writes of crate fn `callee`, called by `e`, seen from the caller.
+    fn writes_through(&self, tx: &Transactions, e: &Expr, callee_id: FnId) -> Vec<Write> {
+        let (callee_file, callee) = callee_id.def(self.package);
         if names_fn(self.marks, self.resolver, callee_file, callee) {
             return vec![Write {
                 role: Role::Mark,
@@ -184,10 +250,10 @@ impl<'a> Completion<'a> {
                 span: e.span,
                 origin: callee.name_span,
                 executor: self.connection_arg(tx, e),
-                via: Some(call.callee),
+                via: Some(callee_id),
             }];
         }
-        let inner = self.writes(call.callee);
+        let inner = self.writes(callee_id);
         let marks_only = inner.iter().all(|w| w.role == Role::Mark);
         inner
             .iter()
@@ -195,9 +261,9 @@ impl<'a> Completion<'a> {
                 // A helper that writes only marks is a mark helper; a helper that writes both
                 // is judged inside itself, and its business writes count here.
                 role: if marks_only { Role::Mark } else { w.role },
-                executor: self.map_executor(tx, e, callee, call.callee, &w.executor),
+                executor: self.map_executor(tx, e, callee, callee_id, &w.executor),
                 span: e.span,
-                via: Some(call.callee),
+                via: Some(callee_id),
                 ..w.clone()
             })
             .filter(|w| marks_only || w.role != Role::Mark)
@@ -242,7 +308,15 @@ impl<'a> Completion<'a> {
                     && ev.access.key.as_ref().is_some_and(|c| c.same_key(k))
             })
         });
-        marks_done || dedupe_named || claimed_here
+        // A marker under a dedupe-named key of a key-value store: `SET processed:{id} 1`.
+        let dedupe_key = a.store != Store::Sql
+            && a.value_is_marker
+            && a.key.as_ref().is_some_and(|k| {
+                k.lits
+                    .iter()
+                    .any(|l| is_dedupe_table_name(&l.replace(':', "_")))
+            });
+        marks_done || dedupe_named || claimed_here || dedupe_key
     }
 
     /// A configured mark outside the crate: `idem::mark_processed(&pool, key)`.
@@ -261,6 +335,65 @@ impl<'a> Completion<'a> {
             executor: self.connection_arg(tx, e),
             via: None,
         })
+    }
+
+    /// A call the analysis cannot see into that is handed a transaction, connection or pool:
+    /// a handler behind a trait object or from another crate (`handler.handle(&event, pool)`)
+    /// or a callback parameter (`on_event(event, pool)`). What it writes is not known, but it
+    /// is given the database to write to: business work, which a retry repeats. A call given
+    /// no connection, a driver's own method (`execute`, `query_async`) or a read-named method
+    /// (`get_user`, `load`) is not.
+    fn opaque_business(&self, id: FnId, tx: &Transactions, e: &Expr) -> Option<Write> {
+        let (name, args) = match &e.kind {
+            ExprKind::MethodCall {
+                receiver,
+                method,
+                args,
+                ..
+            } => {
+                let handler = matches!(
+                    receiver.peel().kind,
+                    ExprKind::Path(_) | ExprKind::Field { .. }
+                ) && !base_name(receiver).is_some_and(|n| is_connection_name(&n));
+                let opaque =
+                    handler && !DRIVER_METHODS.contains(&method.as_str()) && !is_read_name(method);
+                let name = base_name(receiver).filter(|_| opaque);
+                (name.map(|r| format!("{r}.{method}(..)")), args)
+            }
+            ExprKind::Call { func, args } => {
+                let callback = func
+                    .as_path()
+                    .and_then(|p| p.as_ident())
+                    .filter(|n| self.is_param(id, n));
+                (callback.map(|n| format!("{n}(..)")), args)
+            }
+            _ => return None,
+        };
+        let name = name?;
+        let executor = args
+            .iter()
+            .map(|a| (tx.executor_of_arg(a), base_name(a)))
+            .find(|(x, n)| {
+                matches!(x, Executor::Tx(_)) || n.as_deref().is_some_and(is_connection_name)
+            })?
+            .0;
+        Some(Write {
+            role: Role::Business { idempotent: false },
+            store: Store::Sql,
+            command: name,
+            span: e.span,
+            origin: e.span,
+            executor,
+            via: None,
+        })
+    }
+
+    fn is_param(&self, id: FnId, name: &str) -> bool {
+        id.def(self.package)
+            .1
+            .params
+            .iter()
+            .any(|p| p.pat.bindings().iter().any(|(n, _)| *n == name))
     }
 
     /// The executor among a call's receiver and arguments: a transaction handle, else an

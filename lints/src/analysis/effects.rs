@@ -4,8 +4,9 @@
 //! a store write that changes the state again when repeated (an increment, a plain insert),
 //! or a fn named in configuration; and, over the call graph, every fn that reaches one.
 //!
-//! Reads (`get_item`, `list_*`, `describe_*`, HTTP `GET`) are not effects: repeating them is
-//! harmless.
+//! Operations whose repeat changes nothing more are not effects ([`repeat_effect`]): reads
+//! (`get_item`, `list_*`, `describe_*`, HTTP `GET`), deletes (`delete_object`, HTTP `DELETE`,
+//! store deletes) and acknowledgements (SQS `delete_message`).
 
 use super::callgraph::CallGraph;
 use super::entry::names_fn;
@@ -41,8 +42,20 @@ pub struct Effects {
     reasons: Vec<Option<Reason>>,
 }
 
-/// Operation-name prefixes of AWS SDK calls that only read.
-const AWS_READS: &[&str] = &[
+/// What running an operation a second time does, judged from its name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RepeatEffect {
+    /// A second resource, message, charge or e-mail: the effect a duplicate must not repeat.
+    Duplicates,
+    /// The repeat fails (a create keyed by a caller-chosen unique name): no second effect.
+    Conflicts,
+    /// Nothing more: a read, a delete, an acknowledgement.
+    NoEffect,
+}
+
+/// Operation-name prefixes whose repeat changes nothing more: reads, deletes and
+/// acknowledgements (SQS `delete_message` acknowledges a message).
+const REPEAT_HARMLESS: &[&str] = &[
     "get_",
     "list_",
     "describe_",
@@ -60,7 +73,23 @@ const AWS_READS: &[&str] = &[
     "preview_",
     "test_",
     "verify_",
+    "delete",
+    "batch_delete",
+    "remove_",
+    "ack",
 ];
+
+/// What a repeat of operation `op` (an AWS SDK operation, an HTTP verb, a payment call) does.
+/// The one place every effect count asks, so a read or a delete is never a duplicated effect
+/// in one lint and an effect in another.
+pub fn repeat_effect(op: &str) -> RepeatEffect {
+    let op = op.to_ascii_lowercase();
+    if REPEAT_HARMLESS.iter().any(|p| op.starts_with(p)) {
+        RepeatEffect::NoEffect
+    } else {
+        RepeatEffect::Duplicates
+    }
+}
 
 /// Methods that hand out the SDK client rather than start an operation.
 const AWS_CLIENT_GETTERS: &[&str] = &["client", "clone", "as_ref", "inner", "get_client", "sdk"];
@@ -90,7 +119,7 @@ const OUTSIDE_CLIENTS: &[&str] = &[
 /// Payment and messaging crates whose calls of these names change something.
 const PAYMENT_CRATES: &[&str] = &["stripe", "async_stripe", "paypal_rs", "square"];
 const PAYMENT_VERBS: &[&str] = &[
-    "create", "update", "delete", "capture", "confirm", "cancel", "refund", "pay", "attach",
+    "create", "update", "capture", "confirm", "cancel", "refund", "pay", "attach",
 ];
 
 impl Effects {
@@ -291,7 +320,8 @@ impl<'a> CallCx<'a> {
                     return Some(format!("`{}`, configured as an effect", def.display()));
                 }
                 let payment = PAYMENT_CRATES.contains(&krate)
-                    && PAYMENT_VERBS.iter().any(|v| def.last().starts_with(v));
+                    && PAYMENT_VERBS.iter().any(|v| def.last().starts_with(v))
+                    && repeat_effect(def.last()) == RepeatEffect::Duplicates;
                 payment.then(|| format!("the payment API call `{}`", path.segments.join("::")))
             }
             _ => None,
@@ -326,10 +356,11 @@ fn aws_operation(package: &Package, receiver: &Expr) -> Option<String> {
     }
     let (op, no_args) = op?;
     let client_like = matches!(cur.kind, ExprKind::Path(_) | ExprKind::Field { .. });
-    let read = AWS_READS.iter().any(|p| op.starts_with(p));
+    let harmless = repeat_effect(op) != RepeatEffect::Duplicates;
     // DynamoDB item writes are store operations, judged by whether they repeat harmlessly.
     let item_write = DYNAMODB_ITEM_WRITES.contains(&op);
-    (no_args && client_like && !read && !item_write).then(|| format!("`{op}` through the AWS SDK"))
+    (no_args && client_like && !harmless && !item_write)
+        .then(|| format!("`{op}` through the AWS SDK"))
 }
 
 /// `client.post(url)...send()`: an HTTP request that is not a `GET`/`HEAD`.
@@ -343,11 +374,11 @@ fn http_request(receiver: &Expr) -> Option<String> {
     } = &cur.kind
     {
         let verb = match method.as_str() {
-            "post" | "put" | "patch" | "delete" if args.len() == 1 => Some(method.to_uppercase()),
+            "post" | "put" | "patch" if args.len() == 1 => Some(method.to_uppercase()),
             "request" if args.len() == 2 => args[0]
                 .as_path()
                 .map(|p| p.last().to_uppercase())
-                .filter(|m| !matches!(m.as_str(), "GET" | "HEAD" | "OPTIONS")),
+                .filter(|m| !matches!(m.as_str(), "GET" | "HEAD" | "OPTIONS" | "DELETE")),
             _ => None,
         };
         if let Some(verb) = verb {
@@ -387,13 +418,15 @@ mod tests {
     #[test]
     fn aws_operations_that_change_something_are_effects() {
         let got = effects(
-            &["aws-sdk-sesv2", "aws-sdk-dynamodb"],
+            &["aws-sdk-sesv2", "aws-sdk-dynamodb", "aws-sdk-sqs"],
             "async fn send(ses: &Client) { ses.send_email().content(c).send().await; }
              async fn read(t: &Table) { t.client().get_item().table_name(n).send().await; }
              async fn tget(c: &Client) { c.transact_get_items().send().await; }
              async fn batch(c: &Client) { c.batch_write_item().send().await; }
              async fn tx(c: &Client) { c.transact_write_items().send().await; }
-             async fn local_builder(c: &Client) { let q = c.put_item(); q.send().await; }",
+             async fn local_builder(c: &Client) { let q = c.put_item(); q.send().await; }
+             async fn ack(sqs: &Client) { sqs.delete_message().queue_url(q).receipt_handle(r).send().await; }
+             async fn drop_object(s3: &Client) { s3.delete_object().bucket(b).key(k).send().await; }",
         );
         let own: Vec<(&str, &str)> = got
             .iter()
@@ -414,6 +447,7 @@ mod tests {
             &["reqwest", "lettre", "stripe"],
             "async fn post(http: &reqwest::Client) { http.post(url).json(&b).send().await; }
              async fn get(http: &reqwest::Client) { http.get(url).send().await; }
+             async fn delete(http: &reqwest::Client) { http.delete(url).send().await; }
              async fn mail(mailer: &SmtpTransport) { mailer.send(&email); }
              async fn pay(c: &stripe::Client) { stripe::Refund::create(c, p).await; }
              async fn caller(http: &reqwest::Client) { post(http).await; }",

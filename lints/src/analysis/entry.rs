@@ -495,6 +495,37 @@ mod tests {
     }
 
     #[test]
+    fn tasks_spawned_from_a_loop_over_incoming_items_are_entries() {
+        let es = entries(
+            &[(
+                "crate",
+                "async fn consume(m: u8) {} fn replay(m: u8) {} async fn backfill() {}
+                 async fn forward(m: u8) {} async fn inline(m: u8) {}
+                 pub(crate) async fn run(mut rx: tokio::sync::mpsc::Receiver<u8>) {
+                     let mut set = tokio::task::JoinSet::new();
+                     set.spawn(backfill());
+                     while let Some(m) = rx.recv().await {
+                         set.spawn(async move { consume(m).await });
+                         tokio::task::spawn_blocking(move || replay(m));
+                         let h = tokio::spawn(forward(m));
+                         inline(m).await;
+                     }
+                 }",
+            )],
+            None,
+            &[],
+        );
+        for name in ["consume", "replay", "backfill", "forward"] {
+            assert_eq!(
+                kind_of(&es, name),
+                Some(EntryKind::Spawned),
+                "{name}: {es:?}"
+            );
+        }
+        assert_eq!(kind_of(&es, "inline"), None);
+    }
+
+    #[test]
     fn attributes_config_and_framework_traits_make_entries() {
         let es = entries(
             &[(

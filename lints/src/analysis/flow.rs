@@ -1252,8 +1252,8 @@ impl<'a> Walker<'a, '_> {
         if let Some(op) = self.named_op(e, None, path.last(), args) {
             return self.store_op(op);
         }
-        if let Some(id) = self.callee(e) {
-            return self.apply(id, e, None, args, arg_vals);
+        if self.callee(e).is_some() {
+            return self.apply_all(e, None, args, arg_vals);
         }
         // A tuple struct or variant keeps its fields apart; `Some`/`Ok`/wrappers pass through.
         let mut out = Value::joined(arg_vals.iter().cloned());
@@ -1325,8 +1325,8 @@ impl<'a> Walker<'a, '_> {
         if let Some(op) = self.named_op(e, Some(receiver), method, args) {
             return self.store_op(op);
         }
-        if let Some(id) = self.callee(e) {
-            return self.apply(id, e, Some(rv), args, arg_vals);
+        if self.callee(e).is_some() {
+            return self.apply_all(e, Some(rv), args, arg_vals);
         }
         let mut out = rv;
         out.fields.clear();
@@ -1417,6 +1417,37 @@ impl<'a> Walker<'a, '_> {
     }
 
     /// Uses a callee's summary at a call site.
+    /// Applies the summary of every crate fn call `e` may run (each production implementation
+    /// of a trait method): the value it returns is any of theirs.
+    fn apply_all(
+        &mut self,
+        e: &'a Expr,
+        receiver: Option<Value>,
+        args: &'a [Expr],
+        arg_vals: Vec<Value>,
+    ) -> Value {
+        let graph = self.cx.graph;
+        let ids: Vec<FnId> = graph
+            .calls_at(self.id, e.span)
+            .iter()
+            .filter(|c| c.kind != CallKind::Value)
+            .map(|c| c.callee)
+            .collect();
+        let Some((&last, rest)) = ids.split_last() else {
+            return Value::default();
+        };
+        let mut out = Value::default();
+        for &id in rest {
+            out.union(&self.apply(id, e, receiver.clone(), args, arg_vals.clone()));
+        }
+        let v = self.apply(last, e, receiver, args, arg_vals);
+        if rest.is_empty() {
+            return v;
+        }
+        out.union(&v);
+        out
+    }
+
     fn apply(
         &mut self,
         id: FnId,

@@ -3,7 +3,10 @@
 //! A guard is a call that makes a duplicate delivery stop: a call of an `#[idempotent]` fn, an
 //! atomic reservation whose result is checked ([`super::store_ops`]'s claims, found by the
 //! flow walk), a crate fn whose summary says it is one (it makes such a reservation and
-//! returns or checks the result), or a fn named in configuration. A guard covers a call when
+//! returns or checks the result), a fn named in configuration, or a store read that returns
+//! or skips when the key is already there (`if store.is_processed(id) { return }`: not atomic,
+//! but a path that checks is still guarded against the redeliveries a path without the check
+//! repeats). A guard covers a call when
 //! it dominates it: every path from the fn's start to the call passes the guard
 //! ([`super::dominance`]).
 //!
@@ -16,8 +19,9 @@ use super::dominance::{self, Events, Facts};
 use super::entry::{names_fn, EntryKind, EntryPoint};
 use super::flow::FnId;
 use super::resolve::Resolver;
+use super::sql::is_dedupe_table_name;
 use super::store_ops::{Access, Store};
-use super::summary::Summaries;
+use super::summary::{StoreAccess, Summaries};
 use crate::model::ir::{Block, Expr, ExprKind, Lit};
 use crate::model::{Package, Span};
 use std::collections::{HashMap, VecDeque};
@@ -121,6 +125,63 @@ impl<'a> GuardFinder<'a> {
         })
     }
 
+    /// The store operations of `id` that stop a duplicate, with their names for messages: an
+    /// atomic claim whose result is checked, and a check that returns (or skips the item)
+    /// when the key is already there (`if store.is_processed(id) { return }`). A check is not
+    /// atomic (two deliveries can both pass it; `check_then_act` says so) but it still
+    /// separates the path that checks from the path that does not.
+    fn stops(&self, id: FnId) -> HashMap<Span, String> {
+        let flow = self.summaries.flow(id);
+        let mut out = HashMap::new();
+        for (i, ev) in flow.store_events.iter().enumerate() {
+            let claim = ev.via.is_none() && ev.access.access == Access::Claim && ev.checked;
+            let check = ev.access.access == Access::Read
+                && self.is_dedupe_read(ev.via, &ev.access)
+                && flow
+                    .decisions
+                    .iter()
+                    .filter(|d| d.ops.contains(&i))
+                    .flat_map(|d| &d.branches)
+                    .any(|b| b.diverges && b.when_present == Some(true));
+            if claim || check {
+                let name = match ev.via {
+                    Some(helper) => helper.def(self.package).1.display_name(),
+                    None => ev.access.command.clone(),
+                };
+                out.entry(ev.span).or_insert(name);
+            }
+        }
+        out
+    }
+
+    /// Whether a read looks up a processed-key record rather than data: an existence check
+    /// (`exists`, `SISMEMBER`, a helper named `is_processed`/`already_seen`), or a read of a
+    /// dedupe-named table or key (`processed_events`, `seen:{id}`). A lookup of a user or a
+    /// configuration row that returns when it is missing is input validation, no guard.
+    fn is_dedupe_read(&self, via: Option<FnId>, a: &StoreAccess) -> bool {
+        let helper = via.map(|h| h.def(self.package).1.name.to_ascii_lowercase());
+        let command = a.command.to_ascii_lowercase();
+        let check_named = |n: &str| {
+            ["exists", "sismember", "contains", "is_member"]
+                .iter()
+                .any(|w| n.contains(w))
+                || is_dedupe_table_name(n)
+                || ["already", "seen", "duplicate", "dedup", "is_done", "was_"]
+                    .iter()
+                    .any(|w| n.contains(w))
+        };
+        let dedupe_key = a.key.as_ref().is_some_and(|k| {
+            k.lits
+                .iter()
+                .any(|l| is_dedupe_table_name(&l.replace(':', "_")))
+        });
+        check_named(&command)
+            || helper.as_deref().is_some_and(check_named)
+            || a.dedupe_table
+            || a.table.as_deref().is_some_and(is_dedupe_table_name)
+            || dedupe_key
+    }
+
     /// The guards of `id` and the edges they dominate.
     pub fn of_fn(&self, id: FnId) -> FnGuards {
         let calls = self.graph.calls(id);
@@ -129,14 +190,7 @@ impl<'a> GuardFinder<'a> {
             dominated_by: vec![None; calls.len()],
             reachable: vec![true; calls.len()],
         };
-        let claims: HashMap<Span, &str> = self
-            .summaries
-            .flow(id)
-            .store_events
-            .iter()
-            .filter(|ev| ev.via.is_none() && ev.access.access == Access::Claim && ev.checked)
-            .map(|ev| (ev.span, ev.access.command.as_str()))
-            .collect();
+        let claims = self.stops(id);
         let has_candidate = !claims.is_empty()
             || !self.names.is_empty()
             || calls
@@ -228,20 +282,23 @@ fn is_refusal(v: &Expr) -> bool {
 struct GuardWalk<'f, 'a> {
     finder: &'f GuardFinder<'a>,
     id: FnId,
-    claims: HashMap<Span, &'f str>,
+    /// Claims and checks of the fn ([`GuardFinder::stops`]).
+    claims: HashMap<Span, String>,
     out: &'f mut FnGuards,
 }
 
 impl GuardWalk<'_, '_> {
     fn guard_name(&self, e: &Expr) -> Option<String> {
-        if let Some(cmd) = self.claims.get(&e.span) {
-            return Some((*cmd).to_owned());
+        if let Some(name) = self.claims.get(&e.span) {
+            return Some(name.clone());
         }
-        if let Some(call) = self.finder.graph.call_at(self.id, e.span) {
-            if call.kind == CallKind::Value {
-                return None;
-            }
-            return self.finder.guarding_callee(call.callee);
+        let calls = self.finder.graph.calls_at(self.id, e.span);
+        if !calls.is_empty() {
+            // Through a trait, any implementation that guards makes the call a guard.
+            return calls
+                .iter()
+                .filter(|c| c.kind != CallKind::Value)
+                .find_map(|c| self.finder.guarding_callee(c.callee));
         }
         // A configured guard outside the crate: `idem::assert_not_duplicate(..)`.
         let name = match &e.kind {
@@ -261,9 +318,9 @@ impl Events for GuardWalk<'_, '_> {
     fn at(&mut self, e: &Expr, facts: &mut Facts) {
         let graph = self.finder.graph;
         let calls = graph.calls(self.id);
-        if let Some(call) = graph.call_at(self.id, e.span) {
-            let i =
-                calls.partition_point(|c| (c.span.lo, c.span.hi) < (call.span.lo, call.span.hi));
+        let first = calls.partition_point(|c| (c.span.lo, c.span.hi) < (e.span.lo, e.span.hi));
+        // Every edge of the call: one per implementation of a trait method.
+        for i in first..first + graph.calls_at(self.id, e.span).len() {
             self.out.dominated_by[i] = facts.iter().next();
             self.out.reachable[i] = true;
         }

@@ -18,8 +18,19 @@ declare_lint! {
     /// would hold both.
     ///
     /// Marks are writes to the table the crate's guard claims, inserts into dedupe-named
-    /// tables, statuses set to a done-like value or completion timestamps, helpers that only
-    /// write marks, and the functions named in `[lints.mark_outside_transaction] marks`.
+    /// tables, statuses set to a done-like value or completion timestamps, a marker value under
+    /// a dedupe-named Redis or DynamoDB key (`SET processed:{id} 1`), helpers that only write
+    /// marks, and the functions named in `[lints.mark_outside_transaction] marks`. A mark in
+    /// Redis or DynamoDB after a PostgreSQL commit is in another store: no transaction holds
+    /// both.
+    ///
+    /// Business writes are the other writes that a retry would repeat (increments, plain
+    /// inserts), directly or through helpers, through each production implementation of a
+    /// crate trait, and calls the analysis cannot see into that are handed the transaction,
+    /// connection or pool: a handler behind a trait object or from another crate
+    /// (`handler.handle(&event, pool).await?`) or a callback parameter (`on_event(event,
+    /// pool)`). Such a call is given the database to write to, so its writes commit before a
+    /// mark written after it on its own.
     ///
     /// ### Why is this bad?
     /// A crash, a timeout or a lost connection between the two writes leaves the work done but
@@ -32,7 +43,10 @@ declare_lint! {
     /// `transaction(|tx| ..)`, `transact_write_items`, `pipe().atomic()`); a transaction opened
     /// through a wrapper of the crate's own is not seen, nor a mark whose executor cannot be
     /// told. A business write that is idempotent by a constraint the code does not show (a
-    /// unique key that makes the retry fail) is reported.
+    /// unique key that makes the retry fail) is reported, and so is an opaque handler given
+    /// the pool that writes nothing a retry repeats (name-based exceptions: read-named methods
+    /// such as `get_*`/`load`/`find*`, and database drivers' own methods). An opaque call given
+    /// no connection is not taken as business work.
     ///
     /// ### Example
     /// ```rust

@@ -14,11 +14,29 @@ declare_lint! {
     /// the effect directly.
     ///
     /// Entry points are `main`, route handlers, Lambda and tower `service_fn` handlers, spawned
-    /// tasks, job handlers, the public functions of a library, `#[idempotent]` handlers and the
-    /// functions named in `[lints.unguarded_entry_point] entry_points`. Guards are calls of
-    /// `#[idempotent]` functions, atomic reservations whose result is checked (`SET NX`, a
-    /// conditional `put_item`, `INSERT .. ON CONFLICT DO NOTHING`), helpers that make one, and
-    /// the functions named in `guards`; a guard counts when every path to the call passes it.
+    /// tasks (`tokio::spawn`, `spawn_blocking`, a `JoinSet`'s `spawn`, also from a loop over
+    /// incoming messages), job handlers, the public functions of a library, `#[idempotent]`
+    /// handlers and the functions named in `[lints.unguarded_entry_point] entry_points`.
+    /// Guards are calls of `#[idempotent]` functions, atomic reservations whose result is
+    /// checked (`SET NX`, a conditional `put_item`, `INSERT .. ON CONFLICT DO NOTHING`), helpers
+    /// that make one, the functions named in `guards`, and checks that return or skip the item
+    /// when the key is already recorded (`if store.is_processed(id) { return }`). Such a check
+    /// is not atomic (`check_then_act` reports that), but the path that checks is still
+    /// guarded against what a backfill, replay or resend without any check repeats. A guard
+    /// counts when every path to the call passes it.
+    ///
+    /// Side effects are calls that change something outside and would change it again on a
+    /// repeat: AWS SDK operations, HTTP `POST`/`PUT`/`PATCH`, e-mail, payment API calls, store
+    /// writes that add a row or increment. Operations whose repeat does nothing more are not
+    /// effects: reads (`get_*`, `describe_*`, `list_*`, `query`, `scan`, HTTP `GET`), deletes
+    /// (`delete_object`, HTTP `DELETE`, store deletes), acknowledgements (SQS
+    /// `delete_message`), upserts and overwrites.
+    ///
+    /// Calls through a trait of the crate reach every production implementation (a call does
+    /// what any of them does, up to four); implementations in `#[cfg(test)]` code, test
+    /// targets and test doubles (`Mock*`, `Fake*`, `Stub*`) are left out, and a trait method
+    /// that calls `self.m(..)` on an inherent method of the same name reaches that method, as
+    /// Rust resolves it.
     ///
     /// ### Why is this bad?
     /// A guard that only the happy path passes is no guard. Queues, Lambda retries and
@@ -27,9 +45,16 @@ declare_lint! {
     ///
     /// ### Known problems
     /// Calls are followed only where the callee is known without type checking (paths, `self`,
-    /// receivers of known type, a trait with a single implementation, functions passed as
-    /// values); a path through an unknown call is not seen. A path guarded by a check the
-    /// analysis does not recognize is reported: name the check in `guards`.
+    /// receivers of known type, a crate trait's implementations, functions passed as values);
+    /// a path through an unknown call (a trait with more than four implementations, a
+    /// closure stored in a field, a trait from another crate) is not seen. A path guarded by a
+    /// check the analysis does not recognize is reported: name the check in `guards`. A check
+    /// counts only when it stops on a recorded key (`if seen { return }`); a check that wraps
+    /// the work (`if !seen { work() }`) is not taken as a guard, nor a read that is not
+    /// recognizably a processed-key lookup (an existence check such as `exists` or a helper
+    /// named `is_processed`/`already_*`/`*seen*`, or a read of a dedupe-named table or key):
+    /// a lookup that returns when a user or configuration row is missing is validation, not
+    /// a guard. Whether a repeat does anything is judged from the operation's name.
     ///
     /// ### Example
     /// ```rust
@@ -149,7 +174,9 @@ fn find(cx: &LintContext<'_>) -> Vec<Finding> {
                 && !callee.def(package).1.has_attr("idempotent")
                 && paths.reached_guarded(graph, callee)
                 && effects.has_effects(graph, callee);
-            if skips_guard {
+            // A call through a trait is one edge per implementation: one finding per call.
+            let reported = out.last().is_some_and(|f: &Finding| f.call == call.span);
+            if skips_guard && !reported {
                 out.extend(finding(package, graph, &paths, &effects, id, i));
             }
         }

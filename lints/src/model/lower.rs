@@ -314,7 +314,8 @@ impl Lowerer {
                 ItemKind::Fn
             }
             syn::Item::Impl(imp) => {
-                self.impl_block(imp, module, in_test, span);
+                // `#[cfg(test)] impl Store for MemStore`: its methods are test code.
+                self.impl_block(imp, module, in_test || is_cfg_test(&imp.attrs), span);
                 ItemKind::Impl
             }
             syn::Item::Trait(t) => {
