@@ -42,16 +42,7 @@ pub struct Effects {
     reasons: Vec<Option<Reason>>,
 }
 
-/// What running an operation a second time does, judged from its name.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RepeatEffect {
-    /// A second resource, message, charge or e-mail: the effect a duplicate must not repeat.
-    Duplicates,
-    /// The repeat fails (a create keyed by a caller-chosen unique name): no second effect.
-    Conflicts,
-    /// Nothing more: a read, a delete, an acknowledgement.
-    NoEffect,
-}
+pub use crate::catalog::RepeatEffect;
 
 /// Operation-name prefixes whose repeat changes nothing more: reads, deletes and
 /// acknowledgements (SQS `delete_message` acknowledges a message).
@@ -81,8 +72,13 @@ const REPEAT_HARMLESS: &[&str] = &[
 
 /// What a repeat of operation `op` (an AWS SDK operation, an HTTP verb, a payment call) does.
 /// The one place every effect count asks, so a read or a delete is never a duplicated effect
-/// in one lint and an effect in another.
+/// in one lint and an effect in another. An AWS operation of the token catalog is judged by
+/// the catalog (derived from the SDK's models) when every crate that has it agrees; any other
+/// by its name.
 pub fn repeat_effect(op: &str) -> RepeatEffect {
+    if let Some(known) = crate::catalog::tokens::repeat_effect_of_method(op) {
+        return known;
+    }
     let op = op.to_ascii_lowercase();
     if REPEAT_HARMLESS.iter().any(|p| op.starts_with(p)) {
         RepeatEffect::NoEffect

@@ -62,6 +62,14 @@ pub fn repeat_effect(krate: &str, method: &str) -> Option<RepeatEffect> {
         .map(|i| aws::AWS[i].repeat)
 }
 
+/// What a repeat of client method `method` does when the crate is not known: the table's
+/// answer if every crate with an operation of that name agrees, else `None`.
+pub fn repeat_effect_of_method(method: &str) -> Option<RepeatEffect> {
+    let mut found = aws::AWS.iter().filter(|t| t.method == method).map(|t| t.repeat);
+    let first = found.next()?;
+    found.all(|r| r == first).then_some(first)
+}
+
 /// One operation of the built-in table.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TokenApi {
