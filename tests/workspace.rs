@@ -199,6 +199,8 @@ fn plain_directory_honours_gitignore_and_skips_target() {
         (".gitignore", "ignored.rs\n"),
         ("x.rs", BROKEN),
         ("ignored.rs", BROKEN),
+        // Cargo marks the target directories it makes; only those are skipped.
+        ("target/CACHEDIR.TAG", "Signature: 8a477f597d28d172789f06886806bc55\n"),
         ("target/debug/build.rs", BROKEN),
         ("sub/z.rs", BROKEN),
         ("sub/fine.rs", "pub fn ok() {}\n"),
