@@ -200,7 +200,10 @@ fn plain_directory_honours_gitignore_and_skips_target() {
         ("x.rs", BROKEN),
         ("ignored.rs", BROKEN),
         // Cargo marks the target directories it makes; only those are skipped.
-        ("target/CACHEDIR.TAG", "Signature: 8a477f597d28d172789f06886806bc55\n"),
+        (
+            "target/CACHEDIR.TAG",
+            "Signature: 8a477f597d28d172789f06886806bc55\n",
+        ),
         ("target/debug/build.rs", BROKEN),
         ("sub/z.rs", BROKEN),
         ("sub/fine.rs", "pub fn ok() {}\n"),

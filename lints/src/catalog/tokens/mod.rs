@@ -65,7 +65,10 @@ pub fn repeat_effect(krate: &str, method: &str) -> Option<RepeatEffect> {
 /// What a repeat of client method `method` does when the crate is not known: the table's
 /// answer if every crate with an operation of that name agrees, else `None`.
 pub fn repeat_effect_of_method(method: &str) -> Option<RepeatEffect> {
-    let mut found = aws::AWS.iter().filter(|t| t.method == method).map(|t| t.repeat);
+    let mut found = aws::AWS
+        .iter()
+        .filter(|t| t.method == method)
+        .map(|t| t.repeat);
     let first = found.next()?;
     found.all(|r| r == first).then_some(first)
 }
