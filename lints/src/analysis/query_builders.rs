@@ -36,7 +36,7 @@ const SEA_RUNNERS: &[&str] = &[
 ];
 
 /// One step of the chain below the runner: method name and arguments.
-type Steps<'a> = Vec<(&'a str, &'a [Expr])>;
+pub(super) type Steps<'a> = Vec<(&'a str, &'a [Expr])>;
 
 /// Classifies the runner call `receiver.method(args)`.
 pub fn classify<'a>(
@@ -59,8 +59,9 @@ pub fn classify<'a>(
     None
 }
 
-/// The chain below `e` (innermost step last), following locals, and its root.
-fn chain<'a>(env: &dyn OpEnv<'a>, e: &'a Expr) -> (Steps<'a>, &'a Expr) {
+/// The chain below `e` (innermost step last), following up to four locals, and its root.
+/// Shared with [`super::store_ops`]' Redis pipelines.
+pub(super) fn chain<'a>(env: &dyn OpEnv<'a>, e: &'a Expr) -> (Steps<'a>, &'a Expr) {
     let mut steps = Vec::new();
     let mut cur = e.peel();
     let mut locals = 0;

@@ -519,33 +519,13 @@ fn cmd_op<'a>(
 /// .query_async(&mut conn)` and `pipe().set_nx(&k, 1).query_async(..)`: one operation stands
 /// for the pipeline, its strongest command (a claim, then a write, a read, a delete).
 fn redis_pipe<'a>(env: &dyn OpEnv<'a>, receiver: &'a Expr, span: Span) -> Option<StoreOp<'a>> {
-    let mut steps: Vec<(&'a str, &'a [Expr])> = Vec::new();
-    let mut cur = receiver.peel();
-    let mut locals = 0;
-    loop {
-        match &cur.kind {
-            ExprKind::MethodCall {
-                receiver,
-                method,
-                args,
-                ..
-            } => {
-                steps.push((method.as_str(), args.as_slice()));
-                cur = receiver.peel();
-            }
-            ExprKind::Call { func, .. } => {
-                let resolved = env.resolve(func.as_path()?);
-                if !(resolved.matches("redis::pipe") || resolved.matches("redis::Pipeline::new")) {
-                    return None;
-                }
-                break;
-            }
-            ExprKind::Path(p) if locals < 4 => {
-                cur = env.local_init(p.as_ident()?)?.peel();
-                locals += 1;
-            }
-            _ => return None,
-        }
+    let (mut steps, root) = super::query_builders::chain(env, receiver);
+    let ExprKind::Call { func, .. } = &root.kind else {
+        return None;
+    };
+    let resolved = env.resolve(func.as_path()?);
+    if !(resolved.matches("redis::pipe") || resolved.matches("redis::Pipeline::new")) {
+        return None;
     }
     steps.reverse();
     let mut ops: Vec<StoreOp<'a>> = Vec::new();
