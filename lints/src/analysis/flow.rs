@@ -331,31 +331,69 @@ impl KeyDesc {
 
     /// The key as the caller sees it: parameter placeholders replaced by the arguments'
     /// descriptions (an argument without one leaves the key without comparable parts).
+    /// All placeholders are replaced in one pass: an argument's own description holds the
+    /// caller's placeholders (`$1$` of the caller's second parameter), which are not the
+    /// callee's and must not be replaced again.
     pub fn instantiate(&self, args: &[Option<KeyDesc>]) -> KeyDesc {
-        let mut out = self.clone();
-        for (i, a) in args.iter().enumerate() {
-            let ph = format!("${i}$");
-            if !out.text.contains(&ph) {
-                continue;
+        let mut lits = self.lits.clone();
+        let text = replace_placeholders(&self.text, |i| match args.get(i)? {
+            Some(a) => {
+                lits.extend(a.lits.iter().cloned());
+                Some(a.text.clone())
             }
-            let (text, roots, lits) = match a {
-                Some(a) => (a.text.clone(), a.roots.clone(), a.lits.clone()),
-                None => (format!("?{i}"), Vec::new(), Vec::new()),
-            };
-            out.text = out.text.replace(&ph, &text);
-            let mut new_roots = Vec::new();
-            for r in &out.roots {
-                if r.contains(&ph) {
-                    new_roots.extend(roots.iter().map(|x| r.replace(&ph, x)));
-                } else {
-                    new_roots.push(r.clone());
+            None => Some(format!("?{i}")),
+        });
+        let mut roots = Vec::new();
+        for r in &self.roots {
+            match first_placeholder(r).filter(|(i, _)| *i < args.len()) {
+                Some((i, ph)) => {
+                    let arg_roots = args[i].as_ref().map_or(&[][..], |a| &a.roots[..]);
+                    roots.extend(arg_roots.iter().map(|x| r.replacen(ph, x, 1)));
                 }
+                None => roots.push(r.clone()),
             }
-            out.roots = new_roots;
-            out.lits.extend(lits);
         }
-        out
+        KeyDesc { text, roots, lits }
     }
+}
+
+/// `text` with each `$i$` replaced by `with(i)` (kept when that is `None`), in one pass.
+fn replace_placeholders(text: &str, mut with: impl FnMut(usize) -> Option<String>) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some((start, i, ph)) = next_placeholder(rest) {
+        out.push_str(&rest[..start]);
+        match with(i) {
+            Some(r) => out.push_str(&r),
+            None => out.push_str(ph),
+        }
+        rest = &rest[start + ph.len()..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// The first `$i$` in `text`: its index and its text.
+fn first_placeholder(text: &str) -> Option<(usize, &str)> {
+    next_placeholder(text).map(|(_, i, ph)| (i, ph))
+}
+
+/// The first `$i$` in `text`: where it starts, its index and its text.
+fn next_placeholder(text: &str) -> Option<(usize, usize, &str)> {
+    let mut from = 0;
+    while let Some(off) = text[from..].find('$') {
+        let start = from + off;
+        let digits = text[start + 1..]
+            .find(|c: char| !c.is_ascii_digit())
+            .map_or(text.len(), |n| start + 1 + n);
+        if digits > start + 1 && text[digits..].starts_with('$') {
+            if let Ok(i) = text[start + 1..digits].parse() {
+                return Some((start, i, &text[start..=digits]));
+            }
+        }
+        from = start + 1;
+    }
+    None
 }
 
 /// A value that reached a key sink.
@@ -388,6 +426,9 @@ pub struct Branch {
     pub span: Span,
     /// Leaves the enclosing block: `return`, `continue`, `break`, `bail!`, `panic!`.
     pub diverges: bool,
+    /// Leaves the whole function (or closure, or async block): `return`, `?` on an
+    /// `Err`, `bail!`, `panic!`; not `break` or `continue`.
+    pub returns: bool,
     /// `Some(true)` when the branch runs if the store had the key (`if exists {..}`,
     /// `Some(_) =>`), `Some(false)` when it did not, `None` when that cannot be told.
     pub when_present: Option<bool>,
@@ -403,6 +444,9 @@ pub struct Decision {
     pub branches: Vec<Branch>,
     /// The innermost block holding the decision: code after it there runs after it.
     pub block: Span,
+    /// The body of the function, closure or async block holding the decision: after a
+    /// branch that returns, the rest of it runs only when that branch was not taken.
+    pub body: Span,
 }
 
 /// A call made for its effect (an awaited call, a call statement, a helper with effects).
@@ -485,6 +529,7 @@ fn walk_bound(
         }
     }
     if let Some(body) = &f.body {
+        w.bodies.push(body.span);
         let v = w.eval_block(body);
         w.out.ret.union(&v);
     }
@@ -522,6 +567,8 @@ struct Walker<'a, 'c> {
     closure_arg: Option<Value>,
     /// Spans of the blocks being walked, innermost last.
     blocks: Vec<Span>,
+    /// Bodies a `return` leaves: the function's, then closures' and async blocks'.
+    bodies: Vec<Span>,
     /// Names asked for as text whose text was not known (see [`FnFlow::text_params`]).
     unknown_texts: std::cell::RefCell<Vec<String>>,
     /// How many callers up this walk is a re-walk with bound texts.
@@ -729,6 +776,7 @@ impl<'a, 'c> Walker<'a, 'c> {
             branch_depth: 0,
             closure_arg: None,
             blocks: Vec::new(),
+            bodies: Vec::new(),
             unknown_texts: Default::default(),
             rewalk_depth: 0,
             out: FnFlow::default(),
@@ -819,6 +867,11 @@ impl<'a> Walker<'a, '_> {
             DescSrc::Expr(e) => self.describe(e)?,
         };
         Some(DescSrc::Desc(KeyDesc::root(format!("{}.{part}", d.text))))
+    }
+
+    /// The body a `return` here leaves.
+    fn body_or(&self, fallback: Span) -> Span {
+        self.bodies.last().copied().unwrap_or(fallback)
     }
 
     fn enter_block(&mut self, span: Span) {
@@ -1001,9 +1054,11 @@ impl<'a> Walker<'a, '_> {
             branches: vec![Branch {
                 span: block.span,
                 diverges: true,
+                returns: returns(block),
                 when_present,
             }],
             block: self.blocks.last().copied().unwrap_or(block.span),
+            body: self.body_or(block.span),
         });
     }
 
@@ -1093,7 +1148,9 @@ impl<'a> Walker<'a, '_> {
             ExprKind::Block(b) => self.eval_block(b),
             ExprKind::Async { block, .. } => {
                 self.branch_depth += 1;
+                self.bodies.push(block.span);
                 let v = self.eval_block(block);
+                self.bodies.pop();
                 self.branch_depth -= 1;
                 v
             }
@@ -1105,7 +1162,9 @@ impl<'a> Walker<'a, '_> {
                     self.types.bind_let(p, None);
                 }
                 self.branch_depth += 1;
+                self.bodies.push(body.span);
                 let v = self.eval(body);
+                self.bodies.pop();
                 self.branch_depth -= 1;
                 self.exit_block();
                 v
@@ -1654,15 +1713,18 @@ impl<'a> Walker<'a, '_> {
             let mut branches = vec![Branch {
                 span: then.span,
                 diverges: diverges(then),
+                returns: returns(then),
                 when_present: polarity,
             }];
             if let Some(e) = els {
+                let block = match &e.kind {
+                    ExprKind::Block(b) => Some(b),
+                    _ => None,
+                };
                 branches.push(Branch {
                     span: e.span,
-                    diverges: match &e.kind {
-                        ExprKind::Block(b) => diverges(b),
-                        _ => false,
-                    },
+                    diverges: block.is_some_and(diverges),
+                    returns: block.is_some_and(returns),
                     when_present: polarity.map(|p| !p),
                 });
             }
@@ -1671,9 +1733,12 @@ impl<'a> Walker<'a, '_> {
                 ops,
                 branches,
                 block: self.blocks.last().copied().unwrap_or(cond.span),
+                body: self.body_or(cond.span),
             });
         }
-        Value::joined([tv, ev])
+        // The value an `if` on a read yields tells whether the key was there (`if let
+        // Some(b) = read { Some(parse(b)) } else { None }`), whatever the branches compute.
+        Value::joined([tv, ev, cv.only_ops()])
     }
 
     fn eval_match(&mut self, scrutinee: &'a Expr, arms: &'a [crate::model::ir::Arm]) -> Value {
@@ -1695,10 +1760,13 @@ impl<'a> Walker<'a, '_> {
             branches.push(Branch {
                 span: arm.body.span,
                 diverges: expr_diverges(&arm.body),
+                returns: expr_leaves(&arm.body, Leaves::Body),
                 when_present: pat_presence(&arm.pat),
             });
         }
         self.branch_depth -= 1;
+        // As for `if`: the arm taken tells whether the key was there.
+        out.union(&sv.only_ops());
         if !ops.is_empty() {
             self.mark_checked(&sv);
             self.out.decisions.push(Decision {
@@ -1706,6 +1774,7 @@ impl<'a> Walker<'a, '_> {
                 ops,
                 branches,
                 block: self.blocks.last().copied().unwrap_or(scrutinee.span),
+                body: self.body_or(scrutinee.span),
             });
         }
         out
@@ -1900,6 +1969,10 @@ fn pat_presence(p: &Pat) -> Option<bool> {
             _ => None,
         },
         Pat::Path(path) if path.last() == "None" => Some(false),
+        // syn reads a bare `None` in a pattern as a binding named `None`.
+        Pat::Ident {
+            name, sub: None, ..
+        } if name == "None" => Some(false),
         Pat::Lit(Lit::Bool(b)) => Some(*b),
         Pat::Ident { .. } | Pat::Wild => None,
         Pat::Typed { pat, .. } | Pat::Ref(pat) => pat_presence(pat),
@@ -1924,19 +1997,42 @@ fn negative_name(name: &str) -> bool {
     .any(|w| n.contains(w))
 }
 
+/// What a diverging block leaves.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Leaves {
+    /// The enclosing block, by any means (`break` and `continue` too).
+    Block,
+    /// The whole body: `return`, an error, a panic.
+    Body,
+}
+
 /// Whether a block leaves its enclosing block on every path through its own statements.
 pub fn diverges(b: &Block) -> bool {
+    block_leaves(b, Leaves::Block)
+}
+
+/// Whether a block leaves the function (closure, async block) on every path.
+pub fn returns(b: &Block) -> bool {
+    block_leaves(b, Leaves::Body)
+}
+
+fn block_leaves(b: &Block, how: Leaves) -> bool {
     b.stmts.iter().any(|s| match s {
-        Stmt::Expr { expr, .. } => expr_diverges(expr),
+        Stmt::Expr { expr, .. } => expr_leaves(expr, how),
         Stmt::Let { .. } | Stmt::Item { .. } => false,
     })
 }
 
 fn expr_diverges(e: &Expr) -> bool {
+    expr_leaves(e, Leaves::Block)
+}
+
+fn expr_leaves(e: &Expr, how: Leaves) -> bool {
     match &e.kind {
-        ExprKind::Return(_) | ExprKind::Break(_) | ExprKind::Continue => true,
+        ExprKind::Return(_) => true,
+        ExprKind::Break(_) | ExprKind::Continue => how == Leaves::Block,
         ExprKind::Macro(m) => DIVERGING_MACROS.contains(&m.path.last()),
-        ExprKind::Block(b) => diverges(b),
+        ExprKind::Block(b) => block_leaves(b, how),
         ExprKind::Call { func, .. } => func.as_path().is_some_and(|p| {
             p.segments
                 .ends_with(&["process".to_owned(), "exit".to_owned()])
@@ -1947,7 +2043,7 @@ fn expr_diverges(e: &Expr) -> bool {
             then,
             els: Some(els),
             ..
-        } => diverges(then) && expr_diverges(els),
+        } => block_leaves(then, how) && expr_leaves(els, how),
         _ => false,
     }
 }
@@ -2060,5 +2156,17 @@ mod tests {
         assert!(!d[0].same_key(&d[3]));
         let inst = KeyDesc::root("$0$".into()).instantiate(&[Some(d[0].clone())]);
         assert_eq!(inst.text, d[0].text);
+        // The caller's own placeholders in an argument are not the callee's.
+        let callee = KeyDesc::combine(
+            "f",
+            &[KeyDesc::root("$0$".into()), KeyDesc::root("$1$".into())],
+        );
+        let args = [
+            Some(KeyDesc::root("$1$".into())),
+            Some(KeyDesc::root("$0$".into())),
+        ];
+        let inst = callee.instantiate(&args);
+        assert_eq!(inst.text, "f($1$,$0$)");
+        assert_eq!(inst.roots, vec!["$1$".to_owned(), "$0$".to_owned()]);
     }
 }

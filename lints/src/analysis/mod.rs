@@ -32,6 +32,7 @@ pub mod origin;
 pub mod query_builders;
 pub mod read_index;
 pub mod resolve;
+pub mod session_store;
 pub mod sql;
 pub mod store_ops;
 pub mod summary;

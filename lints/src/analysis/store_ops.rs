@@ -33,6 +33,9 @@ pub enum Store {
     /// A store known only by the names of its operations (`dedupe.is_processed(id)` on a
     /// trait object or another crate's client): see [`named_op`].
     Named,
+    /// A web framework's session store used as a key-value store (`session.get(k)`,
+    /// `session.insert(k, v)`): see [`super::session_store`].
+    Session,
 }
 
 impl Store {
@@ -42,6 +45,7 @@ impl Store {
             Store::DynamoDb => "DynamoDB",
             Store::Sql => "SQL",
             Store::Named => "store",
+            Store::Session => "session store",
         }
     }
 }
@@ -177,6 +181,7 @@ pub fn classify<'a>(env: &dyn OpEnv<'a>, expr: &'a Expr) -> Option<StoreOp<'a>> 
         }
     }
     redis_method(env, receiver, method, args, expr.span)
+        .or_else(|| super::session_store::classify(env, receiver, method, args, expr.span))
 }
 
 // ---------------------------------------------------------------- named operations

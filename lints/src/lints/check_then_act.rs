@@ -1,11 +1,11 @@
-use crate::analysis::flow::{Decision, FnFlow, FnId, StoreEvent};
+use crate::analysis::flow::{Branch, Decision, FnFlow, FnId, StoreEvent};
 use crate::analysis::locks::{held_before, held_by_every_caller};
 use crate::analysis::read_index::ReadIndex;
 use crate::analysis::sql::is_dedupe_table_name;
 use crate::analysis::{Access, Store, Summaries};
 use crate::context::LintContext;
 use crate::declare_lint;
-use crate::model::Span;
+use crate::model::{Package, Span};
 use std::collections::HashSet;
 
 declare_lint! {
@@ -33,6 +33,10 @@ declare_lint! {
     ///   `ActiveModel { .. }.insert(db)`);
     /// - Redis commands as methods, `redis::cmd("SET").arg(..)` and `redis::pipe()`, with
     ///   `NX` read from the arguments;
+    /// - web framework session stores used as key-value stores (`tower_sessions`,
+    ///   `actix_session`, `ruts`, ... : `session.get(k)`, `session.insert(k, v)`,
+    ///   `session.set(k, ..)`), where idempotency middleware caches responses; they have
+    ///   no atomic claim;
     /// - checks and marks known only by name, whose body is not visible (a trait object,
     ///   another crate's client): `is_processed`, `already_processed`, `has_seen`,
     ///   `is_duplicate`, ... and `mark_processed`, `mark_done`, `set_processed`, ...; the
@@ -65,7 +69,10 @@ declare_lint! {
     /// table (`processed`, `inbox`, `idempotency`, ...) is assumed to be keyed by that
     /// column, any other plain `INSERT` is reported. Cache-aside (read a cached value,
     /// compute it, write it back) is not a guard and is not reported, unless the key or
-    /// table names an idempotency or dedupe record. A lock or claim counts as held until
+    /// table names an idempotency or dedupe record, or the function says it is the
+    /// idempotency guard (its name, its `impl` type or its module contains `idempot` or
+    /// `dedup`: `IdempotencyService::call`), where a response cached under a request hash
+    /// is the guard. A lock or claim counts as held until
     /// the function returns (an unlock in between is not seen), whatever key it locks. SQL
     /// text kept in a struct field, `query_file!` and sea-query builders are not read. A pipeline (`redis::pipe()`) counts as its
     /// strongest command.
@@ -116,7 +123,11 @@ pub fn check(cx: &mut LintContext<'_>) {
         if id.def(package).1.in_test {
             continue;
         }
-        findings.extend(fn_findings(summaries, id).into_iter().map(|f| (id, f)));
+        findings.extend(
+            fn_findings(summaries, id, names_a_guard_fn(package, id))
+                .into_iter()
+                .map(|f| (id, f)),
+        );
     }
     // A helper whose every caller holds a lock (or a won claim) around the call.
     findings.retain(|(id, _)| !held_by_every_caller(summaries, *id));
@@ -125,7 +136,7 @@ pub fn check(cx: &mut LintContext<'_>) {
     }
 }
 
-fn fn_findings(summaries: &Summaries, id: FnId) -> Vec<Finding> {
+fn fn_findings(summaries: &Summaries, id: FnId, guard_fn: bool) -> Vec<Finding> {
     let flow = summaries.flow(id);
     let mut out: Vec<Finding> = Vec::new();
     // Indexes, so a function with thousands of check/write pairs costs what its matches
@@ -150,7 +161,9 @@ fn fn_findings(summaries: &Summaries, id: FnId) -> Vec<Finding> {
                 (decision, &flow.store_events[decision.ops[pos]])
             })
             .find(|(d, r)| {
-                same_record(r, write) && is_guard_marker(r, write) && on_proceed_path(d, write.span)
+                same_record(r, write)
+                    && (guard_fn || is_guard_marker(r, write))
+                    && on_proceed_path(d, write.span)
             });
         let Some((decision, read)) = found else {
             continue;
@@ -244,6 +257,25 @@ fn is_guard_marker(read: &StoreEvent, write: &StoreEvent) -> bool {
     write.access.value_is_marker || key_named
 }
 
+/// A function that says it is the idempotency guard (`IdempotencyService::call`, a
+/// `dedupe` module): a read then a write of the same key there is the guard, whatever the
+/// key is named (a request hash in a session store, say), not a cache-aside.
+fn names_a_guard_fn(package: &Package, id: FnId) -> bool {
+    let (_, def) = id.def(package);
+    let self_ty = def
+        .self_ty
+        .as_ref()
+        .and_then(|t| t.core_path())
+        .map(|p| p.last());
+    std::iter::once(def.name.as_str())
+        .chain(self_ty)
+        .chain(def.module.iter().map(String::as_str))
+        .any(|n| {
+            let n = n.to_ascii_lowercase();
+            n.contains("idempot") || n.contains("dedup")
+        })
+}
+
 /// Whether the code at `span` runs on the path where the check found nothing: inside a
 /// branch not taken when the key was present, or after the decision when a branch taken
 /// when it was present (or not known to be otherwise) leaves the block.
@@ -254,10 +286,16 @@ fn on_proceed_path(d: &Decision, span: Span) -> bool {
     if let Some(b) = d.branches.iter().find(|b| b.span.contains(span)) {
         return b.when_present != Some(true);
     }
-    d.block.contains(span)
-        && d.branches
+    // After the decision in its block, or anywhere later in the body when the branch that
+    // leaves returns (`if let Some(hash) = &h { if cached(hash) { return } }` guards
+    // what follows the outer `if` too).
+    let leaves_when_present = |leaves: fn(&Branch) -> bool| {
+        d.branches
             .iter()
-            .any(|b| b.diverges && b.when_present != Some(false))
+            .any(|b| leaves(b) && b.when_present != Some(false))
+    };
+    d.block.contains(span) && leaves_when_present(|b| b.diverges)
+        || d.body.contains(span) && leaves_when_present(|b| b.returns)
 }
 
 /// A function's effects sorted by position, to find the ones between two points without
@@ -350,6 +388,11 @@ fn atomic_form(store: Store) -> &'static str {
         Store::Sql => {
             "claim the row in one step before the work: `INSERT ... ON CONFLICT DO NOTHING` \
              and skip the work when `rows_affected()` is 0"
+        }
+        Store::Session => {
+            "a session store cannot claim a key atomically: keep idempotency records in a \
+             store that can (`SET key value NX EX ttl`, `INSERT ... ON CONFLICT DO NOTHING`, \
+             a conditional `put_item`), claimed before the handler runs"
         }
         Store::Named => {
             "replace the check and the mark with one atomic operation of the store that says \

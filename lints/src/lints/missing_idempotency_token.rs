@@ -77,8 +77,11 @@ declare_lint! {
     ///   starts work (CloudFormation `update_stack`) to have no effect because a repeat with
     ///   the same input changes nothing. The classification is per operation, not per call:
     ///   a `create_change_set` whose name is itself a fresh UUID does not conflict on a
-    ///   repeat and is still not reported, and a `transact_write_items` whose every item is a
-    ///   conditional put (a repeat fails its condition) is still reported.
+    ///   repeat and is still not reported. A DynamoDB `transact_write_items` is taken to
+    ///   conflict (a repeat fails a condition) when every `Put` and `Update` item the crate
+    ///   builds (`Put::builder()...build()`) has a `condition_expression`, wherever it is
+    ///   built: items are usually built in other functions than the one that sends. One
+    ///   unconditional item anywhere in the crate makes every transaction count.
     /// - A receiver of unknown type counts only through the module's imports or the package's
     ///   dependencies, and not when the crate defines a method of the same name itself or the
     ///   receiver comes from another crate's value (`ci.pipeline(p).create_job()`).
@@ -193,12 +196,72 @@ pub fn check(cx: &mut LintContext<'_>) {
     let catalog = Catalog::new(&cx.settings.missing_idempotency_token);
     let reported = &cx.settings.missing_idempotency_token.repeat_effects;
     let findings = find_unset_tokens(package, cx.analysis(), &catalog);
-    for f in findings
-        .into_iter()
-        .filter(|f| reported.contains(&f.api.repeat))
-    {
+    let mut items_conditional = None;
+    for f in findings.into_iter().filter(|f| {
+        let repeat = if is_dynamodb_transaction(&f.api)
+            && *items_conditional.get_or_insert_with(|| every_transaction_item_conditional(package))
+        {
+            RepeatEffect::Conflicts
+        } else {
+            f.api.repeat
+        };
+        reported.contains(&repeat)
+    }) {
         report(cx, f);
     }
+}
+
+/// DynamoDB `TransactWriteItems`, whose repeat writes again unless its items are conditional.
+fn is_dynamodb_transaction(api: &Api<'_>) -> bool {
+    api.krate == Some("aws_sdk_dynamodb") && api.method == "transact_write_items"
+}
+
+/// Whether every `Put` and `Update` transaction item the crate builds
+/// (`Put::builder()...build()`) carries a `condition_expression`, and it builds at least
+/// one: a repeat of such a transaction fails its conditions instead of writing twice. The
+/// items are often built in other functions and handed to the one that sends (a
+/// `Vec<TransactWriteItem>` parameter), so the whole crate is read rather than the call.
+fn every_transaction_item_conditional(package: &Package) -> bool {
+    let mut items = 0usize;
+    let mut unconditional = 0usize;
+    for (file, f) in package.fns() {
+        if is_test_code(package, file, f) {
+            continue;
+        }
+        let Some(body) = &f.body else { continue };
+        body.walk(&mut |e| {
+            let chain = e.method_chain();
+            if chain.first() != Some(&"build") || !builds_writing_item(e) {
+                return;
+            }
+            items += 1;
+            if !chain
+                .iter()
+                .any(|m| matches!(*m, "condition_expression" | "set_condition_expression"))
+            {
+                unconditional += 1;
+            }
+        });
+    }
+    items > 0 && unconditional == 0
+}
+
+/// `Put::builder()` or `Update::builder()` (of `aws_sdk_dynamodb::types`) at the root of
+/// the chain `e`.
+fn builds_writing_item(e: &Expr) -> bool {
+    let mut cur = e.peel();
+    while let ExprKind::MethodCall { receiver, .. } = &cur.kind {
+        cur = receiver.peel();
+    }
+    let ExprKind::Call { func, .. } = &cur.kind else {
+        return false;
+    };
+    func.as_path().is_some_and(|p| {
+        let n = p.segments.len();
+        n >= 2
+            && p.segments[n - 1] == "builder"
+            && matches!(p.segments[n - 2].as_str(), "Put" | "Update")
+    })
 }
 
 /// A sent request whose token is never set.
