@@ -279,6 +279,16 @@ impl Transactions {
     }
 }
 
+/// A handle named as a transaction (`tx`, `txn`, `transaction`, `db_tx`): one begun
+/// elsewhere, typically by a helper that returns it (zero2prod's `try_processing` hands the
+/// caller the transaction of its claim).
+pub fn names_a_transaction(name: &str) -> bool {
+    let n = name.rsplit('.').next().unwrap_or(name).to_ascii_lowercase();
+    ["tx", "txn", "transaction", "trx"]
+        .iter()
+        .any(|w| n == *w || n.starts_with(&format!("{w}_")) || n.ends_with(&format!("_{w}")))
+}
+
 /// `&PgPool`, `Pool<Postgres>`, `&DatabaseConnection` (sea-orm's pool), `deadpool_postgres::Pool`.
 fn is_pool_type(ty: &crate::model::ir::Type) -> bool {
     ty.core_path().is_some_and(|p| {

@@ -1,7 +1,7 @@
 use crate::analysis::completion::{Completion, Role, Write};
 use crate::analysis::dominance::{self, Events, Facts};
 use crate::analysis::store_ops::Store;
-use crate::analysis::transactions::{Executor, Transactions, TxId, TxKind};
+use crate::analysis::transactions::{names_a_transaction, Executor, Transactions, TxId, TxKind};
 use crate::analysis::FnId;
 use crate::context::LintContext;
 use crate::declare_lint;
@@ -40,9 +40,12 @@ declare_lint! {
     ///
     /// ### Known problems
     /// Transactions are recognized by their usual shapes (`begin()`/`commit()`,
-    /// `transaction(|tx| ..)`, `transact_write_items`, `pipe().atomic()`); a transaction opened
-    /// through a wrapper of the crate's own is not seen, nor a mark whose executor cannot be
-    /// told. A business write that is idempotent by a constraint the code does not show (a
+    /// `transaction(|tx| ..)`, `transact_write_items`, `pipe().atomic()`). A transaction a
+    /// helper opens and returns (zero2prod's `try_processing`) is known only by its handle's
+    /// name (`tx`, `txn`, `transaction`, `*_tx`): writes on one such handle, directly or
+    /// through helpers it is handed to, commit together, and a mark on a differently named
+    /// connection does not; a commit of such a handle between the two is not seen. A mark
+    /// whose executor cannot be told is not reported. A business write that is idempotent by a constraint the code does not show (a
     /// unique key that makes the retry fail) is reported, and so is an opaque handler given
     /// the pool that writes nothing a retry repeats (name-based exceptions: read-named methods
     /// such as `get_*`/`load`/`find*`, and database drivers' own methods). An opaque call given
@@ -239,6 +242,10 @@ fn gap(write: &Write, mark: &Write, committed: impl Fn(TxId) -> Option<Span>) ->
         (InCallee(h), _) => Some(Gap::AfterCommit(None, Some(*h))),
         (_, Unknown) | (Unknown, _) => None,
         (Tx(_), _) => Some(Gap::OtherConnection),
+        // One handle named as a transaction, begun out of sight (a helper returned it) and
+        // handed to both: they commit together.
+        (Other(a), Other(b)) if a == b && names_a_transaction(a) => None,
+        (Other(a), _) if names_a_transaction(a) => Some(Gap::OtherConnection),
         (Other(_), _) => Some(Gap::Autocommit),
         // The caller's connection: whether it is a transaction is the caller's to say.
         (Param(i), Param(j)) if i == j => None,
