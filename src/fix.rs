@@ -1,0 +1,279 @@
+//! `--fix` and `--diff`: the lints' suggestions applied to the files.
+//!
+//! `--fix` applies the `MachineApplicable` suggestions (always right); with
+//! `--unsafe-fixes` also the `MaybeIncorrect` ones (probably right: review the diff).
+//! `HasPlaceholders` suggestions are never applied: they leave `/* .. */` to fill.
+//! `--diff` prints the same changes as a unified diff and writes nothing.
+//!
+//! A suggestion's edits are applied together or not at all. Suggestions are taken in
+//! source order; one that overlaps an edit already taken is left out (the next run offers
+//! it again on the changed code), and the same edit offered by two findings is made once.
+//! A file whose fixed text would not parse is not written, and said so.
+
+use crate::cli::Args;
+use crate::report::Report;
+use crate::{stderr_line, Linted, Outcome};
+use anyhow::{Context, Result};
+use idem_lints::{Applicability, Level};
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::ops::Range;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// One replacement in one file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Edit {
+    pub range: Range<usize>,
+    pub text: String,
+}
+
+/// The edits taken for one file, in order, none overlapping.
+#[derive(Debug, Default)]
+pub struct FilePlan {
+    pub original: Arc<str>,
+    pub edits: Vec<Edit>,
+    /// Findings whose suggestion was taken.
+    pub fixed: usize,
+    /// Findings whose suggestion overlapped one taken before.
+    pub deferred: usize,
+}
+
+/// Which suggestions a run may apply.
+pub fn accepts(applicability: Applicability, unsafe_fixes: bool) -> bool {
+    match applicability {
+        Applicability::MachineApplicable => true,
+        Applicability::MaybeIncorrect => unsafe_fixes,
+        Applicability::HasPlaceholders | Applicability::Unspecified => false,
+    }
+}
+
+/// The edits to make, per file, resolving overlaps in source order.
+pub fn plan(
+    report: &Report,
+    accept: &dyn Fn(Applicability) -> bool,
+) -> BTreeMap<PathBuf, FilePlan> {
+    let mut files: BTreeMap<PathBuf, FilePlan> = BTreeMap::new();
+    for f in &report.findings {
+        // The first suggestion the run may apply; a finding is fixed one way.
+        let Some(s) = f.diag.suggestions.iter().find(|s| accept(s.applicability)) else {
+            continue;
+        };
+        let Some((first, _)) = s.edits.first() else {
+            continue;
+        };
+        // Every edit of a suggestion lies in one file (the lints build them so).
+        let src = report.source(f.package, first.file);
+        let plan = files.entry(src.path.clone()).or_insert_with(|| FilePlan {
+            original: src.text.clone(),
+            ..FilePlan::default()
+        });
+        let edits: Vec<Edit> = s
+            .edits
+            .iter()
+            .filter(|(at, _)| at.file == first.file)
+            .map(|(at, text)| Edit {
+                range: src.clamp(at.lo as usize)
+                    ..src.clamp(at.hi as usize).max(src.clamp(at.lo as usize)),
+                text: text.clone(),
+            })
+            .collect();
+        let new: Vec<&Edit> = edits.iter().filter(|e| !plan.edits.contains(e)).collect();
+        if new
+            .iter()
+            .any(|e| plan.edits.iter().any(|taken| overlaps(e, taken)))
+        {
+            plan.deferred += 1;
+            continue;
+        }
+        plan.edits.extend(new.into_iter().cloned());
+        plan.fixed += 1;
+    }
+    for plan in files.values_mut() {
+        plan.edits.sort_by_key(|e| (e.range.start, e.range.end));
+    }
+    files
+}
+
+/// Two edits touch the same text, or insert at the same point (their order would be a
+/// guess).
+fn overlaps(a: &Edit, b: &Edit) -> bool {
+    let same_point = a.range.start == b.range.start && (a.range.is_empty() || b.range.is_empty());
+    same_point || (a.range.start < b.range.end && b.range.start < a.range.end)
+}
+
+/// `original` with `edits` (sorted, not overlapping) made.
+pub fn apply(original: &str, edits: &[Edit]) -> String {
+    let mut out = String::with_capacity(original.len());
+    let mut at = 0;
+    for e in edits {
+        out.push_str(&original[at..e.range.start]);
+        out.push_str(&e.text);
+        at = e.range.end;
+    }
+    out.push_str(&original[at..]);
+    out
+}
+
+/// Applies (or, with `--diff`, prints) the fixes; the exit code counts the findings at
+/// deny that were not fixed.
+pub fn run(args: &Args, linted: &Linted) -> Result<Outcome> {
+    let unsafe_fixes = args.unsafe_fixes;
+    let plans = plan(&linted.report, &|a| accepts(a, unsafe_fixes));
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    let (mut fixed, mut files, mut deferred) = (0, 0, 0);
+    let mut fixed_files: Vec<&PathBuf> = Vec::new();
+    for (path, plan) in &plans {
+        deferred += plan.deferred;
+        if plan.edits.is_empty() {
+            continue;
+        }
+        let new = apply(&plan.original, &plan.edits);
+        let shown = crate::emit::relative_path(path, &linted.cwd);
+        // A file that parsed before must parse after; one that did not is not made worse
+        // by edits elsewhere, and its own parse error is already reported.
+        if syn::parse_file(&plan.original).is_ok() {
+            if let Err(e) = syn::parse_file(&new) {
+                stderr_line(&format!(
+                    "warning: {shown}: not fixed: the fixed text would not parse ({e}); {} suggestion{} left out",
+                    plan.fixed,
+                    if plan.fixed == 1 { "" } else { "s" }
+                ));
+                continue;
+            }
+        }
+        if args.diff {
+            out.write_all(unified_diff(&shown, &plan.original, &new).as_bytes())?;
+        } else {
+            std::fs::write(path, &new)
+                .with_context(|| format!("could not write the fix to `{shown}`"))?;
+        }
+        fixed += plan.fixed;
+        files += 1;
+        fixed_files.push(path);
+    }
+    out.flush()?;
+    let verb = if args.diff { "would fix" } else { "fixed" };
+    let mut summary = format!(
+        "{verb} {fixed} finding{} in {files} file{}",
+        if fixed == 1 { "" } else { "s" },
+        if files == 1 { "" } else { "s" }
+    );
+    if deferred > 0 {
+        summary.push_str(&format!(
+            "; {deferred} overlapping fix{} left for the next run",
+            if deferred == 1 { "" } else { "es" }
+        ));
+    }
+    stderr_line(&format!("note: {summary}"));
+    let unfixed_deny = linted.report.findings.iter().any(|f| {
+        f.diag.level == Level::Deny
+            && !(fixed_files.contains(&&linted.report.source(f.package, f.diag.span.file).path)
+                && f.diag
+                    .suggestions
+                    .iter()
+                    .any(|s| accepts(s.applicability, unsafe_fixes)))
+    });
+    Ok(if unfixed_deny {
+        Outcome::Denied
+    } else {
+        Outcome::Clean
+    })
+}
+
+/// Lines of `text`, each with its terminator.
+fn lines(text: &str) -> Vec<&str> {
+    text.split_inclusive('\n').collect()
+}
+
+/// A unified diff (`--- a/path`, `+++ b/path`, hunks with 3 lines of context) of `old`
+/// and `new`, which differ in the lines the edits touched.
+pub fn unified_diff(path: &str, old: &str, new: &str) -> String {
+    const CONTEXT: usize = 3;
+    let (a, b) = (lines(old), lines(new));
+    // Common head and tail; the lines between changed. Edits are few and close together
+    // in practice; a finer hunk split would need a real diff algorithm for no gain here.
+    let head = a.iter().zip(&b).take_while(|(x, y)| x == y).count();
+    let tail = a[head..]
+        .iter()
+        .rev()
+        .zip(b[head..].iter().rev())
+        .take_while(|(x, y)| x == y)
+        .count();
+    if head == a.len() && head == b.len() {
+        return String::new();
+    }
+    let mut hunks = Vec::new();
+    // Each maximal changed region, split where unchanged runs are long enough, found by
+    // walking both sides in step through the middle.
+    let (a_mid, b_mid) = (&a[head..a.len() - tail], &b[head..b.len() - tail]);
+    hunks.push((head, a_mid, b_mid));
+    let mut out = format!("--- a/{path}\n+++ b/{path}\n");
+    for (start, removed, added) in hunks {
+        let from = start.saturating_sub(CONTEXT);
+        let after = (start + removed.len() + CONTEXT).min(a.len());
+        let before_ctx = &a[from..start];
+        let after_ctx = &a[start + removed.len()..after];
+        let old_len = before_ctx.len() + removed.len() + after_ctx.len();
+        let new_len = before_ctx.len() + added.len() + after_ctx.len();
+        out.push_str(&format!(
+            "@@ -{},{} +{},{} @@\n",
+            from + 1,
+            old_len,
+            from + 1,
+            new_len
+        ));
+        let mut push = |prefix: char, line: &str| {
+            out.push(prefix);
+            out.push_str(line);
+            if !line.ends_with('\n') {
+                out.push_str("\n\\ No newline at end of file\n");
+            }
+        };
+        before_ctx.iter().for_each(|l| push(' ', l));
+        removed.iter().for_each(|l| push('-', l));
+        added.iter().for_each(|l| push('+', l));
+        after_ctx.iter().for_each(|l| push(' ', l));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn edit(range: Range<usize>, text: &str) -> Edit {
+        Edit {
+            range,
+            text: text.to_string(),
+        }
+    }
+
+    #[test]
+    fn edits_apply_in_order() {
+        let text = "let a = 1;\nlet b = 2;\n";
+        let edits = [edit(4..5, "x"), edit(15..16, "y"), edit(21..21, " // ok")];
+        assert_eq!(apply(text, &edits), "let x = 1;\nlet y = 2; // ok\n");
+    }
+
+    #[test]
+    fn overlap_includes_two_insertions_at_one_point() {
+        assert!(overlaps(&edit(3..3, "a"), &edit(3..3, "b")));
+        assert!(overlaps(&edit(2..6, "a"), &edit(5..8, "b")));
+        assert!(!overlaps(&edit(2..5, "a"), &edit(5..8, "b")));
+        assert!(overlaps(&edit(2..5, "a"), &edit(2..2, "b")));
+    }
+
+    #[test]
+    fn diff_has_context_and_counts() {
+        let old = "1\n2\n3\n4\n5\n6\n7\n8\n";
+        let new = "1\n2\n3\n4\nfive\n6\n7\n8\n";
+        let d = unified_diff("src/a.rs", old, new);
+        assert_eq!(
+            d,
+            "--- a/src/a.rs\n+++ b/src/a.rs\n@@ -2,7 +2,7 @@\n 2\n 3\n 4\n-5\n+five\n 6\n 7\n 8\n"
+        );
+        assert_eq!(unified_diff("x", old, old), "");
+    }
+}
