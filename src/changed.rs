@@ -33,13 +33,51 @@ impl FileSet {
     }
 }
 
-/// A PATH that is a `.rs` file, not a directory: the package around it is linted and
-/// only that file reported, as `--only` would. Returns the directory to lint instead.
-pub fn package_dir_of_file(path: &Path) -> Option<PathBuf> {
-    if !path.is_file() || path.extension().is_none_or(|e| e != "rs") {
-        return None;
+/// The positional paths: at most one directory (or `Cargo.toml`) to lint, and `.rs` files
+/// to report on.
+#[derive(Debug, Default)]
+pub struct NamedPaths {
+    pub dir: Option<PathBuf>,
+    pub files: Vec<PathBuf>,
+}
+
+pub fn split_paths<'a>(paths: impl Iterator<Item = &'a PathBuf>) -> Result<NamedPaths> {
+    let mut named = NamedPaths::default();
+    for p in paths {
+        if is_source_file(p) {
+            named.files.push(p.clone());
+        } else if let Some(first) = &named.dir {
+            bail!(
+                "`{}` and `{}`: give one directory to lint (more paths must be `.rs` files)",
+                first.display(),
+                p.display()
+            );
+        } else {
+            named.dir = Some(p.clone());
+        }
     }
-    let abs = std::path::absolute(path).ok()?;
+    Ok(named)
+}
+
+fn is_source_file(path: &Path) -> bool {
+    path.is_file() && path.extension().is_some_and(|e| e == "rs")
+}
+
+/// Where to look for the packages when only files say it: the directory of the first
+/// file's package (the closest directory above it holding a `Cargo.toml`). Files given as
+/// PATH always say it; `--only` files only when the current directory is inside no package.
+pub fn workspace_dir_for(files: &[PathBuf], only: &[PathBuf]) -> Result<Option<PathBuf>> {
+    let cwd = std::env::current_dir().context("could not read the current directory")?;
+    let from_only = !cwd.ancestors().any(|d| d.join("Cargo.toml").is_file());
+    let candidates = files
+        .iter()
+        .chain(only.iter().filter(|_| from_only))
+        .filter(|f| is_source_file(f));
+    Ok(candidates.map(|f| package_dir(f)).next().flatten())
+}
+
+fn package_dir(file: &Path) -> Option<PathBuf> {
+    let abs = std::path::absolute(file).ok()?;
     let dir = abs.parent()?;
     Some(
         dir.ancestors()

@@ -44,6 +44,11 @@ pub struct Args {
     /// Default: the package or workspace around the current directory.
     pub path: Option<PathBuf>,
 
+    /// More `.rs` files to report on (as `--only`), after PATH: `cargo idem-lint a.rs b.rs`,
+    /// as a pre-commit hook passes them.
+    #[arg(value_name = "FILE", hide = true)]
+    pub more_paths: Vec<PathBuf>,
+
     /// Path to Cargo.toml.
     #[arg(long, value_name = "PATH", conflicts_with = "path")]
     pub manifest_path: Option<PathBuf>,

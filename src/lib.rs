@@ -100,10 +100,16 @@ impl Linted {
 pub fn lint(args: &Args) -> Result<Linted> {
     let mut selection = discovery::Selection::from_args(args);
     let mut only = args.only.clone();
-    // A source file as PATH: its package, reporting that file only.
-    if let Some(dir) = args.path.as_deref().and_then(changed::package_dir_of_file) {
-        only.extend(args.path.clone());
-        selection.path = Some(dir);
+    let named = changed::split_paths(args.path.iter().chain(&args.more_paths))?;
+    selection.path = named.dir;
+    only.extend(named.files.iter().cloned());
+    // Files without a directory: the workspace around the first one (a pre-commit hook at a
+    // monorepo's root). `--only` alone keeps cargo's choice when run inside a package.
+    if selection.path.is_none() && selection.manifest_path.is_none() {
+        if let Some(dir) = changed::workspace_dir_for(&named.files, &args.only)? {
+            selection.path = Some(dir);
+            selection.workspace = selection.packages.is_empty();
+        }
     }
     let mut ws = discovery::discover(&selection)?;
     ws.report_root = args.sarif_root.clone();
