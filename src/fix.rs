@@ -72,10 +72,13 @@ pub fn plan(
             .edits
             .iter()
             .filter(|(at, _)| at.file == first.file)
-            .map(|(at, text)| Edit {
-                range: src.clamp(at.lo as usize)
-                    ..src.clamp(at.hi as usize).max(src.clamp(at.lo as usize)),
-                text: text.clone(),
+            .map(|(at, text)| {
+                let lo = src.clamp(at.lo as usize);
+                let edit = Edit {
+                    range: lo..src.clamp(at.hi as usize).max(lo),
+                    text: text.clone(),
+                };
+                fit_to_chain(&src.text, edit)
             })
             .collect();
         let new: Vec<&Edit> = edits.iter().filter(|e| !plan.edits.contains(e)).collect();
@@ -93,6 +96,30 @@ pub fn plan(
         plan.edits.sort_by_key(|e| (e.range.start, e.range.end));
     }
     files
+}
+
+/// A method call inserted into a chain laid out one call per line (`.role(..)\n    .send()`)
+/// gets a line of its own, indented as the next call, as rustfmt would write it.
+fn fit_to_chain(text: &str, edit: Edit) -> Edit {
+    if !edit.range.is_empty() || !edit.text.starts_with('.') || edit.text.contains('\n') {
+        return edit;
+    }
+    let rest = &text[edit.range.start..];
+    let Some(line_end) = rest.find('\n') else {
+        return edit;
+    };
+    if !rest[..line_end].trim().is_empty() {
+        return edit;
+    }
+    let next = &rest[line_end + 1..];
+    let indent = &next[..next.len() - next.trim_start_matches([' ', '\t']).len()];
+    if !next[indent.len()..].starts_with('.') {
+        return edit;
+    }
+    Edit {
+        text: format!("\n{indent}{}", edit.text),
+        ..edit
+    }
 }
 
 /// Two edits touch the same text, or insert at the same point (their order would be a
@@ -115,6 +142,20 @@ pub fn apply(original: &str, edits: &[Edit]) -> String {
     out
 }
 
+/// The fixed text of a file, or why it is not written: a file that parsed before must
+/// parse after. (One that did not parse is not made worse by edits elsewhere, and its own
+/// parse error is already reported.)
+pub fn fixed_text(plan: &FilePlan) -> Result<String, String> {
+    let new = apply(&plan.original, &plan.edits);
+    if syn::parse_file(&plan.original).is_ok() {
+        if let Err(e) = syn::parse_file(&new) {
+            let at = e.span().start();
+            return Err(format!("{e} at {}:{}", at.line, at.column + 1));
+        }
+    }
+    Ok(new)
+}
+
 /// Applies (or, with `--diff`, prints) the fixes; the exit code counts the findings at
 /// deny that were not fixed.
 pub fn run(args: &Args, linted: &Linted) -> Result<Outcome> {
@@ -129,12 +170,10 @@ pub fn run(args: &Args, linted: &Linted) -> Result<Outcome> {
         if plan.edits.is_empty() {
             continue;
         }
-        let new = apply(&plan.original, &plan.edits);
         let shown = crate::emit::relative_path(path, &linted.cwd);
-        // A file that parsed before must parse after; one that did not is not made worse
-        // by edits elsewhere, and its own parse error is already reported.
-        if syn::parse_file(&plan.original).is_ok() {
-            if let Err(e) = syn::parse_file(&new) {
+        let new = match fixed_text(plan) {
+            Ok(new) => new,
+            Err(e) => {
                 stderr_line(&format!(
                     "warning: {shown}: not fixed: the fixed text would not parse ({e}); {} suggestion{} left out",
                     plan.fixed,
@@ -142,7 +181,7 @@ pub fn run(args: &Args, linted: &Linted) -> Result<Outcome> {
                 ));
                 continue;
             }
-        }
+        };
         if args.diff {
             out.write_all(unified_diff(&shown, &plan.original, &new).as_bytes())?;
         } else {
@@ -187,55 +226,47 @@ fn lines(text: &str) -> Vec<&str> {
     text.split_inclusive('\n').collect()
 }
 
-/// A unified diff (`--- a/path`, `+++ b/path`, hunks with 3 lines of context) of `old`
-/// and `new`, which differ in the lines the edits touched.
+/// A unified diff (`--- a/path`, `+++ b/path`) of `old` and `new`: one hunk from the first
+/// to the last changed line with 3 lines of context around it. The fixes of one run are
+/// few and each is small, so one hunk per file reads well; a finer split would need a real
+/// diff algorithm for no gain here.
 pub fn unified_diff(path: &str, old: &str, new: &str) -> String {
     const CONTEXT: usize = 3;
     let (a, b) = (lines(old), lines(new));
-    // Common head and tail; the lines between changed. Edits are few and close together
-    // in practice; a finer hunk split would need a real diff algorithm for no gain here.
     let head = a.iter().zip(&b).take_while(|(x, y)| x == y).count();
+    if head == a.len() && head == b.len() {
+        return String::new();
+    }
     let tail = a[head..]
         .iter()
         .rev()
         .zip(b[head..].iter().rev())
         .take_while(|(x, y)| x == y)
         .count();
-    if head == a.len() && head == b.len() {
-        return String::new();
-    }
-    let mut hunks = Vec::new();
-    // Each maximal changed region, split where unchanged runs are long enough, found by
-    // walking both sides in step through the middle.
-    let (a_mid, b_mid) = (&a[head..a.len() - tail], &b[head..b.len() - tail]);
-    hunks.push((head, a_mid, b_mid));
+    let removed = &a[head..a.len() - tail];
+    let added = &b[head..b.len() - tail];
+    let from = head.saturating_sub(CONTEXT);
+    let before = &a[from..head];
+    let after = &a[a.len() - tail..(a.len() - tail + CONTEXT).min(a.len())];
     let mut out = format!("--- a/{path}\n+++ b/{path}\n");
-    for (start, removed, added) in hunks {
-        let from = start.saturating_sub(CONTEXT);
-        let after = (start + removed.len() + CONTEXT).min(a.len());
-        let before_ctx = &a[from..start];
-        let after_ctx = &a[start + removed.len()..after];
-        let old_len = before_ctx.len() + removed.len() + after_ctx.len();
-        let new_len = before_ctx.len() + added.len() + after_ctx.len();
-        out.push_str(&format!(
-            "@@ -{},{} +{},{} @@\n",
-            from + 1,
-            old_len,
-            from + 1,
-            new_len
-        ));
-        let mut push = |prefix: char, line: &str| {
-            out.push(prefix);
-            out.push_str(line);
-            if !line.ends_with('\n') {
-                out.push_str("\n\\ No newline at end of file\n");
-            }
-        };
-        before_ctx.iter().for_each(|l| push(' ', l));
-        removed.iter().for_each(|l| push('-', l));
-        added.iter().for_each(|l| push('+', l));
-        after_ctx.iter().for_each(|l| push(' ', l));
-    }
+    out.push_str(&format!(
+        "@@ -{},{} +{},{} @@\n",
+        from + 1,
+        before.len() + removed.len() + after.len(),
+        from + 1,
+        before.len() + added.len() + after.len()
+    ));
+    let mut push = |prefix: char, line: &str| {
+        out.push(prefix);
+        out.push_str(line);
+        if !line.ends_with('\n') {
+            out.push_str("\n\\ No newline at end of file\n");
+        }
+    };
+    before.iter().for_each(|l| push(' ', l));
+    removed.iter().for_each(|l| push('-', l));
+    added.iter().for_each(|l| push('+', l));
+    after.iter().for_each(|l| push(' ', l));
     out
 }
 
@@ -255,6 +286,20 @@ mod tests {
         let text = "let a = 1;\nlet b = 2;\n";
         let edits = [edit(4..5, "x"), edit(15..16, "y"), edit(21..21, " // ok")];
         assert_eq!(apply(text, &edits), "let x = 1;\nlet y = 2; // ok\n");
+    }
+
+    #[test]
+    fn a_call_inserted_into_a_laid_out_chain_gets_its_own_line() {
+        let text = "c.op()\n    .role(r)\n    .send()";
+        let at = text.find(".send").unwrap() - "\n    ".len();
+        let e = fit_to_chain(text, edit(at..at, ".token(k)"));
+        assert_eq!(
+            apply(text, &[e]),
+            "c.op()\n    .role(r)\n    .token(k)\n    .send()"
+        );
+        let one_line = "c.op().send()";
+        let e = fit_to_chain(one_line, edit(6..6, ".token(k)"));
+        assert_eq!(apply(one_line, &[e]), "c.op().token(k).send()");
     }
 
     #[test]
