@@ -98,13 +98,27 @@ pub fn plan(
     files
 }
 
-/// A method call inserted into a chain laid out one call per line (`.role(..)\n    .send()`)
-/// gets a line of its own, indented as the next call, as rustfmt would write it.
+/// An inserted method call or attribute laid out as rustfmt would: a call inserted at the
+/// end of a line of a chain written one call per line (`.role(..)\n    .send()`) and an
+/// attribute inserted after the last attribute of an item get a line of their own with the
+/// next line's indentation; an attribute inserted at the start of an item's line is
+/// followed by a line break with that line's indentation.
 fn fit_to_chain(text: &str, edit: Edit) -> Edit {
-    if !edit.range.is_empty() || !edit.text.starts_with('.') || edit.text.contains('\n') {
+    let is_call = edit.text.starts_with('.');
+    let is_attr = edit.text.starts_with("#[");
+    if !edit.range.is_empty() || !(is_call || is_attr) || edit.text.contains('\n') {
         return edit;
     }
-    let rest = &text[edit.range.start..];
+    let at = edit.range.start;
+    let line_start = text[..at].rfind('\n').map_or(0, |i| i + 1);
+    let before = &text[line_start..at];
+    if is_attr && before.trim().is_empty() {
+        return Edit {
+            text: format!("{}\n{before}", edit.text),
+            ..edit
+        };
+    }
+    let rest = &text[at..];
     let Some(line_end) = rest.find('\n') else {
         return edit;
     };
@@ -113,7 +127,7 @@ fn fit_to_chain(text: &str, edit: Edit) -> Edit {
     }
     let next = &rest[line_end + 1..];
     let indent = &next[..next.len() - next.trim_start_matches([' ', '\t']).len()];
-    if !next[indent.len()..].starts_with('.') {
+    if is_call && !next[indent.len()..].starts_with('.') {
         return edit;
     }
     Edit {
@@ -297,6 +311,16 @@ mod tests {
             apply(text, &[e]),
             "c.op()\n    .role(r)\n    .token(k)\n    .send()"
         );
+        let doc = "    /// Resends.\n    pub fn resend() {}\n";
+        let at = doc.find('\n').unwrap();
+        let e = fit_to_chain(doc, edit(at..at, "#[x]"));
+        assert_eq!(
+            apply(doc, &[e]),
+            "    /// Resends.\n    #[x]\n    pub fn resend() {}\n"
+        );
+        let bare = "    pub fn resend() {}\n";
+        let e = fit_to_chain(bare, edit(4..4, "#[x]"));
+        assert_eq!(apply(bare, &[e]), "    #[x]\n    pub fn resend() {}\n");
         let one_line = "c.op().send()";
         let e = fit_to_chain(one_line, edit(6..6, ".token(k)"));
         assert_eq!(apply(one_line, &[e]), "c.op().token(k).send()");

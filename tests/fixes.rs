@@ -209,3 +209,37 @@ fn a_fix_that_breaks_the_parse_is_not_written() {
     // The unclosed brace is found at the end of the file.
     assert!(err.ends_with(" at 3:1"), "{err}");
 }
+
+#[test]
+fn the_unguarded_entry_point_is_offered_the_guard_attribute_with_a_store_placeholder() {
+    let demo = common::repo().join("fixtures/demo");
+    let out = run_in(&demo, &["--message-format", "json"]);
+    let m = out
+        .messages()
+        .into_iter()
+        .find(|m| m["message"]["code"]["code"] == "idem::unguarded_entry_point")
+        .expect("the demo's unguarded entry point");
+    let fix = m["message"]["children"]
+        .as_array()
+        .expect("children")
+        .iter()
+        .flat_map(|c| c["spans"].as_array().cloned().unwrap_or_default())
+        .find(|s| !s["suggested_replacement"].is_null())
+        .expect("a suggestion");
+    assert_eq!(
+        fix["suggested_replacement"],
+        "#[idempotent(key = ready.event_id, store = /* store */)]"
+    );
+    assert_eq!(fix["suggestion_applicability"], "HasPlaceholders");
+    // After the doc comment of `admin_resend`, the line above the fn.
+    let notify = read(&demo.join("src/notify.rs"));
+    let at = fix["byte_start"].as_u64().expect("byte_start") as usize;
+    assert!(
+        notify[..at].ends_with("double click mails twice."),
+        "{}",
+        &notify[..at]
+    );
+    assert!(notify[at..]
+        .trim_start()
+        .starts_with("pub async fn admin_resend"));
+}
