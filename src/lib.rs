@@ -2,7 +2,9 @@
 //!
 //! The pipeline, one room each: [`cli`] arguments → [`discovery`] of packages and targets →
 //! [`config`] and [`levels`] → [`parse`] (parallel, per-file time budget) → [`report`] (lints,
-//! levels, [`suppress`]ion comments) → [`emit`] in the chosen format. [`run`] strings them
+//! levels, [`suppress`]ion comments) → [`changed`] files and the [`baseline`] filter what
+//! is reported → [`emit`] in the chosen format, or [`fix`] applies the suggestions.
+//! [`with_check`] runs cargo's check before all that for rust-analyzer. [`run`] strings them
 //! together for `main`; tests and benchmarks call the rooms directly.
 
 pub mod baseline;
