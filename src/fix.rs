@@ -59,7 +59,8 @@ pub fn plan(
         let Some(s) = f.diag.suggestions.iter().find(|s| accept(s.applicability)) else {
             continue;
         };
-        let Some((first, _)) = s.edits.first() else {
+        let concrete = s.concrete_edits(&|file| &report.source(f.package, file).text);
+        let Some((first, _)) = concrete.first() else {
             continue;
         };
         // Every edit of a suggestion lies in one file (the lints build them so).
@@ -68,8 +69,7 @@ pub fn plan(
             original: src.text.clone(),
             ..FilePlan::default()
         });
-        let edits: Vec<Edit> = s
-            .edits
+        let edits: Vec<Edit> = concrete
             .iter()
             .filter(|(at, _)| at.file == first.file)
             .map(|(at, text)| {

@@ -265,7 +265,12 @@ fn to_codespan(input: &Input, f: &Finding) -> (View, CsDiagnostic<usize>) {
             .iter()
             .map(|(_, text)| format!("`{}`", esc(text)))
             .collect();
-        notes.push(format!("help: {}: {}", esc(&s.message), edits.join(", ")));
+        // A move (no replacement text of its own) is said by its message alone.
+        notes.push(if edits.is_empty() {
+            format!("help: {}", esc(&s.message))
+        } else {
+            format!("help: {}: {}", esc(&s.message), edits.join(", "))
+        });
     }
     notes.push(format!(
         "for more information, run `cargo idem-lint --explain {}`",

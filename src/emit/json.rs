@@ -117,7 +117,7 @@ fn message(input: &Input, f: &Finding) -> Value {
     // Like rustc, a suggestion is a `help` child whose spans carry the replacement text.
     children.extend(d.suggestions.iter().map(|s| {
         let spans = s
-            .edits
+            .concrete_edits(&|file| &input.source(f, file).text)
             .iter()
             .map(|(at, text)| {
                 span_json(
