@@ -54,6 +54,9 @@ pub fn run(args: &Args) -> Result<Outcome> {
         info::list(&config.workspace_levels(&args.level_flags)?).or_else(quiet_broken_pipe)?;
         return Ok(Outcome::Clean);
     }
+    if args.unsafe_fixes && !(args.fix || args.diff) {
+        anyhow::bail!("`--unsafe-fixes` goes with `--fix` or `--diff`");
+    }
     if let Some(kind) = args.with_check {
         return with_check::run(args, kind);
     }

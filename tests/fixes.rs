@@ -243,3 +243,9 @@ fn the_unguarded_entry_point_is_offered_the_guard_attribute_with_a_store_placeho
         .trim_start()
         .starts_with("pub async fn admin_resend"));
 }
+
+#[test]
+fn unsafe_fixes_alone_is_a_usage_error() {
+    run_in(&common::repo(), &["fixtures/demo", "--unsafe-fixes"])
+        .assert_one_line_error("`--unsafe-fixes` goes with `--fix` or `--diff`");
+}
