@@ -192,6 +192,22 @@ impl Diagnostic {
         self
     }
 
+    /// Suggests several edits made together.
+    pub fn suggest_edits(
+        &mut self,
+        message: impl Into<String>,
+        edits: Vec<(Span, String)>,
+        applicability: Applicability,
+    ) -> &mut Self {
+        self.suggestions.push(Suggestion {
+            message: message.into(),
+            edits,
+            moves: Vec::new(),
+            applicability,
+        });
+        self
+    }
+
     /// Suggests moving a statement (see [`Move`]).
     pub fn suggest_move(
         &mut self,
