@@ -106,8 +106,25 @@ pub fn run(args: &Args, kind: CheckKind) -> Result<Outcome> {
     }
     let stdout = io::stdout();
     let mut out = stdout.lock();
-    let cargo_ok = stream_cargo(kind, &args.check_args, &mut out)?;
-    let ours = lint_messages(args, &mut out);
+    // The lints only read sources, so they run while cargo compiles; their lines wait in
+    // a buffer and follow cargo's, as rust-analyzer reads one stream in order.
+    let (cargo_ok, ours, buffered) = std::thread::scope(|scope| {
+        let lints = scope.spawn(|| {
+            let mut buf = Vec::new();
+            let ours = lint_messages(args, &mut buf);
+            (ours, buf)
+        });
+        let cargo_ok = stream_cargo(kind, &args.check_args, &mut out);
+        let (ours, buf) = lints.join().unwrap_or_else(|_| {
+            (
+                Err(anyhow::anyhow!("the lints stopped unexpectedly")),
+                Vec::new(),
+            )
+        });
+        (cargo_ok, ours, buf)
+    });
+    let cargo_ok = cargo_ok?;
+    out.write_all(&buffered)?;
     let ours_ok = matches!(ours, Ok(false));
     json::build_finished(cargo_ok && ours_ok, &mut out)?;
     out.flush().context("could not write the output")?;
