@@ -17,6 +17,15 @@ pub enum MessageFormat {
     Json,
     /// SARIF 2.1.0, for code scanning
     Sarif,
+    /// GitHub Actions workflow commands (`::warning file=..::message`), one per finding
+    Github,
+}
+
+/// The cargo command `--with-check` runs before the lints (for rust-analyzer).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CheckKind {
+    Check,
+    Clippy,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -35,6 +44,11 @@ pub struct Args {
     /// Default: the package or workspace around the current directory.
     pub path: Option<PathBuf>,
 
+    /// More `.rs` files to report on (as `--only`), after PATH: `cargo idem-lint a.rs b.rs`,
+    /// as a pre-commit hook passes them.
+    #[arg(value_name = "FILE", hide = true)]
+    pub more_paths: Vec<PathBuf>,
+
     /// Path to Cargo.toml.
     #[arg(long, value_name = "PATH", conflicts_with = "path")]
     pub manifest_path: Option<PathBuf>,
@@ -50,8 +64,10 @@ pub struct Args {
     #[arg(long, value_enum, value_name = "FMT", default_value = "human")]
     pub message_format: MessageFormat,
 
-    #[arg(long, value_enum, value_name = "WHEN", default_value = "auto")]
-    pub color: ColorChoice,
+    /// Color of human output. Default: `CARGO_TERM_COLOR`, else `auto` (on a terminal,
+    /// unless `NO_COLOR` is set).
+    #[arg(long, value_enum, value_name = "WHEN")]
+    pub color: Option<ColorChoice>,
 
     /// Set LINT to allow (repeatable).
     #[arg(short = 'A', long = "allow", value_name = "LINT")]
@@ -78,6 +94,50 @@ pub struct Args {
     #[arg(long)]
     pub list: bool,
 
+    /// Report only the findings in these files; the whole package is analysed as usual.
+    #[arg(long, value_name = "FILE", num_args = 1..)]
+    pub only: Vec<PathBuf>,
+
+    /// Report only the findings in files changed since GIT_REF (`git diff GIT_REF`, plus
+    /// untracked files).
+    #[arg(long, value_name = "GIT_REF")]
+    pub changed_since: Option<String>,
+
+    /// Report only findings not recorded in this baseline file.
+    #[arg(long, value_name = "FILE")]
+    pub baseline: Option<PathBuf>,
+
+    /// Record today's findings in FILE (then report none of them).
+    #[arg(long, value_name = "FILE", conflicts_with = "baseline")]
+    pub write_baseline: Option<PathBuf>,
+
+    /// The directory SARIF URIs and GitHub annotations are relative to (default: the
+    /// repository root, the closest directory above the workspace holding `.git`).
+    #[arg(long, value_name = "DIR")]
+    pub sarif_root: Option<PathBuf>,
+
+    /// Apply the machine-applicable suggestions in place.
+    #[arg(long)]
+    pub fix: bool,
+
+    /// With `--fix` or `--diff`: also apply the suggestions that may be incorrect.
+    #[arg(long)]
+    pub unsafe_fixes: bool,
+
+    /// Print what `--fix` would change as a unified diff, and change nothing.
+    #[arg(long, conflicts_with = "fix")]
+    pub diff: bool,
+
+    /// Run `cargo check` or `cargo clippy` first and stream its JSON lines, then ours, then
+    /// one `build-finished` (for rust-analyzer's `check.overrideCommand`). Arguments this
+    /// command does not know are passed to cargo.
+    #[arg(long, value_enum, value_name = "CHECK")]
+    pub with_check: Option<CheckKind>,
+
+    /// The arguments `--with-check` passes to cargo.
+    #[arg(skip)]
+    pub check_args: Vec<OsString>,
+
     /// The -A/-W/-D flags in the order given (later ones win).
     #[arg(skip)]
     pub level_flags: Vec<LevelFlag>,
@@ -91,8 +151,16 @@ impl Args {
         if argv.get(1).is_some_and(|a| a == "idem-lint") {
             argv.remove(1);
         }
+        let mut check_args = Vec::new();
+        if argv
+            .iter()
+            .any(|a| a.to_string_lossy().starts_with("--with-check"))
+        {
+            (argv, check_args) = crate::with_check::split_args(&Args::command(), argv);
+        }
         let matches = Args::command().try_get_matches_from(argv)?;
         let mut args = Args::from_arg_matches(&matches)?;
+        args.check_args = check_args;
         args.level_flags = ordered_level_flags(&matches);
         Ok(args)
     }

@@ -2,13 +2,18 @@
 //!
 //! The pipeline, one room each: [`cli`] arguments → [`discovery`] of packages and targets →
 //! [`config`] and [`levels`] → [`parse`] (parallel, per-file time budget) → [`report`] (lints,
-//! levels, [`suppress`]ion comments) → [`emit`] in the chosen format. [`run`] strings them
+//! levels, [`suppress`]ion comments) → [`changed`] files and the [`baseline`] filter what
+//! is reported → [`emit`] in the chosen format, or [`fix`] applies the suggestions.
+//! [`with_check`] runs cargo's check before all that for rust-analyzer. [`run`] strings them
 //! together for `main`; tests and benchmarks call the rooms directly.
 
+pub mod baseline;
+pub mod changed;
 pub mod cli;
 pub mod config;
 pub mod discovery;
 pub mod emit;
+pub mod fix;
 mod info;
 pub mod levels;
 pub mod parse;
@@ -16,6 +21,7 @@ pub mod report;
 pub mod source;
 pub mod suppress;
 pub mod uri;
+pub mod with_check;
 
 use anyhow::{Context, Result};
 use cli::Args;
@@ -48,10 +54,82 @@ pub fn run(args: &Args) -> Result<Outcome> {
         info::list(&config.workspace_levels(&args.level_flags)?).or_else(quiet_broken_pipe)?;
         return Ok(Outcome::Clean);
     }
-    let ws = discovery::discover(&selection)?;
+    if args.unsafe_fixes && !(args.fix || args.diff) {
+        anyhow::bail!("`--unsafe-fixes` goes with `--fix` or `--diff`");
+    }
+    if let Some(kind) = args.with_check {
+        return with_check::run(args, kind);
+    }
+    let linted = lint(args)?;
+    if args.fix || args.diff {
+        return fix::run(args, &linted);
+    }
+    let input = linted.input();
+    match emit::emit_stdout(args.message_format, args.color, &input) {
+        Ok(()) => {}
+        // A closed pipe (`| head`) is the reader's choice, not an error.
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
+        Err(e) => return Err(e).context("could not write the output"),
+    }
+    if args.message_format != cli::MessageFormat::Human {
+        if let Some(b) = &linted.report.baseline {
+            stderr_line(&format!("note: {}", b.describe()));
+        }
+    }
+    Ok(if linted.report.has_errors() {
+        Outcome::Denied
+    } else {
+        Outcome::Clean
+    })
+}
+
+/// A finished lint run: what the emitters read.
+pub struct Linted {
+    pub ws: discovery::Workspace,
+    pub report: report::Report,
+    pub cwd: std::path::PathBuf,
+}
+
+impl Linted {
+    pub fn input(&self) -> emit::Input<'_> {
+        emit::Input {
+            ws: &self.ws,
+            report: &self.report,
+            cwd: &self.cwd,
+        }
+    }
+}
+
+/// Discovers, configures and lints what `args` selects, prints the warnings met on the
+/// way, and keeps the findings `--only`, `--changed-since` and the baseline let through.
+pub fn lint(args: &Args) -> Result<Linted> {
+    let mut selection = discovery::Selection::from_args(args);
+    let mut only = args.only.clone();
+    let named = changed::split_paths(args.path.iter().chain(&args.more_paths))?;
+    selection.path = named.dir;
+    only.extend(named.files.iter().cloned());
+    // Files without a directory: the workspace around the first one (a pre-commit hook at a
+    // monorepo's root). `--only` alone keeps cargo's choice when run inside a package.
+    if selection.path.is_none() && selection.manifest_path.is_none() {
+        if let Some(dir) = changed::workspace_dir_for(&named.files, &args.only)? {
+            selection.path = Some(dir);
+            selection.workspace = selection.packages.is_empty();
+        }
+    }
+    let mut ws = discovery::discover(&selection)?;
+    ws.report_root = args.sarif_root.clone();
+    lint_workspace(args, ws, &only)
+}
+
+/// [`lint`] after discovery.
+pub fn lint_workspace(
+    args: &Args,
+    ws: discovery::Workspace,
+    only: &[std::path::PathBuf],
+) -> Result<Linted> {
     let config = config::Config::load(&ws)?;
     let opts = parse_options(args, &config);
-    let report = report::check(&ws, &opts, &config, &args.level_flags)?;
+    let mut report = report::check(&ws, &opts, &config, &args.level_flags)?;
     let cwd = std::env::current_dir().context("could not read the current directory")?;
     for w in &ws.warnings {
         stderr_line(&format!("warning: {w}"));
@@ -65,22 +143,29 @@ pub fn run(args: &Args) -> Result<Outcome> {
             w.warning.message
         ));
     }
-    let input = emit::Input {
-        ws: &ws,
-        report: &report,
-        cwd: &cwd,
-    };
-    match emit::emit_stdout(args.message_format, args.color, &input) {
-        Ok(()) => {}
-        // A closed pipe (`| head`) is the reader's choice, not an error.
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
-        Err(e) => return Err(e).context("could not write the output"),
+    let files = changed::selected_files(
+        only,
+        args.changed_since.as_deref(),
+        &cwd,
+        &ws.root,
+        &mut |w| stderr_line(&format!("warning: {w}")),
+    )?;
+    if let Some(files) = &files {
+        changed::retain(&mut report, files);
     }
-    Ok(if report.has_errors() {
-        Outcome::Denied
-    } else {
-        Outcome::Clean
-    })
+    let in_scope = |p: &std::path::Path| files.as_ref().is_none_or(|f| f.contains(p));
+    if let Some(path) = &args.write_baseline {
+        baseline::write(&report, &ws.root, path)?;
+        stderr_line(&format!(
+            "note: wrote {} findings to the baseline `{}`",
+            report.findings.len(),
+            path.display()
+        ));
+    }
+    if let Some(path) = args.baseline.as_ref().or(args.write_baseline.as_ref()) {
+        report.baseline = Some(baseline::apply(&mut report, &ws.root, path, &in_scope)?);
+    }
+    Ok(Linted { ws, report, cwd })
 }
 
 /// Writes one line to stderr. A stderr that cannot be written (`2>/dev/full`, a closed

@@ -33,6 +33,8 @@ pub struct Report {
     /// Sorted by package, file path and position.
     pub findings: Vec<Finding>,
     pub warnings: Vec<FileWarning>,
+    /// What `--baseline` hid, when one was applied.
+    pub baseline: Option<crate::baseline::Summary>,
 }
 
 impl Report {
@@ -79,6 +81,7 @@ pub fn check(
         packages: loaded,
         findings,
         warnings,
+        baseline: None,
     })
 }
 

@@ -72,9 +72,10 @@ fn fixture_output_validates_and_lists_every_lint() {
     let r = results
         .iter()
         .find(|r| {
-            r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "src/broken.rs"
+            r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+                == "fixtures/parse_errors/src/broken.rs"
         })
-        .expect("a result in src/broken.rs, relative to the workspace root");
+        .expect("a result in fixtures/parse_errors/src/broken.rs, relative to the repository root");
     assert_eq!(r["ruleId"], "idem::parse_error");
     assert_eq!(r["ruleIndex"], 0);
     assert_eq!(r["level"], "warning");
@@ -82,15 +83,18 @@ fn fixture_output_validates_and_lists_every_lint() {
     assert_eq!(loc["artifactLocation"]["uriBaseId"], "%SRCROOT%");
     assert_eq!(loc["region"]["startLine"], 2);
     assert_eq!(loc["region"]["startColumn"], 13);
-    assert!(r["partialFingerprints"]["idemLint/v1"]
+    // 16 hex digits of hash, then the occurrence index of that hash in the run.
+    assert!(r["partialFingerprints"]["idemLint/v2"]
         .as_str()
-        .is_some_and(|f| f.len() == 16));
+        .is_some_and(|f| f.len() == 18 && f.ends_with(":1")));
     let base = run["originalUriBaseIds"]["%SRCROOT%"]["uri"]
         .as_str()
         .expect("base uri");
-    assert!(
-        base.starts_with("file:///") && base.ends_with("/parse_errors/"),
-        "{base}"
+    let repo = common::repo().canonicalize().expect("canonical");
+    assert_eq!(
+        base,
+        format!("file://{}/", repo.display()),
+        "the repository root"
     );
 }
 
@@ -120,7 +124,7 @@ fn fingerprints_ignore_line_numbers() {
         let doc: Value = serde_json::from_str(&out.stdout).expect("JSON");
         let r = &doc["runs"][0]["results"][0];
         (
-            r["partialFingerprints"]["idemLint/v1"]
+            r["partialFingerprints"]["idemLint/v2"]
                 .as_str()
                 .expect("fingerprint")
                 .to_string(),

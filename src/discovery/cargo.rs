@@ -44,6 +44,7 @@ pub(super) fn discover(manifest: Option<&Path>, sel: &Selection) -> Result<Works
         root,
         root_manifest: root_manifest.is_file().then_some(root_manifest),
         unselected,
+        report_root: None,
         packages: selected
             .into_iter()
             .map(package_spec)

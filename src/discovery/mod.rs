@@ -53,6 +53,9 @@ pub struct Workspace {
     /// Workspace members not selected (a root package's manifest selects that package, as
     /// cargo does): the summary says they were not read.
     pub unselected: Vec<String>,
+    /// `--sarif-root`: what SARIF URIs and GitHub annotations are relative to, instead of
+    /// the repository root (see `emit::repository_root`).
+    pub report_root: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone)]

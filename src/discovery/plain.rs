@@ -59,6 +59,7 @@ pub(super) fn discover(dir: &Path) -> Result<Workspace> {
         root: root.clone(),
         root_manifest: None,
         unselected: Vec::new(),
+        report_root: None,
         packages: vec![PackageSpec {
             id: format!(
                 "path+file://{}#{}@0.0.0",

@@ -174,6 +174,12 @@ pub fn emit(input: &Input, out: &mut dyn WriteColor) -> io::Result<()> {
         term::emit_to_write_style(out, &config, &view, &diag).map_err(files_error)?;
     }
     summary(input, out)?;
+    if let Some(b) = &input.report.baseline {
+        let diag: CsDiagnostic<usize> =
+            CsDiagnostic::new(Severity::Note).with_message(b.describe());
+        let none = View { files: Vec::new() };
+        term::emit_to_write_style(out, &rustc_like(), &none, &diag).map_err(files_error)?;
+    }
     unselected_members(input, out)
 }
 
@@ -259,7 +265,12 @@ fn to_codespan(input: &Input, f: &Finding) -> (View, CsDiagnostic<usize>) {
             .iter()
             .map(|(_, text)| format!("`{}`", esc(text)))
             .collect();
-        notes.push(format!("help: {}: {}", esc(&s.message), edits.join(", ")));
+        // A move (no replacement text of its own) is said by its message alone.
+        notes.push(if edits.is_empty() {
+            format!("help: {}", esc(&s.message))
+        } else {
+            format!("help: {}: {}", esc(&s.message), edits.join(", "))
+        });
     }
     notes.push(format!(
         "for more information, run `cargo idem-lint --explain {}`",

@@ -10,14 +10,71 @@ use serde_json::{json, Value};
 use std::io::{self, Write};
 
 pub fn emit(input: &Input, out: &mut dyn Write) -> io::Result<()> {
+    emit_messages(input, out)?;
+    build_finished(!input.report.has_errors(), out)
+}
+
+/// The `compiler-message` lines, without `build-finished` (`--with-check` writes one for
+/// cargo's output and ours together).
+pub fn emit_messages(input: &Input, out: &mut dyn Write) -> io::Result<()> {
     for f in &input.report.findings {
-        let line = message(input, f);
-        serde_json::to_writer(&mut *out, &line)?;
-        out.write_all(b"\n")?;
+        write_line(&message(input, f), out)?;
     }
-    let done = json!({"reason": "build-finished", "success": !input.report.has_errors()});
-    serde_json::to_writer(&mut *out, &done)?;
+    Ok(())
+}
+
+/// The last line, as cargo ends.
+pub fn build_finished(success: bool, out: &mut dyn Write) -> io::Result<()> {
+    write_line(
+        &json!({"reason": "build-finished", "success": success}),
+        out,
+    )
+}
+
+pub fn write_line(value: &Value, out: &mut dyn Write) -> io::Result<()> {
+    serde_json::to_writer(&mut *out, value)?;
     out.write_all(b"\n")
+}
+
+/// A config error (`file:line:col: message`) as a `compiler-message` on the config file,
+/// attributed to `package`'s first target, so an editor shows it where it is instead of
+/// in a status bar.
+pub fn config_error(
+    package: &crate::discovery::PackageSpec,
+    file: &SourceFile,
+    line: usize,
+    column: usize,
+    message: &str,
+) -> Value {
+    let line_index = line
+        .saturating_sub(1)
+        .min(file.line_count().saturating_sub(1));
+    let range = file.line_range(line_index);
+    let at = file.text[range.clone()]
+        .char_indices()
+        .nth(column.saturating_sub(1))
+        .map_or(range.end, |(i, _)| range.start + i);
+    let lo = idem_lints::model::FileId(0);
+    let span = Span::new(lo, at as u32, (at + 1).min(range.end).max(at) as u32);
+    let rendered = format!(
+        "error[idem::config]: {message}\n --> {}:{line}:{column}\n",
+        file.path.display()
+    );
+    json!({
+        "reason": "compiler-message",
+        "package_id": package.id,
+        "manifest_path": package.manifest_path.to_string_lossy(),
+        "target": package.targets.first().map_or(Value::Null, |t| t.json.clone()),
+        "message": {
+            "$message_type": "diagnostic",
+            "message": message,
+            "code": {"code": "idem::config", "explanation": null},
+            "level": "error",
+            "spans": [span_json(file, span, true, Some("in this configuration"), None)],
+            "children": [],
+            "rendered": rendered,
+        },
+    })
 }
 
 fn message(input: &Input, f: &Finding) -> Value {
@@ -60,7 +117,7 @@ fn message(input: &Input, f: &Finding) -> Value {
     // Like rustc, a suggestion is a `help` child whose spans carry the replacement text.
     children.extend(d.suggestions.iter().map(|s| {
         let spans = s
-            .edits
+            .concrete_edits(&|file| &input.source(f, file).text)
             .iter()
             .map(|(at, text)| {
                 span_json(

@@ -1,13 +1,20 @@
 //! SARIF 2.1.0 for code scanning: every lint as a rule, every finding as a result with a
 //! region and a fingerprint that survives edits elsewhere in the file.
+//!
+//! URIs are relative to the repository root (see [`super::repository_root`]), not the cargo
+//! workspace: GitHub's upload ignores `uriBaseId` and resolves a URI against the checkout,
+//! so in a monorepo (`repo/rust-svc/Cargo.toml`) a workspace-relative URI names a file that
+//! does not exist.
 
-use super::{relative_path, Input};
+use super::fingerprint::{hash_parts, normalize};
+use super::{relative_path, repository_root, Input};
 use crate::report::Finding;
 use crate::source::SourceFile;
 use crate::uri::{file_uri, lexically_normal, uri_path};
 use idem_lints::model::Span;
 use idem_lints::{Level, Lint};
 use serde_json::{json, Value};
+use std::collections::HashMap;
 use std::io::{self, Write};
 use std::path::Path;
 
@@ -16,23 +23,36 @@ const SCHEMA: &str = "https://json.schemastore.org/sarif-2.1.0.json";
 pub fn emit(input: &Input, out: &mut dyn Write) -> io::Result<()> {
     let lints = idem_lints::lints::ALL;
     let rules: Vec<Value> = lints.iter().map(|l| rule(l)).collect();
+    let root = repository_root(input.ws);
+    // Identical flagged lines in one file get one hash; the occurrence index (as GitHub
+    // adds to its own fingerprints) keeps their results apart.
+    let mut seen: HashMap<String, usize> = HashMap::new();
     let results: Vec<Value> = input
         .report
         .findings
         .iter()
-        .map(|f| result(input, f, lints))
+        .map(|f| {
+            let src = input.source(f, f.diag.span.file);
+            let hash = line_hash(f, src, &root);
+            let n = seen.entry(hash.clone()).or_insert(0);
+            *n += 1;
+            result(input, f, lints, &root, format!("{hash}:{n}"))
+        })
         .collect();
-    let root_uri = format!("{}/", file_uri(&input.ws.root));
+    let root_uri = format!("{}/", file_uri(&root));
+    let mut driver = json!({
+        "name": "idem-lint",
+        "version": env!("CARGO_PKG_VERSION"),
+        "rules": rules,
+    });
+    if let Some(uri) = information_uri() {
+        driver["informationUri"] = json!(uri);
+    }
     let doc = json!({
         "$schema": SCHEMA,
         "version": "2.1.0",
         "runs": [{
-            "tool": {"driver": {
-                "name": "idem-lint",
-                "informationUri": "https://github.com/idem-lint/idem-lint",
-                "version": env!("CARGO_PKG_VERSION"),
-                "rules": rules,
-            }},
+            "tool": {"driver": driver},
             "originalUriBaseIds": {"%SRCROOT%": {"uri": root_uri}},
             // Columns and char offsets below count Unicode code points, as rustc's do.
             "columnKind": "unicodeCodePoints",
@@ -41,6 +61,14 @@ pub fn emit(input: &Input, out: &mut dyn Write) -> io::Result<()> {
     });
     serde_json::to_writer_pretty(&mut *out, &doc)?;
     out.write_all(b"\n")
+}
+
+/// The tool's `repository`, else its `homepage`, from its own `Cargo.toml`; none when
+/// neither is set (a made-up address would send readers nowhere).
+fn information_uri() -> Option<&'static str> {
+    [env!("CARGO_PKG_REPOSITORY"), env!("CARGO_PKG_HOMEPAGE")]
+        .into_iter()
+        .find(|u| !u.is_empty())
 }
 
 fn sarif_level(level: Level) -> &'static str {
@@ -78,15 +106,15 @@ fn first_paragraph(docs: &str) -> String {
         .to_string()
 }
 
-fn result(input: &Input, f: &Finding, lints: &[&Lint]) -> Value {
+fn result(input: &Input, f: &Finding, lints: &[&Lint], root: &Path, fingerprint: String) -> Value {
     let d = &f.diag;
     let src = input.source(f, d.span.file);
     let mut value = json!({
         "ruleId": d.lint.code(),
         "level": sarif_level(d.level),
         "message": {"text": d.message},
-        "locations": [location(input, src, d.span, None)],
-        "partialFingerprints": {"idemLint/v1": fingerprint(input, f, src)},
+        "locations": [location(src, d.span, None, root)],
+        "partialFingerprints": {"idemLint/v2": fingerprint},
     });
     if let Some(index) = lints.iter().position(|l| l.name == d.lint.name) {
         value["ruleIndex"] = json!(index);
@@ -97,12 +125,8 @@ fn result(input: &Input, f: &Finding, lints: &[&Lint]) -> Value {
             .iter()
             .enumerate()
             .map(|(i, l)| {
-                let mut loc = location(
-                    input,
-                    input.source(f, l.span.file),
-                    l.span,
-                    Some(&l.message),
-                );
+                let mut loc =
+                    location(input.source(f, l.span.file), l.span, Some(&l.message), root);
                 loc["id"] = json!(i);
                 loc
             })
@@ -111,7 +135,7 @@ fn result(input: &Input, f: &Finding, lints: &[&Lint]) -> Value {
     value
 }
 
-fn location(input: &Input, src: &SourceFile, span: Span, message: Option<&str>) -> Value {
+fn location(src: &SourceFile, span: Span, message: Option<&str>, root: &Path) -> Value {
     let lo = src.clamp(span.lo as usize);
     let hi = src.clamp(span.hi as usize).max(lo);
     let start = src.position(lo);
@@ -119,7 +143,7 @@ fn location(input: &Input, src: &SourceFile, span: Span, message: Option<&str>) 
     let char_offset = src.char_offset(lo);
     let mut loc = json!({
         "physicalLocation": {
-            "artifactLocation": artifact_location(&src.path, &input.ws.root),
+            "artifactLocation": artifact_location(&src.path, root),
             "region": {
                 "startLine": start.line,
                 "startColumn": start.column,
@@ -140,37 +164,13 @@ fn location(input: &Input, src: &SourceFile, span: Span, message: Option<&str>) 
 
 /// Lint, file and the primary line's text with whitespace collapsed: stays the same when
 /// lines are added above, changes when the flagged code changes.
-fn fingerprint(input: &Input, f: &Finding, src: &SourceFile) -> String {
+fn line_hash(f: &Finding, src: &SourceFile, root: &Path) -> String {
     let line = src.line_text(src.line_index(f.diag.span.lo as usize));
-    let normalized: Vec<&str> = line.split_whitespace().collect();
-    let mut h = Fnv::default();
-    for part in [
+    hash_parts(&[
         f.diag.lint.name,
-        &relative_path(&src.path, &input.ws.root),
-        &normalized.join(" "),
-    ] {
-        h.write(part.as_bytes());
-        h.write(&[0]);
-    }
-    format!("{:016x}", h.0)
-}
-
-/// FNV-1a: tiny and stable across Rust releases, unlike `DefaultHasher`.
-struct Fnv(u64);
-
-impl Default for Fnv {
-    fn default() -> Self {
-        Fnv(0xcbf2_9ce4_8422_2325)
-    }
-}
-
-impl Fnv {
-    fn write(&mut self, bytes: &[u8]) {
-        for b in bytes {
-            self.0 ^= u64::from(*b);
-            self.0 = self.0.wrapping_mul(0x0100_0000_01b3);
-        }
-    }
+        &relative_path(&src.path, root),
+        &normalize(line),
+    ])
 }
 
 /// A file below the root is relative to `%SRCROOT%`; one outside it (a `#[path]` the user

@@ -84,10 +84,18 @@ impl Run {
 
 /// Runs the binary in `cwd` with `args`.
 pub fn run_in(cwd: &Path, args: &[&str]) -> Run {
+    run_env(cwd, args, &[])
+}
+
+/// Runs the binary in `cwd` with `args` and the environment variables `env` set (the
+/// color variables of the caller's environment removed first).
+pub fn run_env(cwd: &Path, args: &[&str], env: &[(&str, &str)]) -> Run {
     let out: Output = Command::new(BIN)
         .args(args)
         .current_dir(cwd)
         .env_remove("NO_COLOR")
+        .env_remove("CARGO_TERM_COLOR")
+        .envs(env.iter().copied())
         .output()
         .expect("the binary runs");
     Run {

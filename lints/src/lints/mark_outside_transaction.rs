@@ -1,11 +1,14 @@
 use crate::analysis::completion::{Completion, Role, Write};
 use crate::analysis::dominance::{self, Events, Facts};
 use crate::analysis::store_ops::Store;
-use crate::analysis::transactions::{names_a_transaction, Executor, Transactions, TxId, TxKind};
+use crate::analysis::transactions::{
+    base_name, names_a_transaction, Executor, Transactions, TxId, TxKind,
+};
 use crate::analysis::FnId;
 use crate::context::LintContext;
 use crate::declare_lint;
-use crate::model::ir::Expr;
+use crate::diagnostic::{Applicability, Move};
+use crate::model::ir::{Expr, ExprKind, Stmt};
 use crate::model::{Package, Span};
 use std::collections::HashSet;
 
@@ -90,6 +93,8 @@ enum Gap {
 }
 
 struct Finding {
+    /// The function holding the mark.
+    id: FnId,
     mark: Write,
     write: Write,
     gap: Gap,
@@ -114,7 +119,82 @@ pub fn check(cx: &mut LintContext<'_>) {
             }
             d.note(note);
             d.help(help);
+            if let Some((mv, handle)) = move_into_transaction(package, &f) {
+                d.suggest_move(
+                    format!("write the mark on `{handle}` before the commit"),
+                    mv,
+                    Applicability::MaybeIncorrect,
+                );
+            }
         });
+    }
+}
+
+/// The mark statement moved before `tx.commit()` and run on the transaction, for the shape
+/// the fix is sure of: a `begin()` handle committed in this function, the mark written
+/// after it in this function's own statement (not through a helper), on a connection passed
+/// as an argument (`.execute(pool)` becomes `.execute(&mut *tx)`, sqlx's spelling), both
+/// statements at the top of the body. `MaybeIncorrect`: code between the commit and the
+/// mark may depend on the commit having happened.
+fn move_into_transaction(package: &Package, f: &Finding) -> Option<(Move, String)> {
+    let Gap::AfterCommit(Some(commit), None) = f.gap else {
+        return None;
+    };
+    let (TxKind::Begun, handle) = f.tx.as_ref()? else {
+        return None;
+    };
+    let Executor::Other(conn) = &f.mark.executor else {
+        return None;
+    };
+    if f.mark.via.is_some() || f.mark.store != Store::Sql || handle.is_empty() {
+        return None;
+    }
+    let body = f.id.def(package).1.body.as_ref()?;
+    let stmt_of = |inner: Span| {
+        body.stmts
+            .iter()
+            .position(|s| stmt_span(s).is_some_and(|sp| sp.contains(inner)))
+    };
+    let (at_commit, at_mark) = (stmt_of(commit)?, stmt_of(f.mark.span)?);
+    let Stmt::Expr {
+        expr: mark,
+        semi: true,
+    } = &body.stmts[at_mark]
+    else {
+        return None;
+    };
+    if at_commit >= at_mark {
+        return None;
+    }
+    let mut substitutions = Vec::new();
+    mark.walk(&mut |e| {
+        if let ExprKind::MethodCall { args, .. } = &e.kind {
+            for a in args {
+                if base_name(a).as_deref() == Some(conn.as_str()) {
+                    substitutions.push((a.span, format!("&mut *{handle}")));
+                }
+            }
+        }
+    });
+    if substitutions.len() != 1 {
+        return None;
+    }
+    let to = stmt_span(&body.stmts[at_commit])?.shrink_to_lo();
+    Some((
+        Move {
+            from: mark.span,
+            to,
+            substitutions,
+        },
+        handle.clone(),
+    ))
+}
+
+fn stmt_span(s: &Stmt) -> Option<Span> {
+    match s {
+        Stmt::Let { span, .. } => Some(*span),
+        Stmt::Expr { expr, .. } => Some(expr.span),
+        Stmt::Item { .. } => None,
     }
 }
 
@@ -217,6 +297,7 @@ impl MarkWalk<'_, '_> {
                 _ => None,
             };
             Some(Finding {
+                id: self.id,
                 mark: mark.clone(),
                 write: write.clone(),
                 gap,

@@ -1,5 +1,6 @@
 //! `missing_idempotency_token`: an API call that takes an idempotency token, sent without one.
 
+use crate::analysis::message_key::{self, MessageKey};
 use crate::analysis::{Analysis, Chain, DefPath, Locals, MethodStep, Step, TypeEnv};
 use crate::catalog::tokens::{aws::AWS, Api, Fill, RepeatEffect};
 use crate::context::LintContext;
@@ -273,6 +274,8 @@ struct Finding<'a> {
     send: Span,
     /// Where the setter goes: right after the receiver of `send`.
     insert_at: Span,
+    /// The id of the message the function handles, when its parameters show one.
+    key: Option<MessageKey>,
 }
 
 fn find_unset_tokens<'a>(
@@ -327,6 +330,7 @@ fn report(cx: &mut LintContext<'_>, f: Finding<'_>) {
         op,
         send,
         insert_at,
+        key,
     } = f;
     let token = api.token;
     let message = format!(
@@ -370,12 +374,26 @@ fn report(cx: &mut LintContext<'_>, f: Finding<'_>) {
             "set `{token}` from the message being handled (its event id, command id or order \
              id), so every delivery of it sends the same token"
         ));
-        d.suggest(
-            format!("set `{token}` before `.{}()`", api.send),
-            insert_at,
-            format!(".{token}(/* idempotency key */)"),
-            Applicability::HasPlaceholders,
-        );
+        // A key from the handler's message is a likely fix, not a sure one: one message
+        // that starts several operations needs a key per operation (add the stage).
+        match key {
+            Some(key) => d.suggest(
+                format!(
+                    "set `{token}` from the message's `{}` before `.{}()` (add the stage or \
+                     item when one message starts several of these)",
+                    key.field, api.send
+                ),
+                insert_at,
+                format!(".{token}({})", key.as_string_arg()),
+                Applicability::MaybeIncorrect,
+            ),
+            None => d.suggest(
+                format!("set `{token}` before `.{}()`", api.send),
+                insert_at,
+                format!(".{token}(/* idempotency key */)"),
+                Applicability::HasPlaceholders,
+            ),
+        };
     });
 }
 
@@ -474,6 +492,7 @@ impl<'p, 'a> FnCx<'p, 'a> {
                 op: op.call_span(),
                 send: *method_span,
                 insert_at: receiver.span.shrink_to_hi(),
+                key: message_key::in_params(self.package, self.f),
             });
         }
         out
@@ -545,6 +564,7 @@ impl<'p, 'a> FnCx<'p, 'a> {
                     op: op.call_span(),
                     send: send_span,
                     insert_at: last.unwrap_or(op.expr.span.shrink_to_hi()),
+                    key: message_key::in_params(self.package, f),
                 });
             }
         }

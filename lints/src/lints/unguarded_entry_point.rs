@@ -1,10 +1,12 @@
 use crate::analysis::effects::Effects;
 use crate::analysis::entry::entry_points;
 use crate::analysis::guards::{GuardFinder, GuardedPaths};
+use crate::analysis::message_key::{self, MessageKey};
 use crate::analysis::{CallGraph, FnId};
 use crate::context::LintContext;
 use crate::declare_lint;
-use crate::model::{Package, Span};
+use crate::diagnostic::Applicability;
+use crate::model::{FnDef, Package, Span};
 
 declare_lint! {
     /// ### What it does
@@ -103,6 +105,10 @@ struct Finding {
     /// The guard on the guarded path, and its label.
     guard: (Span, String),
     effect: (Span, String),
+    /// Where `#[idempotent(..)]` goes on the unguarded entry point (after its attributes
+    /// and doc comments), and the key its parameters offer.
+    attr_at: Span,
+    key: Option<MessageKey>,
 }
 
 pub fn check(cx: &mut LintContext<'_>) {
@@ -128,6 +134,17 @@ pub fn check(cx: &mut LintContext<'_>) {
                     "pass a guard before this call too: a retry reuses the original request's key; a manual resend is a new command with its own id, guarded by that id; or make `{}` `#[idempotent]`",
                     f.callee
                 ));
+                // The store is the application's choice: always a placeholder.
+                let key = f
+                    .key
+                    .as_ref()
+                    .map_or("/* the message's id */".to_string(), MessageKey::expr);
+                d.suggest(
+                    format!("guard the entry point `{}` itself", f.entry),
+                    f.attr_at,
+                    format!("#[idempotent(key = {key}, store = /* store */)]"),
+                    Applicability::HasPlaceholders,
+                );
             },
         );
     }
@@ -223,6 +240,7 @@ fn finding(
     let edge = &graph.calls(id)[call];
     let callee = edge.callee;
     let (entry, _) = paths.path(graph, id, false)?;
+    let entry_fn = entry.id.def(package).1;
     let (_, mut unguarded_chain) = chain(package, graph, paths, id, false)?;
     unguarded_chain.push(format!("`{}`", name(package, callee)));
     let (guarded_entry, guarded_chain) = chain(package, graph, paths, callee, true)?;
@@ -248,7 +266,18 @@ fn finding(
         guarded_entry: name(package, guarded_entry),
         guard: (site.guard.span, guard_label),
         effect: (effect.span, effect.what.clone()),
+        attr_at: attr_insertion(entry_fn),
+        key: message_key::in_params(package, entry_fn),
     })
+}
+
+/// Right after `f`'s last attribute or doc comment, or at its start when it has none.
+fn attr_insertion(f: &FnDef) -> Span {
+    f.attrs
+        .iter()
+        .map(|a| a.span.shrink_to_hi())
+        .max_by_key(|s| s.hi)
+        .unwrap_or(f.span.shrink_to_lo())
 }
 
 #[cfg(test)]

@@ -1,0 +1,174 @@
+//! Baselines: `--write-baseline FILE` records today's findings, `--baseline FILE` reports
+//! only the findings it does not hold, so a team can adopt the linter on an old codebase
+//! and fail CI on new mistakes only.
+//!
+//! An entry is keyed by the lint, the file (relative to the workspace root) and a hash of
+//! the flagged lines' text with whitespace collapsed, never by a line number: code added or
+//! removed elsewhere in the file leaves the entry matching. Entries are a multiset: two
+//! identical findings need two entries. An entry of a linted file that matched nothing is
+//! stale (the code was fixed or changed) and is counted in the summary.
+
+use crate::emit::fingerprint::{hash_parts, normalize};
+use crate::emit::relative_path;
+use crate::report::{Finding, Report};
+use anyhow::{bail, Context, Result};
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// The format's version; a file of another version is refused rather than misread.
+const VERSION: u32 = 1;
+
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct File {
+    version: u32,
+    findings: Vec<Entry>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Entry {
+    lint: String,
+    file: String,
+    hash: String,
+    /// For the reader of the file only; not part of the key.
+    #[serde(default)]
+    message: String,
+}
+
+impl Entry {
+    fn key(&self) -> (&str, &str, &str) {
+        (&self.lint, &self.file, &self.hash)
+    }
+}
+
+/// What applying a baseline did, for the summary.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Summary {
+    pub path: PathBuf,
+    /// Findings the baseline held, not reported.
+    pub hidden: usize,
+    /// Entries of linted files that matched no finding.
+    pub stale: usize,
+}
+
+impl Summary {
+    /// `3 findings hidden by the baseline `b.json`; 1 entry no longer matches (...)`.
+    pub fn describe(&self) -> String {
+        let plural =
+            |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+        let mut text = format!(
+            "{} by the baseline `{}`",
+            plural(self.hidden, "finding hidden", "findings hidden"),
+            self.path.display()
+        );
+        if self.stale > 0 {
+            text.push_str(&format!(
+                "; {} no longer {} (fixed or changed): rewrite the baseline with `--write-baseline`",
+                plural(self.stale, "entry", "entries"),
+                if self.stale == 1 { "matches" } else { "match" }
+            ));
+        }
+        text
+    }
+}
+
+/// The entry a finding is recorded as.
+fn entry(report: &Report, root: &Path, f: &Finding) -> Entry {
+    let src = report.source(f.package, f.diag.span.file);
+    let lo = src.clamp(f.diag.span.lo as usize);
+    let hi = src.clamp(f.diag.span.hi as usize).max(lo);
+    let lines = src.line_range(src.line_index(lo)).start..src.line_range(src.line_index(hi)).end;
+    let file = relative_path(&src.path, root);
+    Entry {
+        lint: f.diag.lint.name.to_string(),
+        hash: hash_parts(&[f.diag.lint.name, &file, &normalize(&src.text[lines])]),
+        file,
+        message: f.diag.message.clone(),
+    }
+}
+
+/// Writes every finding of `report` to `path`, sorted, so the file diffs well in review.
+pub fn write(report: &Report, root: &Path, path: &Path) -> Result<()> {
+    let mut findings: Vec<Entry> = report
+        .findings
+        .iter()
+        .map(|f| entry(report, root, f))
+        .collect();
+    findings.sort();
+    let text = serde_json::to_string_pretty(&File {
+        version: VERSION,
+        findings,
+    })
+    .context("could not serialize the baseline")?;
+    std::fs::write(path, text + "\n")
+        .with_context(|| format!("could not write the baseline `{}`", path.display()))
+}
+
+/// Drops from `report` the findings `path` records, and says how many, and how many of its
+/// entries are stale. Only files `in_scope` (all files, or those `--only` names) can prove
+/// an entry stale.
+pub fn apply(
+    report: &mut Report,
+    root: &Path,
+    path: &Path,
+    in_scope: &dyn Fn(&Path) -> bool,
+) -> Result<Summary> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("could not read the baseline `{}`", path.display()))?;
+    let file: File = serde_json::from_str(&text)
+        .with_context(|| format!("`{}` is not a baseline", path.display()))?;
+    if file.version != VERSION {
+        bail!(
+            "`{}` is a baseline of version {}, and this idem-lint reads version {VERSION}",
+            path.display(),
+            file.version
+        );
+    }
+    let mut left: BTreeMap<(String, String, String), usize> = BTreeMap::new();
+    for e in &file.findings {
+        let (l, f, h) = e.key();
+        *left.entry((l.into(), f.into(), h.into())).or_default() += 1;
+    }
+    let entries: Vec<Entry> = report
+        .findings
+        .iter()
+        .map(|f| entry(report, root, f))
+        .collect();
+    let known: Vec<bool> = entries
+        .iter()
+        .map(|e| {
+            let (l, f, h) = e.key();
+            match left.get_mut(&(l.into(), f.into(), h.into())) {
+                Some(n) if *n > 0 => {
+                    *n -= 1;
+                    true
+                }
+                _ => false,
+            }
+        })
+        .collect();
+    let hidden = known.iter().filter(|k| **k).count();
+    let mut known = known.into_iter();
+    report.findings.retain(|_| !known.next().unwrap_or(false));
+    // Only files this run read can prove an entry stale: `-p other` or `--only` leaves
+    // the rest of the baseline alone.
+    let linted: BTreeSet<String> = report
+        .packages
+        .iter()
+        .flat_map(|p| &p.sources)
+        .filter(|s| in_scope(&s.path))
+        .map(|s| relative_path(&s.path, root))
+        .collect();
+    let stale = left
+        .iter()
+        .filter(|((_, file, _), _)| linted.contains(file))
+        .map(|(_, n)| n)
+        .sum();
+    Ok(Summary {
+        path: path.to_path_buf(),
+        hidden,
+        stale,
+    })
+}

@@ -1,0 +1,155 @@
+//! Reporting on some files only: `--only FILE..`, `--changed-since GIT_REF`, or a `.rs` file
+//! given as PATH. The whole package is still read and analysed (a finding in one file may
+//! depend on code in another), then only the findings in those files are reported, so a
+//! partial report is the full report filtered.
+
+use crate::report::Report;
+use anyhow::{bail, Context, Result};
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The files to report on, canonical (symlinks resolved, as the parse stage reads them).
+#[derive(Debug, Clone, Default)]
+pub struct FileSet {
+    files: BTreeSet<PathBuf>,
+}
+
+impl FileSet {
+    pub fn contains(&self, path: &Path) -> bool {
+        let canonical = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+        self.files.contains(&canonical)
+    }
+
+    /// Adds `path` (relative to `base`) when it exists; a deleted file has no findings.
+    fn add(&mut self, base: &Path, path: &Path) -> bool {
+        match std::fs::canonicalize(base.join(path)) {
+            Ok(p) => {
+                self.files.insert(p);
+                true
+            }
+            Err(_) => false,
+        }
+    }
+}
+
+/// The positional paths: at most one directory (or `Cargo.toml`) to lint, and `.rs` files
+/// to report on.
+#[derive(Debug, Default)]
+pub struct NamedPaths {
+    pub dir: Option<PathBuf>,
+    pub files: Vec<PathBuf>,
+}
+
+pub fn split_paths<'a>(paths: impl Iterator<Item = &'a PathBuf>) -> Result<NamedPaths> {
+    let mut named = NamedPaths::default();
+    for p in paths {
+        if is_source_file(p) {
+            named.files.push(p.clone());
+        } else if let Some(first) = &named.dir {
+            bail!(
+                "`{}` and `{}`: give one directory to lint (more paths must be `.rs` files)",
+                first.display(),
+                p.display()
+            );
+        } else {
+            named.dir = Some(p.clone());
+        }
+    }
+    Ok(named)
+}
+
+fn is_source_file(path: &Path) -> bool {
+    path.is_file() && path.extension().is_some_and(|e| e == "rs")
+}
+
+/// Where to look for the packages when only files say it: the directory of the first
+/// file's package (the closest directory above it holding a `Cargo.toml`). Files given as
+/// PATH always say it; `--only` files only when the current directory is inside no package.
+pub fn workspace_dir_for(files: &[PathBuf], only: &[PathBuf]) -> Result<Option<PathBuf>> {
+    let cwd = std::env::current_dir().context("could not read the current directory")?;
+    let from_only = !cwd.ancestors().any(|d| d.join("Cargo.toml").is_file());
+    let candidates = files
+        .iter()
+        .chain(only.iter().filter(|_| from_only))
+        .filter(|f| is_source_file(f));
+    Ok(candidates.map(|f| package_dir(f)).next().flatten())
+}
+
+fn package_dir(file: &Path) -> Option<PathBuf> {
+    let abs = std::path::absolute(file).ok()?;
+    let dir = abs.parent()?;
+    Some(
+        dir.ancestors()
+            .find(|d| d.join("Cargo.toml").is_file())
+            .unwrap_or(dir)
+            .to_path_buf(),
+    )
+}
+
+/// The files `--only`, `--changed-since` and a file PATH name, or `None` when none was
+/// given (report everything). A named file that does not exist is a warning.
+pub fn selected_files(
+    only: &[PathBuf],
+    changed_since: Option<&str>,
+    cwd: &Path,
+    ws_root: &Path,
+    warn: &mut dyn FnMut(String),
+) -> Result<Option<FileSet>> {
+    if only.is_empty() && changed_since.is_none() {
+        return Ok(None);
+    }
+    let mut set = FileSet::default();
+    for f in only {
+        if !set.add(cwd, f) {
+            warn(format!("`{}` (from `--only`) does not exist", f.display()));
+        }
+    }
+    if let Some(git_ref) = changed_since {
+        let top = git(ws_root, &["rev-parse", "--show-toplevel"])?;
+        let top = PathBuf::from(top.trim_end_matches(['\n', '\r']));
+        let diff = git(&top, &["diff", "--name-only", "-z", git_ref, "--"])
+            .with_context(|| format!("could not list the files changed since `{git_ref}`"))?;
+        let untracked = git(&top, &["ls-files", "--others", "--exclude-standard", "-z"])?;
+        for name in diff.split('\0').chain(untracked.split('\0')) {
+            if !name.is_empty() {
+                set.add(&top, Path::new(name));
+            }
+        }
+    }
+    Ok(Some(set))
+}
+
+/// Keeps the findings of `report` that lie in `files`.
+pub fn retain(report: &mut Report, files: &FileSet) {
+    let keep: Vec<bool> = report
+        .findings
+        .iter()
+        .map(|f| files.contains(&report.source(f.package, f.diag.span.file).path))
+        .collect();
+    let mut keep = keep.into_iter();
+    report.findings.retain(|_| keep.next().unwrap_or(true));
+}
+
+/// Runs `git ARGS` in `dir`; its first stderr line is the error.
+fn git(dir: &Path, args: &[&str]) -> Result<String> {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .context("could not run `git` (is it installed?)")?;
+    if !out.status.success() {
+        let err = String::from_utf8_lossy(&out.stderr);
+        let first = err
+            .lines()
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or("failed");
+        bail!(
+            "`git {}` in `{}`: {}",
+            args.join(" "),
+            dir.display(),
+            first.trim()
+        );
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}

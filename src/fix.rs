@@ -1,0 +1,348 @@
+//! `--fix` and `--diff`: the lints' suggestions applied to the files.
+//!
+//! `--fix` applies the `MachineApplicable` suggestions (always right); with
+//! `--unsafe-fixes` also the `MaybeIncorrect` ones (probably right: review the diff).
+//! `HasPlaceholders` suggestions are never applied: they leave `/* .. */` to fill.
+//! `--diff` prints the same changes as a unified diff and writes nothing.
+//!
+//! A suggestion's edits are applied together or not at all. Suggestions are taken in
+//! source order; one that overlaps an edit already taken is left out (the next run offers
+//! it again on the changed code), and the same edit offered by two findings is made once.
+//! A file whose fixed text would not parse is not written, and said so.
+
+use crate::cli::Args;
+use crate::report::Report;
+use crate::{stderr_line, Linted, Outcome};
+use anyhow::{Context, Result};
+use idem_lints::{Applicability, Level};
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::ops::Range;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// One replacement in one file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Edit {
+    pub range: Range<usize>,
+    pub text: String,
+}
+
+/// The edits taken for one file, in order, none overlapping.
+#[derive(Debug, Default)]
+pub struct FilePlan {
+    pub original: Arc<str>,
+    pub edits: Vec<Edit>,
+    /// Findings whose suggestion was taken.
+    pub fixed: usize,
+    /// Findings whose suggestion overlapped one taken before.
+    pub deferred: usize,
+}
+
+/// Which suggestions a run may apply.
+pub fn accepts(applicability: Applicability, unsafe_fixes: bool) -> bool {
+    match applicability {
+        Applicability::MachineApplicable => true,
+        Applicability::MaybeIncorrect => unsafe_fixes,
+        Applicability::HasPlaceholders | Applicability::Unspecified => false,
+    }
+}
+
+/// The edits to make, per file, resolving overlaps in source order.
+pub fn plan(
+    report: &Report,
+    accept: &dyn Fn(Applicability) -> bool,
+) -> BTreeMap<PathBuf, FilePlan> {
+    let mut files: BTreeMap<PathBuf, FilePlan> = BTreeMap::new();
+    for f in &report.findings {
+        // The first suggestion the run may apply; a finding is fixed one way.
+        let Some(s) = f.diag.suggestions.iter().find(|s| accept(s.applicability)) else {
+            continue;
+        };
+        let concrete = s.concrete_edits(&|file| &report.source(f.package, file).text);
+        let Some((first, _)) = concrete.first() else {
+            continue;
+        };
+        // Every edit of a suggestion lies in one file (the lints build them so).
+        let src = report.source(f.package, first.file);
+        let plan = files.entry(src.path.clone()).or_insert_with(|| FilePlan {
+            original: src.text.clone(),
+            ..FilePlan::default()
+        });
+        let edits: Vec<Edit> = concrete
+            .iter()
+            .filter(|(at, _)| at.file == first.file)
+            .map(|(at, text)| {
+                let lo = src.clamp(at.lo as usize);
+                let edit = Edit {
+                    range: lo..src.clamp(at.hi as usize).max(lo),
+                    text: text.clone(),
+                };
+                fit_to_chain(&src.text, edit)
+            })
+            .collect();
+        let new: Vec<&Edit> = edits.iter().filter(|e| !plan.edits.contains(e)).collect();
+        if new
+            .iter()
+            .any(|e| plan.edits.iter().any(|taken| overlaps(e, taken)))
+        {
+            plan.deferred += 1;
+            continue;
+        }
+        plan.edits.extend(new.into_iter().cloned());
+        plan.fixed += 1;
+    }
+    for plan in files.values_mut() {
+        plan.edits.sort_by_key(|e| (e.range.start, e.range.end));
+    }
+    files
+}
+
+/// An inserted method call or attribute laid out as rustfmt would: a call inserted at the
+/// end of a line of a chain written one call per line (`.role(..)\n    .send()`) and an
+/// attribute inserted after the last attribute of an item get a line of their own with the
+/// next line's indentation; an attribute inserted at the start of an item's line is
+/// followed by a line break with that line's indentation.
+fn fit_to_chain(text: &str, edit: Edit) -> Edit {
+    let is_call = edit.text.starts_with('.');
+    let is_attr = edit.text.starts_with("#[");
+    if !edit.range.is_empty() || !(is_call || is_attr) || edit.text.contains('\n') {
+        return edit;
+    }
+    let at = edit.range.start;
+    let line_start = text[..at].rfind('\n').map_or(0, |i| i + 1);
+    let before = &text[line_start..at];
+    if is_attr && before.trim().is_empty() {
+        return Edit {
+            text: format!("{}\n{before}", edit.text),
+            ..edit
+        };
+    }
+    let rest = &text[at..];
+    let Some(line_end) = rest.find('\n') else {
+        return edit;
+    };
+    if !rest[..line_end].trim().is_empty() {
+        return edit;
+    }
+    let next = &rest[line_end + 1..];
+    let indent = &next[..next.len() - next.trim_start_matches([' ', '\t']).len()];
+    if is_call && !next[indent.len()..].starts_with('.') {
+        return edit;
+    }
+    Edit {
+        text: format!("\n{indent}{}", edit.text),
+        ..edit
+    }
+}
+
+/// Two edits touch the same text, or insert at the same point (their order would be a
+/// guess).
+fn overlaps(a: &Edit, b: &Edit) -> bool {
+    let same_point = a.range.start == b.range.start && (a.range.is_empty() || b.range.is_empty());
+    same_point || (a.range.start < b.range.end && b.range.start < a.range.end)
+}
+
+/// `original` with `edits` (sorted, not overlapping) made.
+pub fn apply(original: &str, edits: &[Edit]) -> String {
+    let mut out = String::with_capacity(original.len());
+    let mut at = 0;
+    for e in edits {
+        out.push_str(&original[at..e.range.start]);
+        out.push_str(&e.text);
+        at = e.range.end;
+    }
+    out.push_str(&original[at..]);
+    out
+}
+
+/// The fixed text of a file, or why it is not written: a file that parsed before must
+/// parse after. (One that did not parse is not made worse by edits elsewhere, and its own
+/// parse error is already reported.)
+pub fn fixed_text(plan: &FilePlan) -> Result<String, String> {
+    let new = apply(&plan.original, &plan.edits);
+    if syn::parse_file(&plan.original).is_ok() {
+        if let Err(e) = syn::parse_file(&new) {
+            let at = e.span().start();
+            return Err(format!("{e} at {}:{}", at.line, at.column + 1));
+        }
+    }
+    Ok(new)
+}
+
+/// Applies (or, with `--diff`, prints) the fixes; the exit code counts the findings at
+/// deny that were not fixed.
+pub fn run(args: &Args, linted: &Linted) -> Result<Outcome> {
+    let unsafe_fixes = args.unsafe_fixes;
+    let plans = plan(&linted.report, &|a| accepts(a, unsafe_fixes));
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    let (mut fixed, mut files, mut deferred) = (0, 0, 0);
+    let mut fixed_files: Vec<&PathBuf> = Vec::new();
+    for (path, plan) in &plans {
+        deferred += plan.deferred;
+        if plan.edits.is_empty() {
+            continue;
+        }
+        let shown = crate::emit::relative_path(path, &linted.cwd);
+        let new = match fixed_text(plan) {
+            Ok(new) => new,
+            Err(e) => {
+                stderr_line(&format!(
+                    "warning: {shown}: not fixed: the fixed text would not parse ({e}); {} suggestion{} left out",
+                    plan.fixed,
+                    if plan.fixed == 1 { "" } else { "s" }
+                ));
+                continue;
+            }
+        };
+        if args.diff {
+            out.write_all(unified_diff(&shown, &plan.original, &new).as_bytes())?;
+        } else {
+            std::fs::write(path, &new)
+                .with_context(|| format!("could not write the fix to `{shown}`"))?;
+        }
+        fixed += plan.fixed;
+        files += 1;
+        fixed_files.push(path);
+    }
+    out.flush()?;
+    let verb = if args.diff { "would fix" } else { "fixed" };
+    let mut summary = format!(
+        "{verb} {fixed} finding{} in {files} file{}",
+        if fixed == 1 { "" } else { "s" },
+        if files == 1 { "" } else { "s" }
+    );
+    if deferred > 0 {
+        summary.push_str(&format!(
+            "; {deferred} overlapping fix{} left for the next run",
+            if deferred == 1 { "" } else { "es" }
+        ));
+    }
+    stderr_line(&format!("note: {summary}"));
+    let unfixed_deny = linted.report.findings.iter().any(|f| {
+        f.diag.level == Level::Deny
+            && !(fixed_files.contains(&&linted.report.source(f.package, f.diag.span.file).path)
+                && f.diag
+                    .suggestions
+                    .iter()
+                    .any(|s| accepts(s.applicability, unsafe_fixes)))
+    });
+    Ok(if unfixed_deny {
+        Outcome::Denied
+    } else {
+        Outcome::Clean
+    })
+}
+
+/// Lines of `text`, each with its terminator.
+fn lines(text: &str) -> Vec<&str> {
+    text.split_inclusive('\n').collect()
+}
+
+/// A unified diff (`--- a/path`, `+++ b/path`) of `old` and `new`: one hunk from the first
+/// to the last changed line with 3 lines of context around it. The fixes of one run are
+/// few and each is small, so one hunk per file reads well; a finer split would need a real
+/// diff algorithm for no gain here.
+pub fn unified_diff(path: &str, old: &str, new: &str) -> String {
+    const CONTEXT: usize = 3;
+    let (a, b) = (lines(old), lines(new));
+    let head = a.iter().zip(&b).take_while(|(x, y)| x == y).count();
+    if head == a.len() && head == b.len() {
+        return String::new();
+    }
+    let tail = a[head..]
+        .iter()
+        .rev()
+        .zip(b[head..].iter().rev())
+        .take_while(|(x, y)| x == y)
+        .count();
+    let removed = &a[head..a.len() - tail];
+    let added = &b[head..b.len() - tail];
+    let from = head.saturating_sub(CONTEXT);
+    let before = &a[from..head];
+    let after = &a[a.len() - tail..(a.len() - tail + CONTEXT).min(a.len())];
+    let mut out = format!("--- a/{path}\n+++ b/{path}\n");
+    out.push_str(&format!(
+        "@@ -{},{} +{},{} @@\n",
+        from + 1,
+        before.len() + removed.len() + after.len(),
+        from + 1,
+        before.len() + added.len() + after.len()
+    ));
+    let mut push = |prefix: char, line: &str| {
+        out.push(prefix);
+        out.push_str(line);
+        if !line.ends_with('\n') {
+            out.push_str("\n\\ No newline at end of file\n");
+        }
+    };
+    before.iter().for_each(|l| push(' ', l));
+    removed.iter().for_each(|l| push('-', l));
+    added.iter().for_each(|l| push('+', l));
+    after.iter().for_each(|l| push(' ', l));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn edit(range: Range<usize>, text: &str) -> Edit {
+        Edit {
+            range,
+            text: text.to_string(),
+        }
+    }
+
+    #[test]
+    fn edits_apply_in_order() {
+        let text = "let a = 1;\nlet b = 2;\n";
+        let edits = [edit(4..5, "x"), edit(15..16, "y"), edit(21..21, " // ok")];
+        assert_eq!(apply(text, &edits), "let x = 1;\nlet y = 2; // ok\n");
+    }
+
+    #[test]
+    fn a_call_inserted_into_a_laid_out_chain_gets_its_own_line() {
+        let text = "c.op()\n    .role(r)\n    .send()";
+        let at = text.find(".send").unwrap() - "\n    ".len();
+        let e = fit_to_chain(text, edit(at..at, ".token(k)"));
+        assert_eq!(
+            apply(text, &[e]),
+            "c.op()\n    .role(r)\n    .token(k)\n    .send()"
+        );
+        let doc = "    /// Resends.\n    pub fn resend() {}\n";
+        let at = doc.find('\n').unwrap();
+        let e = fit_to_chain(doc, edit(at..at, "#[x]"));
+        assert_eq!(
+            apply(doc, &[e]),
+            "    /// Resends.\n    #[x]\n    pub fn resend() {}\n"
+        );
+        let bare = "    pub fn resend() {}\n";
+        let e = fit_to_chain(bare, edit(4..4, "#[x]"));
+        assert_eq!(apply(bare, &[e]), "    #[x]\n    pub fn resend() {}\n");
+        let one_line = "c.op().send()";
+        let e = fit_to_chain(one_line, edit(6..6, ".token(k)"));
+        assert_eq!(apply(one_line, &[e]), "c.op().token(k).send()");
+    }
+
+    #[test]
+    fn overlap_includes_two_insertions_at_one_point() {
+        assert!(overlaps(&edit(3..3, "a"), &edit(3..3, "b")));
+        assert!(overlaps(&edit(2..6, "a"), &edit(5..8, "b")));
+        assert!(!overlaps(&edit(2..5, "a"), &edit(5..8, "b")));
+        assert!(overlaps(&edit(2..5, "a"), &edit(2..2, "b")));
+    }
+
+    #[test]
+    fn diff_has_context_and_counts() {
+        let old = "1\n2\n3\n4\n5\n6\n7\n8\n";
+        let new = "1\n2\n3\n4\nfive\n6\n7\n8\n";
+        let d = unified_diff("src/a.rs", old, new);
+        assert_eq!(
+            d,
+            "--- a/src/a.rs\n+++ b/src/a.rs\n@@ -2,7 +2,7 @@\n 2\n 3\n 4\n-5\n+five\n 6\n 7\n 8\n"
+        );
+        assert_eq!(unified_diff("x", old, old), "");
+    }
+}

@@ -1,0 +1,222 @@
+//! The CI examples (issue 9, item 6): `docs/github-workflow.yml` and `.pre-commit-hooks.yaml`
+//! are parsed, and the commands they name run, as the runner and pre-commit would run them,
+//! through `cargo` with the built binary first on `PATH`.
+
+mod common;
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use yaml_rust2::{Yaml, YamlLoader};
+
+fn load(path: &str) -> Yaml {
+    let text = std::fs::read_to_string(common::repo().join(path)).expect("the example exists");
+    let mut docs = YamlLoader::load_from_str(&text).unwrap_or_else(|e| panic!("{path}: {e}"));
+    assert_eq!(docs.len(), 1, "{path}: one document");
+    docs.remove(0)
+}
+
+/// A repository (`.git` at its top) with a copy of `fixtures/demo` in `rust-svc/`.
+fn repository() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("tempdir");
+    copy_dir(
+        &common::repo().join("fixtures/demo"),
+        &dir.path().join("rust-svc"),
+    );
+    let git = Command::new("git")
+        .args(["init", "-q"])
+        .current_dir(dir.path())
+        .status()
+        .expect("git runs");
+    assert!(git.success());
+    dir
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("mkdir");
+    for entry in std::fs::read_dir(from).expect("read_dir").flatten() {
+        let target = to.join(entry.file_name());
+        if entry.path().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).expect("copy");
+        }
+    }
+}
+
+/// `PATH` with the built binary's directory first, so `cargo idem-lint` runs it. A fresh
+/// `CARGO_HOME` keeps an installed `cargo-idem-lint` in `~/.cargo/bin` out of the way
+/// (cargo looks there before `PATH`); nothing here needs the registry.
+fn shell(script: &str, cwd: &Path, cargo_home: &Path) -> Output {
+    let bin_dir = PathBuf::from(common::BIN)
+        .parent()
+        .expect("bin dir")
+        .to_path_buf();
+    let path = std::env::join_paths(std::iter::once(bin_dir).chain(std::env::split_paths(
+        &std::env::var_os("PATH").unwrap_or_default(),
+    )))
+    .expect("PATH");
+    // GitHub's default shell for `run`.
+    Command::new("bash")
+        .args(["--noprofile", "--norc", "-eo", "pipefail", "-c", script])
+        .current_dir(cwd)
+        .env("PATH", path)
+        .env("CARGO_HOME", cargo_home)
+        .env_remove("NO_COLOR")
+        .env("CARGO_TERM_COLOR", "always")
+        .output()
+        .expect("bash runs")
+}
+
+fn steps(workflow: &Yaml) -> Vec<&Yaml> {
+    let jobs = workflow["jobs"].as_hash().expect("jobs");
+    jobs.values()
+        .flat_map(|job| job["steps"].as_vec().expect("steps").iter())
+        .collect()
+}
+
+#[test]
+fn the_workflow_runs_the_linter_and_uploads_its_sarif() {
+    let wf = load("docs/github-workflow.yml");
+    assert_eq!(wf["permissions"]["security-events"].as_str(), Some("write"));
+    let steps = steps(&wf);
+    let uses = |prefix: &str| {
+        steps
+            .iter()
+            .find(|s| s["uses"].as_str().is_some_and(|u| u.starts_with(prefix)))
+    };
+    assert!(uses("actions/checkout@").is_some());
+    let upload = uses("github/codeql-action/upload-sarif@").expect("an upload step");
+    assert_eq!(upload["if"].as_str(), Some("always()"));
+    let sarif_file = upload["with"]["sarif_file"].as_str().expect("sarif_file");
+    assert!(
+        steps.iter().any(|s| s["run"]
+            .as_str()
+            .is_some_and(|r| r.starts_with("cargo install"))),
+        "an install step"
+    );
+    let runs: Vec<(&str, &str)> = steps
+        .iter()
+        .filter_map(|s| Some((s["name"].as_str()?, s["run"].as_str()?)))
+        .filter(|(_, run)| run.contains("cargo idem-lint"))
+        .collect();
+    assert_eq!(runs.len(), 2, "{runs:?}");
+
+    let repo = repository();
+    let svc = repo.path().join("rust-svc");
+    let home = tempfile::tempdir().expect("cargo home");
+    let (_, gate) = runs
+        .iter()
+        .find(|(_, r)| r.contains("github"))
+        .expect("the annotation step");
+    let out = shell(gate, &svc, home.path());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "findings at deny fail the step: {stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let annotations: Vec<&str> = stdout.lines().collect();
+    assert!(annotations.len() >= 5, "{stdout}");
+    for a in &annotations {
+        assert!(a.starts_with("::error file=rust-svc/src/"), "{a}");
+        let file = a["::error file=".len()..].split(',').next().expect("file");
+        assert!(
+            repo.path().join(file).is_file(),
+            "{file} from the repository root"
+        );
+    }
+
+    let (_, sarif) = runs
+        .iter()
+        .find(|(_, r)| r.contains("sarif"))
+        .expect("the SARIF step");
+    let out = shell(sarif, &svc, home.path());
+    assert!(
+        out.status.success(),
+        "findings do not fail the SARIF step: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: Value = serde_json::from_str(
+        &std::fs::read_to_string(svc.join(sarif_file))
+            .expect("the step wrote the file upload reads"),
+    )
+    .expect("SARIF is JSON");
+    let results = doc["runs"][0]["results"].as_array().expect("results");
+    assert_eq!(results.len(), annotations.len());
+    for r in results {
+        let uri = r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+            .as_str()
+            .expect("uri");
+        assert!(
+            repo.path().join(uri).is_file(),
+            "{uri} resolves against the checkout"
+        );
+    }
+
+    // An error (not findings) still fails the SARIF step.
+    std::fs::write(
+        svc.join("idem-lint.toml"),
+        "[lints]\nno_such_lint = \"deny\"\n",
+    )
+    .expect("write");
+    let out = shell(sarif, &svc, home.path());
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown lint `no_such_lint`"));
+}
+
+#[test]
+fn the_pre_commit_hook_reports_the_staged_files_only() {
+    let hooks = load(".pre-commit-hooks.yaml");
+    let hooks = hooks.as_vec().expect("a list of hooks");
+    let hook = hooks
+        .iter()
+        .find(|h| h["id"].as_str() == Some("idem-lint"))
+        .expect("the idem-lint hook");
+    assert_eq!(hook["types"][0].as_str(), Some("rust"));
+    assert_eq!(hook["pass_filenames"].as_bool(), Some(true));
+    assert!(hook["name"].as_str().is_some() && hook["language"].as_str().is_some());
+    let entry = hook["entry"].as_str().expect("entry");
+
+    // pre-commit runs `entry args files` from the repository's root.
+    let repo = repository();
+    let home = tempfile::tempdir().expect("cargo home");
+    let run = |extra: &str, files: &[&str]| {
+        shell(
+            &format!("{entry} {extra} {}", files.join(" ")),
+            repo.path(),
+            home.path(),
+        )
+    };
+    let notify = "rust-svc/src/notify.rs";
+    let out = run("--message-format json", &[notify]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let reported = common::Run {
+        code: 0,
+        stdout,
+        stderr: String::new(),
+    }
+    .findings(repo.path());
+    let full = common::run_in(&repo.path().join("rust-svc"), &["--message-format", "json"])
+        .findings(repo.path());
+    let expected: Vec<_> = full.into_iter().filter(|f| f.0 == notify).collect();
+    assert_eq!(reported, expected);
+    assert!(expected.len() >= 3, "{expected:?}");
+    // With the args a user adds (`args: [-D, warnings]`) the commit is refused.
+    let out = run("-D warnings", &[notify, "rust-svc/src/lib.rs"]);
+    assert_eq!(out.status.code(), Some(1));
+    // A clean file passes.
+    let out = run("-D warnings", &["rust-svc/src/lib.rs"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}
