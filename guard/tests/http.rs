@@ -460,3 +460,57 @@ async fn postgres_down_is_503() {
     assert_eq!(refused.problem_code(), "idempotency_store_unavailable");
     assert_eq!(runs.count(), 1);
 }
+
+/// The store goes down while the handler runs: its response is real, so it is sent; the record
+/// stays in progress, so a duplicate is refused (409), not run again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_response_that_could_not_be_recorded_is_still_sent() {
+    let proxy = common::Proxy::start(common::port_of(&common::redis_url(), 6379)).await;
+    let store = common::redis_store_at(&format!("redis://127.0.0.1:{}", proxy.port)).await;
+    let (server, runs) = start(layer(store, "redis-lost")).await;
+    let first = {
+        let server = server.clone();
+        tokio::spawn(async move { server.send(post_with_key("/slow", "k-l", "x")).await })
+    };
+    // The handler counts its run before it sleeps: from then on the key is reserved.
+    for _ in 0..500 {
+        if runs.count() == 1 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(runs.count(), 1, "the handler started");
+    proxy.down();
+    let first = first.await.unwrap();
+    assert_eq!(first.status, StatusCode::CREATED, "{first:?}");
+    assert_eq!(first.text(), "slow #1: x");
+    proxy.up();
+    let duplicate = server.send(post_with_key("/slow", "k-l", "x")).await;
+    assert_eq!(duplicate.status, StatusCode::CONFLICT, "{duplicate:?}");
+    assert_eq!(duplicate.problem_code(), "idempotency_request_in_progress");
+    assert_eq!(runs.count(), 1);
+}
+
+/// With the guard's `InFlight::Wait`, a concurrent duplicate waits for the first response and
+/// gets its replay instead of 409.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn waiting_duplicates_get_the_replay() {
+    let guard = Guard::new(MemoryStore::new())
+        .prefix("wait")
+        .in_flight(idem_guard::InFlight::Wait(Duration::from_secs(5)));
+    let (server, runs) = start(IdempotencyLayer::from_guard(guard)).await;
+    let mut calls = tokio::task::JoinSet::new();
+    for _ in 0..8 {
+        let server = server.clone();
+        calls.spawn(async move { server.send(post_with_key("/slow", "k-w", "x")).await });
+    }
+    let replies = calls.join_all().await;
+    assert!(
+        replies
+            .iter()
+            .all(|r| r.status == StatusCode::CREATED && r.text() == "slow #1: x"),
+        "{replies:#?}"
+    );
+    assert_eq!(replies.iter().filter(|r| r.is_replay()).count(), 7);
+    assert_eq!(runs.count(), 1);
+}

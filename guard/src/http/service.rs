@@ -112,13 +112,15 @@ where
     };
     let body = match request::buffer_body(body, config.max_request_body).await {
         Ok(body) => body,
-        Err(BodyError::TooLarge { max }) => return Ok(problem(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            "request_body_too_large",
-            &format!(
+        Err(BodyError::TooLarge { max }) => {
+            return Ok(problem(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "request_body_too_large",
+                &format!(
                 "the request body is larger than the {max} bytes an idempotent request may have"
             ),
-        )),
+            ))
+        }
         Err(BodyError::Read(why)) => {
             return Ok(problem(
                 StatusCode::BAD_REQUEST,
