@@ -14,7 +14,7 @@ use tower::Service;
 use super::request::{self, BodyError};
 use super::response::{in_progress, problem, StoredResponse};
 use super::Config;
-use crate::{Error, Guard, Rejected, Store};
+use crate::{Error, Fingerprint, Guard, Rejected, Store};
 
 /// The service [`IdempotencyLayer`](super::IdempotencyLayer) wraps around an inner one.
 #[derive(Debug, Clone)]
@@ -73,6 +73,79 @@ impl<E> From<Error> for Failure<E> {
     }
 }
 
+/// What the layer does with a request, decided before the guard is asked.
+enum Admission<B> {
+    /// Not guarded (another method, or no key when none is required).
+    PassThrough(Request<B>),
+    /// Refused before the guard: a bad or missing key, a body too large or unreadable.
+    Refuse(Response<Body>),
+    /// Guarded: the guard's key, the payload fingerprint, and the request with its body buffered.
+    Guard {
+        key: String,
+        fingerprint: Fingerprint,
+        request: Request<Body>,
+    },
+}
+
+async fn admit<B>(request: Request<B>, config: &Config) -> Admission<B>
+where
+    B: HttpBody<Data = Bytes> + Send + 'static,
+    B::Error: Into<BoxError>,
+{
+    if !config.methods.contains(request.method()) {
+        return Admission::PassThrough(request);
+    }
+    let (parts, body) = request.into_parts();
+    let client_key = match request::client_key(&parts.headers, config.max_key_len) {
+        Ok(Some(key)) => key,
+        Ok(None) if config.required => {
+            return Admission::Refuse(problem(
+                StatusCode::BAD_REQUEST,
+                "idempotency_key_missing",
+                "this operation requires an Idempotency-Key header",
+            ))
+        }
+        Ok(None) => return Admission::PassThrough(Request::from_parts(parts, body)),
+        Err(bad) => {
+            return Admission::Refuse(problem(
+                StatusCode::BAD_REQUEST,
+                "idempotency_key_invalid",
+                &bad.to_string(),
+            ))
+        }
+    };
+    let body = match request::buffer_body(body, config.max_request_body).await {
+        Ok(body) => body,
+        Err(BodyError::TooLarge { max }) => {
+            let detail = format!(
+                "the request body is larger than the {max} bytes a guarded request may have"
+            );
+            return Admission::Refuse(problem(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "request_body_too_large",
+                &detail,
+            ));
+        }
+        Err(BodyError::Read(why)) => {
+            return Admission::Refuse(problem(
+                StatusCode::BAD_REQUEST,
+                "request_body_unreadable",
+                &format!("the request body could not be read: {why}"),
+            ))
+        }
+    };
+    let principal = config.principal.as_ref().and_then(|of| of(&parts));
+    let key = request::guard_key(principal.as_deref(), &request::route(&parts), &client_key);
+    match request::fingerprint(&parts, &body) {
+        Ok(fingerprint) => Admission::Guard {
+            key,
+            fingerprint,
+            request: request::rebuild(parts, body),
+        },
+        Err(e) => Admission::Refuse(refusal(&e)),
+    }
+}
+
 async fn handle<Sv, S, B, ResB>(
     mut inner: Sv,
     guard: Arc<Guard<S>>,
@@ -88,57 +161,18 @@ where
     B::Error: Into<BoxError>,
     S: Store,
 {
-    if !config.methods.contains(request.method()) {
-        return pass_through(&mut inner, request).await;
-    }
-    let (parts, body) = request.into_parts();
-    let client_key = match request::client_key(&parts.headers, config.max_key_len) {
-        Ok(Some(key)) => key,
-        Ok(None) if config.required => {
-            return Ok(problem(
-                StatusCode::BAD_REQUEST,
-                "idempotency_key_missing",
-                "this operation requires an Idempotency-Key header",
-            ))
-        }
-        Ok(None) => return pass_through(&mut inner, Request::from_parts(parts, body)).await,
-        Err(bad) => {
-            return Ok(problem(
-                StatusCode::BAD_REQUEST,
-                "idempotency_key_invalid",
-                &bad.to_string(),
-            ))
-        }
+    let (key, fingerprint, request) = match admit(request, &config).await {
+        Admission::PassThrough(request) => return pass_through(&mut inner, request).await,
+        Admission::Refuse(response) => return Ok(response),
+        Admission::Guard {
+            key,
+            fingerprint,
+            request,
+        } => (key, fingerprint, request),
     };
-    let body = match request::buffer_body(body, config.max_request_body).await {
-        Ok(body) => body,
-        Err(BodyError::TooLarge { max }) => {
-            return Ok(problem(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                "request_body_too_large",
-                &format!(
-                "the request body is larger than the {max} bytes an idempotent request may have"
-            ),
-            ))
-        }
-        Err(BodyError::Read(why)) => {
-            return Ok(problem(
-                StatusCode::BAD_REQUEST,
-                "request_body_unreadable",
-                &format!("the request body could not be read: {why}"),
-            ))
-        }
-    };
-    let principal = config.principal.as_ref().and_then(|of| of(&parts));
-    let key = request::guard_key(principal.as_deref(), &request::route(&parts), &client_key);
-    let fingerprint = match request::fingerprint(&parts, &body) {
-        Ok(fingerprint) => fingerprint,
-        Err(e) => return Ok(refusal(&e)),
-    };
-
     // The body takes the request from `pending` and leaves the response it sends in `fresh`, so
     // both are still here when the guard did not run it (fail-open) or could not record it.
-    let mut pending = Some(request::rebuild(parts, body));
+    let mut pending = Some(request);
     let mut fresh = None;
     let outcome = {
         let (inner, pending, fresh, config) = (&mut inner, &mut pending, &mut fresh, &*config);
@@ -148,27 +182,26 @@ where
             })
             .await
     };
-    match outcome {
-        Ok(stored) if stored.is_replay() => Ok(stored.into_inner().replay()),
-        Ok(_) => Ok(fresh.unwrap_or_else(internal_error)),
-        Err(Failure::Uncached(response)) => Ok(response),
-        Err(Failure::Inner(e)) => Err(e),
-        Err(Failure::Guard(e)) => {
-            if let Some(response) = fresh {
-                // The handler ran and its response is real; only recording it failed. The client
-                // gets it (a 5xx would make it retry an effect that happened); duplicates get
-                // 409 until the record's lease ends.
-                tracing::error!(key = %key, error = %e, "the response was sent but could not be recorded for replay");
-                return Ok(response);
-            }
-            match (e, pending) {
-                (Error::Store(e), Some(request)) if config.fail_open => {
-                    tracing::warn!(key = %key, error = %e, "idempotency store unavailable; running the request unguarded (fail-open)");
-                    pass_through(&mut inner, request).await
-                }
-                (e, _) => Ok(refusal_logged(&key, &e)),
-            }
+    let error = match outcome {
+        Ok(stored) if stored.is_replay() => return Ok(stored.into_inner().replay()),
+        Ok(_) => return Ok(fresh.unwrap_or_else(internal_error)),
+        Err(Failure::Uncached(response)) => return Ok(response),
+        Err(Failure::Inner(e)) => return Err(e),
+        Err(Failure::Guard(e)) => e,
+    };
+    if let Some(response) = fresh {
+        // The handler ran and its response is real; only recording it failed. The client gets it
+        // (a 5xx would make it retry an effect that happened); duplicates get 409 until the
+        // record's lease ends.
+        tracing::error!(key = %key, error = %error, "the response was sent but could not be recorded for replay");
+        return Ok(response);
+    }
+    match (error, pending) {
+        (Error::Store(e), Some(request)) if config.fail_open => {
+            tracing::warn!(key = %key, error = %e, "idempotency store unavailable; running the request unguarded (fail-open)");
+            pass_through(&mut inner, request).await
         }
+        (e, _) => Ok(refusal_logged(&key, &e)),
     }
 }
 
