@@ -52,6 +52,9 @@
 //! [`RedisStore`], [`PostgresStore`] (with [`Guard::run_in_tx`]), and [`CachedStore`] in front of
 //! a remote one; implement [`Store`] for another. The driver crates are re-exported
 //! ([`sqlx`], [`redis`]) so pools and connections are built with the versions the stores take.
+//!
+//! With the `http` feature, `idem_guard::http::IdempotencyLayer` guards an axum (or any `tower`)
+//! service by its requests' `Idempotency-Key` header.
 
 // Lets `#[idempotent]`, which names `::idem_guard`, be used in this crate's own tests.
 extern crate self as idem_guard;
@@ -61,6 +64,8 @@ mod cached;
 mod codec;
 mod error;
 mod guard;
+#[cfg(feature = "http")]
+pub mod http;
 mod key;
 mod memory;
 pub mod on_error;

@@ -57,3 +57,29 @@ fn the_driver_crates_are_re_exported() {
     manager_type(None::<redis::aio::ConnectionManager>);
     assert!(idem_guard::redis::Client::open("redis://127.0.0.1:6379").is_ok());
 }
+
+/// The README's axum example is the doc test of `src/http/mod.rs`, so it compiles.
+#[test]
+fn the_readme_axum_example_is_the_doc_test() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let section = readme
+        .split("## HTTP: the `Idempotency-Key` header")
+        .nth(1)
+        .expect("the README has the HTTP section");
+    let example = section
+        .split("```rust,no_run\n")
+        .nth(1)
+        .and_then(|rest| rest.split("```").next())
+        .expect("the HTTP section opens with a `rust,no_run` block");
+    let module = std::fs::read_to_string(root.join("src/http/mod.rs")).unwrap();
+    let docs: String = module
+        .lines()
+        .filter_map(|line| line.strip_prefix("//!"))
+        .map(|line| format!("{}\n", line.strip_prefix(' ').unwrap_or(line)))
+        .collect();
+    assert!(
+        docs.contains(&format!("```rust,no_run\n{example}```")),
+        "the README's example differs from the doc test in src/http/mod.rs"
+    );
+}

@@ -1,6 +1,9 @@
 //! Connections to the test services, one namespace per test, and a TCP proxy to cut them.
 #![allow(dead_code)] // Each test binary uses a different part.
 
+#[cfg(feature = "http")]
+pub mod http;
+
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;

@@ -1,0 +1,280 @@
+//! The HTTP `Idempotency-Key` header (IETF `draft-ietf-httpapi-idempotency-key-header`) as a
+//! `tower` layer, for axum services (feature `http`).
+//!
+//! ```rust,no_run
+//! use axum::extract::Request;
+//! use axum::http::StatusCode;
+//! use axum::middleware::{self, Next};
+//! use axum::response::{IntoResponse, Response};
+//! use axum::{routing::post, Router};
+//! use idem_guard::http::IdempotencyLayer;
+//! use idem_guard::{Guard, RedisStore};
+//!
+//! /// Who is calling, as the authentication middleware established it.
+//! #[derive(Clone)]
+//! struct User {
+//!     id: String,
+//! }
+//!
+//! async fn authenticate(mut request: Request, next: Next) -> Response {
+//!     // A real service verifies a token here.
+//!     let user = request.headers().get("x-user").and_then(|v| v.to_str().ok());
+//!     let Some(id) = user.map(str::to_owned) else {
+//!         return StatusCode::UNAUTHORIZED.into_response();
+//!     };
+//!     request.extensions_mut().insert(User { id });
+//!     next.run(request).await
+//! }
+//!
+//! async fn create_payment(body: String) -> (StatusCode, String) {
+//!     // The effect: runs once per (user, route, Idempotency-Key).
+//!     (StatusCode::CREATED, format!("payment for {body}"))
+//! }
+//!
+//! #[tokio::main]
+//! async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//!     let store = RedisStore::connect("redis://127.0.0.1:6379").await?;
+//!     let idempotency = IdempotencyLayer::from_guard(Guard::new(store).prefix("payments-api"))
+//!         .required(true)
+//!         .principal(|parts| parts.extensions.get::<User>().map(|user| user.id.clone()));
+//!     let app = Router::new()
+//!         .route("/payments", post(create_payment))
+//!         // Inside the router, so the key holds the route template (`MatchedPath`).
+//!         .layer(idempotency)
+//!         // Added last, so it runs first: the `User` is there when the key is built.
+//!         .layer(middleware::from_fn(authenticate));
+//!     let listener = tokio::net::TcpListener::bind("127.0.0.1:3000").await?;
+//!     axum::serve(listener, app).await?;
+//!     Ok(())
+//! }
+//! ```
+//!
+//! For each request whose method is guarded (POST and PATCH unless [`methods`] says otherwise):
+//!
+//! | the request | the answer |
+//! | --- | --- |
+//! | no `Idempotency-Key` | passed through unguarded, or `400` when [`required`] |
+//! | a key that is empty, repeated, longer than [`max_key_len`] (255) or not visible ASCII | `400` |
+//! | a body over [`max_request_body`] (2 MiB) | `413` |
+//! | a first request with this key | runs the handler; its response is stored, unless [`cache_when`] refuses its status (5xx by default): then the key is released and a retry runs again |
+//! | a repeat, same method, path, query and body | the stored status, headers and body, plus `Idempotent-Replayed: true`; the handler does not run |
+//! | a repeat while the first still runs | `409` with `Retry-After` (or waits, with [`InFlight::Wait`](crate::InFlight::Wait) on the guard) |
+//! | a repeat with another method, path, query or body | `422` |
+//! | the store cannot be reached | `503`; the handler does not run (unless [`fail_open`]) |
+//!
+//! Errors are `application/problem+json` (RFC 9457) with a stable `code` member
+//! (`idempotency_key_missing`, `idempotency_key_invalid`, `request_body_too_large`,
+//! `idempotency_request_in_progress`, `idempotency_key_reused`, `idempotency_store_unavailable`,
+//! ...).
+//!
+//! **The key** is the header value (quoted `"..."` as the draft writes it, or bare as most clients
+//! send it: the same key), the route (axum's [`MatchedPath`](axum::extract::MatchedPath), such
+//! as `/orders/{id}`, when the layer runs inside a `Router`; the path otherwise) and the principal
+//! that [`principal`] takes from the request (none by default), joined with the guard's tuple-key
+//! escaping, so no two of them run into each other: the same key sent by two users or to two
+//! routes is two records. **The payload** is the method, path, query and an xxh3-128 hash of the
+//! body. **What is stored**: status, headers (not hop-by-hop ones, nor those [`drop_header`]
+//! names: `Date` and `Set-Cookie` by default) and the body, when at most [`max_stored_body`]
+//! (2 MiB); a larger body is sent but not stored, and duplicates get `409` saying it cannot be
+//! replayed. Responses are buffered, so a guarded route must not stream without end.
+//!
+//! Lease, retention (24 h), in-flight policy, prefix (`"http"`) and replay hook are the
+//! [`Guard`](crate::Guard)'s: build one and pass it to [`IdempotencyLayer::from_guard`].
+//!
+//! [`methods`]: IdempotencyLayer::methods
+//! [`required`]: IdempotencyLayer::required
+//! [`max_key_len`]: IdempotencyLayer::max_key_len
+//! [`max_request_body`]: IdempotencyLayer::max_request_body
+//! [`cache_when`]: IdempotencyLayer::cache_when
+//! [`fail_open`]: IdempotencyLayer::fail_open
+//! [`principal`]: IdempotencyLayer::principal
+//! [`drop_header`]: IdempotencyLayer::drop_header
+//! [`max_stored_body`]: IdempotencyLayer::max_stored_body
+
+mod request;
+mod response;
+mod service;
+
+use std::fmt;
+use std::sync::Arc;
+
+use axum::http::header::{DATE, SET_COOKIE};
+use axum::http::request::Parts;
+use axum::http::{HeaderName, Method, StatusCode};
+
+pub use self::request::IDEMPOTENCY_KEY;
+pub use self::response::IDEMPOTENT_REPLAYED;
+pub use self::service::IdempotencyService;
+use crate::{Guard, Store};
+
+/// Longest `Idempotency-Key` accepted by default: a UUID needs 36, and no real key needs more.
+pub const DEFAULT_MAX_KEY_LEN: usize = 255;
+/// Largest request body a guarded request may have by default (axum's own default limit).
+pub const DEFAULT_MAX_REQUEST_BODY: usize = 2 * 1024 * 1024;
+/// Largest response body stored for replay by default.
+pub const DEFAULT_MAX_STORED_BODY: usize = 2 * 1024 * 1024;
+
+type PrincipalFn = dyn Fn(&Parts) -> Option<String> + Send + Sync;
+type CacheWhenFn = dyn Fn(StatusCode) -> bool + Send + Sync;
+
+/// A `tower::Layer` that makes the guarded methods of a service idempotent per
+/// `Idempotency-Key`. See the [module docs](self) for what it answers.
+#[derive(Debug)]
+pub struct IdempotencyLayer<S> {
+    guard: Arc<Guard<S>>,
+    config: Arc<Config>,
+}
+
+impl<S> Clone for IdempotencyLayer<S> {
+    fn clone(&self) -> Self {
+        IdempotencyLayer {
+            guard: self.guard.clone(),
+            config: self.config.clone(),
+        }
+    }
+}
+
+/// The layer's settings, shared by every clone of its service.
+#[derive(Clone)]
+pub(crate) struct Config {
+    required: bool,
+    methods: Vec<Method>,
+    max_key_len: usize,
+    max_request_body: usize,
+    max_stored_body: usize,
+    principal: Option<Arc<PrincipalFn>>,
+    cache_when: Arc<CacheWhenFn>,
+    dropped_headers: Vec<HeaderName>,
+    fail_open: bool,
+}
+
+impl fmt::Debug for Config {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Config")
+            .field("required", &self.required)
+            .field("methods", &self.methods)
+            .field("max_key_len", &self.max_key_len)
+            .field("max_request_body", &self.max_request_body)
+            .field("max_stored_body", &self.max_stored_body)
+            .field("principal", &self.principal.as_ref().map(|_| ".."))
+            .field("dropped_headers", &self.dropped_headers)
+            .field("fail_open", &self.fail_open)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<S: Store> IdempotencyLayer<S> {
+    /// A layer over `store` with a default guard (prefix `"http"`, lease 60 s renewed while the
+    /// handler runs, retention 24 h, duplicates in flight rejected with 409).
+    pub fn new(store: S) -> Self {
+        Self::from_guard(Guard::new(store).prefix("http"))
+    }
+
+    /// A layer over a configured guard: its prefix, tenant, lease, retention, in-flight policy
+    /// and replay hook apply. (Its `required` setting does not: see [`required`](Self::required).)
+    pub fn from_guard(guard: Guard<S>) -> Self {
+        IdempotencyLayer {
+            guard: Arc::new(guard),
+            config: Arc::new(Config {
+                required: false,
+                methods: vec![Method::POST, Method::PATCH],
+                max_key_len: DEFAULT_MAX_KEY_LEN,
+                max_request_body: DEFAULT_MAX_REQUEST_BODY,
+                max_stored_body: DEFAULT_MAX_STORED_BODY,
+                principal: None,
+                cache_when: Arc::new(|status| !status.is_server_error()),
+                dropped_headers: vec![DATE, SET_COOKIE],
+                fail_open: false,
+            }),
+        }
+    }
+}
+
+impl<S> IdempotencyLayer<S> {
+    fn with(mut self, change: impl FnOnce(&mut Config)) -> Self {
+        change(Arc::make_mut(&mut self.config));
+        self
+    }
+
+    /// Whether a guarded request without `Idempotency-Key` is refused with 400 (`true`) or passed
+    /// to the handler unguarded (`false`, the default).
+    pub fn required(self, required: bool) -> Self {
+        self.with(|c| c.required = required)
+    }
+
+    /// The methods guarded (default POST and PATCH). Others pass through untouched: GET, PUT and
+    /// DELETE are idempotent by definition.
+    pub fn methods(self, methods: impl IntoIterator<Item = Method>) -> Self {
+        let methods = methods.into_iter().collect();
+        self.with(|c| c.methods = methods)
+    }
+
+    /// Longest key accepted (default [`DEFAULT_MAX_KEY_LEN`]); a longer one is 400.
+    pub fn max_key_len(self, max: usize) -> Self {
+        self.with(|c| c.max_key_len = max)
+    }
+
+    /// Largest request body a guarded request may have (default [`DEFAULT_MAX_REQUEST_BODY`]); a
+    /// larger one is 413. The body is buffered to fingerprint it.
+    pub fn max_request_body(self, max: usize) -> Self {
+        self.with(|c| c.max_request_body = max)
+    }
+
+    /// Largest response body stored for replay (default [`DEFAULT_MAX_STORED_BODY`]). A larger
+    /// response is sent to its client and the key completed without it; duplicates get 409.
+    pub fn max_stored_body(self, max: usize) -> Self {
+        self.with(|c| c.max_stored_body = max)
+    }
+
+    /// Who sent the request, taken from its parts (typically an extension an authentication
+    /// layer inserted): part of the key, so two users sending the same key never share a record.
+    /// `None` (and `Some("")`) mean no principal. Add the authentication layer *outside* this one
+    /// (with axum, call `.layer(auth)` after `.layer(idempotency)`), so it runs first.
+    pub fn principal(
+        self,
+        principal: impl Fn(&Parts) -> Option<String> + Send + Sync + 'static,
+    ) -> Self {
+        self.with(|c| c.principal = Some(Arc::new(principal)))
+    }
+
+    /// Which response statuses are stored and replayed (default: all but 5xx). A response it
+    /// refuses is sent, and its key released, so a retry runs the handler again.
+    pub fn cache_when(self, cache: impl Fn(StatusCode) -> bool + Send + Sync + 'static) -> Self {
+        self.with(|c| c.cache_when = Arc::new(cache))
+    }
+
+    /// Does not store this response header, so replays go without it (`Date` and `Set-Cookie`
+    /// are dropped by default; hop-by-hop headers always are).
+    pub fn drop_header(self, name: HeaderName) -> Self {
+        self.with(|c| {
+            if !c.dropped_headers.contains(&name) {
+                c.dropped_headers.push(name);
+            }
+        })
+    }
+
+    /// Stores this response header after all (e.g. `Set-Cookie`, when replaying a session
+    /// cookie to the same principal is wanted).
+    pub fn keep_header(self, name: HeaderName) -> Self {
+        self.with(|c| c.dropped_headers.retain(|dropped| *dropped != name))
+    }
+
+    /// When the store cannot be reached: `false` (default) answers 503 and does not run the
+    /// handler; `true` runs it unguarded, with a `tracing` warning, so an outage of the store
+    /// is not an outage of the service, at the price of duplicates running twice meanwhile.
+    pub fn fail_open(self, fail_open: bool) -> Self {
+        self.with(|c| c.fail_open = fail_open)
+    }
+}
+
+impl<Sv, S> tower::Layer<Sv> for IdempotencyLayer<S> {
+    type Service = IdempotencyService<Sv, S>;
+
+    fn layer(&self, inner: Sv) -> Self::Service {
+        IdempotencyService {
+            inner,
+            guard: self.guard.clone(),
+            config: self.config.clone(),
+        }
+    }
+}

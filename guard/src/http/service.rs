@@ -1,0 +1,309 @@
+//! The middleware: one request through the guard.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use axum::body::{Body, Bytes, HttpBody};
+use axum::http::{Request, Response, StatusCode};
+use axum::BoxError;
+use http_body_util::BodyExt;
+use tower::Service;
+
+use super::request::{self, BodyError};
+use super::response::{in_progress, problem, StoredResponse};
+use super::Config;
+use crate::{Error, Fingerprint, Guard, Rejected, Store};
+
+/// The service [`IdempotencyLayer`](super::IdempotencyLayer) wraps around an inner one.
+#[derive(Debug, Clone)]
+pub struct IdempotencyService<Sv, S> {
+    pub(super) inner: Sv,
+    pub(super) guard: Arc<Guard<S>>,
+    pub(super) config: Arc<Config>,
+}
+
+impl<Sv, S, B, ResB> Service<Request<B>> for IdempotencyService<Sv, S>
+where
+    Sv: Service<Request<Body>, Response = Response<ResB>> + Clone + Send + 'static,
+    Sv::Future: Send,
+    Sv::Error: Send + 'static,
+    ResB: HttpBody<Data = Bytes> + Send + 'static,
+    ResB::Error: Into<BoxError>,
+    B: HttpBody<Data = Bytes> + Send + 'static,
+    B::Error: Into<BoxError>,
+    S: Store + 'static,
+{
+    type Response = Response<Body>;
+    type Error = Sv::Error;
+    type Future = Pin<Box<dyn Future<Output = Result<Response<Body>, Sv::Error>> + Send>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: Request<B>) -> Self::Future {
+        // The instance that was polled ready serves this request; the clone waits for the next.
+        let ready = self.inner.clone();
+        let inner = std::mem::replace(&mut self.inner, ready);
+        Box::pin(handle(
+            inner,
+            self.guard.clone(),
+            self.config.clone(),
+            request,
+        ))
+    }
+}
+
+/// Why the guarded body did not produce a response to store.
+enum Failure<E> {
+    /// The guard refused, or could not reach its store.
+    Guard(Error),
+    /// A response the configuration does not cache (a 5xx by default): sent as it is, and the
+    /// reservation released so a retry runs again.
+    Uncached(Response<Body>),
+    /// The inner service failed; the reservation is released.
+    Inner(E),
+}
+
+impl<E> From<Error> for Failure<E> {
+    fn from(e: Error) -> Self {
+        Failure::Guard(e)
+    }
+}
+
+/// What the layer does with a request, decided before the guard is asked.
+enum Admission<B> {
+    /// Not guarded (another method, or no key when none is required).
+    PassThrough(Request<B>),
+    /// Refused before the guard: a bad or missing key, a body too large or unreadable.
+    Refuse(Response<Body>),
+    /// Guarded: the guard's key, the payload fingerprint, and the request with its body buffered.
+    Guard {
+        key: String,
+        fingerprint: Fingerprint,
+        request: Request<Body>,
+    },
+}
+
+async fn admit<B>(request: Request<B>, config: &Config) -> Admission<B>
+where
+    B: HttpBody<Data = Bytes> + Send + 'static,
+    B::Error: Into<BoxError>,
+{
+    if !config.methods.contains(request.method()) {
+        return Admission::PassThrough(request);
+    }
+    let (parts, body) = request.into_parts();
+    let client_key = match request::client_key(&parts.headers, config.max_key_len) {
+        Ok(Some(key)) => key,
+        Ok(None) if config.required => {
+            return Admission::Refuse(problem(
+                StatusCode::BAD_REQUEST,
+                "idempotency_key_missing",
+                "this operation requires an Idempotency-Key header",
+            ))
+        }
+        Ok(None) => return Admission::PassThrough(Request::from_parts(parts, body)),
+        Err(bad) => {
+            return Admission::Refuse(problem(
+                StatusCode::BAD_REQUEST,
+                "idempotency_key_invalid",
+                &bad.to_string(),
+            ))
+        }
+    };
+    let body = match request::buffer_body(body, config.max_request_body).await {
+        Ok(body) => body,
+        Err(BodyError::TooLarge { max }) => {
+            let detail = format!(
+                "the request body is larger than the {max} bytes a guarded request may have"
+            );
+            return Admission::Refuse(problem(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "request_body_too_large",
+                &detail,
+            ));
+        }
+        Err(BodyError::Read(why)) => {
+            return Admission::Refuse(problem(
+                StatusCode::BAD_REQUEST,
+                "request_body_unreadable",
+                &format!("the request body could not be read: {why}"),
+            ))
+        }
+    };
+    let principal = config.principal.as_ref().and_then(|of| of(&parts));
+    let key = request::guard_key(principal.as_deref(), &request::route(&parts), &client_key);
+    match request::fingerprint(&parts, &body) {
+        Ok(fingerprint) => Admission::Guard {
+            key,
+            fingerprint,
+            request: request::rebuild(parts, body),
+        },
+        Err(e) => Admission::Refuse(refusal(&e)),
+    }
+}
+
+async fn handle<Sv, S, B, ResB>(
+    mut inner: Sv,
+    guard: Arc<Guard<S>>,
+    config: Arc<Config>,
+    request: Request<B>,
+) -> Result<Response<Body>, Sv::Error>
+where
+    Sv: Service<Request<Body>, Response = Response<ResB>> + Send,
+    Sv::Future: Send,
+    ResB: HttpBody<Data = Bytes> + Send + 'static,
+    ResB::Error: Into<BoxError>,
+    B: HttpBody<Data = Bytes> + Send + 'static,
+    B::Error: Into<BoxError>,
+    S: Store,
+{
+    let (key, fingerprint, request) = match admit(request, &config).await {
+        Admission::PassThrough(request) => return pass_through(&mut inner, request).await,
+        Admission::Refuse(response) => return Ok(response),
+        Admission::Guard {
+            key,
+            fingerprint,
+            request,
+        } => (key, fingerprint, request),
+    };
+    // The body takes the request from `pending` and leaves the response it sends in `fresh`, so
+    // both are still here when the guard did not run it (fail-open) or could not record it.
+    let mut pending = Some(request);
+    let mut fresh = None;
+    let outcome = {
+        let (inner, pending, fresh, config) = (&mut inner, &mut pending, &mut fresh, &*config);
+        guard
+            .run_outcome(key.as_str(), fingerprint, move || {
+                run_and_capture(inner, pending, fresh, config)
+            })
+            .await
+    };
+    let error = match outcome {
+        Ok(stored) if stored.is_replay() => return Ok(stored.into_inner().replay()),
+        Ok(_) => return Ok(fresh.unwrap_or_else(internal_error)),
+        Err(Failure::Uncached(response)) => return Ok(response),
+        Err(Failure::Inner(e)) => return Err(e),
+        Err(Failure::Guard(e)) => e,
+    };
+    if let Some(response) = fresh {
+        // The handler ran and its response is real; only recording it failed. The client gets it
+        // (a 5xx would make it retry an effect that happened); duplicates get 409 until the
+        // record's lease ends.
+        tracing::error!(key = %key, error = %error, "the response was sent but could not be recorded for replay");
+        return Ok(response);
+    }
+    match (error, pending) {
+        (Error::Store(e), Some(request)) if config.fail_open => {
+            tracing::warn!(key = %key, error = %e, "idempotency store unavailable; running the request unguarded (fail-open)");
+            pass_through(&mut inner, request).await
+        }
+        (e, _) => Ok(refusal_logged(&key, &e)),
+    }
+}
+
+/// The guarded body: calls the inner service, and returns what to store of its response (or the
+/// response to send without storing it).
+async fn run_and_capture<Sv, ResB>(
+    inner: &mut Sv,
+    pending: &mut Option<Request<Body>>,
+    fresh: &mut Option<Response<Body>>,
+    config: &Config,
+) -> Result<StoredResponse, Failure<Sv::Error>>
+where
+    Sv: Service<Request<Body>, Response = Response<ResB>>,
+    ResB: HttpBody<Data = Bytes> + Send + 'static,
+    ResB::Error: Into<BoxError>,
+{
+    // The guard calls its body at most once, so the request is there.
+    let request = pending
+        .take()
+        .ok_or_else(|| Failure::Uncached(internal_error()))?;
+    let response = inner.call(request).await.map_err(Failure::Inner)?;
+    if !(config.cache_when)(response.status()) {
+        return Err(Failure::Uncached(response.map(Body::new)));
+    }
+    let (parts, body) = response.into_parts();
+    let body = match body.collect().await {
+        Ok(collected) => collected.to_bytes(),
+        Err(e) => {
+            let why: BoxError = e.into();
+            tracing::error!(error = %why, "the response body failed; releasing the key");
+            return Err(Failure::Uncached(problem(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "response_body_failed",
+                "the handler's response body failed while it was being read",
+            )));
+        }
+    };
+    let stored = StoredResponse::capture(
+        &parts,
+        &body,
+        &config.dropped_headers,
+        config.max_stored_body,
+    );
+    *fresh = Some(Response::from_parts(parts, Body::from(body)));
+    Ok(stored)
+}
+
+/// Sends a request the layer does not guard straight to the inner service.
+async fn pass_through<Sv, B, ResB>(
+    inner: &mut Sv,
+    request: Request<B>,
+) -> Result<Response<Body>, Sv::Error>
+where
+    Sv: Service<Request<Body>, Response = Response<ResB>>,
+    ResB: HttpBody<Data = Bytes> + Send + 'static,
+    ResB::Error: Into<BoxError>,
+    B: HttpBody<Data = Bytes> + Send + 'static,
+    B::Error: Into<BoxError>,
+{
+    let response = inner.call(request.map(Body::new)).await?;
+    Ok(response.map(Body::new))
+}
+
+fn refusal_logged(key: &str, e: &Error) -> Response<Body> {
+    if matches!(e, Error::Store(_)) {
+        tracing::error!(key, error = %e, "idempotency store unavailable; the request was refused");
+    }
+    refusal(e)
+}
+
+/// The answer to a request the guard did not run (IETF `Idempotency-Key` draft, section 2.7).
+fn refusal(e: &Error) -> Response<Body> {
+    match e {
+        Error::Rejected(Rejected::InProgress { retry_after, .. }) => in_progress(*retry_after),
+        Error::Rejected(Rejected::PayloadMismatch { .. }) => problem(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "idempotency_key_reused",
+            "this Idempotency-Key was already used for a different request (method, path, query or body differ)",
+        ),
+        Error::Store(_) => problem(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "idempotency_store_unavailable",
+            "the idempotency store cannot be reached, so the request was not processed; retry later",
+        ),
+        Error::InvalidKey(why) => problem(
+            StatusCode::BAD_REQUEST,
+            "idempotency_key_invalid",
+            &format!("the Idempotency-Key cannot be used: {why}"),
+        ),
+        Error::Decode { reason, .. } => problem(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "idempotency_record_unreadable",
+            &format!("the stored response of this Idempotency-Key cannot be replayed: {reason}"),
+        ),
+        Error::MissingKey | Error::NotOwner { .. } | Error::Payload(_) => internal_error(),
+    }
+}
+
+fn internal_error() -> Response<Body> {
+    problem(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        "idempotency_internal_error",
+        "the idempotency layer failed",
+    )
+}

@@ -1,0 +1,516 @@
+//! The `Idempotency-Key` layer, through real HTTP: an axum server on a loopback port, a hyper
+//! client, and each store (memory, Redis, PostgreSQL) behind the layer.
+
+mod common;
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::{Path, Request};
+use axum::http::{HeaderMap, StatusCode};
+use axum::middleware::{from_fn, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, patch, post};
+use axum::Router;
+use common::http::{request, serve, Reply, Server};
+use idem_guard::http::IdempotencyLayer;
+use idem_guard::{Guard, MemoryStore, Store};
+
+/// How many times the handlers ran, over all routes.
+#[derive(Clone, Default)]
+struct Runs(Arc<AtomicU64>);
+
+impl Runs {
+    fn next(&self) -> u64 {
+        self.0.fetch_add(1, Ordering::SeqCst) + 1
+    }
+
+    fn count(&self) -> u64 {
+        self.0.load(Ordering::SeqCst)
+    }
+}
+
+/// The signed-in user, as an authentication middleware would insert it.
+#[derive(Clone)]
+struct User(String);
+
+/// A stand-in for real authentication: trusts an `x-user` header.
+async fn authenticate(mut request: Request, next: Next) -> Response {
+    if let Some(user) = request
+        .headers()
+        .get("x-user")
+        .and_then(|v| v.to_str().ok())
+    {
+        let user = User(user.to_owned());
+        request.extensions_mut().insert(user);
+    }
+    next.run(request).await
+}
+
+/// A created resource: 201, a header naming the run, and a body echoing the request.
+fn created(n: u64, what: &str, body: &str) -> Response {
+    (
+        StatusCode::CREATED,
+        [("x-run", n.to_string())],
+        format!("{what} #{n}: {body}"),
+    )
+        .into_response()
+}
+
+fn app(layer: IdempotencyLayer<impl Store + 'static>, runs: &Runs) -> Router {
+    let r = runs.clone();
+    let orders = post(move |body: String| async move { created(r.next(), "order", &body) });
+    let r = runs.clone();
+    let list = get(move || async move { format!("list #{}", r.next()) });
+    let r = runs.clone();
+    let amend = patch(move |Path(id): Path<u64>, body: String| async move {
+        created(r.next(), &format!("amendment of {id}"), &body)
+    });
+    let r = runs.clone();
+    let other = post(move |body: String| async move { created(r.next(), "other", &body) });
+    let r = runs.clone();
+    let slow = post(move |body: String| async move {
+        let n = r.next();
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        created(n, "slow", &body)
+    });
+    let r = runs.clone();
+    let flaky = post(move |body: String| async move {
+        match r.next() {
+            1 => (StatusCode::SERVICE_UNAVAILABLE, "try again").into_response(),
+            n => created(n, "flaky", &body),
+        }
+    });
+    let r = runs.clone();
+    let login = post(move || async move {
+        let n = r.next();
+        (
+            [("set-cookie", format!("session={n}"))],
+            format!("login #{n}"),
+        )
+            .into_response()
+    });
+    Router::new()
+        .route("/orders", orders.merge(list))
+        .route("/orders/{id}", amend)
+        .route("/other", other)
+        .route("/slow", slow)
+        .route("/flaky", flaky)
+        .route("/login", login)
+        .layer(layer)
+        .layer(from_fn(authenticate))
+}
+
+/// The layer as the README shows it: the principal from the authentication extension.
+fn layer<S: Store + 'static>(store: S, name: &str) -> IdempotencyLayer<S> {
+    // A prefix per test run: Redis keys outlive the test.
+    IdempotencyLayer::from_guard(Guard::new(store).prefix(common::unique(name)))
+        .principal(|parts| parts.extensions.get::<User>().map(|u| u.0.clone()))
+}
+
+async fn start<S: Store + 'static>(layer: IdempotencyLayer<S>) -> (Server, Runs) {
+    let runs = Runs::default();
+    (serve(app(layer, &runs)).await, runs)
+}
+
+fn post_with_key(
+    path: &str,
+    key: &str,
+    body: &str,
+) -> axum::http::Request<http_body_util::Full<axum::body::Bytes>> {
+    request("POST", path, &[("idempotency-key", key)], body)
+}
+
+/// The headers a replay must repeat: all but `Date` (the server's, per response) and the replay
+/// marker.
+fn comparable(headers: &HeaderMap) -> Vec<(String, Vec<u8>)> {
+    let mut pairs: Vec<_> = headers
+        .iter()
+        .filter(|(name, _)| *name != "date" && *name != "idempotent-replayed")
+        .map(|(name, value)| (name.to_string(), value.as_bytes().to_vec()))
+        .collect();
+    pairs.sort();
+    pairs
+}
+
+macro_rules! on_every_store {
+    ($($scenario:ident),* $(,)?) => {$(
+        mod $scenario {
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn memory() {
+                super::$scenario(super::common::memory_store(), stringify!($scenario)).await;
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn redis() {
+                super::$scenario(super::common::redis_store().await, stringify!($scenario)).await;
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn postgres() {
+                let schema = super::common::pg_schema(concat!("http_", stringify!($scenario))).await;
+                let store = super::common::postgres_store(&schema).await;
+                super::$scenario(store, stringify!($scenario)).await;
+            }
+        }
+    )*};
+}
+
+on_every_store!(
+    duplicate_replays_the_first_response,
+    concurrent_duplicates_run_once,
+    another_payload_under_a_key_is_422,
+    missing_key_is_400_only_when_required,
+    get_is_not_guarded,
+    server_errors_are_not_cached,
+    route_and_principal_keep_keys_apart,
+);
+
+async fn duplicate_replays_the_first_response<S: Store + 'static>(store: S, name: &str) {
+    let (server, runs) = start(layer(store, name)).await;
+    let first = server
+        .send(post_with_key("/orders", "k-1", "2 apples"))
+        .await;
+    assert_eq!(first.status, StatusCode::CREATED, "{first:?}");
+    assert_eq!(first.text(), "order #1: 2 apples");
+    assert!(!first.is_replay());
+    for _ in 0..2 {
+        let again = server
+            .send(post_with_key("/orders", "k-1", "2 apples"))
+            .await;
+        assert!(again.is_replay(), "{again:?}");
+        assert_eq!(again.status, first.status);
+        assert_eq!(comparable(&again.headers), comparable(&first.headers));
+        assert_eq!(again.body, first.body);
+    }
+    // The quoted form of the draft is the same key.
+    let quoted = server
+        .send(post_with_key("/orders", "\"k-1\"", "2 apples"))
+        .await;
+    assert!(quoted.is_replay(), "{quoted:?}");
+    assert_eq!(runs.count(), 1, "the handler ran once");
+}
+
+async fn concurrent_duplicates_run_once<S: Store + 'static>(store: S, name: &str) {
+    let (server, runs) = start(layer(store, name)).await;
+    let mut calls = tokio::task::JoinSet::new();
+    for _ in 0..16 {
+        let server = server.clone();
+        calls.spawn(async move { server.send(post_with_key("/slow", "k-c", "x")).await });
+    }
+    let replies: Vec<Reply> = calls.join_all().await;
+    let fresh = replies
+        .iter()
+        .filter(|r| r.status == StatusCode::CREATED && !r.is_replay())
+        .count();
+    assert_eq!(fresh, 1, "one request ran: {replies:#?}");
+    for reply in &replies {
+        match reply.status {
+            StatusCode::CREATED => assert_eq!(reply.text(), "slow #1: x"),
+            StatusCode::CONFLICT => {
+                assert_eq!(reply.problem_code(), "idempotency_request_in_progress");
+                let retry: u64 = reply.headers["retry-after"]
+                    .to_str()
+                    .unwrap()
+                    .parse()
+                    .unwrap();
+                assert!((1..=60).contains(&retry), "retry-after {retry}");
+            }
+            other => panic!("unexpected {other}: {reply:?}"),
+        }
+    }
+    assert_eq!(runs.count(), 1);
+    let after = server.send(post_with_key("/slow", "k-c", "x")).await;
+    assert!(
+        after.is_replay() && after.text() == "slow #1: x",
+        "{after:?}"
+    );
+}
+
+async fn another_payload_under_a_key_is_422<S: Store + 'static>(store: S, name: &str) {
+    let (server, runs) = start(layer(store, name)).await;
+    assert_eq!(
+        server
+            .send(post_with_key("/orders", "k-m", "a"))
+            .await
+            .status,
+        StatusCode::CREATED
+    );
+    let other_body = server.send(post_with_key("/orders", "k-m", "b")).await;
+    assert_eq!(other_body.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(other_body.problem_code(), "idempotency_key_reused");
+    let other_query = server
+        .send(post_with_key("/orders?dry=1", "k-m", "a"))
+        .await;
+    assert_eq!(other_query.status, StatusCode::UNPROCESSABLE_ENTITY);
+    // One route template, two paths: the path is part of the payload.
+    let amend = |id: u32| {
+        request(
+            "PATCH",
+            &format!("/orders/{id}"),
+            &[("idempotency-key", "k-p")],
+            "a",
+        )
+    };
+    assert_eq!(server.send(amend(1)).await.status, StatusCode::CREATED);
+    assert_eq!(
+        server.send(amend(2)).await.status,
+        StatusCode::UNPROCESSABLE_ENTITY
+    );
+    assert_eq!(runs.count(), 2);
+}
+
+async fn missing_key_is_400_only_when_required<S: Store + 'static>(store: S, name: &str) {
+    let (optional, runs) = start(layer(store.clone(), name)).await;
+    for _ in 0..2 {
+        let reply = optional.send(request("POST", "/orders", &[], "a")).await;
+        assert_eq!(reply.status, StatusCode::CREATED);
+        assert!(!reply.is_replay());
+    }
+    assert_eq!(runs.count(), 2, "without a key every request runs");
+
+    let (required, runs) = start(layer(store, name).required(true)).await;
+    let reply = required.send(request("POST", "/orders", &[], "a")).await;
+    assert_eq!(reply.status, StatusCode::BAD_REQUEST);
+    assert_eq!(reply.problem_code(), "idempotency_key_missing");
+    for bad in ["", "has space", "\u{e9}t\u{e9}"] {
+        let reply = required.send(post_with_key("/orders", bad, "a")).await;
+        assert_eq!(reply.status, StatusCode::BAD_REQUEST, "key {bad:?}");
+        assert_eq!(reply.problem_code(), "idempotency_key_invalid");
+    }
+    let long = "k".repeat(256);
+    let reply = required.send(post_with_key("/orders", &long, "a")).await;
+    assert_eq!(reply.problem_code(), "idempotency_key_invalid");
+    assert_eq!(runs.count(), 0);
+}
+
+async fn get_is_not_guarded<S: Store + 'static>(store: S, name: &str) {
+    let (server, runs) = start(layer(store, name).required(true)).await;
+    for n in 1..=2 {
+        let reply = server
+            .send(request("GET", "/orders", &[("idempotency-key", "k-g")], ""))
+            .await;
+        assert_eq!(reply.status, StatusCode::OK);
+        assert_eq!(reply.text(), format!("list #{n}"));
+        assert!(!reply.is_replay());
+    }
+    assert_eq!(runs.count(), 2);
+}
+
+async fn server_errors_are_not_cached<S: Store + 'static>(store: S, name: &str) {
+    let (server, runs) = start(layer(store, name)).await;
+    let failed = server.send(post_with_key("/flaky", "k-f", "x")).await;
+    assert_eq!(failed.status, StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(failed.text(), "try again", "the handler's own response");
+    let retried = server.send(post_with_key("/flaky", "k-f", "x")).await;
+    assert_eq!(retried.status, StatusCode::CREATED);
+    assert!(!retried.is_replay(), "the retry ran the handler again");
+    let replayed = server.send(post_with_key("/flaky", "k-f", "x")).await;
+    assert!(replayed.is_replay());
+    assert_eq!(replayed.text(), "flaky #2: x");
+    assert_eq!(runs.count(), 2);
+}
+
+async fn route_and_principal_keep_keys_apart<S: Store + 'static>(store: S, name: &str) {
+    let (server, runs) = start(layer(store, name)).await;
+    let as_user = |user: &str, path: &str| {
+        request(
+            "POST",
+            path,
+            &[("idempotency-key", "k-r"), ("x-user", user)],
+            "same",
+        )
+    };
+    let alice = server.send(as_user("alice", "/orders")).await;
+    let bob = server.send(as_user("bob", "/orders")).await;
+    let alice_elsewhere = server.send(as_user("alice", "/other")).await;
+    let anonymous = server.send(post_with_key("/orders", "k-r", "same")).await;
+    for reply in [&alice, &bob, &alice_elsewhere, &anonymous] {
+        assert_eq!(reply.status, StatusCode::CREATED, "{reply:?}");
+        assert!(!reply.is_replay(), "no collision: {reply:?}");
+    }
+    assert_eq!(runs.count(), 4);
+    let alice_again = server.send(as_user("alice", "/orders")).await;
+    assert!(alice_again.is_replay());
+    assert_eq!(alice_again.body, alice.body);
+    // A principal that would escape into the route part stays its own key.
+    let tricky = server.send(as_user("alice:/orders", "/orders")).await;
+    assert!(!tricky.is_replay());
+    assert_eq!(runs.count(), 5);
+}
+
+#[tokio::test]
+async fn per_response_headers_are_not_replayed() {
+    let (server, runs) = start(layer(MemoryStore::new(), "cookies")).await;
+    let first = server.send(post_with_key("/login", "k-l", "")).await;
+    assert_eq!(first.headers["set-cookie"], "session=1");
+    let again = server.send(post_with_key("/login", "k-l", "")).await;
+    assert!(again.is_replay());
+    assert!(!again.headers.contains_key("set-cookie"), "{again:?}");
+    assert_eq!(again.text(), "login #1");
+
+    let keeping =
+        layer(MemoryStore::new(), "cookies-kept").keep_header("set-cookie".parse().unwrap());
+    let (server, _) = start(keeping).await;
+    server.send(post_with_key("/login", "k-l", "")).await;
+    let again = server.send(post_with_key("/login", "k-l", "")).await;
+    assert_eq!(
+        again.headers["set-cookie"], "session=1",
+        "kept: the first response's cookie"
+    );
+    assert_eq!(runs.count(), 1);
+}
+
+#[tokio::test]
+async fn a_large_body_is_413_and_a_large_response_is_not_stored() {
+    let guarded = layer(MemoryStore::new(), "sizes")
+        .max_request_body(8)
+        .max_stored_body(12);
+    let (server, runs) = start(guarded).await;
+    let reply = server
+        .send(post_with_key("/orders", "k-big", "123456789"))
+        .await;
+    assert_eq!(reply.status, StatusCode::PAYLOAD_TOO_LARGE);
+    assert_eq!(reply.problem_code(), "request_body_too_large");
+    assert_eq!(runs.count(), 0);
+    // "order #1: 12345678" is over 12 bytes: sent, recorded as done, not replayable.
+    let first = server
+        .send(post_with_key("/orders", "k-r", "12345678"))
+        .await;
+    assert_eq!(first.text(), "order #1: 12345678");
+    let again = server
+        .send(post_with_key("/orders", "k-r", "12345678"))
+        .await;
+    assert_eq!(again.status, StatusCode::CONFLICT);
+    assert_eq!(again.problem_code(), "idempotency_response_not_stored");
+    assert!(!again.headers.contains_key("retry-after"));
+    assert_eq!(runs.count(), 1);
+}
+
+/// A memory store full of live records fails closed, like a store that cannot be reached.
+#[tokio::test]
+async fn a_full_memory_store_is_503() {
+    let (server, runs) = start(layer(MemoryStore::with_capacity(1), "full")).await;
+    assert_eq!(
+        server
+            .send(post_with_key("/orders", "k-1", "a"))
+            .await
+            .status,
+        StatusCode::CREATED
+    );
+    let refused = server.send(post_with_key("/orders", "k-2", "a")).await;
+    assert_eq!(refused.status, StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(refused.problem_code(), "idempotency_store_unavailable");
+    assert_eq!(runs.count(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_down_is_503_unless_fail_open() {
+    let proxy = common::Proxy::start(common::port_of(&common::redis_url(), 6379)).await;
+    let store = common::redis_store_at(&format!("redis://127.0.0.1:{}", proxy.port)).await;
+    let (closed, runs) = start(layer(store.clone(), "redis-down")).await;
+    let (open, open_runs) = start(layer(store, "redis-down-open").fail_open(true)).await;
+    assert_eq!(
+        closed
+            .send(post_with_key("/orders", "k-1", "a"))
+            .await
+            .status,
+        StatusCode::CREATED
+    );
+    proxy.down();
+    let refused = closed.send(post_with_key("/orders", "k-2", "a")).await;
+    assert_eq!(
+        refused.status,
+        StatusCode::SERVICE_UNAVAILABLE,
+        "{refused:?}"
+    );
+    assert_eq!(refused.problem_code(), "idempotency_store_unavailable");
+    assert_eq!(
+        runs.count(),
+        1,
+        "the handler did not run without its reservation"
+    );
+    let unguarded = open.send(post_with_key("/orders", "k-3", "a")).await;
+    assert_eq!(unguarded.status, StatusCode::CREATED, "{unguarded:?}");
+    assert_eq!(open_runs.count(), 1, "fail-open ran the handler");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_down_is_503() {
+    let schema = common::pg_schema("http_pg_down").await;
+    let proxy = common::Proxy::start(common::port_of(&common::database_url(), 5432)).await;
+    let pool = common::pg_pool_at(&common::database_url_through(&proxy), &schema, 2).await;
+    let store = idem_guard::PostgresStore::from_pool(pool).await.unwrap();
+    let (server, runs) = start(layer(store, "pg-down")).await;
+    assert_eq!(
+        server
+            .send(post_with_key("/orders", "k-1", "a"))
+            .await
+            .status,
+        StatusCode::CREATED
+    );
+    proxy.down();
+    let refused = server.send(post_with_key("/orders", "k-2", "a")).await;
+    assert_eq!(
+        refused.status,
+        StatusCode::SERVICE_UNAVAILABLE,
+        "{refused:?}"
+    );
+    assert_eq!(refused.problem_code(), "idempotency_store_unavailable");
+    assert_eq!(runs.count(), 1);
+}
+
+/// The store goes down while the handler runs: its response is real, so it is sent; the record
+/// stays in progress, so a duplicate is refused (409), not run again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_response_that_could_not_be_recorded_is_still_sent() {
+    let proxy = common::Proxy::start(common::port_of(&common::redis_url(), 6379)).await;
+    let store = common::redis_store_at(&format!("redis://127.0.0.1:{}", proxy.port)).await;
+    let (server, runs) = start(layer(store, "redis-lost")).await;
+    let first = {
+        let server = server.clone();
+        tokio::spawn(async move { server.send(post_with_key("/slow", "k-l", "x")).await })
+    };
+    // The handler counts its run before it sleeps: from then on the key is reserved.
+    for _ in 0..500 {
+        if runs.count() == 1 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(runs.count(), 1, "the handler started");
+    proxy.down();
+    let first = first.await.unwrap();
+    assert_eq!(first.status, StatusCode::CREATED, "{first:?}");
+    assert_eq!(first.text(), "slow #1: x");
+    proxy.up();
+    let duplicate = server.send(post_with_key("/slow", "k-l", "x")).await;
+    assert_eq!(duplicate.status, StatusCode::CONFLICT, "{duplicate:?}");
+    assert_eq!(duplicate.problem_code(), "idempotency_request_in_progress");
+    assert_eq!(runs.count(), 1);
+}
+
+/// With the guard's `InFlight::Wait`, a concurrent duplicate waits for the first response and
+/// gets its replay instead of 409.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn waiting_duplicates_get_the_replay() {
+    let guard = Guard::new(MemoryStore::new())
+        .prefix("wait")
+        .in_flight(idem_guard::InFlight::Wait(Duration::from_secs(5)));
+    let (server, runs) = start(IdempotencyLayer::from_guard(guard)).await;
+    let mut calls = tokio::task::JoinSet::new();
+    for _ in 0..8 {
+        let server = server.clone();
+        calls.spawn(async move { server.send(post_with_key("/slow", "k-w", "x")).await });
+    }
+    let replies = calls.join_all().await;
+    assert!(
+        replies
+            .iter()
+            .all(|r| r.status == StatusCode::CREATED && r.text() == "slow #1: x"),
+        "{replies:#?}"
+    );
+    assert_eq!(replies.iter().filter(|r| r.is_replay()).count(), 7);
+    assert_eq!(runs.count(), 1);
+}
