@@ -445,7 +445,8 @@ fn old_builds_beyond_the_most_recent_are_removed() {
         .collect();
     left.sort();
     let name = |b: u128| format!("{b:032x}");
-    assert_eq!(left, vec![name(3), name(4), name(5)]);
+    let tag = "CACHEDIR.TAG".to_string();
+    assert_eq!(left, vec![name(3), name(4), name(5), tag]);
 }
 
 #[test]

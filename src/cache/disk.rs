@@ -56,6 +56,7 @@ impl DiskCache {
         for kind in [Kind::Model, Kind::Findings] {
             std::fs::create_dir_all(dir.join(kind.name())).ok()?;
         }
+        tag_as_cache(root);
         // The directory's time says when its build last ran, for removing old builds.
         if let Ok(d) = std::fs::File::open(&dir) {
             let _ = d.set_modified(SystemTime::now());
@@ -189,6 +190,20 @@ impl Store for DiskCache {
             self.wrote.store(true, Ordering::Relaxed);
             self.mark_used(path);
         }
+    }
+}
+
+/// Marks `root` as a cache directory (<https://bford.info/cachedir/>), as cargo marks
+/// `target/`: backup tools skip it, and so does this linter's walk of a plain directory when
+/// `IDEM_LINT_CACHE_DIR` points inside one.
+fn tag_as_cache(root: &Path) {
+    let tag = root.join("CACHEDIR.TAG");
+    if !tag.exists() {
+        let _ = std::fs::write(
+            tag,
+            "Signature: 8a477f597d28d172789f06886806bc55\n\
+             # This file is a cache directory tag created by cargo idem-lint.\n",
+        );
     }
 }
 
