@@ -215,9 +215,9 @@ mod tests {
     use syn::spanned::Spanned;
     use syn::visit::Visit;
 
-    /// Every expression of `text` whose [`bounds`] differ from syn's span (`None`: the text
-    /// does not parse).
-    fn mismatches(text: &str) -> Option<Vec<String>> {
+    /// Every node of `text` whose bounds differ from syn's span, and how many were compared
+    /// (`None`: the text does not parse).
+    fn mismatches(text: &str) -> Option<(Vec<String>, usize)> {
         struct Check(Vec<String>, usize);
         impl<'a> Visit<'a> for Check {
             fn visit_expr(&mut self, e: &'a syn::Expr) {
@@ -266,7 +266,7 @@ mod tests {
         let file = syn::parse_file(text).ok()?;
         let mut check = Check(Vec::new(), 0);
         check.visit_file(&file);
-        Some(check.0)
+        Some((check.0, check.1))
     }
 
     fn rs_files(dir: &Path, out: &mut Vec<PathBuf>) {
@@ -295,10 +295,12 @@ mod tests {
             rs_files(Path::new(&extra), &mut files);
         }
         assert!(files.len() > 50, "{} files", files.len());
+        let mut compared = 0;
         let mut bad = Vec::new();
         for f in &files {
             let text = std::fs::read_to_string(f).unwrap_or_default();
-            let found = mismatches(&text).unwrap_or_default();
+            let (found, n) = mismatches(&text).unwrap_or_default();
+            compared += n;
             bad.extend(found.into_iter().map(|m| format!("{}: {m}", f.display())));
         }
         assert!(
@@ -307,6 +309,7 @@ mod tests {
             bad.len(),
             bad.join("\n")
         );
+        assert!(compared > 10_000, "only {compared} nodes compared");
     }
 
     #[test]
@@ -338,6 +341,8 @@ mod tests {
                 f()()()
             }
         "#;
-        assert_eq!(mismatches(text), Some(Vec::new()));
+        let (bad, compared) = mismatches(text).expect("parses");
+        assert_eq!(bad, Vec::<String>::new());
+        assert!(compared > 50, "{compared}");
     }
 }
