@@ -26,8 +26,11 @@ dump() { # NAME DIR
     "$bin" idem-lint "$2" --message-format json $no_cache >"$file" 2>"$out/$1.stderr" || rc=$?
     echo "exit $rc" >>"$file"
 }
+# DUMP_CACHED=1 keeps the cache on (to compare cached runs with uncached ones).
 no_cache=""
-if "$bin" idem-lint --help 2>/dev/null | grep -q -- --no-cache; then no_cache=--no-cache; fi
+if [[ -z ${DUMP_CACHED:-} ]] && "$bin" idem-lint --help 2>/dev/null | grep -q -- --no-cache; then
+    no_cache=--no-cache
+fi
 
 # The fixtures, found as tests/ui.rs finds them: a directory with a Cargo.toml, else one
 # holding .rs files, else its sub-directories.

@@ -315,6 +315,7 @@ mod tests {
             warnings: Vec::new(),
             unselected: Vec::new(),
             report_root: None,
+            target_dir: None,
         };
         let error = format!("{}:2:1: key `lints.no_such`: unknown lint", toml.display());
         let msg = config_error_message(&ws, &error).expect("a diagnostic");

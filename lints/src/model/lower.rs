@@ -1,5 +1,6 @@
 //! syn → [`super::ir`]. Runs on the thread that parsed the file (see the `ir` module docs).
 
+use super::expr_span;
 use super::ir::{Arm, BinOp, Block, Expr, ExprKind, Lit, MacroCall, Pat, Path, Stmt, Type};
 use super::nesting::{self, MAX_MODULE_NESTING, MAX_NESTING};
 use super::{
@@ -255,11 +256,32 @@ impl Lowerer {
         self.span(node.span())
     }
 
+    /// The span of an expression, as [`Lowerer::span_of`] gives it, without printing the
+    /// expression back to tokens where [`super::expr_span::bounds`] knows its shape.
+    fn expr_span(&self, e: &syn::Expr) -> Span {
+        match expr_span::bounds(e) {
+            Some(r) => self.range(r),
+            None => self.span_of(e),
+        }
+    }
+
+    /// A span from byte offsets in the parsed text.
+    fn range(&self, (lo, hi): (usize, usize)) -> Span {
+        Span::new(self.file, lo as u32 + self.offset, hi as u32 + self.offset)
+    }
+
     /// The span of an item. syn's `span()` re-tokenizes the whole item, so nested modules
     /// cost the square of their depth; a module's span is read off its first and last tokens.
     fn item_span(&self, item: &syn::Item) -> Span {
-        let syn::Item::Mod(m) = item else {
-            return self.span_of(item);
+        let m = match item {
+            syn::Item::Mod(m) => m,
+            syn::Item::Fn(f) => {
+                return self.range(expr_span::fn_bounds(
+                    &f.attrs, &f.vis, None, &f.sig, &f.block,
+                ))
+            }
+            syn::Item::Impl(i) => return self.range(expr_span::impl_bounds(i)),
+            _ => return self.span_of(item),
         };
         let first = match (m.attrs.first(), &m.vis) {
             (Some(a), _) => a.pound_token.span,
@@ -486,7 +508,14 @@ impl Lowerer {
         let mut methods = Vec::new();
         for ii in &imp.items {
             if let syn::ImplItem::Fn(m) = ii {
-                let s = self.span_of(m);
+                let defaultness = m.modifiers.defaultness.as_ref();
+                let s = self.range(expr_span::fn_bounds(
+                    &m.attrs,
+                    &m.vis,
+                    defaultness,
+                    &m.sig,
+                    &m.block,
+                ));
                 let test = in_test || is_test_fn(&m.attrs);
                 let mut def = self.fn_def(
                     &m.attrs,
@@ -975,7 +1004,10 @@ impl Lowerer {
                                 span,
                             }
                         }),
-                    span: self.span_of(l),
+                    span: match expr_span::let_bounds(l) {
+                        Some(r) => self.range(r),
+                        None => self.span_of(l),
+                    },
                 }),
                 syn::Stmt::Item(item) => {
                     // Nested fns become functions of the enclosing module.
@@ -1003,7 +1035,8 @@ impl Lowerer {
         }
         Block {
             stmts,
-            span: self.span_of(b),
+            // A block prints as one brace group: its span is the group's.
+            span: self.span(b.brace_token.span.join()),
         }
     }
 
@@ -1022,7 +1055,7 @@ impl Lowerer {
                 span: Span::default(),
             };
         }
-        let span = self.span_of(e);
+        let span = self.expr_span(e);
         if self.depth >= MAX_DEPTH {
             return Expr {
                 kind: ExprKind::Other(vec![]),
