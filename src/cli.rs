@@ -70,6 +70,10 @@ pub struct Args {
     #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(1..))]
     pub file_timeout_ms: Option<u64>,
 
+    /// Do not read or write the re-run cache (`target/idem-lint/`, or `$IDEM_LINT_CACHE_DIR`).
+    #[arg(long)]
+    pub no_cache: bool,
+
     /// Print the documentation of LINT and exit.
     #[arg(long, value_name = "LINT")]
     pub explain: Option<String>,

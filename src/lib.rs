@@ -5,6 +5,7 @@
 //! levels, [`suppress`]ion comments) → [`emit`] in the chosen format. [`run`] strings them
 //! together for `main`; tests and benchmarks call the rooms directly.
 
+pub mod cache;
 pub mod cli;
 pub mod config;
 pub mod discovery;
@@ -21,7 +22,6 @@ pub mod uri;
 use anyhow::{Context, Result};
 use cli::Args;
 use std::io::Write;
-use std::time::Duration;
 
 /// How a run ended, for the exit code.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -55,7 +55,18 @@ pub fn run(args: &Args) -> Result<Outcome> {
     let ws = discovery::discover(&selection)?;
     let config = config::Config::load(&ws)?;
     let opts = parse_options(args, &config);
-    let report = report::check(&ws, &opts, &config, &args.level_flags)?;
+    let disk = (!args.no_cache)
+        .then(|| cache::disk_root(&ws))
+        .flatten()
+        .and_then(|root| cache::DiskCache::open(&root));
+    let inputs = parse::Inputs {
+        overlays: None,
+        cache: disk.as_ref().map(|d| d as &dyn cache::Store),
+    };
+    let report = report::check_with(&ws, &opts, &config, &args.level_flags, inputs)?;
+    if let Some(disk) = &disk {
+        disk.prune();
+    }
     let cwd = std::env::current_dir().context("could not read the current directory")?;
     for w in &ws.warnings {
         stderr_line(&format!("warning: {w}"));
@@ -106,14 +117,5 @@ fn quiet_broken_pipe(e: anyhow::Error) -> Result<()> {
 /// How files are read and parsed: the per-file time budget from the flag, else the config,
 /// else the default; the size cap and the outside-workspace opt-in from the config.
 pub fn parse_options(args: &Args, config: &config::Config) -> parse::ParseOptions {
-    let mut opts = parse::ParseOptions::default();
-    let ws = &config.workspace;
-    if let Some(ms) = args.file_timeout_ms.or(ws.file_timeout_ms) {
-        opts.file_timeout = Duration::from_millis(ms);
-    }
-    if let Some(bytes) = ws.max_file_bytes {
-        opts.max_file_bytes = bytes;
-    }
-    opts.allow_outside_workspace = ws.allow_outside_workspace.unwrap_or(false);
-    opts
+    parse::ParseOptions::from_config(config, args.file_timeout_ms)
 }

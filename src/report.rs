@@ -1,9 +1,10 @@
 //! The lint pipeline after parsing: run the lints, apply levels and suppression comments.
 
+use crate::cache::{Cache, PackageKey};
 use crate::config::Config;
 use crate::discovery::Workspace;
 use crate::levels::LevelFlag;
-use crate::parse::{self, LoadedPackage, ParseOptions};
+use crate::parse::{self, Inputs, LoadedPackage, ParseOptions};
 use crate::source::SourceFile;
 use crate::suppress::{self, CommentWarning};
 use anyhow::Result;
@@ -53,18 +54,32 @@ pub fn check(
     config: &Config,
     flags: &[LevelFlag],
 ) -> Result<Report> {
+    check_with(ws, opts, config, flags, Inputs::default())
+}
+
+/// [`check`] with overlays and a cache: files come from [`Inputs::overlays`] before the disk,
+/// and parse results and each package's findings from [`Inputs::cache`] when their key
+/// matches (and go into it when computed).
+pub fn check_with(
+    ws: &Workspace,
+    opts: &ParseOptions,
+    config: &Config,
+    flags: &[LevelFlag],
+    inputs: Inputs<'_>,
+) -> Result<Report> {
     // Levels are resolved first so a bad flag or setting fails before any parsing.
     let configs = (0..ws.packages.len())
         .map(|i| config.package(i, flags))
         .collect::<Result<Vec<_>>>()?;
-    let loaded = parse::load_workspace(ws, opts);
+    let loaded = parse::load_workspace_with(ws, opts, inputs);
+    let cache = inputs.cache.map(Cache::new);
     let per_package: Vec<(Vec<Finding>, Vec<FileWarning>)> = loaded
         .par_iter()
         .zip(configs.par_iter())
         .enumerate()
         .map(|(index, (pkg, cfg))| {
             let enabled = |lint: &'static idem_lints::Lint| cfg.levels.get(lint) != Level::Allow;
-            let mut diags = idem_lints::check_package(&pkg.package, &cfg.settings, &enabled);
+            let mut diags = lint_package(pkg, &cfg.settings, &enabled, cache.as_ref());
             diags.extend(pkg.problems.iter().filter(|d| enabled(d.lint)).cloned());
             finish(index, pkg, diags, |d| cfg.levels.get(d.lint))
         })
@@ -80,6 +95,25 @@ pub fn check(
         findings,
         warnings,
     })
+}
+
+/// The lints' findings on `pkg`, from the cache when the package and the lints are unchanged.
+fn lint_package(
+    pkg: &LoadedPackage,
+    settings: &idem_lints::Settings,
+    enabled: &dyn Fn(&'static idem_lints::Lint) -> bool,
+    cache: Option<&Cache<'_>>,
+) -> Vec<Diagnostic> {
+    let Some(cache) = cache else {
+        return idem_lints::check_package(&pkg.package, settings, enabled);
+    };
+    let key = PackageKey::of(pkg, settings, enabled);
+    if let Some(found) = cache.load_findings(key) {
+        return found;
+    }
+    let found = idem_lints::check_package(&pkg.package, settings, enabled);
+    cache.store_findings(key, &found);
+    found
 }
 
 /// Sets levels, drops suppressed findings, and sorts by file path and position.

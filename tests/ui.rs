@@ -17,38 +17,13 @@
 
 mod common;
 
-use common::{run_in, s};
+use common::{fixtures, run_in, s};
 use idem_lints::testing::parse_annotations;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// `(file relative to the fixture, line, level as in JSON, code)`.
 type Finding = (String, u64, String, String);
-
-/// The fixtures below `dir`: crates, else directories with `.rs` files.
-fn fixtures(dir: &Path, out: &mut Vec<PathBuf>) {
-    if dir.join("Cargo.toml").is_file() {
-        out.push(dir.to_path_buf());
-        return;
-    }
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    let mut entries: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
-    entries.sort();
-    if entries
-        .iter()
-        .any(|p| p.extension().is_some_and(|e| e == "rs"))
-    {
-        out.push(dir.to_path_buf());
-        return;
-    }
-    for e in entries {
-        if e.is_dir() && e.file_name().is_some_and(|n| n != "target") {
-            fixtures(&e, out);
-        }
-    }
-}
 
 fn rs_files(dir: &Path, out: &mut Vec<PathBuf>) {
     let Ok(entries) = std::fs::read_dir(dir) else {

@@ -2,9 +2,10 @@
 
 use crate::lint::{Level, Lint};
 use crate::model::Span;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// How sure a suggestion is (rustc's `Applicability`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Applicability {
     /// Always right: tools may apply it without asking.
     MachineApplicable,
@@ -28,14 +29,14 @@ impl Applicability {
 }
 
 /// A secondary span with its label (where the bad value came from, the guarded path, ...).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Label {
     pub span: Span,
     pub message: String,
 }
 
 /// A concrete edit: replace each span's text with its replacement.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Suggestion {
     /// The help line the edit belongs to: "set the token from the message".
     pub message: String,
@@ -43,8 +44,10 @@ pub struct Suggestion {
     pub applicability: Applicability,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Diagnostic {
+    /// Stored by name; a stored name no lint has fails to deserialize.
+    #[serde(serialize_with = "lint_name", deserialize_with = "lint_by_name")]
     pub lint: &'static Lint,
     /// The lint's default level when made; the driver sets the effective one.
     pub level: Level,
@@ -111,4 +114,14 @@ impl Diagnostic {
         });
         self
     }
+}
+
+fn lint_name<S: Serializer>(lint: &&'static Lint, s: S) -> Result<S::Ok, S::Error> {
+    lint.name.serialize(s)
+}
+
+fn lint_by_name<'de, D: Deserializer<'de>>(d: D) -> Result<&'static Lint, D::Error> {
+    let name = <std::borrow::Cow<'de, str>>::deserialize(d)?;
+    crate::lints::find(&name)
+        .ok_or_else(|| serde::de::Error::custom(format_args!("no lint named `{name}`")))
 }

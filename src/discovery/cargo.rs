@@ -43,6 +43,7 @@ pub(super) fn discover(manifest: Option<&Path>, sel: &Selection) -> Result<Works
     Ok(Workspace {
         root,
         root_manifest: root_manifest.is_file().then_some(root_manifest),
+        target_dir: Some(metadata.target_directory.clone().into_std_path_buf()),
         unselected,
         packages: selected
             .into_iter()

@@ -46,6 +46,8 @@ pub struct Workspace {
     pub root: PathBuf,
     /// The workspace's root `Cargo.toml`, when there is one.
     pub root_manifest: Option<PathBuf>,
+    /// Cargo's target directory (where the re-run cache lives); `None` for a plain directory.
+    pub target_dir: Option<PathBuf>,
     pub packages: Vec<PackageSpec>,
     /// Problems met while finding the files that did not stop the run (a directory that
     /// could not be listed); printed as `warning:` lines.

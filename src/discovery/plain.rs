@@ -58,6 +58,7 @@ pub(super) fn discover(dir: &Path) -> Result<Workspace> {
     Ok(Workspace {
         root: root.clone(),
         root_manifest: None,
+        target_dir: None,
         unselected: Vec::new(),
         packages: vec![PackageSpec {
             id: format!(

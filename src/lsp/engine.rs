@@ -5,9 +5,10 @@
 //! Everything the analysis needs goes through [`Root::analyze`], so the way a package is
 //! re-analysed after a keystroke lives in one place.
 
+use crate::cache::Session;
 use crate::config::Config;
 use crate::discovery::{self, Selection, Workspace};
-use crate::parse::ParseOptions;
+use crate::parse::{Overlays, ParseOptions};
 use crate::report::Report;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -48,6 +49,9 @@ struct Loaded {
     ws: Workspace,
     config: Config,
     opts: ParseOptions,
+    /// Parse results and findings of earlier analyses: after a keystroke only the changed
+    /// buffer is parsed again, and only its package analysed again.
+    session: Session,
 }
 
 impl Root {
@@ -110,7 +114,12 @@ fn load(dir: &Path, settings: &Settings) -> Result<Loaded, Problem> {
     let ws = discovery::discover(&selection).map_err(fail)?;
     let config = Config::load(&ws).map_err(fail)?;
     let opts = crate::parse_options(settings, &config);
-    Ok(Loaded { ws, config, opts })
+    Ok(Loaded {
+        ws,
+        config,
+        opts,
+        session: Session::new(),
+    })
 }
 
 /// The pipeline with buffers standing in for files.
@@ -119,12 +128,16 @@ fn check(
     settings: &Settings,
     overlays: &[(PathBuf, Arc<str>)],
 ) -> anyhow::Result<Report> {
-    let _ = overlays;
-    crate::report::check(
+    let mut buffers = Overlays::new();
+    for (path, text) in overlays {
+        buffers.insert(path, text.clone());
+    }
+    loaded.session.check_with(
         &loaded.ws,
         &loaded.opts,
         &loaded.config,
         &settings.level_flags,
+        &buffers,
     )
 }
 

@@ -6,15 +6,22 @@
 //! order, then declaration order), so a run's output does not depend on thread timing. Every
 //! file is read through [`crate::source::read_source`]: regular files only, under a size cap,
 //! inside the workspace unless the config allows otherwise.
+//!
+//! [`Inputs`] adds what an editor or a re-run brings: [`Overlays`] (unsaved buffers that
+//! replace files, read under the same rules) and a [`crate::cache::Store`] of earlier parse
+//! results, so a file whose text, module path and test status are unchanged is not parsed again.
 
 mod modpath;
+mod overlay;
 mod worker;
 
 pub use modpath::{ModDir, Resolved};
+pub use overlay::Overlays;
 pub use worker::STACK_SIZE;
 
+use crate::cache::{Cache, FileKey, Store};
 use crate::discovery::{PackageSpec, Sources, Workspace};
-use crate::source::{read_source, ReadError, ReadPolicy, SourceFile, DEFAULT_MAX_FILE_BYTES};
+use crate::source::{ReadError, ReadPolicy, SourceFile, DEFAULT_MAX_FILE_BYTES};
 use idem_lints::lint::PARSE_ERROR;
 use idem_lints::model::{FileId, FileModel, Package, Span};
 use idem_lints::Diagnostic;
@@ -51,6 +58,20 @@ impl Default for ParseOptions {
 }
 
 impl ParseOptions {
+    /// The config's options; a `--file-timeout-ms` flag wins over the config's budget.
+    pub fn from_config(config: &crate::config::Config, flag_timeout_ms: Option<u64>) -> Self {
+        let mut opts = ParseOptions::default();
+        let ws = &config.workspace;
+        if let Some(ms) = flag_timeout_ms.or(ws.file_timeout_ms) {
+            opts.file_timeout = Duration::from_millis(ms);
+        }
+        if let Some(bytes) = ws.max_file_bytes {
+            opts.max_file_bytes = bytes;
+        }
+        opts.allow_outside_workspace = ws.allow_outside_workspace.unwrap_or(false);
+        opts
+    }
+
     /// What the files of `ws` may be read under.
     pub fn read_policy(&self, ws: &Workspace) -> ReadPolicy {
         let mut policy = ReadPolicy::inside(&ws.root);
@@ -69,16 +90,47 @@ pub struct LoadedPackage {
     pub package: Package,
     pub sources: Vec<SourceFile>,
     pub problems: Vec<Diagnostic>,
+    /// The files this load parsed and lowered; the others came from [`Inputs::cache`].
+    pub parsed: Vec<FileId>,
+}
+
+/// Where a load gets texts and parse results besides the disk and the parser. The default
+/// reads every file from disk and parses it.
+#[derive(Clone, Copy, Default)]
+pub struct Inputs<'a> {
+    /// Texts that replace files on disk.
+    pub overlays: Option<&'a Overlays>,
+    /// Parse results (and findings, see [`crate::report::check_with`]) of earlier runs.
+    pub cache: Option<&'a dyn Store>,
+}
+
+impl Inputs<'_> {
+    /// The text of `path`: its overlay, else the file.
+    fn read(&self, path: &Path, policy: &ReadPolicy) -> Result<Arc<str>, ReadError> {
+        match self.overlays {
+            Some(o) => o.read(path, policy),
+            None => crate::source::read_source(path, policy).map(Arc::from),
+        }
+    }
 }
 
 /// Loads every selected package, packages and files in parallel.
 pub fn load_workspace(ws: &Workspace, opts: &ParseOptions) -> Vec<LoadedPackage> {
+    load_workspace_with(ws, opts, Inputs::default())
+}
+
+/// [`load_workspace`] with overlays and a cache.
+pub fn load_workspace_with(
+    ws: &Workspace,
+    opts: &ParseOptions,
+    inputs: Inputs<'_>,
+) -> Vec<LoadedPackage> {
     let policy = opts.read_policy(ws);
     ws.packages
         .par_iter()
         .map(|p| {
-            let mut loaded = load_package(p, opts, &policy);
-            attach_included_texts(&mut loaded.package, &policy);
+            let mut loaded = load_package_with(p, opts, &policy, inputs);
+            attach_included_texts(&mut loaded.package, &policy, inputs);
             loaded
         })
         .collect()
@@ -90,10 +142,11 @@ const MAX_INCLUDED_BYTES: u64 = 1 << 20;
 
 /// Reads the files the package's `include_str!`s name (relative to the including file, as
 /// rustc does) and attaches their text to the model, so SQL kept in `queries/x.sql` is
-/// classified like a literal. They are read through [`read_source`] like every other file, but
-/// under a smaller cap: a file that is missing, outside the workspace, not a regular file, over
-/// [`MAX_INCLUDED_BYTES`] or not UTF-8 is left unread, and no finding depends on it.
-fn attach_included_texts(package: &mut Package, policy: &ReadPolicy) {
+/// classified like a literal. They are read like every other file (an overlay first, else
+/// [`crate::source::read_source`]), but under a smaller cap: a file that is missing, outside
+/// the workspace, not a regular file, over [`MAX_INCLUDED_BYTES`] or not UTF-8 is left unread,
+/// and no finding depends on it.
+fn attach_included_texts(package: &mut Package, policy: &ReadPolicy, inputs: Inputs<'_>) {
     let mut policy = policy.clone();
     policy.max_bytes = policy.max_bytes.min(MAX_INCLUDED_BYTES);
     for file in &mut package.files {
@@ -101,8 +154,8 @@ fn attach_included_texts(package: &mut Package, policy: &ReadPolicy) {
             continue;
         };
         for inc in &mut file.includes {
-            if let Ok(text) = read_source(&dir.join(&inc.path), &policy) {
-                inc.text = Some(Arc::from(text));
+            if let Ok(text) = inputs.read(&dir.join(&inc.path), &policy) {
+                inc.text = Some(text);
             }
         }
     }
@@ -125,9 +178,21 @@ struct Loaded {
     model: FileModel,
     source: SourceFile,
     problems: Vec<Diagnostic>,
+    /// Parsed here, not taken from the cache.
+    parsed: bool,
 }
 
 pub fn load_package(spec: &PackageSpec, opts: &ParseOptions, policy: &ReadPolicy) -> LoadedPackage {
+    load_package_with(spec, opts, policy, Inputs::default())
+}
+
+/// [`load_package`] with overlays and a cache.
+pub fn load_package_with(
+    spec: &PackageSpec,
+    opts: &ParseOptions,
+    policy: &ReadPolicy,
+    inputs: Inputs<'_>,
+) -> LoadedPackage {
     let mut level: Vec<Pending> = match &spec.sources {
         Sources::ModuleTrees => spec
             .targets
@@ -165,6 +230,7 @@ pub fn load_package(spec: &PackageSpec, opts: &ParseOptions, policy: &ReadPolicy
     let mut files: Vec<FileModel> = Vec::new();
     let mut sources: Vec<SourceFile> = Vec::new();
     let mut problems: Vec<Diagnostic> = Vec::new();
+    let mut parsed: Vec<FileId> = Vec::new();
     while !level.is_empty() {
         // A file reached twice (two targets sharing a module, a `#[path]` cycle, a symlink to
         // a file already read) is linted once, as part of the first target that reached it.
@@ -177,7 +243,7 @@ pub fn load_package(spec: &PackageSpec, opts: &ParseOptions, policy: &ReadPolicy
         let parse_all = || {
             batch
                 .par_iter()
-                .map(|(id, p)| load_file(*id, p, opts, policy))
+                .map(|(id, p)| load_file(*id, p, opts, policy, inputs))
                 .collect()
         };
         let loaded: Vec<Loaded> = worker::on_pool(parse_all).unwrap_or_else(|e| {
@@ -186,7 +252,10 @@ pub fn load_package(spec: &PackageSpec, opts: &ParseOptions, policy: &ReadPolicy
                 .map(|(id, p)| failed(*id, p, e.clone()))
                 .collect()
         });
-        for ((_, pending), file) in batch.iter().zip(loaded) {
+        for ((id, pending), file) in batch.iter().zip(loaded) {
+            if file.parsed {
+                parsed.push(*id);
+            }
             if pending.follow {
                 children(
                     pending,
@@ -210,6 +279,7 @@ pub fn load_package(spec: &PackageSpec, opts: &ParseOptions, policy: &ReadPolicy
         },
         sources,
         problems,
+        parsed,
     }
 }
 
@@ -267,6 +337,7 @@ fn placeholder(id: FileId, p: &Pending, problem: Diagnostic, source: SourceFile)
         },
         source,
         problems: vec![problem],
+        parsed: true,
     }
 }
 
@@ -279,10 +350,16 @@ fn failed(id: FileId, p: &Pending, message: String) -> Loaded {
     placeholder(id, p, d, SourceFile::empty(p.path.clone()))
 }
 
-fn load_file(id: FileId, p: &Pending, opts: &ParseOptions, policy: &ReadPolicy) -> Loaded {
+fn load_file(
+    id: FileId,
+    p: &Pending,
+    opts: &ParseOptions,
+    policy: &ReadPolicy,
+    inputs: Inputs<'_>,
+) -> Loaded {
     let deadline = Instant::now() + opts.file_timeout;
-    let text: Arc<str> = match read_source(&p.path, policy) {
-        Ok(s) => Arc::from(s),
+    let text: Arc<str> = match inputs.read(&p.path, policy) {
+        Ok(s) => s,
         Err(ReadError::NotUtf8 { lossy, valid_up_to }) => {
             // The lossy text equals the original up to the first bad byte, so the offset is
             // right in both; it lets the finding show the line.
@@ -307,16 +384,18 @@ fn load_file(id: FileId, p: &Pending, opts: &ParseOptions, policy: &ReadPolicy) 
         }
     };
     let source = SourceFile::new(p.path.clone(), text.clone());
+    let cache = inputs.cache.map(Cache::new);
+    let key = FileKey::of(&text, &p.module, p.in_test);
+    if let Some(model) = cache.as_ref().and_then(|c| c.load_model(key, &p.path, id)) {
+        return parsed_file(model, p, source, false);
+    }
     let outcome = worker::parse(&text, id, p.module.clone(), p.in_test, deadline);
     let problem = match outcome {
-        worker::Outcome::Parsed(mut model) => {
-            model.path = p.path.clone();
-            model.target = p.target;
-            return Loaded {
-                model: *model,
-                source,
-                problems: Vec::new(),
-            };
+        worker::Outcome::Parsed(model) => {
+            if let Some(c) = &cache {
+                c.store_model(key, &p.path, &model);
+            }
+            return parsed_file(*model, p, source, true);
         }
         worker::Outcome::Invalid(e) => {
             let mut d = Diagnostic::new(&PARSE_ERROR, e.span, "file does not parse");
@@ -348,6 +427,18 @@ fn load_file(id: FileId, p: &Pending, opts: &ParseOptions, policy: &ReadPolicy) 
         worker::Outcome::Failed(msg) => Diagnostic::new(&PARSE_ERROR, Span::new(id, 0, 0), msg),
     };
     placeholder(id, p, problem, source)
+}
+
+/// A file with its model, placed in its target.
+fn parsed_file(mut model: FileModel, p: &Pending, source: SourceFile, parsed: bool) -> Loaded {
+    model.path = p.path.clone();
+    model.target = p.target;
+    Loaded {
+        model,
+        source,
+        problems: Vec::new(),
+        parsed,
+    }
 }
 
 /// The finding for a file that was not read, at the `mod` declaration that led to it when

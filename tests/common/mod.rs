@@ -82,12 +82,43 @@ impl Run {
     }
 }
 
+/// The fixtures below `dir`: crates, else directories with `.rs` files.
+pub fn fixtures(dir: &Path, out: &mut Vec<PathBuf>) {
+    if dir.join("Cargo.toml").is_file() {
+        out.push(dir.to_path_buf());
+        return;
+    }
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let mut entries: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
+    entries.sort();
+    if entries
+        .iter()
+        .any(|p| p.extension().is_some_and(|e| e == "rs"))
+    {
+        out.push(dir.to_path_buf());
+        return;
+    }
+    for e in entries {
+        if e.is_dir() && e.file_name().is_some_and(|n| n != "target") {
+            fixtures(&e, out);
+        }
+    }
+}
+
 /// Runs the binary in `cwd` with `args`.
 pub fn run_in(cwd: &Path, args: &[&str]) -> Run {
+    run_env(cwd, args, &[])
+}
+
+/// Runs the binary in `cwd` with `args` and the environment variables `env` set.
+pub fn run_env(cwd: &Path, args: &[&str], env: &[(&str, &Path)]) -> Run {
     let out: Output = Command::new(BIN)
         .args(args)
         .current_dir(cwd)
         .env_remove("NO_COLOR")
+        .envs(env.iter().copied())
         .output()
         .expect("the binary runs");
     Run {

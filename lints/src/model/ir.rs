@@ -7,9 +7,10 @@
 //! into [`ExprKind::Other`] with its sub-expressions, so no value flow is lost.
 
 use super::Span;
+use serde::{Deserialize, Serialize};
 
 /// A path as written, generic arguments dropped: `uuid::Uuid::new_v4`, `Self::check`, `x`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Path {
     pub segments: Vec<String>,
     /// True for `::uuid::Uuid` (an absolute path).
@@ -33,7 +34,7 @@ impl Path {
 }
 
 /// A type as written. `&mut Arc<aws_sdk_s3::Client>` is `Ref(Path(Arc<Path(..Client)>))`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Type {
     Path {
         path: Path,
@@ -92,7 +93,7 @@ pub fn is_marker_trait(name: &str) -> bool {
 }
 
 /// A binding pattern. Only the shapes that bind names are kept structurally.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Pat {
     Ident {
         name: String,
@@ -173,7 +174,7 @@ impl Pat {
     }
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum Lit {
     Str(String),
     Int(String),
@@ -185,13 +186,13 @@ pub enum Lit {
 
 impl Eq for Lit {}
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Block {
     pub stmts: Vec<Stmt>,
     pub span: Span,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Stmt {
     /// `let pat: ty = init else { diverge };`
     Let {
@@ -206,7 +207,7 @@ pub enum Stmt {
     Item { span: Span },
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Expr {
     pub kind: ExprKind,
     pub span: Span,
@@ -214,7 +215,7 @@ pub struct Expr {
 
 /// An argument of a macro call, lowered when the macro's input parses as comma-separated
 /// expressions (`format!`, `vec!`, `println!`, `query!`, `json!`-free macros).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MacroCall {
     pub path: Path,
     /// The parsed arguments, with `name = value` arguments as their value. For format-like
@@ -224,14 +225,14 @@ pub struct MacroCall {
     pub parsed: bool,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Arm {
     pub pat: Pat,
     pub guard: Option<Expr>,
     pub body: Expr,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum BinOp {
     /// `&&`
     And,
@@ -243,7 +244,7 @@ pub enum BinOp {
     Arith,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum ExprKind {
     Path(Path),
     Lit(Lit),

@@ -10,17 +10,60 @@ pub mod nesting;
 pub use lower::{lower_file, lower_file_until, LowerError, ParseError, MAX_DEPTH};
 
 use ir::{Block, Expr, Pat, Path, Type};
+use serde::{Deserialize, Serialize};
+use std::cell::Cell;
 
 /// Index of a file in [`Package::files`].
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize,
+)]
 pub struct FileId(pub u32);
 
 /// A byte range in one file.
+///
+/// Serialized as `(file, lo, hi)`; see [`with_file_id`] for reading a stored file model back
+/// under another file id.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Span {
     pub file: FileId,
     pub lo: u32,
     pub hi: u32,
+}
+
+thread_local! {
+    /// The file every [`Span`] deserialized on this thread is placed in, while set.
+    static SPAN_FILE: Cell<Option<FileId>> = const { Cell::new(None) };
+}
+
+/// Runs `read` (a deserialization) with every [`Span`] it reads placed in file `id`.
+///
+/// A lowered file's spans all point into that file, and its id is its position in the
+/// package, which changes when a module is added before it. A cache stores the model once and
+/// reads it back under the id of this run: without this, every span would need rewriting by a
+/// walk over the whole tree.
+pub fn with_file_id<R>(id: FileId, read: impl FnOnce() -> R) -> R {
+    struct Reset(Option<FileId>);
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            SPAN_FILE.with(|f| f.set(self.0));
+        }
+    }
+    let _reset = Reset(SPAN_FILE.with(|f| f.replace(Some(id))));
+    read()
+}
+
+impl Serialize for Span {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        (self.file.0, self.lo, self.hi).serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for Span {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Span, D::Error> {
+        let (file, lo, hi) = <(u32, u32, u32)>::deserialize(d)?;
+        let file = SPAN_FILE.with(Cell::get).unwrap_or(FileId(file));
+        Ok(Span { file, lo, hi })
+    }
 }
 
 impl Span {
@@ -100,7 +143,7 @@ impl Package {
 }
 
 /// One lowered source file.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct FileModel {
     pub id: FileId,
     pub path: std::path::PathBuf,
@@ -140,7 +183,7 @@ impl Default for Span {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum ItemKind {
     Fn,
     Impl,
@@ -152,7 +195,7 @@ pub enum ItemKind {
     Other,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NamedItem {
     /// The module it is declared in.
     pub module: Vec<String>,
@@ -162,7 +205,7 @@ pub struct NamedItem {
 }
 
 /// A `const` or `static` item with its initializer.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ConstDef {
     /// The module it is declared in.
     pub module: Vec<String>,
@@ -171,12 +214,14 @@ pub struct ConstDef {
 }
 
 /// One `include_str!("path")` of a file.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Include {
     /// The path as written, relative to the including file's directory.
     pub path: String,
     /// The file's text, attached by the driver when the file could be read safely (a
-    /// regular file inside the workspace, under the size cap); `None` otherwise.
+    /// regular file inside the workspace, under the size cap); `None` otherwise. Not part of
+    /// a stored model: the driver reads it again on every run, so an edit to it is seen.
+    #[serde(skip)]
     pub text: Option<std::sync::Arc<str>>,
 }
 
@@ -207,7 +252,7 @@ impl Package {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ItemSpan {
     pub kind: ItemKind,
     /// From the first attribute (or the item keyword) to the end of the item.
@@ -215,7 +260,7 @@ pub struct ItemSpan {
 }
 
 /// An attribute: `#[tokio::main]`, `#[idempotent(key = msg.id, store = s)]`, `#[path = "x.rs"]`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Attr {
     pub path: Path,
     /// `name = value` and bare arguments of a list attribute, when they parse as such.
@@ -225,7 +270,7 @@ pub struct Attr {
     pub span: Span,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum AttrArg {
     /// `key = expr`
     NameValue { name: String, value: Expr },
@@ -251,7 +296,7 @@ impl Attr {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Param {
     pub pat: Pat,
     pub ty: Type,
@@ -259,7 +304,7 @@ pub struct Param {
 }
 
 /// How far an item is visible: `pub` alone makes it part of a library's public API.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Visibility {
     Private,
     /// `pub(crate)`, `pub(super)`, `pub(in path)`.
@@ -268,13 +313,13 @@ pub enum Visibility {
 }
 
 /// A type parameter and the traits bounding it: `S: Store + Send` → `S`, `[Store, Send]`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct GenericParam {
     pub name: String,
     pub bounds: Vec<Path>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum SelfKind {
     /// An associated function (no `self`).
     None,
@@ -285,7 +330,7 @@ pub enum SelfKind {
 
 /// A function or method with a body (trait methods without a default body are kept too, with
 /// `body: None`, so a call can still be matched to its declaration).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FnDef {
     pub name: String,
     pub name_span: Span,
@@ -332,14 +377,14 @@ impl FnDef {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TypeAliasDef {
     pub name: String,
     pub module: Vec<String>,
     pub ty: Type,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StructDef {
     pub name: String,
     pub module: Vec<String>,
@@ -349,7 +394,7 @@ pub struct StructDef {
     pub span: Span,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ImplDef {
     pub module: Vec<String>,
     pub self_ty: Type,
@@ -359,7 +404,7 @@ pub struct ImplDef {
 }
 
 /// One name brought into scope by a `use` (a `use` tree is flattened into these).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct UseDecl {
     /// The module whose scope it is in.
     pub module: Vec<String>,
@@ -375,7 +420,7 @@ pub struct UseDecl {
 }
 
 /// `mod name;` or `mod name { ... }`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ModDecl {
     pub name: String,
     /// The module path of the declared module.

@@ -1,0 +1,120 @@
+//! Results kept across runs, so a re-run reads what changed and nothing more.
+//!
+//! Two kinds of entries, each under a [`key`] of everything it depends on:
+//!
+//! - a file's lowered model ([`Kind::Model`], [`FileKey`]): a file whose text, module path and
+//!   test status are unchanged is not parsed again;
+//! - a package's findings ([`Kind::Findings`], [`PackageKey`]): a package whose files, settings
+//!   and enabled lints are unchanged is not analysed again.
+//!
+//! Every file is still read on every run (its text is what the key is made of, and what the
+//! output quotes); what the cache saves is parsing, lowering and the analysis. Levels,
+//! suppression comments and the output are applied fresh each run, so a cached run prints what
+//! an uncached one prints, byte for byte.
+//!
+//! A [`Store`] only keeps bytes: [`DiskCache`] under the target directory (`target/idem-lint/`,
+//! for the command line), [`Session`] in memory (for a long-lived caller such as the language
+//! server). Encoding is here, once: postcard over the model's serde derives, with no `unsafe`.
+//! An entry that does not decode is a miss, and the result is computed and stored again.
+
+mod disk;
+mod key;
+mod session;
+
+pub use disk::DiskCache;
+pub use key::{FileKey, PackageKey};
+pub use session::Session;
+
+use crate::discovery::Workspace;
+use idem_lints::model::{with_file_id, FileId, FileModel};
+use idem_lints::Diagnostic;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use std::path::Path;
+use std::sync::Arc;
+
+/// Overrides where the disk cache lives (a directory; one per build is made inside it).
+pub const CACHE_DIR_ENV: &str = "IDEM_LINT_CACHE_DIR";
+
+/// Where the disk cache of `ws` lives: `$IDEM_LINT_CACHE_DIR` when set, else `idem-lint/` in
+/// cargo's target directory. A plain directory of `.rs` files has no target directory, and
+/// the linter does not write into a tree that is not a cargo project: no cache there unless
+/// the variable says where.
+pub fn disk_root(ws: &Workspace) -> Option<std::path::PathBuf> {
+    match std::env::var_os(CACHE_DIR_ENV) {
+        Some(dir) if !dir.is_empty() => Some(dir.into()),
+        _ => ws.target_dir.as_ref().map(|t| t.join("idem-lint")),
+    }
+}
+
+/// What an entry holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Kind {
+    /// A file's [`FileModel`], keyed by [`FileKey`].
+    Model,
+    /// A package's findings before levels and suppressions, keyed by [`PackageKey`].
+    Findings,
+}
+
+impl Kind {
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Model => "models",
+            Kind::Findings => "findings",
+        }
+    }
+}
+
+/// Keeps encoded entries. Lookups run on many threads at once. `path` is the file a model
+/// entry belongs to (`None` for findings): a store may keep one entry per path.
+pub trait Store: Sync {
+    fn get(&self, kind: Kind, key: u128, path: Option<&Path>) -> Option<Arc<[u8]>>;
+    fn put(&self, kind: Kind, key: u128, path: Option<&Path>, bytes: Arc<[u8]>);
+}
+
+/// Typed access to a [`Store`].
+pub struct Cache<'a> {
+    store: &'a dyn Store,
+}
+
+impl<'a> Cache<'a> {
+    pub fn new(store: &'a dyn Store) -> Cache<'a> {
+        Cache { store }
+    }
+
+    /// The model stored under `key`, with every span placed in file `id`.
+    pub fn load_model(&self, key: FileKey, path: &Path, id: FileId) -> Option<FileModel> {
+        let bytes = self.store.get(Kind::Model, key.0, Some(path))?;
+        let mut model: FileModel = with_file_id(id, || decode(&bytes))?;
+        model.id = id;
+        Some(model)
+    }
+
+    pub fn store_model(&self, key: FileKey, path: &Path, model: &FileModel) {
+        if let Some(bytes) = encode(model) {
+            self.store.put(Kind::Model, key.0, Some(path), bytes);
+        }
+    }
+
+    pub fn load_findings(&self, key: PackageKey) -> Option<Vec<Diagnostic>> {
+        decode(&self.store.get(Kind::Findings, key.0, None)?)
+    }
+
+    pub fn store_findings(&self, key: PackageKey, findings: &[Diagnostic]) {
+        if let Some(bytes) = encode(&findings) {
+            self.store.put(Kind::Findings, key.0, None, bytes);
+        }
+    }
+}
+
+fn encode<T: Serialize + ?Sized>(value: &T) -> Option<Arc<[u8]>> {
+    postcard::to_allocvec(value).ok().map(Arc::from)
+}
+
+/// Decodes `bytes`, or `None` when they are not a `T` (or the decoder stops on them: a
+/// cache must never take the run down).
+fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Option<T> {
+    std::panic::catch_unwind(|| postcard::from_bytes(bytes).ok())
+        .ok()
+        .flatten()
+}

@@ -1,0 +1,124 @@
+//! An in-process analysis session: parse results and findings kept in memory between
+//! analyses, for a caller that re-analyses the same workspace as it changes (the language
+//! server after each edit).
+//!
+//! ```no_run
+//! use cargo_idem_lint::cache::Session;
+//! use cargo_idem_lint::parse::Overlays;
+//! use cargo_idem_lint::{config::Config, discovery};
+//!
+//! let ws = discovery::discover(&discovery::Selection::dir("path/to/crate"))?;
+//! let config = Config::load(&ws)?;
+//! let session = Session::new();
+//! let mut buffers = Overlays::new();
+//! let first = session.check(&ws, &config, &[], &buffers)?;
+//! // The user types in an unsaved buffer: only that file is parsed again.
+//! buffers.insert("path/to/crate/src/lib.rs", "pub fn edited() {}");
+//! let second = session.check(&ws, &config, &[], &buffers)?;
+//! assert_eq!(second.packages[0].parsed.len(), 1);
+//! # Ok::<(), anyhow::Error>(())
+//! ```
+
+use super::{Kind, Store};
+use crate::config::Config;
+use crate::discovery::Workspace;
+use crate::levels::LevelFlag;
+use crate::parse::{Inputs, Overlays, ParseOptions};
+use crate::report::{self, Report};
+use anyhow::Result;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+/// Most package findings kept: enough for every package of a large workspace; past it the
+/// oldest generation is dropped.
+const MAX_FINDINGS: usize = 1024;
+
+type Entry = (u128, Arc<[u8]>);
+
+/// Per-file parse results (the latest version of each file) and per-package findings, in
+/// memory, encoded (a fraction of the size of the models themselves).
+#[derive(Default)]
+pub struct Session {
+    /// By path: the key of the text it was parsed from, and the encoded model.
+    models: Mutex<HashMap<PathBuf, Entry>>,
+    findings: Mutex<HashMap<u128, Arc<[u8]>>>,
+}
+
+impl Session {
+    pub fn new() -> Session {
+        Session::default()
+    }
+
+    /// Lints `ws` as [`report::check`] does, with `overlays` replacing files on disk, parsing
+    /// only the files whose text (or place in the crate) changed since an earlier call and
+    /// analysing only the packages where something changed. The options are the config's
+    /// (file time budget, size cap, outside-workspace files).
+    pub fn check(
+        &self,
+        ws: &Workspace,
+        config: &Config,
+        flags: &[LevelFlag],
+        overlays: &Overlays,
+    ) -> Result<Report> {
+        let opts = ParseOptions::from_config(config, None);
+        self.check_with(ws, &opts, config, flags, overlays)
+    }
+
+    /// [`Session::check`] with explicit parse options.
+    pub fn check_with(
+        &self,
+        ws: &Workspace,
+        opts: &ParseOptions,
+        config: &Config,
+        flags: &[LevelFlag],
+        overlays: &Overlays,
+    ) -> Result<Report> {
+        let inputs = Inputs {
+            overlays: Some(overlays),
+            cache: Some(self),
+        };
+        report::check_with(ws, opts, config, flags, inputs)
+    }
+
+    /// Number of files whose parse result is kept.
+    pub fn files(&self) -> usize {
+        lock(&self.models).len()
+    }
+}
+
+impl Store for Session {
+    fn get(&self, kind: Kind, key: u128, path: Option<&Path>) -> Option<Arc<[u8]>> {
+        match (kind, path) {
+            (Kind::Model, Some(path)) => lock(&self.models)
+                .get(path)
+                .filter(|(k, _)| *k == key)
+                .map(|(_, bytes)| bytes.clone()),
+            (Kind::Findings, _) => lock(&self.findings).get(&key).cloned(),
+            (Kind::Model, None) => None,
+        }
+    }
+
+    fn put(&self, kind: Kind, key: u128, path: Option<&Path>, bytes: Arc<[u8]>) {
+        match (kind, path) {
+            // One entry per path: an edited file replaces its old version.
+            (Kind::Model, Some(path)) => {
+                lock(&self.models).insert(path.to_path_buf(), (key, bytes));
+            }
+            (Kind::Findings, _) => {
+                let mut findings = lock(&self.findings);
+                if findings.len() >= MAX_FINDINGS {
+                    findings.clear();
+                }
+                findings.insert(key, bytes);
+            }
+            (Kind::Model, None) => {}
+        }
+    }
+}
+
+/// The map, even if a thread panicked while holding it: entries are replaced whole, so a
+/// poisoned map is still consistent.
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}

@@ -1,0 +1,485 @@
+//! The re-run cache (`src/cache/`): a cached run prints what an uncached one prints, reads
+//! back only what is unchanged, and survives broken, foreign and concurrent cache files.
+//!
+//! Output is compared end to end through the binary; what was parsed and what came from the
+//! cache is observed through the library (`LoadedPackage::parsed` and a store that counts),
+//! never through timing.
+
+mod common;
+
+use cargo_idem_lint::cache::{DiskCache, Kind, Session, Store};
+use cargo_idem_lint::cli::MessageFormat;
+use cargo_idem_lint::config::Config;
+use cargo_idem_lint::discovery::{self, Selection, Workspace};
+use cargo_idem_lint::levels::LevelFlag;
+use cargo_idem_lint::parse::{Inputs, Overlays, ParseOptions};
+use cargo_idem_lint::{emit, report};
+use common::{fixtures, run_env, s, Run};
+use idem_lints::Level;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+const FORMATS: [&str; 4] = ["human", "short", "json", "sarif"];
+
+/// Appended to `src/notify.rs` of the demo: a key made per attempt (`nondeterministic_key`).
+const NEW_FINDING: &str = "
+pub async fn notify_again(conn: &mut redis::aio::MultiplexedConnection) -> redis::RedisResult<bool> {
+    let attempt = uuid::Uuid::new_v4().to_string();
+    conn.set_nx(format!(\"again:{attempt}\"), 1).await
+}
+";
+
+/// The binary on `dir` in `format` with the cache in `cache` (`None`: `--no-cache`).
+fn lint(dir: &Path, format: &str, cache: Option<&Path>) -> Run {
+    let mut args = vec![s(dir), "--message-format", format, "--color", "never"];
+    let mut env: Vec<(&str, &Path)> = Vec::new();
+    match cache {
+        Some(c) => env.push(("IDEM_LINT_CACHE_DIR", c)),
+        None => args.push("--no-cache"),
+    }
+    // From the repository root, so `human` and `short` print relative paths.
+    run_env(&common::repo(), &args, &env)
+}
+
+fn entries(dir: &Path) -> usize {
+    walk_files(dir).len()
+}
+
+fn walk_files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let Ok(read) = std::fs::read_dir(dir) else {
+        return out;
+    };
+    for e in read.flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(walk_files(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn cached_runs_print_what_uncached_runs_print_on_every_fixture() {
+    let mut all = Vec::new();
+    fixtures(&common::repo().join("fixtures"), &mut all);
+    assert!(all.len() > 10, "fixtures found: {all:?}");
+    for dir in &all {
+        let cache = tempfile::tempdir().expect("tempdir");
+        for format in FORMATS {
+            let plain = lint(dir, format, None);
+            // The first format's cached run is cold, every later one warm.
+            let cold = lint(dir, format, Some(cache.path()));
+            let warm = lint(dir, format, Some(cache.path()));
+            for (name, run) in [("first", &cold), ("second", &warm)] {
+                assert_eq!(
+                    (run.code, &run.stdout, &run.stderr),
+                    (plain.code, &plain.stdout, &plain.stderr),
+                    "{format} output of {} differs on the {name} cached run",
+                    dir.display()
+                );
+            }
+        }
+        assert!(
+            entries(cache.path()) > 0,
+            "nothing cached for {}",
+            dir.display()
+        );
+    }
+}
+
+#[test]
+fn no_cache_writes_nothing_and_a_cargo_project_caches_under_its_target_dir() {
+    let dir = copy_of_demo();
+    let args = |extra: &'static str| {
+        vec![
+            s(dir.path()).to_string(),
+            "--message-format".into(),
+            "json".into(),
+            extra.into(),
+        ]
+    };
+    let run = |a: Vec<String>| {
+        let a: Vec<&str> = a.iter().map(String::as_str).collect();
+        common::run_in(dir.path(), &a)
+    };
+    let plain = run(args("--no-cache"));
+    assert!(!dir.path().join("target").exists(), "--no-cache wrote");
+    let cached = run(args("--color=never"));
+    assert_eq!(plain.stdout, cached.stdout);
+    assert!(entries(&dir.path().join("target/idem-lint")) > 0);
+}
+
+/// A copy of `fixtures/demo` (a package of several files with findings) to edit.
+fn copy_of_demo() -> tempfile::TempDir {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    copy_tree(&common::repo().join("fixtures/demo"), tmp.path());
+    tmp
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    for f in walk_files(from) {
+        let rel = f.strip_prefix(from).expect("below");
+        if rel.starts_with("target") {
+            continue;
+        }
+        let dest = to.join(rel);
+        std::fs::create_dir_all(dest.parent().expect("parent")).expect("mkdir");
+        std::fs::copy(&f, &dest).expect("copy");
+    }
+}
+
+/// A disk cache that counts its hits and stores, by kind.
+struct Counting {
+    inner: DiskCache,
+    model_hits: AtomicUsize,
+    findings_hits: AtomicUsize,
+    findings_puts: AtomicUsize,
+}
+
+impl Counting {
+    fn new(inner: DiskCache) -> Counting {
+        Counting {
+            inner,
+            model_hits: AtomicUsize::new(0),
+            findings_hits: AtomicUsize::new(0),
+            findings_puts: AtomicUsize::new(0),
+        }
+    }
+
+    fn reset(&self) {
+        for c in [&self.model_hits, &self.findings_hits, &self.findings_puts] {
+            c.store(0, Ordering::SeqCst);
+        }
+    }
+}
+
+impl Store for Counting {
+    fn get(&self, kind: Kind, key: u128, path: Option<&Path>) -> Option<Arc<[u8]>> {
+        let got = self.inner.get(kind, key, path)?;
+        match kind {
+            Kind::Model => &self.model_hits,
+            Kind::Findings => &self.findings_hits,
+        }
+        .fetch_add(1, Ordering::SeqCst);
+        Some(got)
+    }
+
+    fn put(&self, kind: Kind, key: u128, path: Option<&Path>, bytes: Arc<[u8]>) {
+        if kind == Kind::Findings {
+            self.findings_puts.fetch_add(1, Ordering::SeqCst);
+        }
+        self.inner.put(kind, key, path, bytes);
+    }
+}
+
+struct Project {
+    ws: Workspace,
+    config: Config,
+}
+
+impl Project {
+    fn load(dir: &Path) -> Project {
+        let ws = discovery::discover(&Selection::dir(dir)).expect("discovers");
+        let config = Config::load(&ws).expect("config");
+        Project { ws, config }
+    }
+
+    fn check(&self, cache: Option<&dyn Store>, flags: &[LevelFlag]) -> report::Report {
+        let inputs = Inputs {
+            overlays: None,
+            cache,
+        };
+        report::check_with(
+            &self.ws,
+            &ParseOptions::default(),
+            &self.config,
+            flags,
+            inputs,
+        )
+        .expect("checks")
+    }
+
+    fn json(&self, report: &report::Report) -> String {
+        let input = emit::Input {
+            ws: &self.ws,
+            report,
+            cwd: &self.ws.root,
+        };
+        let mut out = Vec::new();
+        emit::emit(MessageFormat::Json, &input, &mut out).expect("emits");
+        String::from_utf8(out).expect("utf-8")
+    }
+}
+
+fn parsed(report: &report::Report) -> Vec<PathBuf> {
+    let pkg = &report.packages[0];
+    pkg.parsed
+        .iter()
+        .map(|id| pkg.package.file(*id).path.clone())
+        .collect()
+}
+
+#[test]
+fn an_edited_file_is_the_only_one_parsed_again() {
+    let dir = copy_of_demo();
+    let cache_dir = tempfile::tempdir().expect("tempdir");
+    let store = Counting::new(DiskCache::open_build(cache_dir.path(), 7).expect("opens"));
+    let project = Project::load(dir.path());
+    let files = project.check(None, &[]).packages[0].package.files.len();
+    assert!(files >= 5, "demo has {files} files");
+
+    let cold = project.check(Some(&store), &[]);
+    assert_eq!(parsed(&cold).len(), files, "a cold run parses everything");
+    assert_eq!(store.findings_puts.load(Ordering::SeqCst), 1);
+
+    store.reset();
+    let warm = project.check(Some(&store), &[]);
+    assert!(
+        parsed(&warm).is_empty(),
+        "parsed again: {:?}",
+        parsed(&warm)
+    );
+    assert_eq!(store.model_hits.load(Ordering::SeqCst), files);
+    assert_eq!(store.findings_hits.load(Ordering::SeqCst), 1);
+    assert_eq!(project.json(&warm), project.json(&cold));
+
+    // An edit that adds a finding: the file is parsed again, the package analysed again.
+    let edited = dir.path().join("src/notify.rs");
+    let mut text = std::fs::read_to_string(&edited).expect("read");
+    text.push_str(NEW_FINDING);
+    std::fs::write(&edited, text).expect("write");
+    store.reset();
+    let after = project.check(Some(&store), &[]);
+    let edited = edited.canonicalize().expect("canonical");
+    let reparsed: Vec<PathBuf> = parsed(&after)
+        .iter()
+        .map(|p| p.canonicalize().expect("canonical"))
+        .collect();
+    assert_eq!(reparsed, vec![edited]);
+    assert_eq!(store.model_hits.load(Ordering::SeqCst), files - 1);
+    assert_eq!(store.findings_hits.load(Ordering::SeqCst), 0);
+    let json = project.json(&after);
+    assert_eq!(json, project.json(&project.check(None, &[])));
+    assert!(json.contains("again:"), "the edit's finding is reported");
+}
+
+#[test]
+fn broken_and_foreign_entries_are_ignored_and_rebuilt() {
+    let dir = copy_of_demo();
+    let cache_dir = tempfile::tempdir().expect("tempdir");
+    let project = Project::load(dir.path());
+    let expected = project.json(&project.check(None, &[]));
+    let files = project.check(None, &[]).packages[0].package.files.len();
+    {
+        let cache = DiskCache::open_build(cache_dir.path(), 1).expect("opens");
+        project.check(Some(&cache), &[]);
+    }
+    let build_dir = cache_dir.path().join(format!("{:032x}", 1u128));
+    let stored = walk_files(&build_dir);
+    assert_eq!(stored.len(), files + 1, "{stored:?}");
+    let first = std::fs::read(&stored[0]).expect("read");
+    // Each entry broken another way: truncated, a flipped byte, empty, garbage, another
+    // entry's content under this name.
+    for (i, path) in stored.iter().enumerate() {
+        let mut bytes = std::fs::read(path).expect("read");
+        match i % 5 {
+            0 => bytes.truncate(bytes.len() / 2),
+            1 => {
+                let last = bytes.len() - 1;
+                bytes[last] ^= 0x55;
+            }
+            2 => bytes.clear(),
+            3 => bytes = vec![0x08; 4096],
+            _ => bytes = first.clone(),
+        }
+        std::fs::write(path, bytes).expect("write");
+    }
+    let cache = Counting::new(DiskCache::open_build(cache_dir.path(), 1).expect("opens"));
+    let rerun = project.check(Some(&cache), &[]);
+    assert_eq!(project.json(&rerun), expected);
+    assert_eq!(parsed(&rerun).len(), files, "every broken entry is a miss");
+    assert_eq!(cache.model_hits.load(Ordering::SeqCst), 0);
+    assert_eq!(cache.findings_hits.load(Ordering::SeqCst), 0);
+    // Rebuilt: the next run reads everything back.
+    cache.reset();
+    let again = project.check(Some(&cache), &[]);
+    assert!(parsed(&again).is_empty());
+    assert_eq!(cache.findings_hits.load(Ordering::SeqCst), 1);
+    assert_eq!(project.json(&again), expected);
+}
+
+#[test]
+fn another_build_reads_none_of_these_entries() {
+    let dir = copy_of_demo();
+    let cache_dir = tempfile::tempdir().expect("tempdir");
+    let project = Project::load(dir.path());
+    let expected = project.json(&project.check(None, &[]));
+    let old = DiskCache::open_build(cache_dir.path(), 1).expect("opens");
+    project.check(Some(&old), &[]);
+    // The old build's files copied into the new build's directory are foreign too.
+    let new = Counting::new(DiskCache::open_build(cache_dir.path(), 2).expect("opens"));
+    for f in walk_files(old.dir()) {
+        let rel = f.strip_prefix(old.dir()).expect("below");
+        std::fs::copy(&f, new.inner.dir().join(rel)).expect("copy");
+    }
+    let report = project.check(Some(&new), &[]);
+    assert_eq!(
+        parsed(&report).len(),
+        report.packages[0].package.files.len()
+    );
+    assert_eq!(new.model_hits.load(Ordering::SeqCst), 0);
+    assert_eq!(new.findings_hits.load(Ordering::SeqCst), 0);
+    assert_eq!(project.json(&report), expected);
+}
+
+#[test]
+fn lints_and_settings_are_part_of_the_findings_key_and_levels_are_not() {
+    let dir = copy_of_demo();
+    let cache_dir = tempfile::tempdir().expect("tempdir");
+    let store = Counting::new(DiskCache::open_build(cache_dir.path(), 3).expect("opens"));
+    let flag = |level, name: &str| LevelFlag {
+        level,
+        name: name.to_string(),
+    };
+    let project = Project::load(dir.path());
+    project.check(Some(&store), &[]);
+    for flags in [
+        vec![flag(Level::Allow, "nondeterministic_key")],
+        vec![flag(Level::Deny, "warnings")],
+    ] {
+        store.reset();
+        let cached = project.check(Some(&store), &flags);
+        let plain = project.check(None, &flags);
+        assert_eq!(project.json(&cached), project.json(&plain), "{flags:?}");
+        let hits = store.findings_hits.load(Ordering::SeqCst);
+        if flags[0].level == Level::Allow {
+            assert_eq!(hits, 0, "a disabled lint must not reuse the findings");
+        } else {
+            assert_eq!(hits, 1, "a level change reuses the findings");
+            assert!(project.json(&cached).contains("\"level\":\"error\""));
+        }
+    }
+    // A lint setting from the config file.
+    std::fs::write(
+        dir.path().join("idem-lint.toml"),
+        "[lints.check_then_act]\nchecks = [\"already_seen\"]\n",
+    )
+    .expect("write");
+    let project = Project::load(dir.path());
+    store.reset();
+    let cached = project.check(Some(&store), &[]);
+    assert_eq!(store.findings_hits.load(Ordering::SeqCst), 0);
+    assert_eq!(
+        project.json(&cached),
+        project.json(&project.check(None, &[]))
+    );
+}
+
+#[test]
+fn concurrent_runs_on_one_cache_agree() {
+    let dir = copy_of_demo();
+    let cache_dir = tempfile::tempdir().expect("tempdir");
+    let project = Project::load(dir.path());
+    let expected = project.json(&project.check(None, &[]));
+    let outputs: Vec<String> = std::thread::scope(|scope| {
+        let runs: Vec<_> = (0..4)
+            .map(|_| {
+                scope.spawn(|| {
+                    let cache = DiskCache::open_build(cache_dir.path(), 4).expect("opens");
+                    (0..3)
+                        .map(|_| project.json(&project.check(Some(&cache), &[])))
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        runs.into_iter()
+            .flat_map(|r| r.join().expect("no panic"))
+            .collect()
+    });
+    for out in outputs {
+        assert_eq!(out, expected);
+    }
+}
+
+#[test]
+fn pruning_keeps_what_the_run_used_and_drops_the_rest() {
+    let dir = copy_of_demo();
+    let cache_dir = tempfile::tempdir().expect("tempdir");
+    let project = Project::load(dir.path());
+    let old = DiskCache::open_build(cache_dir.path(), 5).expect("opens");
+    project.check(Some(&old), &[]);
+    let before = walk_files(old.dir());
+    // Every file edited: the old entries are stale.
+    for f in walk_files(&dir.path().join("src")) {
+        let mut text = std::fs::read_to_string(&f).expect("read");
+        text.push_str("\n// edited\n");
+        std::fs::write(&f, text).expect("write");
+    }
+    let cache = DiskCache::open_build(cache_dir.path(), 5).expect("opens");
+    project.check(Some(&cache), &[]);
+    let all = walk_files(cache.dir());
+    assert_eq!(all.len(), 2 * before.len());
+    cache.prune_to(1);
+    let left = walk_files(cache.dir());
+    assert_eq!(left.len(), before.len(), "the run's own entries stay");
+    assert!(left.iter().all(|f| !before.contains(f)), "stale ones go");
+}
+
+#[test]
+fn old_builds_beyond_the_most_recent_are_removed() {
+    let cache_dir = tempfile::tempdir().expect("tempdir");
+    for build in 1..=5u128 {
+        DiskCache::open_build(cache_dir.path(), build).expect("opens");
+        // Directory times must differ for "most recent" to mean something.
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let mut left: Vec<String> = std::fs::read_dir(cache_dir.path())
+        .expect("list")
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    left.sort();
+    let name = |b: u128| format!("{b:032x}");
+    assert_eq!(left, vec![name(3), name(4), name(5)]);
+}
+
+#[test]
+fn a_session_parses_only_the_changed_buffer_and_lints_its_text() {
+    let dir = copy_of_demo();
+    let project = Project::load(dir.path());
+    let session = Session::new();
+    let mut buffers = Overlays::new();
+    let check = |b: &Overlays| {
+        session
+            .check(&project.ws, &project.config, &[], b)
+            .expect("checks")
+    };
+    let first = check(&buffers);
+    let files = first.packages[0].package.files.len();
+    assert_eq!(parsed(&first).len(), files);
+    assert_eq!(session.files(), files);
+    assert!(parsed(&check(&buffers)).is_empty());
+
+    // An unsaved buffer with a new finding: only it is parsed, and its text is what is linted.
+    let path = dir.path().join("src/notify.rs");
+    let mut text = std::fs::read_to_string(&path).expect("read");
+    text.push_str(NEW_FINDING);
+    buffers.insert(&path, text.as_str());
+    let edited = check(&buffers);
+    assert_eq!(parsed(&edited).len(), 1);
+    assert_ne!(project.json(&edited), project.json(&first));
+    // What the buffer shows is what the saved file would show.
+    std::fs::write(&path, &text).expect("write");
+    assert_eq!(
+        project.json(&edited),
+        project.json(&project.check(None, &[]))
+    );
+    // Closing the buffer on the saved file: same text, nothing parsed.
+    buffers.remove(&path);
+    assert!(parsed(&check(&buffers)).is_empty());
+}
