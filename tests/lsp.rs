@@ -319,3 +319,38 @@ fn workspace_folders_come_and_go() {
         .is_none());
     assert!(c.shutdown().success());
 }
+
+/// Buffers cut at every few bytes, with bytes flipped into other characters: each version is
+/// answered with diagnostics for it, and the server is still there at the end.
+#[test]
+fn any_buffer_content_gets_diagnostics_and_no_crash() {
+    let (_tmp, root) = fixture_copy();
+    let lib = root.join("src/lib.rs");
+    let text = std::fs::read_to_string(&lib).expect("read");
+    let mut c = start(&root);
+    initialize(&mut c, &[&root], json!({}));
+    open(&mut c, &lib, &text);
+    c.diagnostics_for(&uri(&lib));
+    let chars: Vec<char> = text.chars().collect();
+    let odd = [
+        '\u{0}', '\u{202e}', '😀', '"', '{', '}', '\r', 'é', '\\', '\'',
+    ];
+    for (i, version) in (2..42).enumerate() {
+        let cut = chars.len() * i / 40;
+        let mut buffer: String = chars[..cut].iter().collect();
+        buffer.push(odd[i % odd.len()]);
+        buffer.extend(chars.iter().skip(cut + i % 3));
+        c.notify(
+            "textDocument/didChange",
+            json!({"textDocument": {"uri": uri(&lib), "version": version},
+                   "contentChanges": [{"text": buffer}]}),
+        );
+        c.diagnostics_where(&uri(&lib), |p| p["version"] == version);
+    }
+    let hover = c.request(
+        "textDocument/hover",
+        json!({"textDocument": {"uri": uri(&lib)}, "position": {"line": 9999, "character": 9999}}),
+    );
+    assert!(hover.get("error").is_none(), "{hover}");
+    assert!(c.shutdown().success());
+}

@@ -225,6 +225,53 @@ fn split_number(s: &str, sep: char) -> Option<(usize, &str)> {
 mod tests {
     use super::*;
 
+    /// A copy of `fixtures/lsp`, canonical.
+    fn fixture() -> (tempfile::TempDir, PathBuf) {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let from = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/lsp");
+        for rel in ["Cargo.toml", "src/lib.rs", "src/transcode.rs"] {
+            let to = tmp.path().join(rel);
+            std::fs::create_dir_all(to.parent().expect("parent")).expect("mkdir");
+            std::fs::copy(from.join(rel), to).expect("copy");
+        }
+        let root = tmp.path().canonicalize().expect("canonical");
+        (tmp, root)
+    }
+
+    fn analysed(outcome: Outcome) -> Arc<Analysis> {
+        match outcome {
+            Outcome::Analysed(a) => a,
+            Outcome::Failed(p) => panic!("analysis failed: {p:?}"),
+        }
+    }
+
+    #[test]
+    fn a_changed_buffer_is_the_only_file_parsed_again() {
+        let (_tmp, dir) = fixture();
+        let settings = crate::cli::Args::parse_from_env(["cargo-idem-lint".into()]).expect("args");
+        let mut root = Root::new(dir.clone());
+        let cold = analysed(root.analyze(&settings, &[]));
+        assert_eq!(
+            cold.report.packages[0].parsed.len(),
+            2,
+            "both files at first"
+        );
+        assert_eq!(cold.report.findings.len(), 3);
+
+        let lib = dir.join("src/lib.rs");
+        let text = std::fs::read_to_string(&lib).expect("read");
+        let edited: Arc<str> = Arc::from(text.replace("Uuid::new_v4()", "order_id"));
+        let warm = analysed(root.analyze(&settings, &[(lib.clone(), edited)]));
+        let pkg = &warm.report.packages[0];
+        let parsed: Vec<&Path> = pkg
+            .parsed
+            .iter()
+            .map(|id| pkg.sources[id.0 as usize].path.as_path())
+            .collect();
+        assert_eq!(parsed, [lib.as_path()], "only the edited buffer");
+        assert_eq!(warm.report.findings.len(), 2, "the key finding is gone");
+    }
+
     #[test]
     fn problems_point_where_their_message_says() {
         let tmp = tempfile::tempdir().expect("tempdir");
