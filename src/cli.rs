@@ -145,6 +145,24 @@ pub struct Args {
     /// The -A/-W/-D flags in the order given (later ones win).
     #[arg(skip)]
     pub level_flags: Vec<LevelFlag>,
+
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+#[derive(Debug, Clone, clap::Subcommand)]
+pub enum Command {
+    /// Run the language server on stdin/stdout (diagnostics, hover, quick fixes in editors).
+    /// The level flags and the time budget given before `lsp` apply; a PATH is an extra
+    /// workspace folder.
+    Lsp(LspArgs),
+}
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct LspArgs {
+    /// How long a change of a buffer waits for the next one before it is linted.
+    #[arg(long, value_name = "MS", default_value_t = 200)]
+    pub debounce_ms: u64,
 }
 
 impl Args {

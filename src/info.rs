@@ -6,16 +6,19 @@ use std::io::Write;
 
 pub fn explain(name: &str) -> Result<()> {
     let lint = crate::cli::explain_target(name)?;
-    let mut out = std::io::stdout().lock();
-    writeln!(
-        out,
-        "# {} (default: {})\n\n{}",
+    writeln!(std::io::stdout().lock(), "{}", explain_text(lint))?;
+    Ok(())
+}
+
+/// The `--explain` text of `lint` (Markdown), also the language server's hover.
+pub fn explain_text(lint: &idem_lints::Lint) -> String {
+    format!(
+        "# {} (default: {})\n\n{}\n\n{}",
         lint.code(),
         lint.default_level.as_str(),
-        lint.desc
-    )?;
-    writeln!(out, "\n{}", lint.doc_markdown().trim_end())?;
-    Ok(())
+        lint.desc,
+        lint.doc_markdown().trim_end()
+    )
 }
 
 pub fn list(levels: &Levels) -> Result<()> {

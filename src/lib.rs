@@ -17,6 +17,7 @@ pub mod emit;
 pub mod fix;
 mod info;
 pub mod levels;
+pub mod lsp;
 pub mod parse;
 pub mod report;
 pub mod source;
@@ -43,6 +44,9 @@ pub fn run(args: &Args) -> Result<Outcome> {
     if let Some(name) = &args.explain {
         info::explain(name).or_else(quiet_broken_pipe)?;
         return Ok(Outcome::Clean);
+    }
+    if let Some(cli::Command::Lsp(lsp_args)) = &args.command {
+        return lsp::run(args, lsp_args).map(|()| Outcome::Clean);
     }
     let selection = discovery::Selection::from_args(args);
     if args.list {

@@ -1,4 +1,5 @@
-//! Paths as URIs (SARIF artifact locations, cargo package ids), byte for byte.
+//! Paths as URIs (SARIF artifact locations, cargo package ids, the language server's
+//! documents), byte for byte.
 //!
 //! A file name is bytes, not text: a backslash is a character of the name on Unix and a
 //! non-UTF-8 byte is part of it, so each byte outside RFC 3986's unreserved set is
@@ -36,6 +37,45 @@ pub fn file_uri(path: &Path) -> String {
         // A Windows path starts with its drive: `file:///C:/..`.
         format!("file:///{p}")
     }
+}
+
+/// The path a `file://` URI names (`file:///a%20b` → `/a b`), byte for byte: the inverse of
+/// [`file_uri`]. `None` for another scheme, a remote host or a bad escape.
+pub fn file_path(uri: &str) -> Option<PathBuf> {
+    let rest = uri.strip_prefix("file://")?;
+    // `file:///x` and `file://localhost/x` name the local file; another host does not.
+    let path = rest.strip_prefix("localhost").unwrap_or(rest);
+    if !path.starts_with('/') {
+        return None;
+    }
+    let path = path.split(['?', '#']).next().unwrap_or(path);
+    let bytes = decode(path)?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::ffi::OsStringExt;
+        Some(PathBuf::from(std::ffi::OsString::from_vec(bytes)))
+    }
+    #[cfg(not(unix))]
+    {
+        // `/C:/x` on Windows.
+        let text = String::from_utf8(bytes).ok()?;
+        Some(PathBuf::from(text.trim_start_matches('/')))
+    }
+}
+
+fn decode(text: &str) -> Option<Vec<u8>> {
+    let mut out = Vec::with_capacity(text.len());
+    let mut bytes = text.bytes();
+    while let Some(b) = bytes.next() {
+        if b == b'%' {
+            let hex = [bytes.next()?, bytes.next()?];
+            let hex = std::str::from_utf8(&hex).ok()?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+        } else {
+            out.push(b);
+        }
+    }
+    Some(out)
 }
 
 /// `path` with `.` and `name/..` folded away, without touching the file system: a `#[path]`
@@ -103,6 +143,19 @@ mod tests {
         assert_eq!(uri_path(Path::new("a b/c#d?.rs")), "a%20b/c%23d%3F.rs");
         assert_eq!(uri_path(Path::new("/abs/x.rs")), "/abs/x.rs");
         assert_eq!(file_uri(Path::new("/abs/é.rs")), "file:///abs/%C3%A9.rs");
+    }
+
+    #[test]
+    fn file_uris_decode_to_the_path_they_encode() {
+        let p = Path::new("/abs/a b/é#?.rs");
+        assert_eq!(file_path(&file_uri(p)).as_deref(), Some(p));
+        assert_eq!(
+            file_path("file://localhost/x/y.rs").as_deref(),
+            Some(Path::new("/x/y.rs"))
+        );
+        assert_eq!(file_path("untitled:Untitled-1"), None);
+        assert_eq!(file_path("file://host/x.rs"), None);
+        assert_eq!(file_path("file:///x%2"), None);
     }
 
     #[test]

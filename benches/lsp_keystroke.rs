@@ -1,0 +1,138 @@
+//! The language server's latency: time from a buffer change to the diagnostics published
+//! for it, on tokio's sources, through the installed binary and its stdio as an editor sees it.
+//!
+//! `cargo bench --bench lsp_keystroke -- [DIR] [ITERATIONS]` opens `src/sync/mutex.rs` of DIR
+//! (default: the newest `tokio-*` under `$CARGO_HOME/registry/src`, fetched as the other benches
+//! say) and measures, with the debounce set to 0 so only the work is timed:
+//!
+//! - **cold open**: a fresh server, `didOpen` to the first `publishDiagnostics` of the file
+//!   (discovery, config, parsing every file of the package, the lints);
+//! - **keystroke**: an unsaved `didChange` (one character added or removed at the end of a
+//!   line) to the `publishDiagnostics` of that version;
+//!
+//! and prints the medians and their ratio. An editor adds the debounce (200 ms by default)
+//! on top of the keystroke figure.
+
+#[path = "../tests/common/lsp.rs"]
+mod lsp;
+
+use serde_json::json;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_cargo-idem-lint");
+const FILE: &str = "src/sync/mutex.rs";
+
+fn main() {
+    let args: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with("--"))
+        .collect();
+    let dir = match args.first().map(PathBuf::from).or_else(newest_tokio) {
+        Some(dir) => dir,
+        None => {
+            eprintln!("note: no `tokio-*` under $CARGO_HOME/registry/src; pass a directory");
+            return;
+        }
+    };
+    let iterations: usize = args.get(1).and_then(|n| n.parse().ok()).unwrap_or(15);
+    let dir = dir.canonicalize().expect("the input directory");
+    let file = dir.join(FILE);
+    let text = std::fs::read_to_string(&file).expect("the file to edit");
+    println!("input: {} ({FILE}), {iterations} iterations", dir.display());
+
+    let mut cold = Vec::new();
+    let mut keystroke = Vec::new();
+    // Cold opens are fewer: each starts a server.
+    for round in 0..iterations.div_ceil(5) {
+        let mut c = lsp::Client::start(BIN, &["--debounce-ms", "0"], &dir);
+        lsp::initialize(&mut c, &[&dir], json!({}));
+        let start = Instant::now();
+        lsp::open(&mut c, &file, &text);
+        c.diagnostics_for(&lsp::uri(&file));
+        cold.push(start.elapsed());
+        let per_server = if round == 0 { iterations } else { 0 };
+        let mut current = text.clone();
+        for version in 2..2 + per_server as i64 {
+            // Alternately type and delete one character at the end of a comment line: the
+            // text stays valid Rust, and the whole file is linted again each time.
+            let end = comment_line_end(&current);
+            let line = current[..end].matches('\n').count() as u32;
+            let column = current[..end]
+                .rsplit('\n')
+                .next()
+                .unwrap_or("")
+                .encode_utf16()
+                .count() as u32;
+            let change = if version % 2 == 0 {
+                current.insert(end, 'x');
+                json!({"range": {"start": {"line": line, "character": column},
+                                 "end": {"line": line, "character": column}}, "text": "x"})
+            } else {
+                current.remove(end - 1);
+                json!({"range": {"start": {"line": line, "character": column - 1},
+                                 "end": {"line": line, "character": column}}, "text": ""})
+            };
+            let start = Instant::now();
+            c.notify(
+                "textDocument/didChange",
+                json!({"textDocument": {"uri": lsp::uri(&file), "version": version},
+                       "contentChanges": [change]}),
+            );
+            c.diagnostics_where(&lsp::uri(&file), |p| p["version"] == version);
+            keystroke.push(start.elapsed());
+        }
+        assert!(c.shutdown().success());
+    }
+    let cold_ms = median_ms(&mut cold);
+    let key_ms = median_ms(&mut keystroke);
+    println!("cold open  median {cold_ms:8.1} ms  ({} runs)", cold.len());
+    println!(
+        "keystroke  median {key_ms:8.1} ms  ({} runs)",
+        keystroke.len()
+    );
+    println!("keystroke / cold open = {:.2}", key_ms / cold_ms);
+}
+
+/// Byte offset of the end of the first line that is a `//` comment.
+fn comment_line_end(text: &str) -> usize {
+    let mut start = 0;
+    for line in text.split_inclusive('\n') {
+        if line.trim_start().starts_with("//") {
+            return start + line.trim_end_matches(['\n', '\r']).len();
+        }
+        start += line.len();
+    }
+    panic!("no comment line to type into");
+}
+
+fn median_ms(times: &mut [Duration]) -> f64 {
+    times.sort();
+    times[times.len() / 2].as_secs_f64() * 1000.0
+}
+
+/// The newest `tokio-X.Y.Z` in the registry sources.
+fn newest_tokio() -> Option<PathBuf> {
+    let home = std::env::var_os("CARGO_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".cargo")))?;
+    let mut found: Vec<(Vec<u64>, PathBuf)> = Vec::new();
+    for index in std::fs::read_dir(home.join("registry/src")).ok()?.flatten() {
+        for krate in std::fs::read_dir(index.path())
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            let name = krate.file_name().to_string_lossy().into_owned();
+            let Some(version) = name.strip_prefix("tokio-") else {
+                continue;
+            };
+            let parts: Option<Vec<u64>> = version.split('.').map(|p| p.parse().ok()).collect();
+            if let Some(parts) = parts {
+                found.push((parts, krate.path()));
+            }
+        }
+    }
+    found.sort();
+    found.pop().map(|(_, p)| p)
+}

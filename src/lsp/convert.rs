@@ -1,0 +1,242 @@
+//! Findings in the protocol's terms: diagnostics per file (with related information for the
+//! secondary labels), the hover text of a finding (its lint's `--explain`), and a code action
+//! for every suggestion.
+
+use super::engine::{Analysis, Problem};
+use super::position::{self, Encoding};
+use crate::report::Finding;
+use crate::source::SourceFile;
+use idem_lints::model::Span;
+use idem_lints::{Applicability, Level};
+use lsp_types::{
+    CodeAction, CodeActionKind, CodeDescription, Diagnostic, DiagnosticRelatedInformation,
+    DiagnosticSeverity, Hover, HoverContents, Location, MarkupContent, MarkupKind, NumberOrString,
+    Position, Range, TextEdit, Uri, WorkspaceEdit,
+};
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+use std::sync::Arc;
+
+/// The `source` of every diagnostic.
+pub const SOURCE: &str = "idem-lint";
+
+/// How a path is named to the client: the URI of its open buffer, else its `file://` URI.
+pub trait UriOf {
+    fn uri_of(&self, path: &Path) -> Option<Uri>;
+}
+
+/// `path` as a `file://` URI.
+pub fn file_uri(path: &Path) -> Option<Uri> {
+    Uri::from_str(&crate::uri::file_uri(path)).ok()
+}
+
+/// Every finding of `analysis` as a diagnostic, grouped by the file it points into.
+pub fn diagnostics(
+    analysis: &Analysis,
+    enc: Encoding,
+    uris: &dyn UriOf,
+) -> BTreeMap<PathBuf, Vec<Diagnostic>> {
+    let mut out: BTreeMap<PathBuf, Vec<Diagnostic>> = BTreeMap::new();
+    for f in &analysis.report.findings {
+        let src = analysis.report.source(f.package, f.diag.span.file);
+        out.entry(src.path.clone())
+            .or_default()
+            .push(diagnostic(analysis, f, enc, uris));
+    }
+    out
+}
+
+fn diagnostic(analysis: &Analysis, f: &Finding, enc: Encoding, uris: &dyn UriOf) -> Diagnostic {
+    let d = &f.diag;
+    let span_range = |s: Span| span_range(analysis.report.source(f.package, s.file), s, enc);
+    let related: Vec<DiagnosticRelatedInformation> = d
+        .labels
+        .iter()
+        .filter_map(|l| {
+            let src = analysis.report.source(f.package, l.span.file);
+            Some(DiagnosticRelatedInformation {
+                location: Location::new(uris.uri_of(&src.path)?, span_range(l.span)),
+                message: l.message.clone(),
+            })
+        })
+        .collect();
+    Diagnostic {
+        range: span_range(d.span),
+        severity: Some(severity(d.level)),
+        code: Some(NumberOrString::String(d.lint.code())),
+        code_description: doc_url(d.lint).map(|href| CodeDescription { href }),
+        source: Some(SOURCE.to_string()),
+        message: message_text(f),
+        related_information: (!related.is_empty()).then_some(related),
+        tags: None,
+        data: None,
+    }
+}
+
+/// The message with its primary label, notes and help, as rustc prints them below it.
+fn message_text(f: &Finding) -> String {
+    let d = &f.diag;
+    let mut text = d.message.clone();
+    if let Some(label) = &d.label {
+        text.push_str(&format!("\n{label}"));
+    }
+    for n in &d.notes {
+        text.push_str(&format!("\nnote: {n}"));
+    }
+    for h in &d.help {
+        text.push_str(&format!("\nhelp: {h}"));
+    }
+    text
+}
+
+fn severity(level: Level) -> DiagnosticSeverity {
+    match level {
+        Level::Deny => DiagnosticSeverity::ERROR,
+        Level::Warn | Level::Allow => DiagnosticSeverity::WARNING,
+    }
+}
+
+/// Where a lint's documentation is published: only when the package names a repository
+/// (the docs are the lint module's header there). Without one there is no page to link, and
+/// the hover shows the same text.
+fn doc_url(lint: &idem_lints::Lint) -> Option<Uri> {
+    let repo = env!("CARGO_PKG_REPOSITORY").trim_end_matches('/');
+    if repo.is_empty() {
+        return None;
+    }
+    let file = if lint.is_meta {
+        "lint.rs".to_string()
+    } else {
+        format!("lints/{}.rs", lint.name)
+    };
+    let version = env!("CARGO_PKG_VERSION");
+    Uri::from_str(&format!("{repo}/blob/v{version}/lints/src/{file}")).ok()
+}
+
+fn span_range(src: &SourceFile, span: Span, enc: Encoding) -> Range {
+    position::range(src, span.lo as usize, span.hi as usize, enc)
+}
+
+/// A config or manifest problem as a diagnostic on the file it names (the position converted
+/// from rustc-style line and character column).
+pub fn problem_diagnostic(problem: &Problem, text: Option<&str>, enc: Encoding) -> Diagnostic {
+    let at = match text {
+        Some(text) => {
+            let src = SourceFile::new(PathBuf::new(), Arc::from(text));
+            let line = problem.line.saturating_sub(1).min(src.line_count() - 1);
+            let range = src.line_range(line);
+            let byte = src.text[range.clone()]
+                .char_indices()
+                .nth(problem.column.saturating_sub(1))
+                .map_or(range.end, |(i, _)| range.start + i);
+            position::position(&src, byte, enc)
+        }
+        None => Position::new(0, 0),
+    };
+    Diagnostic {
+        range: Range::new(at, at),
+        severity: Some(DiagnosticSeverity::ERROR),
+        source: Some(SOURCE.to_string()),
+        message: problem.message.clone(),
+        ..Diagnostic::default()
+    }
+}
+
+/// The findings in `path` whose primary span overlaps the bytes `lo..=hi`.
+fn findings_at<'a>(
+    analysis: &'a Analysis,
+    path: &'a Path,
+    lo: usize,
+    hi: usize,
+) -> impl Iterator<Item = &'a Finding> + 'a {
+    analysis.report.findings.iter().filter(move |f| {
+        let span = f.diag.span;
+        analysis.report.source(f.package, span.file).path == path
+            && (span.lo as usize) <= hi
+            && lo <= span.hi as usize
+    })
+}
+
+/// The text of `path` the analysis saw.
+pub fn analysed_source<'a>(analysis: &'a Analysis, path: &Path) -> Option<&'a SourceFile> {
+    analysis
+        .report
+        .packages
+        .iter()
+        .flat_map(|p| &p.sources)
+        .find(|s| s.path == path)
+}
+
+/// Hover on a finding: its message and its lint's `--explain` text, once per lint.
+pub fn hover(analysis: &Analysis, path: &Path, pos: Position, enc: Encoding) -> Option<Hover> {
+    let src = analysed_source(analysis, path)?;
+    let at = position::offset(src, pos, enc);
+    let mut sections: Vec<String> = Vec::new();
+    let mut explained: Vec<&str> = Vec::new();
+    for f in findings_at(analysis, path, at, at) {
+        sections.push(format!("**{}**: {}", f.diag.lint.code(), f.diag.message));
+        if !explained.contains(&f.diag.lint.name) {
+            explained.push(f.diag.lint.name);
+            sections.push(crate::info::explain_text(f.diag.lint));
+        }
+    }
+    if sections.is_empty() {
+        return None;
+    }
+    Some(Hover {
+        contents: HoverContents::Markup(MarkupContent {
+            kind: MarkupKind::Markdown,
+            value: sections.join("\n\n"),
+        }),
+        range: None,
+    })
+}
+
+/// A quick fix for every suggestion of every finding in `range` of `path`.
+// `WorkspaceEdit::changes` is keyed by `Uri`, whose lazily parsed parts clippy sees as
+// interior mutability; it hashes and compares by its text only.
+#[allow(clippy::mutable_key_type)]
+pub fn code_actions(
+    analysis: &Analysis,
+    path: &Path,
+    range: Range,
+    enc: Encoding,
+    uris: &dyn UriOf,
+) -> Vec<CodeAction> {
+    let Some(src) = analysed_source(analysis, path) else {
+        return Vec::new();
+    };
+    let lo = position::offset(src, range.start, enc);
+    let hi = position::offset(src, range.end, enc);
+    let mut actions = Vec::new();
+    for f in findings_at(analysis, path, lo, hi) {
+        for s in &f.diag.suggestions {
+            let mut changes: HashMap<Uri, Vec<TextEdit>> = HashMap::new();
+            // Moves (a mark moved onto the transaction) become a deletion and an insertion.
+            let edits = s.concrete_edits(&|file| &*analysis.report.source(f.package, file).text);
+            for (span, text) in &edits {
+                let src = analysis.report.source(f.package, span.file);
+                let Some(uri) = uris.uri_of(&src.path) else {
+                    continue;
+                };
+                changes
+                    .entry(uri)
+                    .or_default()
+                    .push(TextEdit::new(span_range(src, *span, enc), text.clone()));
+            }
+            actions.push(CodeAction {
+                title: s.message.clone(),
+                kind: Some(CodeActionKind::QUICKFIX),
+                diagnostics: Some(vec![diagnostic(analysis, f, enc, uris)]),
+                edit: Some(WorkspaceEdit {
+                    changes: Some(changes),
+                    ..WorkspaceEdit::default()
+                }),
+                is_preferred: Some(s.applicability == Applicability::MachineApplicable),
+                ..CodeAction::default()
+            });
+        }
+    }
+    actions
+}

@@ -1,0 +1,301 @@
+//! What the server asks of the pipeline: one [`Root`] per workspace folder, each discovering
+//! its packages and reading its config once (again after a config file is saved), and
+//! linting them with the editor's buffers standing in for the files on disk.
+//!
+//! Everything the analysis needs goes through [`Root::analyze`], so the way a package is
+//! re-analysed after a keystroke lives in one place.
+
+use crate::cache::Session;
+use crate::config::Config;
+use crate::discovery::{self, Selection, Workspace};
+use crate::parse::{Overlays, ParseOptions};
+use crate::report::Report;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// What every root is linted with: the command line the server was started with (its level
+/// flags and time budget apply as they do to a CLI run).
+pub type Settings = crate::cli::Args;
+
+/// The findings of one root, with the workspace they are about.
+#[derive(Debug)]
+pub struct Analysis {
+    pub ws: Workspace,
+    pub report: Report,
+}
+
+/// Why a root could not be linted: a config or manifest error, where it was written when the
+/// message says so (1-based line and character column, as the CLI prints them).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Problem {
+    pub file: Option<PathBuf>,
+    pub line: usize,
+    pub column: usize,
+    pub message: String,
+}
+
+pub enum Outcome {
+    Analysed(Arc<Analysis>),
+    Failed(Problem),
+}
+
+/// A workspace folder of the client (or the package around a file opened outside them).
+pub struct Root {
+    pub dir: PathBuf,
+    loaded: Option<Result<Loaded, Problem>>,
+}
+
+struct Loaded {
+    ws: Workspace,
+    config: Config,
+    opts: ParseOptions,
+    /// Parse results and findings of earlier analyses: after a keystroke only the changed
+    /// buffer is parsed again, and only its package analysed again.
+    session: Session,
+}
+
+impl Root {
+    pub fn new(dir: PathBuf) -> Root {
+        Root { dir, loaded: None }
+    }
+
+    /// Forgets the discovered packages and the config, so the next analysis reads them again
+    /// (a `Cargo.toml` or `idem-lint.toml` was saved).
+    pub fn reload(&mut self) {
+        self.loaded = None;
+    }
+
+    /// Whether `path` belongs to this root: below its folder or its cargo workspace.
+    pub fn covers(&self, path: &Path) -> bool {
+        let ws_root = match &self.loaded {
+            Some(Ok(l)) => Some(l.ws.root.as_path()),
+            _ => None,
+        };
+        path.starts_with(&self.dir) || ws_root.is_some_and(|r| path.starts_with(r))
+    }
+
+    /// The cargo workspace root, once discovered.
+    pub fn workspace_root(&self) -> Option<&Path> {
+        match &self.loaded {
+            Some(Ok(l)) => Some(&l.ws.root),
+            _ => None,
+        }
+    }
+
+    /// Lints every package of the root, `overlays` replacing files on disk.
+    pub fn analyze(&mut self, settings: &Settings, overlays: &[(PathBuf, Arc<str>)]) -> Outcome {
+        if self.loaded.is_none() {
+            self.loaded = Some(load(&self.dir, settings));
+        }
+        let loaded = match self.loaded.as_ref() {
+            Some(Ok(l)) => l,
+            Some(Err(p)) => return Outcome::Failed(p.clone()),
+            None => unreachable!("loaded above"),
+        };
+        match check(loaded, settings, overlays) {
+            Ok(report) => Outcome::Analysed(Arc::new(Analysis {
+                ws: loaded.ws.clone(),
+                report,
+            })),
+            Err(e) => Outcome::Failed(locate(&format!("{e:#}"), &self.dir)),
+        }
+    }
+}
+
+fn load(dir: &Path, settings: &Settings) -> Result<Loaded, Problem> {
+    let has_manifest = dir.join("Cargo.toml").is_file();
+    let selection = Selection {
+        path: Some(dir.to_path_buf()),
+        // An editor shows every member, not only the root package cargo would pick.
+        workspace: has_manifest,
+        ..Selection::default()
+    };
+    let fail = |e: anyhow::Error| locate(&format!("{e:#}"), dir);
+    let ws = discovery::discover(&selection).map_err(fail)?;
+    let config = Config::load(&ws).map_err(fail)?;
+    let opts = crate::parse_options(settings, &config);
+    Ok(Loaded {
+        ws,
+        config,
+        opts,
+        session: Session::new(),
+    })
+}
+
+/// The pipeline with buffers standing in for files.
+fn check(
+    loaded: &Loaded,
+    settings: &Settings,
+    overlays: &[(PathBuf, Arc<str>)],
+) -> anyhow::Result<Report> {
+    let mut buffers = Overlays::new();
+    for (path, text) in overlays {
+        buffers.insert(path, text.clone());
+    }
+    loaded.session.check_with(
+        &loaded.ws,
+        &loaded.opts,
+        &loaded.config,
+        &settings.level_flags,
+        &buffers,
+    )
+}
+
+/// Where an error message says the error is. The config's errors start with
+/// `path:line:column: `; cargo's manifest errors name the manifest and say `line N, column
+/// M`. Otherwise the problem is put at the start of the root's `Cargo.toml` (or nowhere when
+/// the root has none).
+pub fn locate(message: &str, dir: &Path) -> Problem {
+    let message = message.trim().to_string();
+    if let Some(p) = config_style(&message) {
+        return p;
+    }
+    if let Some(p) = cargo_style(&message) {
+        return p;
+    }
+    let manifest = dir.join("Cargo.toml");
+    Problem {
+        file: manifest.is_file().then_some(manifest),
+        line: 1,
+        column: 1,
+        message,
+    }
+}
+
+/// `/abs/path:3:5: rest`.
+fn config_style(message: &str) -> Option<Problem> {
+    // The path may hold `:`; the position is the first `:N:M: ` after a prefix that exists.
+    let bytes = message.as_bytes();
+    for (i, _) in message.match_indices(':') {
+        let rest = &message[i + 1..];
+        let Some((line, rest)) = split_number(rest, ':') else {
+            continue;
+        };
+        let Some((column, rest)) = split_number(rest, ':') else {
+            continue;
+        };
+        let file = PathBuf::from(&message[..i]);
+        if bytes.first() == Some(&b'/') && file.is_file() {
+            return Some(Problem {
+                file: Some(file),
+                line,
+                column,
+                message: rest.trim().to_string(),
+            });
+        }
+    }
+    None
+}
+
+/// Cargo: "failed to parse manifest at `/x/Cargo.toml` ... TOML parse error at line 3,
+/// column 5 ...".
+fn cargo_style(message: &str) -> Option<Problem> {
+    let after = message.split_once("manifest at `")?.1;
+    let file = PathBuf::from(after.split_once('`')?.0);
+    let (line, column) = match message.split_once("at line ") {
+        Some((_, rest)) => {
+            let (line, rest) = split_number(rest, ',')?;
+            let column = rest
+                .trim_start()
+                .strip_prefix("column ")
+                .and_then(|r| {
+                    let digits: String = r.chars().take_while(char::is_ascii_digit).collect();
+                    digits.parse().ok()
+                })
+                .unwrap_or(1);
+            (line, column)
+        }
+        None => (1, 1),
+    };
+    Some(Problem {
+        file: Some(file),
+        line,
+        column,
+        message: message.to_string(),
+    })
+}
+
+/// `123<sep>rest` → `(123, rest)`.
+fn split_number(s: &str, sep: char) -> Option<(usize, &str)> {
+    let (n, rest) = s.split_once(sep)?;
+    Some((n.parse().ok()?, rest))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A copy of `fixtures/lsp`, canonical.
+    fn fixture() -> (tempfile::TempDir, PathBuf) {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let from = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/lsp");
+        for rel in ["Cargo.toml", "src/lib.rs", "src/transcode.rs"] {
+            let to = tmp.path().join(rel);
+            std::fs::create_dir_all(to.parent().expect("parent")).expect("mkdir");
+            std::fs::copy(from.join(rel), to).expect("copy");
+        }
+        let root = tmp.path().canonicalize().expect("canonical");
+        (tmp, root)
+    }
+
+    fn analysed(outcome: Outcome) -> Arc<Analysis> {
+        match outcome {
+            Outcome::Analysed(a) => a,
+            Outcome::Failed(p) => panic!("analysis failed: {p:?}"),
+        }
+    }
+
+    #[test]
+    fn a_changed_buffer_is_the_only_file_parsed_again() {
+        let (_tmp, dir) = fixture();
+        let settings = crate::cli::Args::parse_from_env(["cargo-idem-lint".into()]).expect("args");
+        let mut root = Root::new(dir.clone());
+        let cold = analysed(root.analyze(&settings, &[]));
+        assert_eq!(
+            cold.report.packages[0].parsed.len(),
+            2,
+            "both files at first"
+        );
+        assert_eq!(cold.report.findings.len(), 3);
+
+        let lib = dir.join("src/lib.rs");
+        let text = std::fs::read_to_string(&lib).expect("read");
+        let edited: Arc<str> = Arc::from(text.replace("Uuid::new_v4()", "order_id"));
+        let warm = analysed(root.analyze(&settings, &[(lib.clone(), edited)]));
+        let pkg = &warm.report.packages[0];
+        let parsed: Vec<&Path> = pkg
+            .parsed
+            .iter()
+            .map(|id| pkg.sources[id.0 as usize].path.as_path())
+            .collect();
+        assert_eq!(parsed, [lib.as_path()], "only the edited buffer");
+        assert_eq!(warm.report.findings.len(), 2, "the key finding is gone");
+    }
+
+    #[test]
+    fn problems_point_where_their_message_says() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let toml = tmp.path().join("idem-lint.toml");
+        std::fs::write(&toml, "[lints]\nnope = \"warn\"\n").expect("write");
+        let msg = format!(
+            "{}:2:1: key `lints.nope`: unknown lint `nope`",
+            toml.display()
+        );
+        let p = locate(&msg, tmp.path());
+        assert_eq!(p.file.as_deref(), Some(toml.as_path()));
+        assert_eq!((p.line, p.column), (2, 1));
+        assert_eq!(p.message, "key `lints.nope`: unknown lint `nope`");
+
+        let manifest = tmp.path().join("Cargo.toml");
+        let msg = format!(
+            "failed to parse manifest at `{}` Caused by: TOML parse error at line 3, column 7 | x",
+            manifest.display()
+        );
+        let p = locate(&msg, tmp.path());
+        assert_eq!(p.file.as_deref(), Some(manifest.as_path()));
+        assert_eq!((p.line, p.column), (3, 7));
+
+        let p = locate("something else", tmp.path());
+        assert_eq!((p.file, p.line), (None, 1));
+    }
+}

@@ -1,0 +1,356 @@
+//! The language server spoken to over stdio as an editor would: the installed binary started
+//! as cargo starts it (`cargo-idem-lint idem-lint lsp`), on a copy of `fixtures/lsp`.
+
+mod common;
+#[path = "common/lsp.rs"]
+mod lsp;
+
+use common::BIN;
+use lsp::{codes, fixture_copy, initialize, open, position_of, uri, Client};
+use serde_json::{json, Value};
+use std::time::Duration;
+
+fn start(root: &std::path::Path) -> Client {
+    Client::start(BIN, &["--debounce-ms", "20"], root)
+}
+
+#[test]
+fn diagnostics_follow_unsaved_edits_with_hover_and_quick_fixes() {
+    let (_tmp, root) = fixture_copy();
+    let lib = root.join("src/lib.rs");
+    let text = std::fs::read_to_string(&lib).expect("read");
+    let mut c = start(&root);
+    let caps = initialize(&mut c, &[&root], json!({}))["capabilities"].clone();
+    assert_eq!(caps["positionEncoding"], "utf-16", "{caps}");
+    assert_eq!(caps["hoverProvider"], true);
+    assert_eq!(caps["workspace"]["workspaceFolders"]["supported"], true);
+
+    // On open: both findings of the file, one with the secondary label as related info.
+    open(&mut c, &lib, &text);
+    let first = c.diagnostics_for(&uri(&lib));
+    assert_eq!(
+        codes(&first),
+        [
+            "idem::nondeterministic_key",
+            "idem::missing_idempotency_token"
+        ],
+        "{first}"
+    );
+    assert_eq!(first["version"], 1);
+    let key = &first["diagnostics"][0];
+    assert_eq!(key["source"], "idem-lint");
+    assert_eq!(key["severity"], 2, "warn is a warning");
+    let (line, _) = position_of(&text, ".message_deduplication_id(id)");
+    assert_eq!(key["range"]["start"]["line"], line);
+    let related = key["relatedInformation"].as_array().expect("related info");
+    let (uuid_line, _) = position_of(&text, "Uuid::new_v4()");
+    assert!(
+        related
+            .iter()
+            .any(|r| r["location"]["range"]["start"]["line"] == uuid_line
+                && r["location"]["uri"] == uri(&lib)),
+        "the key's origin is related information: {key}"
+    );
+    assert!(
+        key.get("codeDescription").is_none(),
+        "no documentation URL exists: {key}"
+    );
+    // Every file of the package with findings is published, not only the open one.
+    let other = c.diagnostics_for(&uri(&root.join("src/transcode.rs")));
+    assert_eq!(codes(&other), ["idem::missing_idempotency_token"]);
+    assert_eq!(other["version"], Value::Null, "not open");
+
+    // An unsaved edit: the key now comes from the message, so its finding goes away.
+    let (line, col) = position_of(&text, "Uuid::new_v4().to_string()");
+    let edit = json!({
+        "range": {"start": {"line": line, "character": col},
+                  "end": {"line": line, "character": col + "Uuid::new_v4().to_string()".len() as u32}},
+        "text": "order_id.to_string()",
+    });
+    c.notify(
+        "textDocument/didChange",
+        json!({"textDocument": {"uri": uri(&lib), "version": 2}, "contentChanges": [edit]}),
+    );
+    let second = c.diagnostics_for(&uri(&lib));
+    assert_eq!(second["version"], 2);
+    assert_eq!(
+        codes(&second),
+        ["idem::missing_idempotency_token"],
+        "{second}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&lib).expect("read"),
+        text,
+        "the file on disk is untouched"
+    );
+
+    // Hover on the remaining finding: the lint's `--explain` text.
+    let at = second["diagnostics"][0]["range"]["start"].clone();
+    let hover = c.request(
+        "textDocument/hover",
+        json!({"textDocument": {"uri": uri(&lib)}, "position": at}),
+    );
+    let shown = hover["result"]["contents"]["value"]
+        .as_str()
+        .expect("markdown");
+    assert!(
+        shown.contains("# idem::missing_idempotency_token"),
+        "{shown}"
+    );
+    assert!(shown.contains("### What it does"), "{shown}");
+    let nothing = c.request(
+        "textDocument/hover",
+        json!({"textDocument": {"uri": uri(&lib)}, "position": {"line": 0, "character": 0}}),
+    );
+    assert_eq!(nothing["result"], Value::Null);
+
+    // A quick fix for the suggestion, inserting the token before `.send()`.
+    let range = second["diagnostics"][0]["range"].clone();
+    let actions = c.request(
+        "textDocument/codeAction",
+        json!({"textDocument": {"uri": uri(&lib)}, "range": range,
+               "context": {"diagnostics": [second["diagnostics"][0]]}}),
+    );
+    let action = &actions["result"][0];
+    assert_eq!(action["kind"], "quickfix", "{actions}");
+    assert!(
+        action["title"]
+            .as_str()
+            .is_some_and(|t| t.contains("client_request_token")),
+        "{action}"
+    );
+    let edits = action["edit"]["changes"][uri(&lib)]
+        .as_array()
+        .expect("edits");
+    assert!(
+        edits[0]["newText"]
+            .as_str()
+            .is_some_and(|t| t.contains(".client_request_token(")),
+        "{edits:?}"
+    );
+
+    assert!(c.shutdown().success());
+}
+
+#[test]
+fn a_garbage_buffer_and_malformed_messages_do_not_stop_the_server() {
+    let (_tmp, root) = fixture_copy();
+    let lib = root.join("src/lib.rs");
+    let text = std::fs::read_to_string(&lib).expect("read");
+    let mut c = start(&root);
+    initialize(&mut c, &[&root], json!({}));
+    open(&mut c, &lib, &text);
+    c.diagnostics_for(&uri(&lib));
+
+    // Garbage: unbalanced, NUL, astral characters, deep nesting.
+    let garbage = format!("fn ((( \u{0} 😀 {{{{ ]]{}", "(".repeat(5000));
+    c.notify(
+        "textDocument/didChange",
+        json!({"textDocument": {"uri": uri(&lib), "version": 2},
+               "contentChanges": [{"text": garbage}]}),
+    );
+    let broken = c.diagnostics_for(&uri(&lib));
+    assert!(
+        codes(&broken).contains(&"idem::parse_error".to_string()),
+        "{broken}"
+    );
+
+    // Not JSON: an error answer with a null id, and the server reads on.
+    c.send_raw(b"Content-Length: 9\r\n\r\n{garbage}");
+    let err = c.wait_message(|m| m.get("error").is_some() && m["id"].is_null());
+    assert_eq!(err["error"]["code"], -32700);
+    // A frame without a length is skipped; invalid params get InvalidParams.
+    c.send_raw(b"X-Nothing: 1\r\n\r\n");
+    let bad = c.request("textDocument/hover", json!({"textDocument": 5}));
+    assert_eq!(bad["error"]["code"], -32602, "{bad}");
+    let unknown = c.request("textDocument/definition", json!({}));
+    assert_eq!(unknown["error"]["code"], -32601, "{unknown}");
+    // A change to a buffer never opened, a non-file URI: logged, not fatal.
+    c.notify(
+        "textDocument/didChange",
+        json!({"textDocument": {"uri": "untitled:x", "version": 1}, "contentChanges": []}),
+    );
+
+    // Back to the real text: the findings come back.
+    c.notify(
+        "textDocument/didChange",
+        json!({"textDocument": {"uri": uri(&lib), "version": 3},
+               "contentChanges": [{"text": text}]}),
+    );
+    let healed = c.diagnostics_for(&uri(&lib));
+    assert_eq!(healed["version"], 3);
+    assert_eq!(codes(&healed).len(), 2, "{healed}");
+    assert!(c.shutdown().success());
+}
+
+#[test]
+fn utf8_positions_when_the_client_offers_them() {
+    let (_tmp, root) = fixture_copy();
+    let lib = root.join("src/lib.rs");
+    // Non-ASCII before the finding on its line: 3 UTF-16 units, 6 bytes.
+    let text = std::fs::read_to_string(&lib).expect("read").replace(
+        ".message_deduplication_id(id)",
+        "/*é😀*/.message_deduplication_id(id)",
+    );
+    let column = |general: Value| {
+        let mut c = start(&root);
+        let caps = initialize(&mut c, &[&root], general)["capabilities"].clone();
+        open(&mut c, &lib, &text);
+        let published = c.diagnostics_for(&uri(&lib));
+        let key = published["diagnostics"]
+            .as_array()
+            .expect("diagnostics")
+            .iter()
+            .find(|d| d["code"] == "idem::nondeterministic_key")
+            .cloned()
+            .expect("the key finding");
+        assert!(c.shutdown().success());
+        (
+            caps["positionEncoding"].clone(),
+            key["range"]["start"]["character"].as_u64().expect("column"),
+        )
+    };
+    let (enc16, col16) = column(json!({}));
+    let (enc8, col8) = column(json!({"positionEncodings": ["utf-8", "utf-16"]}));
+    assert_eq!((enc16, enc8), (json!("utf-16"), json!("utf-8")));
+    assert_eq!(col8, col16 + 3, "é and 😀 are 6 bytes and 3 UTF-16 units");
+}
+
+#[test]
+fn config_errors_are_diagnostics_where_they_are_written() {
+    let (_tmp, root) = fixture_copy();
+    let lib = root.join("src/lib.rs");
+    let config = root.join("idem-lint.toml");
+    std::fs::write(
+        &config,
+        "[lints]\ncheck_then_act = \"deny\"\n  no_such_lint = \"warn\"\n",
+    )
+    .expect("write");
+    let mut c = start(&root);
+    initialize(&mut c, &[&root], json!({}));
+    open(&mut c, &lib, &std::fs::read_to_string(&lib).expect("read"));
+    let bad = c.diagnostics_for(&uri(&config));
+    let d = &bad["diagnostics"][0];
+    assert!(
+        d["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("unknown lint `no_such_lint`")),
+        "{d}"
+    );
+    assert_eq!(
+        d["range"]["start"],
+        json!({"line": 2, "character": 2}),
+        "{d}"
+    );
+    assert_eq!(d["severity"], 1);
+
+    // Fixed and saved: the error is cleared and the findings come.
+    std::fs::write(&config, "[lints]\ncheck_then_act = \"deny\"\n").expect("write");
+    c.notify(
+        "textDocument/didSave",
+        json!({"textDocument": {"uri": uri(&config)}}),
+    );
+    let cleared = c.diagnostics_for(&uri(&config));
+    assert_eq!(cleared["diagnostics"], json!([]));
+    let linted = c.diagnostics_where(&uri(&lib), |p| p["diagnostics"] != json!([]));
+    assert_eq!(codes(&linted).len(), 2);
+
+    // A level from the config shows as the severity: deny is an error.
+    std::fs::write(&config, "[lints]\nnondeterministic_key = \"deny\"\n").expect("write");
+    c.notify(
+        "textDocument/didSave",
+        json!({"textDocument": {"uri": uri(&config)}}),
+    );
+    let denied = c.diagnostics_where(&uri(&lib), |p| p["diagnostics"][0]["severity"] == 1);
+    assert_eq!(
+        denied["diagnostics"][0]["code"],
+        "idem::nondeterministic_key"
+    );
+
+    // A broken Cargo.toml: cargo's error, on the manifest.
+    let manifest = root.join("Cargo.toml");
+    std::fs::write(&manifest, "[package\nname = 1\n").expect("write");
+    c.notify(
+        "textDocument/didSave",
+        json!({"textDocument": {"uri": uri(&manifest)}}),
+    );
+    let broken = c.diagnostics_for(&uri(&manifest));
+    assert_eq!(
+        broken["diagnostics"].as_array().map(Vec::len),
+        Some(1),
+        "{broken}"
+    );
+    assert!(c.shutdown().success());
+}
+
+#[test]
+fn workspace_folders_come_and_go() {
+    let (_tmp_a, a) = fixture_copy();
+    let (_tmp_b, b) = fixture_copy();
+    let mut c = start(&a);
+    initialize(&mut c, &[&a], json!({}));
+    let b_lib = b.join("src/lib.rs");
+    c.notify(
+        "workspace/didChangeWorkspaceFolders",
+        json!({"event": {"added": [{"uri": uri(&b), "name": "b"}], "removed": []}}),
+    );
+    open(
+        &mut c,
+        &b_lib,
+        &std::fs::read_to_string(&b_lib).expect("read"),
+    );
+    assert_eq!(codes(&c.diagnostics_for(&uri(&b_lib))).len(), 2);
+    let b_other = uri(&b.join("src/transcode.rs"));
+    assert_eq!(codes(&c.diagnostics_for(&b_other)).len(), 1);
+    c.notify(
+        "workspace/didChangeWorkspaceFolders",
+        json!({"event": {"added": [], "removed": [{"uri": uri(&b), "name": "b"}]}}),
+    );
+    // Diagnostics of a removed folder are cleared.
+    assert_eq!(c.diagnostics_for(&b_other)["diagnostics"], json!([]));
+    // Nothing was published for folder a: no file of it was opened.
+    assert!(c
+        .try_wait_message(
+            |m| m["params"]["uri"]
+                .as_str()
+                .is_some_and(|u| u.starts_with(&uri(&a))),
+            Duration::from_millis(300)
+        )
+        .is_none());
+    assert!(c.shutdown().success());
+}
+
+/// Buffers cut at every few bytes, with bytes flipped into other characters: each version is
+/// answered with diagnostics for it, and the server is still there at the end.
+#[test]
+fn any_buffer_content_gets_diagnostics_and_no_crash() {
+    let (_tmp, root) = fixture_copy();
+    let lib = root.join("src/lib.rs");
+    let text = std::fs::read_to_string(&lib).expect("read");
+    let mut c = start(&root);
+    initialize(&mut c, &[&root], json!({}));
+    open(&mut c, &lib, &text);
+    c.diagnostics_for(&uri(&lib));
+    let chars: Vec<char> = text.chars().collect();
+    let odd = [
+        '\u{0}', '\u{202e}', '😀', '"', '{', '}', '\r', 'é', '\\', '\'',
+    ];
+    for (i, version) in (2..42).enumerate() {
+        let cut = chars.len() * i / 40;
+        let mut buffer: String = chars[..cut].iter().collect();
+        buffer.push(odd[i % odd.len()]);
+        buffer.extend(chars.iter().skip(cut + i % 3));
+        c.notify(
+            "textDocument/didChange",
+            json!({"textDocument": {"uri": uri(&lib), "version": version},
+                   "contentChanges": [{"text": buffer}]}),
+        );
+        c.diagnostics_where(&uri(&lib), |p| p["version"] == version);
+    }
+    let hover = c.request(
+        "textDocument/hover",
+        json!({"textDocument": {"uri": uri(&lib)}, "position": {"line": 9999, "character": 9999}}),
+    );
+    assert!(hover.get("error").is_none(), "{hover}");
+    assert!(c.shutdown().success());
+}

@@ -1,0 +1,116 @@
+//! Neovim's built-in LSP client against the installed binary: open a fixture file, receive
+//! the diagnostics, edit the buffer without saving and see them change, apply a code action.
+//! Neovim is Debian's package (`.ci/run` installs it); without `nvim` this test fails and says
+//! so, because CI must run it.
+//!
+//! What Neovim received is written to `target/lsp-nvim-report.json` for the record.
+
+mod common;
+#[path = "common/lsp.rs"]
+mod lsp;
+
+use serde_json::Value;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+#[test]
+fn neovim_receives_diagnostics_before_and_after_an_unsaved_edit_and_applies_a_fix() {
+    let nvim = which("nvim").unwrap_or_else(|| {
+        panic!(
+            "`nvim` is not installed: this test drives Neovim's LSP client \
+             (`apt-get install -y neovim`; `.ci/run` does it)"
+        )
+    });
+    let (_tmp, root) = lsp::fixture_copy();
+    let lib = root.join("src/lib.rs");
+    let on_disk = std::fs::read_to_string(&lib).expect("read");
+    let out = root.join("nvim-report.json");
+    let script = common::repo().join("tests/nvim/lsp_check.lua");
+    let mut child = Command::new(nvim)
+        .args(["--headless", "--clean", "-n", "-c"])
+        .arg(format!("luafile {}", script.display()))
+        .env("IDEM_LSP_BIN", common::BIN)
+        .env("IDEM_FIXTURE_ROOT", &root)
+        .env("IDEM_NVIM_OUT", &out)
+        .current_dir(&root)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("start nvim");
+    let deadline = Instant::now() + Duration::from_secs(180);
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait for nvim") {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("nvim did not finish within 180 s");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let text = std::fs::read_to_string(&out)
+        .unwrap_or_else(|e| panic!("nvim wrote no report ({status}): {e}"));
+    let report: Value = serde_json::from_str(&text).expect("JSON report");
+    // Kept for the record (the closing note quotes it).
+    let _ = std::fs::write(
+        common::repo().join("target/lsp-nvim-report.json"),
+        serde_json::to_string_pretty(&report).unwrap_or_default(),
+    );
+    assert!(
+        report["error"].is_null(),
+        "the Lua script failed: {}",
+        report["error"]
+    );
+    assert!(status.success(), "nvim exited with {status}");
+
+    let steps = report["steps"].as_array().expect("steps");
+    let codes = |i: usize| -> Vec<String> {
+        steps[i]["diagnostics"]
+            .as_array()
+            .expect("diagnostics")
+            .iter()
+            .map(|d| d["code"].as_str().unwrap_or("").to_string())
+            .collect()
+    };
+    assert_eq!(steps[0]["name"], "open");
+    assert_eq!(
+        codes(0),
+        [
+            "idem::nondeterministic_key",
+            "idem::missing_idempotency_token"
+        ]
+    );
+    assert_eq!(steps[0]["shown"], 2, "Neovim shows both");
+    assert_eq!(steps[1]["name"], "unsaved edit");
+    assert_eq!(codes(1), ["idem::missing_idempotency_token"]);
+    assert_eq!(report["modified"], true, "the buffer was not saved");
+    assert!(
+        report["actions"][0]
+            .as_str()
+            .is_some_and(|t| t.contains("client_request_token")),
+        "{}",
+        report["actions"]
+    );
+    assert_eq!(steps[2]["name"], "code action applied");
+    let buffer = steps[2]["buffer"].as_array().expect("lines");
+    assert!(
+        buffer.iter().any(|l| l
+            .as_str()
+            .is_some_and(|l| l.contains(".client_request_token("))),
+        "the fix is in the buffer: {buffer:?}"
+    );
+    assert_eq!(codes(2), Vec::<String>::new(), "the token is set now");
+    assert_eq!(
+        std::fs::read_to_string(&lib).expect("read"),
+        on_disk,
+        "nothing was saved"
+    );
+}
+
+fn which(name: &str) -> Option<std::path::PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
+}
