@@ -49,8 +49,9 @@
 //!
 //! The attribute expands to a call of [`Guard::run`] (see [`idempotent`] for its options); use
 //! that directly where an attribute does not fit. Stores: [`MemoryStore`] (one process),
-//! [`RedisStore`], [`PostgresStore`] (with [`Guard::run_in_tx`]), and [`CachedStore`] in front of
-//! a remote one; implement [`Store`] for another. The driver crates are re-exported
+//! [`RedisStore`], [`PostgresStore`] (with [`Guard::run_in_tx`]), `DynamoDbStore` (feature
+//! `dynamodb`, with `Guard::run_transact`), and [`CachedStore`] in front of a remote one;
+//! implement [`Store`] for another. The driver crates are re-exported
 //! ([`sqlx`], [`redis`]) so pools and connections are built with the versions the stores take.
 
 // Lets `#[idempotent]`, which names `::idem_guard`, be used in this crate's own tests.
@@ -59,6 +60,8 @@ extern crate self as idem_guard;
 pub mod batch;
 mod cached;
 mod codec;
+#[cfg(feature = "dynamodb")]
+pub mod dynamodb;
 mod error;
 mod guard;
 mod key;
@@ -70,6 +73,8 @@ mod store;
 mod transactional;
 
 pub use crate::cached::CachedStore;
+#[cfg(feature = "dynamodb")]
+pub use crate::dynamodb::DynamoDbStore;
 pub use crate::error::{Error, Rejected};
 pub use crate::guard::{Attempt, Guard, InFlight, Outcome, DEFAULT_LEASE, DEFAULT_RETENTION};
 pub use crate::key::{DisplayKey, Fingerprint, KeyPart, Payload, MAX_KEY_LEN};
@@ -113,6 +118,12 @@ pub use ::redis;
 /// [`PostgresStore::from_pool`] and the transactions given to [`Guard::run_in_tx`] are of the
 /// same version.
 pub use ::sqlx;
+
+/// The `aws-sdk-dynamodb` crate this version is built against (1.x), so that a `Client` given
+/// to [`DynamoDbStore::new`] and the `TransactWriteItem`s of [`Guard::run_transact`] are of the
+/// same version.
+#[cfg(feature = "dynamodb")]
+pub use ::aws_sdk_dynamodb;
 
 /// Support for the code `#[idempotent]` generates; not a public API.
 #[doc(hidden)]

@@ -87,6 +87,30 @@ pub async fn redis_store_at(url: &str) -> RedisStore {
     )
 }
 
+/// The local DynamoDB-compatible server (`.ci/run` starts moto there).
+#[cfg(feature = "dynamodb")]
+pub fn dynamodb_endpoint() -> String {
+    std::env::var("DYNAMODB_ENDPOINT").unwrap_or_else(|_| "http://127.0.0.1:5124".into())
+}
+
+/// A store on a fresh table named after the test, at `DYNAMODB_ENDPOINT`.
+#[cfg(feature = "dynamodb")]
+pub async fn dynamodb_store(name: &str) -> idem_guard::DynamoDbStore {
+    dynamodb_store_at(&dynamodb_endpoint(), &unique(name)).await
+}
+
+/// A store on the table `table` (created if missing) at `endpoint`.
+#[cfg(feature = "dynamodb")]
+pub async fn dynamodb_store_at(endpoint: &str, table: &str) -> idem_guard::DynamoDbStore {
+    let client = idem_guard::dynamodb::local_client(endpoint);
+    let store = idem_guard::DynamoDbStore::new(client, table);
+    store
+        .create_table_if_missing()
+        .await
+        .expect("a DynamoDB-compatible server at DYNAMODB_ENDPOINT (.ci/run starts moto)");
+    store
+}
+
 pub fn memory_store() -> MemoryStore {
     MemoryStore::new()
 }
