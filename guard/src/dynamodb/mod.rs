@@ -64,7 +64,7 @@ use crate::store::{fenced, OwnerToken, Reservation, Store, StoredResult};
 use crate::Error;
 
 pub use record::{PARTITION_KEY, TTL_ATTRIBUTE};
-pub use transact::TransactAttempt;
+pub use transact::{Transact, TransactAttempt};
 
 use record::{
     completed_names, completed_values, n, names, now_ms, running_item, s, Expiry, Item, EXPIRES_MS,
