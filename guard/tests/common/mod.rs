@@ -111,6 +111,60 @@ pub async fn dynamodb_store_at(endpoint: &str, table: &str) -> idem_guard::Dynam
     store
 }
 
+/// Counts the HTTP requests a DynamoDB client sends (every attempt, retries included): the
+/// store's round trips, counted by the SDK itself.
+#[cfg(feature = "dynamodb")]
+#[derive(Debug, Clone, Default)]
+pub struct RequestCounter(Arc<AtomicU64>);
+
+#[cfg(feature = "dynamodb")]
+impl RequestCounter {
+    /// Requests since the counter was made or last taken.
+    pub fn take(&self) -> u64 {
+        self.0.swap(0, Ordering::SeqCst)
+    }
+}
+
+#[cfg(feature = "dynamodb")]
+impl idem_guard::aws_sdk_dynamodb::config::Intercept for RequestCounter {
+    fn name(&self) -> &'static str {
+        "RequestCounter"
+    }
+
+    fn read_before_transmit(
+        &self,
+        _: &idem_guard::aws_sdk_dynamodb::config::interceptors::BeforeTransmitInterceptorContextRef<
+            '_,
+        >,
+        _: &idem_guard::aws_sdk_dynamodb::config::RuntimeComponents,
+        _: &mut idem_guard::aws_sdk_dynamodb::config::ConfigBag,
+    ) -> Result<(), idem_guard::aws_sdk_dynamodb::error::BoxError> {
+        self.0.fetch_add(1, Ordering::SeqCst);
+        Ok(())
+    }
+}
+
+/// A store on a fresh table at `endpoint` whose client counts its requests.
+#[cfg(feature = "dynamodb")]
+pub async fn dynamodb_store_counted(
+    endpoint: &str,
+    name: &str,
+) -> (idem_guard::DynamoDbStore, RequestCounter) {
+    let store = dynamodb_store_at(endpoint, &unique(name)).await;
+    let counter = RequestCounter::default();
+    let config = store
+        .client()
+        .config()
+        .to_builder()
+        .interceptor(counter.clone())
+        .build();
+    let client = idem_guard::aws_sdk_dynamodb::Client::from_conf(config);
+    (
+        idem_guard::DynamoDbStore::new(client, store.table()),
+        counter,
+    )
+}
+
 pub fn memory_store() -> MemoryStore {
     MemoryStore::new()
 }
