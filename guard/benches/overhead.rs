@@ -172,7 +172,9 @@ async fn dynamodb_row(redis_first: Duration) {
     let guard = Guard::new(store).prefix("bench");
     // Warm-up: the client's connection pool and credentials.
     for i in 0..10 {
-        let _: Result<u64, Error> = guard.run(format!("warm-{i}"), &(), || async { Ok(1) }).await;
+        let _: Result<u64, Error> = guard
+            .run(format!("warm-{i}"), &(), || async { Ok(1) })
+            .await;
     }
     requests.take();
     let mut first_requests = 0;

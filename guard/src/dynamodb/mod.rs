@@ -38,6 +38,115 @@
 //! delivery costs two (`PutItem`, `UpdateItem`) and a duplicate one (the `PutItem` whose condition
 //! fails returns the live record: `ReturnValuesOnConditionCheckFailure=ALL_OLD`). In
 //! transactional mode the completion rides in the caller's `TransactWriteItems`: still two.
+//!
+//! # A Lambda consumer of an SQS queue
+//!
+//! Each message runs under its payment's key, up to 8 at once; only the messages that failed
+//! are returned as `batchItemFailures`, so only they are redelivered (enable "report batch item
+//! failures" on the event source mapping). A redelivered batch replays the messages that
+//! already ran. For a FIFO queue use `run_batch` (one message after another, in order).
+//!
+//! ```
+//! use idem_guard::batch::BatchItem;
+//! use idem_guard::{DynamoDbStore, Error, Guard};
+//! use serde::{Deserialize, Serialize};
+//!
+//! // The parts of the SQS event and of the partial batch response that the handler uses
+//! // (`aws_lambda_events`' `SqsEvent` and `SqsBatchResponse` have these shapes).
+//! #[derive(Deserialize)]
+//! struct SqsEvent {
+//!     #[serde(rename = "Records")]
+//!     records: Vec<SqsMessage>,
+//! }
+//! #[derive(Deserialize)]
+//! struct SqsMessage {
+//!     #[serde(rename = "messageId")]
+//!     message_id: String,
+//!     body: String,
+//! }
+//! #[derive(Serialize)]
+//! struct BatchResponse {
+//!     #[serde(rename = "batchItemFailures")]
+//!     failures: Vec<ItemFailure>,
+//! }
+//! #[derive(Serialize)]
+//! struct ItemFailure {
+//!     #[serde(rename = "itemIdentifier")]
+//!     id: String,
+//! }
+//!
+//! #[derive(Deserialize, Serialize)]
+//! struct Payment {
+//!     payment_id: String,
+//!     cents: u64,
+//! }
+//!
+//! async fn capture(payment: &Payment) -> Result<String, Error> {
+//!     // The effect: runs once per payment_id, however often the message comes.
+//!     Ok(format!("receipt-{}-{}", payment.payment_id, payment.cents))
+//! }
+//!
+//! async fn handle(guard: &Guard<DynamoDbStore>, event: SqsEvent) -> BatchResponse {
+//!     let mut failed = Vec::new();
+//!     let mut payments = Vec::new();
+//!     for message in event.records {
+//!         match serde_json::from_str::<Payment>(&message.body) {
+//!             Ok(payment) => payments.push((message.message_id, payment)),
+//!             // Redelivered until the queue's maxReceiveCount sends it to the dead-letter queue.
+//!             Err(_) => failed.push(message.message_id),
+//!         }
+//!     }
+//!     let report = guard
+//!         .run_batch_concurrent(
+//!             payments,
+//!             // Key and payload from the body, never the receipt handle or receive count.
+//!             |(id, payment)| BatchItem::new(id.clone(), payment.payment_id.clone(), payment),
+//!             |(_, payment)| async move { capture(&payment).await },
+//!             8,
+//!         )
+//!         .await;
+//!     failed.extend(report.failed_ids().into_iter().map(str::to_owned));
+//!     BatchResponse {
+//!         failures: failed.into_iter().map(|id| ItemFailure { id }).collect(),
+//!     }
+//! }
+//!
+//! // Once per container (cold start):
+//! //   let config = aws_config::load_defaults(BehaviorVersion::latest()).await;
+//! //   let client = idem_guard::aws_sdk_dynamodb::Client::new(&config);
+//! //   let guard = Guard::new(DynamoDbStore::new(client, "idem_guard_records"))
+//! //       .prefix("capture")
+//! //       .retention(Duration::from_secs(14 * 86_400)); // longer than the queue keeps messages
+//! // Per invocation (lambda_runtime), the lease cut at the invocation's deadline:
+//! //   let response = handle(&guard.clone().deadline(Instant::now() + remaining), event).await;
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() {
+//! #     // Runs against the local server that `.ci/run` starts (moto).
+//! #     let endpoint = std::env::var("DYNAMODB_ENDPOINT")
+//! #         .unwrap_or_else(|_| "http://127.0.0.1:5124".into());
+//! #     let table = format!("doc-lambda-{}", std::process::id());
+//! #     let store = DynamoDbStore::new(idem_guard::dynamodb::local_client(&endpoint), table);
+//! #     store.create_table_if_missing().await.unwrap();
+//! #     let replays = std::sync::Arc::new(std::sync::atomic::AtomicU32::new(0));
+//! #     let counted = replays.clone();
+//! #     let guard = Guard::new(store).prefix("capture").on_replay(move |_| {
+//! #         counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+//! #     });
+//! #     let event = || -> SqsEvent {
+//! #         serde_json::from_str(r#"{"Records": [
+//! #             {"messageId": "m1", "body": "{\"payment_id\": \"p1\", \"cents\": 500}"},
+//! #             {"messageId": "m2", "body": "not json"},
+//! #             {"messageId": "m3", "body": "{\"payment_id\": \"p2\", \"cents\": 700}"}
+//! #         ]}"#).unwrap()
+//! #     };
+//! #     for _delivery in 0..2 {
+//! #         let response = serde_json::to_value(handle(&guard, event()).await).unwrap();
+//! #         assert_eq!(response, serde_json::json!({"batchItemFailures": [{"itemIdentifier": "m2"}]}));
+//! #     }
+//! #     // The redelivered batch replayed m1 and m3 instead of capturing them again.
+//! #     assert_eq!(replays.load(std::sync::atomic::Ordering::SeqCst), 2);
+//! # }
+//! ```
 
 mod record;
 mod transact;
