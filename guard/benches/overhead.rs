@@ -24,16 +24,16 @@ fn median(mut samples: Vec<Duration>) -> Duration {
 }
 
 async fn measure<S: Store>(guard: &Guard<S>, tag: &str) -> (Duration, Duration) {
-    measure_calls(guard, tag, CALLS, || {}).await
+    measure_calls(guard, tag, CALLS, |_| {}).await
 }
 
-/// Medians of `calls` first deliveries and duplicates; `after_first` runs after each first
-/// delivery, outside the timed part.
+/// Medians of `calls` first deliveries and duplicates; `after_each` runs after each call,
+/// outside the timed part, told whether it was a first delivery.
 async fn measure_calls<S: Store>(
     guard: &Guard<S>,
     tag: &str,
     calls: usize,
-    mut after_first: impl FnMut(),
+    mut after_each: impl FnMut(bool),
 ) -> (Duration, Duration) {
     let payload = ("order", 42u64, "capture");
     let (mut first, mut dup) = (Vec::with_capacity(calls), Vec::with_capacity(calls));
@@ -43,11 +43,12 @@ async fn measure_calls<S: Store>(
         let v: Result<u64, Error> = guard.run(&key, &payload, || async { Ok(7) }).await;
         first.push(t.elapsed());
         v.unwrap();
-        after_first();
+        after_each(true);
         let t = Instant::now();
         let v: Result<u64, Error> = guard.run(&key, &payload, || async { Ok(8) }).await;
         dup.push(t.elapsed());
         assert_eq!(v.unwrap(), 7);
+        after_each(false);
     }
     (median(first), median(dup))
 }
@@ -177,12 +178,16 @@ async fn dynamodb_row(redis_first: Duration) {
             .await;
     }
     requests.take();
-    let mut first_requests = 0;
-    let (df, dd) = measure_calls(&guard, "d", DYNAMODB_CALLS, || {
-        first_requests += requests.take();
+    let (mut first_requests, mut dup_requests) = (0, 0);
+    let (df, dd) = measure_calls(&guard, "d", DYNAMODB_CALLS, |first| {
+        let sent = requests.take();
+        if first {
+            first_requests += sent;
+        } else {
+            dup_requests += sent;
+        }
     })
     .await;
-    let dup_requests = requests.take();
     let per_call = |n: u64| n as f64 / DYNAMODB_CALLS as f64;
     println!(
         "{:<10} {:>16?} {:>16?} {:>22}   ({DYNAMODB_CALLS} calls, local moto server; requests counted by an SDK interceptor)",

@@ -4,7 +4,8 @@
 //! The guard makes the handler safe: one atomic reservation per key (no check-then-act race),
 //! the stored result replayed to duplicates, a concurrent duplicate refused (or made to wait),
 //! a key reused with a different payload refused, a crashed attempt taken over after its lease,
-//! and, with PostgreSQL, the completion written in the same transaction as the business change.
+//! and, with PostgreSQL (or DynamoDB's `TransactWriteItems`), the completion written in the same
+//! transaction as the business change.
 //!
 //! # With the attribute
 //!
