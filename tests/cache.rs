@@ -484,3 +484,50 @@ fn a_session_parses_only_the_changed_buffer_and_lints_its_text() {
     buffers.remove(&path);
     assert!(parsed(&check(&buffers)).is_empty());
 }
+
+/// Entries made with another user's secret (a `target/idem-lint/` committed to a pull
+/// request, say) belong to another build: this run neither reads them nor can its own be
+/// forged without the secret.
+#[test]
+fn another_secret_is_another_build() {
+    let demo = copy_of_demo();
+    let cache = tempfile::tempdir().expect("tempdir");
+    let secrets = tempfile::tempdir().expect("tempdir");
+    let build_dirs = || {
+        std::fs::read_dir(cache.path())
+            .map(|d| d.flatten().filter(|e| e.path().is_dir()).count())
+            .unwrap_or(0)
+    };
+    let run = |secret: &str| {
+        let secret = secrets.path().join(secret);
+        let env = [
+            ("IDEM_LINT_CACHE_DIR", s(cache.path())),
+            ("IDEM_LINT_CACHE_SECRET", s(&secret)),
+        ];
+        run_env(
+            &common::repo(),
+            &[s(demo.path()), "--message-format", "short"],
+            &env,
+        )
+    };
+    let uncached = lint(demo.path(), "short", None);
+    let a = run("a");
+    assert_eq!(a.stdout, uncached.stdout);
+    assert_eq!(build_dirs(), 1);
+    let b = run("b");
+    assert_eq!(b.stdout, uncached.stdout);
+    assert_eq!(
+        build_dirs(),
+        2,
+        "a second secret opens a second build directory"
+    );
+    let (sa, sb) = (
+        std::fs::read(secrets.path().join("a")).expect("secret a"),
+        std::fs::read(secrets.path().join("b")).expect("secret b"),
+    );
+    assert_eq!((sa.len(), sb.len()), (32, 32));
+    assert_ne!(sa, sb);
+    // The same secret finds its own build again.
+    run("a");
+    assert_eq!(build_dirs(), 2);
+}

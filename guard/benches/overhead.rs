@@ -1,8 +1,13 @@
 //! Guard overhead per call for each store, and round trips per call.
 //!
-//! `cargo bench -p idem-guard --bench overhead` (needs the services of `tests/common`). Calls are
-//! sequential, so each number is one call's latency: a first delivery (reserve + complete), and
-//! a duplicate (one reservation that finds the completed record and replays it).
+//! `cargo bench -p idem-guard --features dynamodb --bench overhead` (needs the services of
+//! `tests/common`; without the feature the DynamoDB row is left out). Calls are sequential, so
+//! each number is one call's latency: a first delivery (reserve + complete), and a duplicate (one
+//! reservation that finds the completed record and replays it).
+//!
+//! Round trips: Redis and PostgreSQL through a TCP proxy that counts request/answer exchanges,
+//! in a separate pass (the proxy's hop would add latency); DynamoDB by an SDK interceptor that
+//! counts every HTTP request the client transmits (retries included), in the timed pass itself.
 
 use std::time::{Duration, Instant};
 
@@ -19,18 +24,31 @@ fn median(mut samples: Vec<Duration>) -> Duration {
 }
 
 async fn measure<S: Store>(guard: &Guard<S>, tag: &str) -> (Duration, Duration) {
+    measure_calls(guard, tag, CALLS, |_| {}).await
+}
+
+/// Medians of `calls` first deliveries and duplicates; `after_each` runs after each call,
+/// outside the timed part, told whether it was a first delivery.
+async fn measure_calls<S: Store>(
+    guard: &Guard<S>,
+    tag: &str,
+    calls: usize,
+    mut after_each: impl FnMut(bool),
+) -> (Duration, Duration) {
     let payload = ("order", 42u64, "capture");
-    let (mut first, mut dup) = (Vec::with_capacity(CALLS), Vec::with_capacity(CALLS));
-    for i in 0..CALLS {
+    let (mut first, mut dup) = (Vec::with_capacity(calls), Vec::with_capacity(calls));
+    for i in 0..calls {
         let key = format!("{tag}-{i}");
         let t = Instant::now();
         let v: Result<u64, Error> = guard.run(&key, &payload, || async { Ok(7) }).await;
         first.push(t.elapsed());
         v.unwrap();
+        after_each(true);
         let t = Instant::now();
         let v: Result<u64, Error> = guard.run(&key, &payload, || async { Ok(8) }).await;
         dup.push(t.elapsed());
         assert_eq!(v.unwrap(), 7);
+        after_each(false);
     }
     (median(first), median(dup))
 }
@@ -141,4 +159,50 @@ async fn main() {
         pf.as_secs_f64() / mf.as_secs_f64(),
         pf.as_secs_f64() / rf.as_secs_f64()
     );
+    dynamodb_row(rf).await;
+}
+
+/// Calls per DynamoDB row: moto, the local server, takes milliseconds per request.
+#[cfg(feature = "dynamodb")]
+const DYNAMODB_CALLS: usize = 500;
+
+#[cfg(feature = "dynamodb")]
+async fn dynamodb_row(redis_first: Duration) {
+    let (store, requests) =
+        common::dynamodb_store_counted(&common::dynamodb_endpoint(), "bench").await;
+    let guard = Guard::new(store).prefix("bench");
+    // Warm-up: the client's connection pool and credentials.
+    for i in 0..10 {
+        let _: Result<u64, Error> = guard
+            .run(format!("warm-{i}"), &(), || async { Ok(1) })
+            .await;
+    }
+    requests.take();
+    let (mut first_requests, mut dup_requests) = (0, 0);
+    let (df, dd) = measure_calls(&guard, "d", DYNAMODB_CALLS, |first| {
+        let sent = requests.take();
+        if first {
+            first_requests += sent;
+        } else {
+            dup_requests += sent;
+        }
+    })
+    .await;
+    let per_call = |n: u64| n as f64 / DYNAMODB_CALLS as f64;
+    println!(
+        "{:<10} {:>16?} {:>16?} {:>22}   ({DYNAMODB_CALLS} calls, local moto server; requests counted by an SDK interceptor)",
+        "dynamodb",
+        df,
+        dd,
+        format!("{:.2} / {:.2}", per_call(first_requests), per_call(dup_requests))
+    );
+    println!(
+        "ratio (first delivery): dynamodb(moto)/redis {:.0}x",
+        df.as_secs_f64() / redis_first.as_secs_f64()
+    );
+}
+
+#[cfg(not(feature = "dynamodb"))]
+async fn dynamodb_row(_: Duration) {
+    println!("dynamodb   (left out: build with `--features dynamodb`)");
 }

@@ -89,6 +89,10 @@ pub struct Attempt {
 }
 
 impl Attempt {
+    pub(crate) fn new(key: Option<String>, taken_over: bool) -> Self {
+        Attempt { key, taken_over }
+    }
+
     /// The full stored key (prefix, tenant and key): the same on every delivery of a request,
     /// and different for any other request. `None` when the key was missing and the body runs
     /// unguarded (`required(false)`).
@@ -171,6 +175,12 @@ pub(crate) enum Step<T, E> {
     Run { taken_over: bool },
     Done(Result<Outcome<T>, E>),
     Busy(Duration),
+}
+
+/// What a reservation, after any waiting, leaves the caller to do.
+pub(crate) enum Reserved<T, E> {
+    Run { taken_over: bool },
+    Done(Result<Outcome<T>, E>),
 }
 
 impl<S: Store> Guard<S> {
@@ -459,44 +469,84 @@ impl<S: Store, P> Guard<S, P> {
         Fut: Future<Output = Result<T, E>>,
     {
         let Some((key, fingerprint)) = prepared? else {
-            let unguarded = Attempt {
-                key: None,
-                taken_over: false,
-            };
-            return body(unguarded).await.map(Outcome::fresh);
+            return body(Attempt::new(None, false)).await.map(Outcome::fresh);
         };
         let owner = OwnerToken::generate();
-        let mut waiting = Waiting::new(self.in_flight);
-        let taken_over = loop {
-            let found = self
-                .store
-                .reserve(&key, fingerprint, &owner, self.lease_now())
-                .await?;
-            match self.judge(&key, fingerprint, found) {
-                Step::Run { taken_over } => break taken_over,
-                Step::Done(result) => return result,
-                Step::Busy(retry_after) => waiting.pause(&key, retry_after).await?,
-            }
+        let taken_over = match self.reserve_key(&key, fingerprint, &owner).await {
+            Reserved::Run { taken_over } => taken_over,
+            Reserved::Done(result) => return result,
         };
-        if taken_over {
-            tracing::warn!(key = %key, "took over the key of an abandoned attempt (its lease ended before it completed); its effect may have happened");
-        }
-        let attempt = Attempt {
-            key: Some(key.clone()),
-            taken_over,
-        };
+        let attempt = Attempt::new(Some(key.clone()), taken_over);
         let result = self
             .run_renewing(&key, fingerprint, &owner, body(attempt))
             .await;
+        self.settle(&key, fingerprint, &owner, result).await
+    }
+
+    /// Reserves `key` for `owner`, polling while another attempt holds it if the in-flight policy
+    /// says to wait: either the body may run, or what to return instead (a replay, a rejection,
+    /// a store error).
+    pub(crate) async fn reserve_key<T, E>(
+        &self,
+        key: &str,
+        fingerprint: Fingerprint,
+        owner: &OwnerToken,
+    ) -> Reserved<T, E>
+    where
+        T: DeserializeOwned,
+        E: From<Error>,
+        P: OnError<E>,
+    {
+        let mut waiting = Waiting::new(self.in_flight);
+        loop {
+            let found = match self
+                .store
+                .reserve(key, fingerprint, owner, self.lease_now())
+                .await
+            {
+                Ok(found) => found,
+                Err(e) => return Reserved::Done(Err(e.into())),
+            };
+            match self.judge(key, fingerprint, found) {
+                Step::Run { taken_over } => {
+                    if taken_over {
+                        tracing::warn!(key = %key, "took over the key of an abandoned attempt (its lease ended before it completed); its effect may have happened");
+                    }
+                    return Reserved::Run { taken_over };
+                }
+                Step::Done(result) => return Reserved::Done(result),
+                Step::Busy(retry_after) => {
+                    if let Err(e) = waiting.pause(key, retry_after).await {
+                        return Reserved::Done(Err(e.into()));
+                    }
+                }
+            }
+        }
+    }
+
+    /// Records the body's result through the store (completes the key, or releases or caches it
+    /// after an error, per the policy), retrying a store error, and hands the result back.
+    pub(crate) async fn settle<T, E>(
+        &self,
+        key: &str,
+        fingerprint: Fingerprint,
+        owner: &OwnerToken,
+        result: Result<T, E>,
+    ) -> Result<Outcome<T>, E>
+    where
+        T: Serialize + DeserializeOwned,
+        E: From<Error>,
+        P: OnError<E>,
+    {
         let settle = match self.to_store(&result) {
             Some(stored) => {
                 retry_store(|| {
                     self.store
-                        .complete(&key, fingerprint, &owner, &stored, self.retention)
+                        .complete(key, fingerprint, owner, &stored, self.retention)
                 })
                 .await
             }
-            None => retry_store(|| self.store.release(&key, &owner)).await,
+            None => retry_store(|| self.store.release(key, owner)).await,
         };
         match (result, settle) {
             (Ok(value), Ok(())) => Ok(Outcome::fresh(value)),
@@ -535,7 +585,7 @@ impl<S: Store, P> Guard<S, P> {
     /// Polls the body, renewing the lease every third of it so a long body keeps its key. If the
     /// record was taken over meanwhile the body still finishes (stopping an effect half-way is
     /// worse) and completion then fails with [`Error::NotOwner`].
-    async fn run_renewing<T, E>(
+    pub(crate) async fn run_renewing<T, E>(
         &self,
         key: &str,
         fingerprint: Fingerprint,
@@ -624,7 +674,7 @@ impl<S: Store, P> Guard<S, P> {
 }
 
 /// Encodes a successful value; a value that cannot be encoded still completes the key.
-fn encode<T: Serialize + DeserializeOwned>(value: &T) -> StoredResult {
+pub(crate) fn encode<T: Serialize + DeserializeOwned>(value: &T) -> StoredResult {
     match crate::codec::encode(value) {
         Ok(text) => StoredResult::Ok(text),
         Err(e) => StoredResult::Unreplayable(format!(
@@ -636,9 +686,9 @@ fn encode<T: Serialize + DeserializeOwned>(value: &T) -> StoredResult {
 /// Retries a store write that failed on a store error (a dropped connection, say): the body
 /// already ran, and an unrecorded result would make the next delivery run it again. Fencing
 /// makes the retry safe, and `complete` is idempotent for its owner.
-async fn retry_store<Fut: Future<Output = Result<(), Error>>>(
+pub(crate) async fn retry_store<T, Fut: Future<Output = Result<T, Error>>>(
     mut write: impl FnMut() -> Fut,
-) -> Result<(), Error> {
+) -> Result<T, Error> {
     let mut backoff = Duration::from_millis(50);
     for _ in 0..3 {
         match write().await {

@@ -4,7 +4,8 @@
 //! The guard makes the handler safe: one atomic reservation per key (no check-then-act race),
 //! the stored result replayed to duplicates, a concurrent duplicate refused (or made to wait),
 //! a key reused with a different payload refused, a crashed attempt taken over after its lease,
-//! and, with PostgreSQL, the completion written in the same transaction as the business change.
+//! and, with PostgreSQL (or DynamoDB's `TransactWriteItems`), the completion written in the same
+//! transaction as the business change.
 //!
 //! # With the attribute
 //!
@@ -49,8 +50,9 @@
 //!
 //! The attribute expands to a call of [`Guard::run`] (see [`idempotent`] for its options); use
 //! that directly where an attribute does not fit. Stores: [`MemoryStore`] (one process),
-//! [`RedisStore`], [`PostgresStore`] (with [`Guard::run_in_tx`]), and [`CachedStore`] in front of
-//! a remote one; implement [`Store`] for another. The driver crates are re-exported
+//! [`RedisStore`], [`PostgresStore`] (with [`Guard::run_in_tx`]), `DynamoDbStore` (feature
+//! `dynamodb`, with `Guard::run_transact`), and [`CachedStore`] in front of a remote one;
+//! implement [`Store`] for another. The driver crates are re-exported
 //! ([`sqlx`], [`redis`]) so pools and connections are built with the versions the stores take.
 //!
 //! With the `http` feature, `idem_guard::http::IdempotencyLayer` guards an axum (or any `tower`)
@@ -62,6 +64,8 @@ extern crate self as idem_guard;
 pub mod batch;
 mod cached;
 mod codec;
+#[cfg(feature = "dynamodb")]
+pub mod dynamodb;
 mod error;
 mod guard;
 #[cfg(feature = "http")]
@@ -75,6 +79,8 @@ mod store;
 mod transactional;
 
 pub use crate::cached::CachedStore;
+#[cfg(feature = "dynamodb")]
+pub use crate::dynamodb::DynamoDbStore;
 pub use crate::error::{Error, Rejected};
 pub use crate::guard::{Attempt, Guard, InFlight, Outcome, DEFAULT_LEASE, DEFAULT_RETENTION};
 pub use crate::key::{DisplayKey, Fingerprint, KeyPart, Payload, MAX_KEY_LEN};
@@ -118,6 +124,12 @@ pub use ::redis;
 /// [`PostgresStore::from_pool`] and the transactions given to [`Guard::run_in_tx`] are of the
 /// same version.
 pub use ::sqlx;
+
+/// The `aws-sdk-dynamodb` crate this version is built against (1.x), so that a `Client` given
+/// to [`DynamoDbStore::new`] and the `TransactWriteItem`s of [`Guard::run_transact`] are of the
+/// same version.
+#[cfg(feature = "dynamodb")]
+pub use ::aws_sdk_dynamodb;
 
 /// Support for the code `#[idempotent]` generates; not a public API.
 #[doc(hidden)]

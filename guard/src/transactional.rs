@@ -206,14 +206,16 @@ impl<P> Guard<PostgresStore, P> {
     }
 }
 
-/// What [`Guard::begin_in_tx`] found.
+/// What [`Guard::begin_in_tx`] found (and, with the `dynamodb` feature,
+/// `Guard::begin_transact`, whose attempt `A` is a `dynamodb::TransactAttempt`).
 #[derive(Debug)]
-#[must_use = "a reserved key must be finished with `TxAttempt::finish`"]
-pub enum TxStart<T, E> {
+#[must_use = "a reserved key must be finished with its attempt's `finish`"]
+pub enum TxStart<T, E, A = TxAttempt> {
     /// Return this without running: a replayed result (or cached error), or a rejection.
     Done(Result<Outcome<T>, E>),
-    /// Run the body through the same transaction, then call [`TxAttempt::finish`].
-    Run(TxAttempt),
+    /// Run the body, then call the attempt's `finish` ([`TxAttempt::finish`] for PostgreSQL:
+    /// through the same transaction).
+    Run(A),
 }
 
 /// A key reserved in the caller's transaction, to be finished in that transaction.

@@ -1,5 +1,5 @@
-//! What the documentation promises exists: the test files it points to, and the re-exported
-//! driver crates.
+//! What the documentation promises exists: the test files it points to, the re-exported
+//! driver crates, and the README's Lambda example as the doc test that runs.
 
 use std::path::Path;
 
@@ -56,6 +56,57 @@ fn the_driver_crates_are_re_exported() {
     pool_type(None::<sqlx::PgPool>);
     manager_type(None::<redis::aio::ConnectionManager>);
     assert!(idem_guard::redis::Client::open("redis://127.0.0.1:6379").is_ok());
+    #[cfg(feature = "dynamodb")]
+    {
+        fn client_type(_: Option<idem_guard::aws_sdk_dynamodb::Client>) {}
+        client_type(Some(idem_guard::dynamodb::local_client(
+            "http://127.0.0.1:1",
+        )));
+    }
+}
+
+/// The visible lines of the first Rust code block after the line `heading` in `text`, with a
+/// doc comment's `//! ` prefix removed and rustdoc's hidden `# ` lines left out.
+fn code_block_after(text: &str, heading: &str) -> Vec<String> {
+    let lines: Vec<&str> = text
+        .lines()
+        .map(|l| {
+            l.strip_prefix("//!")
+                .map_or(l, |l| l.strip_prefix(' ').unwrap_or(l))
+        })
+        .collect();
+    let at = lines
+        .iter()
+        .position(|l| *l == heading)
+        .unwrap_or_else(|| panic!("no line `{heading}`"));
+    let open = at
+        + lines[at..]
+            .iter()
+            .position(|l| l.starts_with("```"))
+            .unwrap();
+    let close = open + 1 + lines[open + 1..].iter().position(|l| *l == "```").unwrap();
+    lines[open + 1..close]
+        .iter()
+        .filter(|l| **l != "#" && !l.starts_with("# "))
+        .map(|l| (*l).to_owned())
+        .collect()
+}
+
+/// The README's Lambda/SQS example is the doc test that runs (with the `dynamodb` feature).
+#[test]
+fn readme_lambda_example_is_the_doc_test() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let read = |path: &str| std::fs::read_to_string(root.join(path)).unwrap();
+    let readme = code_block_after(
+        &read("README.md"),
+        "### A Lambda consumer of an SQS queue (DynamoDB store)",
+    );
+    let doc_test = code_block_after(
+        &read("src/dynamodb/mod.rs"),
+        "# A Lambda consumer of an SQS queue",
+    );
+    assert!(readme.len() > 40, "{readme:#?}");
+    assert_eq!(readme, doc_test);
 }
 
 /// The README's axum example is the doc test of `src/http/mod.rs`, so it compiles.

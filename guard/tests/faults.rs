@@ -1,4 +1,5 @@
-//! A store connection dropped between reserve and complete, through a proxy the test cuts.
+//! A store connection dropped between reserve and complete, through a proxy the test cuts; for
+//! DynamoDB also an unreachable and a hung endpoint.
 //! (Panicking and cancelled bodies, and stale owners, are in the conformance suite.)
 
 mod common;
@@ -90,4 +91,79 @@ async fn postgres_connection_dropped_for_good_between_reserve_and_complete() {
 async fn postgres_connection_cut_between_reserve_and_complete_then_restored() {
     let (store, proxy) = postgres_through_proxy(&common::pg_schema("fault_pg_cut").await).await;
     cut_and_restored(store, proxy, "fault").await;
+}
+
+#[cfg(feature = "dynamodb")]
+mod dynamodb {
+    use std::time::{Duration, Instant};
+
+    use super::*;
+    use idem_guard::DynamoDbStore;
+
+    async fn through_proxy(name: &str) -> (DynamoDbStore, Proxy) {
+        let proxy = Proxy::start(port_of(&common::dynamodb_endpoint(), 5124)).await;
+        let endpoint = format!("http://127.0.0.1:{}", proxy.port);
+        let store = common::dynamodb_store_at(&endpoint, &common::unique(name)).await;
+        (store.timeout(Duration::from_secs(2)), proxy)
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn dynamodb_endpoint_down_for_good_between_reserve_and_complete() {
+        let (store, proxy) = through_proxy("fault-dropped").await;
+        dropped_for_good(store, proxy, "fault").await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn dynamodb_connection_cut_between_reserve_and_complete_then_restored() {
+        let (store, proxy) = through_proxy("fault-cut").await;
+        cut_and_restored(store, proxy, "fault").await;
+    }
+
+    /// Nothing listens at the endpoint: the reservation fails at once with the request, key and
+    /// table in the message, and the body never runs.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn unreachable_endpoint_is_a_clear_error() {
+        let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let endpoint = format!("http://{}", closed.local_addr().unwrap());
+        drop(closed);
+        let client = idem_guard::dynamodb::local_client(&endpoint);
+        let guard = Guard::new(DynamoDbStore::new(client, "records")).prefix("fault");
+        let started = Instant::now();
+        let r: Result<u32, Error> = guard
+            .run("k", &(), || async { panic!("ran without a reservation") })
+            .await;
+        let Err(Error::Store(e)) = r else {
+            panic!("{r:?}")
+        };
+        let message = e.to_string();
+        assert!(
+            message.contains("PutItem (reserve) of `fault::k` on table `records`"),
+            "{message}"
+        );
+        assert!(started.elapsed() < Duration::from_secs(5), "no hang");
+    }
+
+    /// A server that accepts connections and never answers: the store's timeout ends the call.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn hung_endpoint_times_out() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let endpoint = format!("http://{}", listener.local_addr().unwrap());
+        let silent = tokio::spawn(async move {
+            let mut held = Vec::new();
+            while let Ok((conn, _)) = listener.accept().await {
+                held.push(conn); // read nothing, answer nothing
+            }
+        });
+        let client = idem_guard::dynamodb::local_client(&endpoint);
+        let store = DynamoDbStore::new(client, "records").timeout(Duration::from_millis(800));
+        let guard = Guard::new(store).prefix("fault");
+        let r: Result<u32, Error> = guard
+            .run("k", &(), || async { panic!("ran without a reservation") })
+            .await;
+        let Err(Error::Store(e)) = r else {
+            panic!("{r:?}")
+        };
+        assert!(e.to_string().contains("got no answer within 800 ms"), "{e}");
+        silent.abort();
+    }
 }

@@ -1,6 +1,7 @@
 //! Round trips per call, counted by a TCP proxy between the store and its server: one per
 //! statement (PostgreSQL) or command (Redis), so two per first delivery (reserve, complete) and
-//! one per duplicate (reserve, which returns the completed record).
+//! one per duplicate (reserve, which returns the completed record). DynamoDB: one request per
+//! call, counted both by the proxy and by the SDK (an interceptor).
 
 mod common;
 
@@ -99,4 +100,61 @@ async fn cached_store_replays_without_a_round_trip() {
         "the cache keeps the fingerprint: a mismatch is still refused"
     );
     assert_eq!(proxy.take_round_trips(), 0);
+}
+
+#[cfg(feature = "dynamodb")]
+mod dynamodb {
+    use super::*;
+
+    async fn counted() -> (idem_guard::DynamoDbStore, common::RequestCounter, Proxy) {
+        let proxy = Proxy::start(port_of(&common::dynamodb_endpoint(), 5124)).await;
+        let endpoint = format!("http://127.0.0.1:{}", proxy.port);
+        let (store, requests) = common::dynamodb_store_counted(&endpoint, "round-trips").await;
+        (store, requests, proxy)
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn dynamodb_makes_one_request_per_call() {
+        let (store, requests, proxy) = counted().await;
+        requests.take();
+        let (first, duplicate) = count(store, &proxy).await;
+        assert_eq!(
+            (first, duplicate),
+            (2 * CALLS, CALLS),
+            "counted by the proxy"
+        );
+        // The SDK's own count, over the whole run (warm-up included): 10 warm-up calls, then
+        // the counted ones.
+        assert_eq!(requests.take(), 15 + 3 * CALLS, "counted by the SDK");
+    }
+
+    /// Transactional mode: the reservation, then one `TransactWriteItems` with the business
+    /// write and the completion; a duplicate is the reservation alone.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn dynamodb_transactional_mode_makes_two_requests_then_one() {
+        let (store, requests, _proxy) = counted().await;
+        let business = store.clone();
+        let guard = Guard::new(store).prefix(common::unique("rt-tx"));
+        let run = || {
+            guard.run_transact("k", &1, |_| async {
+                let put = idem_guard::aws_sdk_dynamodb::types::Put::builder()
+                    .table_name(business.table())
+                    .item(
+                        "pk",
+                        idem_guard::aws_sdk_dynamodb::types::AttributeValue::S("order-1".into()),
+                    )
+                    .build()
+                    .map_err(Error::store)?;
+                let write = idem_guard::aws_sdk_dynamodb::types::TransactWriteItem::builder()
+                    .put(put)
+                    .build();
+                Ok::<_, Error>((7u32, vec![write]))
+            })
+        };
+        requests.take();
+        assert_eq!(run().await.unwrap(), 7);
+        assert_eq!(requests.take(), 2, "first delivery");
+        assert_eq!(run().await.unwrap(), 7);
+        assert_eq!(requests.take(), 1, "duplicate");
+    }
 }

@@ -1,8 +1,11 @@
 //! The cache on disk: `<target-dir>/idem-lint/<build>/{models,findings}/<key>`.
 //!
-//! - **Foreign entries.** `<build>` is a digest of the tool's version and of the running
-//!   executable (size and modification time), so a rebuilt linter never reads what another
-//!   build stored. Each entry repeats the build, its kind and its key in a header, and ends a
+//! - **Foreign entries.** `<build>` is a digest of the tool's version, of the running
+//!   executable (size and modification time) and of a random secret of this user kept outside
+//!   every workspace ([`SECRET_ENV`], else `$XDG_CACHE_HOME/idem-lint/secret` or
+//!   `~/.cache/idem-lint/secret`), so a rebuilt linter never reads what another build stored,
+//!   and entries committed to a repository (a pull request that ships a `target/idem-lint/`
+//!   claiming "no findings") can never match: without the secret no one can forge a header. Each entry repeats the build, its kind and its key in a header, and ends a
 //!   checksummed payload of the stated length: a truncated, corrupt, renamed or foreign file is
 //!   a miss, and the result is computed and written over it.
 //! - **Concurrent runs.** An entry is written to a temporary file in the same directory and
@@ -211,8 +214,48 @@ fn checksum(payload: &[u8]) -> u64 {
     xxhash_rust::xxh3::xxh3_64(payload)
 }
 
-/// Identifies the running build: the tool's version and the executable's size and
-/// modification time (a rebuild changes them even when the version does not).
+/// Overrides the file holding this user's cache secret.
+pub const SECRET_ENV: &str = "IDEM_LINT_CACHE_SECRET";
+
+/// This user's cache secret: 32 random bytes made on first use, in a file outside any
+/// workspace. `None` (no cache) when it can be neither read nor made.
+fn user_secret() -> Option<Vec<u8>> {
+    let path = match std::env::var_os(SECRET_ENV) {
+        Some(p) if !p.is_empty() => PathBuf::from(p),
+        _ => std::env::var_os("XDG_CACHE_HOME")
+            .filter(|d| !d.is_empty())
+            .map(PathBuf::from)
+            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))?
+            .join("idem-lint")
+            .join("secret"),
+    };
+    let read = |p: &Path| std::fs::read(p).ok().filter(|b| b.len() == 32);
+    if let Some(secret) = read(&path) {
+        return Some(secret);
+    }
+    std::fs::create_dir_all(path.parent()?).ok()?;
+    let mut fresh = [0u8; 32];
+    {
+        use std::io::Read;
+        std::fs::File::open("/dev/urandom")
+            .ok()?
+            .read_exact(&mut fresh)
+            .ok()?;
+    }
+    // `create_new`: of two first runs at once, one writes and both read its secret.
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    if let Ok(mut f) = options.open(&path) {
+        f.write_all(&fresh).ok()?;
+    }
+    read(&path)
+}
+
+/// Identifies the running build: the tool's version, the executable's size and
+/// modification time (a rebuild changes them even when the version does not) and the
+/// user's secret (entries made elsewhere never match).
 fn current_build() -> Option<u128> {
     let exe = std::env::current_exe().ok()?;
     let meta = std::fs::metadata(exe).ok()?;
@@ -226,6 +269,7 @@ fn current_build() -> Option<u128> {
     k.bytes(&MAGIC);
     k.len(meta.len() as usize);
     k.bytes(&modified.as_nanos().to_le_bytes());
+    k.bytes(&user_secret()?);
     Some(k.finish())
 }
 

@@ -90,6 +90,84 @@ pub async fn redis_store_at(url: &str) -> RedisStore {
     )
 }
 
+/// The local DynamoDB-compatible server (`.ci/run` starts moto there).
+#[cfg(feature = "dynamodb")]
+pub fn dynamodb_endpoint() -> String {
+    std::env::var("DYNAMODB_ENDPOINT").unwrap_or_else(|_| "http://127.0.0.1:5124".into())
+}
+
+/// A store on a fresh table named after the test, at `DYNAMODB_ENDPOINT`.
+#[cfg(feature = "dynamodb")]
+pub async fn dynamodb_store(name: &str) -> idem_guard::DynamoDbStore {
+    dynamodb_store_at(&dynamodb_endpoint(), &unique(name)).await
+}
+
+/// A store on the table `table` (created if missing) at `endpoint`.
+#[cfg(feature = "dynamodb")]
+pub async fn dynamodb_store_at(endpoint: &str, table: &str) -> idem_guard::DynamoDbStore {
+    let client = idem_guard::dynamodb::local_client(endpoint);
+    let store = idem_guard::DynamoDbStore::new(client, table);
+    store
+        .create_table_if_missing()
+        .await
+        .expect("a DynamoDB-compatible server at DYNAMODB_ENDPOINT (.ci/run starts moto)");
+    store
+}
+
+/// Counts the HTTP requests a DynamoDB client sends (every attempt, retries included): the
+/// store's round trips, counted by the SDK itself.
+#[cfg(feature = "dynamodb")]
+#[derive(Debug, Clone, Default)]
+pub struct RequestCounter(Arc<AtomicU64>);
+
+#[cfg(feature = "dynamodb")]
+impl RequestCounter {
+    /// Requests since the counter was made or last taken.
+    pub fn take(&self) -> u64 {
+        self.0.swap(0, Ordering::SeqCst)
+    }
+}
+
+#[cfg(feature = "dynamodb")]
+impl idem_guard::aws_sdk_dynamodb::config::Intercept for RequestCounter {
+    fn name(&self) -> &'static str {
+        "RequestCounter"
+    }
+
+    fn read_before_transmit(
+        &self,
+        _: &idem_guard::aws_sdk_dynamodb::config::interceptors::BeforeTransmitInterceptorContextRef<
+            '_,
+        >,
+        _: &idem_guard::aws_sdk_dynamodb::config::RuntimeComponents,
+        _: &mut idem_guard::aws_sdk_dynamodb::config::ConfigBag,
+    ) -> Result<(), idem_guard::aws_sdk_dynamodb::error::BoxError> {
+        self.0.fetch_add(1, Ordering::SeqCst);
+        Ok(())
+    }
+}
+
+/// A store on a fresh table at `endpoint` whose client counts its requests.
+#[cfg(feature = "dynamodb")]
+pub async fn dynamodb_store_counted(
+    endpoint: &str,
+    name: &str,
+) -> (idem_guard::DynamoDbStore, RequestCounter) {
+    let store = dynamodb_store_at(endpoint, &unique(name)).await;
+    let counter = RequestCounter::default();
+    let config = store
+        .client()
+        .config()
+        .to_builder()
+        .interceptor(counter.clone())
+        .build();
+    let client = idem_guard::aws_sdk_dynamodb::Client::from_conf(config);
+    (
+        idem_guard::DynamoDbStore::new(client, store.table()),
+        counter,
+    )
+}
+
 pub fn memory_store() -> MemoryStore {
     MemoryStore::new()
 }

@@ -1,5 +1,6 @@
 //! The `Store` contract and the guard's behaviour, one test per rule, run against every store:
-//! memory, Redis and PostgreSQL (real servers, see `tests/common`).
+//! memory, Redis, PostgreSQL and (feature `dynamodb`) DynamoDB, on real servers (see
+//! `tests/common`; DynamoDB is a local moto server).
 
 #[path = "../common/mod.rs"]
 mod common;
@@ -29,6 +30,10 @@ macro_rules! all_stores {
         conformance_suite!(redis, |_: &'static str| async { common::redis_store().await }, [$($rule),*]);
         conformance_suite!(postgres, |name: &'static str| async move {
             common::postgres_store(&common::pg_schema(name).await).await
+        }, [$($rule),*]);
+        #[cfg(feature = "dynamodb")]
+        conformance_suite!(dynamodb, |name: &'static str| async move {
+            common::dynamodb_store(name).await
         }, [$($rule),*]);
     };
 }
