@@ -9,20 +9,8 @@ use std::process::Command;
 /// A copy of `fixtures/demo` in a fresh directory.
 fn demo() -> tempfile::TempDir {
     let dir = tempfile::tempdir().expect("tempdir");
-    copy_dir(&common::repo().join("fixtures/demo"), dir.path());
+    common::copy_dir(&common::repo().join("fixtures/demo"), dir.path());
     dir
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).expect("mkdir");
-    for entry in std::fs::read_dir(from).expect("read_dir").flatten() {
-        let target = to.join(entry.file_name());
-        if entry.path().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).expect("copy");
-        }
-    }
 }
 
 fn edit(path: &Path, f: impl FnOnce(String) -> String) {

@@ -117,20 +117,8 @@ fn no_cache_writes_nothing_and_a_cargo_project_caches_under_its_target_dir() {
 /// A copy of `fixtures/demo` (a package of several files with findings) to edit.
 fn copy_of_demo() -> tempfile::TempDir {
     let tmp = tempfile::tempdir().expect("tempdir");
-    copy_tree(&common::repo().join("fixtures/demo"), tmp.path());
+    common::copy_dir(&common::repo().join("fixtures/demo"), tmp.path());
     tmp
-}
-
-fn copy_tree(from: &Path, to: &Path) {
-    for f in walk_files(from) {
-        let rel = f.strip_prefix(from).expect("below");
-        if rel.starts_with("target") {
-            continue;
-        }
-        let dest = to.join(rel);
-        std::fs::create_dir_all(dest.parent().expect("parent")).expect("mkdir");
-        std::fs::copy(&f, &dest).expect("copy");
-    }
 }
 
 /// A disk cache that counts its hits and stores, by kind.

@@ -19,7 +19,7 @@ fn load(path: &str) -> Yaml {
 /// A repository (`.git` at its top) with a copy of `fixtures/demo` in `rust-svc/`.
 fn repository() -> tempfile::TempDir {
     let dir = tempfile::tempdir().expect("tempdir");
-    copy_dir(
+    common::copy_dir(
         &common::repo().join("fixtures/demo"),
         &dir.path().join("rust-svc"),
     );
@@ -30,18 +30,6 @@ fn repository() -> tempfile::TempDir {
         .expect("git runs");
     assert!(git.success());
     dir
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).expect("mkdir");
-    for entry in std::fs::read_dir(from).expect("read_dir").flatten() {
-        let target = to.join(entry.file_name());
-        if entry.path().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).expect("copy");
-        }
-    }
 }
 
 /// `PATH` with the built binary's directory first, so `cargo idem-lint` runs it. A fresh

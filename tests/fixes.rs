@@ -11,18 +11,6 @@ use idem_lints::model::Span;
 use idem_lints::{Applicability, Diagnostic};
 use std::path::{Path, PathBuf};
 
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).expect("mkdir");
-    for entry in std::fs::read_dir(from).expect("read_dir").flatten() {
-        let target = to.join(entry.file_name());
-        if entry.path().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).expect("copy");
-        }
-    }
-}
-
 /// Every `.rs` file below `dir`, sorted.
 fn sources(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
@@ -63,7 +51,7 @@ fn fixes_match_the_fixed_files_and_a_second_run_changes_nothing() {
     for fixture in fixtures() {
         let tmp = tempfile::tempdir().expect("tempdir");
         let dir = tmp.path().join("crate");
-        copy_dir(&fixture, &dir);
+        common::copy_dir(&fixture, &dir);
         let originals: Vec<(PathBuf, String)> = sources(&dir)
             .into_iter()
             .map(|p| (p.clone(), read(&p)))

@@ -237,3 +237,24 @@ pub fn decorated_crate() -> tempfile::TempDir {
         ),
     ])
 }
+
+/// Copies the tree `from` into `to`, leaving out its top-level `target/` (cargo's build
+/// directory, where the re-run cache of earlier test runs lives).
+pub fn copy_dir(from: &Path, to: &Path) {
+    copy_entries(from, to, true);
+}
+
+fn copy_entries(from: &Path, to: &Path, top: bool) {
+    std::fs::create_dir_all(to).expect("mkdir");
+    for entry in std::fs::read_dir(from).expect("read_dir").flatten() {
+        if top && entry.file_name() == "target" {
+            continue;
+        }
+        let target = to.join(entry.file_name());
+        if entry.path().is_dir() {
+            copy_entries(&entry.path(), &target, false);
+        } else {
+            std::fs::copy(entry.path(), target).expect("copy");
+        }
+    }
+}
