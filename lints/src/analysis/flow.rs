@@ -485,6 +485,17 @@ pub struct FlowCx<'a> {
     pub catalog: &'a Catalog,
     /// Which crate fn each call reaches.
     pub graph: &'a CallGraph,
+    /// Texts kept in struct fields, read on first use.
+    pub field_texts: std::sync::OnceLock<super::field_texts::FieldTexts>,
+}
+
+impl FlowCx<'_> {
+    /// The one constant text the package puts in struct field `name`.
+    pub fn field_text(&self, name: &str) -> Option<&str> {
+        self.field_texts
+            .get_or_init(|| super::field_texts::FieldTexts::new(self))
+            .text(name)
+    }
 }
 
 /// Gives the summary of a crate function (computing it first if need be).
@@ -736,7 +747,11 @@ impl<'a> OpEnv<'a> for Walker<'a, '_> {
         if let Some(s) = ident.and_then(|n| self.strs.get(n)) {
             return Some(s.clone());
         }
-        let text = const_text(self.cx, self.file, &self.f.module, e, 0);
+        let text = const_text(self.cx, self.file, &self.f.module, e, 0).or_else(|| match &e.kind {
+            // `self.queries.mark`: the text the package's struct literals put in `mark`.
+            ExprKind::Field { member, .. } => self.cx.field_text(member).map(str::to_owned),
+            _ => None,
+        });
         if let (None, Some(name)) = (&text, ident) {
             let mut unknown = self.unknown_texts.borrow_mut();
             if !unknown.iter().any(|n| n == name) {
@@ -1891,7 +1906,7 @@ impl<'a> Walker<'a, '_> {
 /// The text of `include_str!("q.sql")` (read by the driver) or of a crate `const`/`static`
 /// holding a literal, an `include_str!` or another such constant; `module` is where `e`
 /// is written, in `file`.
-fn const_text(
+pub(crate) fn const_text(
     cx: &FlowCx<'_>,
     file: &FileModel,
     module: &[String],
@@ -2142,6 +2157,7 @@ mod tests {
             types: &analysis.types,
             catalog: &analysis.catalog,
             graph: analysis.call_graph(&package),
+            field_texts: Default::default(),
         };
         struct NoCallees;
         impl Callees for NoCallees {

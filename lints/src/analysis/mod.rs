@@ -26,6 +26,7 @@ pub mod completion;
 pub mod dominance;
 pub mod effects;
 pub mod entry;
+pub mod field_texts;
 pub mod flow;
 pub mod guards;
 pub mod locks;

@@ -201,6 +201,7 @@ impl Summaries {
             types,
             catalog,
             graph,
+            field_texts: Default::default(),
         };
         fn shape<T>(package: &Package, f: impl Fn() -> T) -> Vec<Vec<T>> {
             package

@@ -25,7 +25,10 @@ declare_lint! {
     /// The store operations it reads:
     /// - SQL text given as a literal, a local, a `const`/`static`, a file read with
     ///   `include_str!` (relative to the source file; a file outside the workspace, missing
-    ///   or over 1 MiB is not read), or passed to a crate helper as a `&str` parameter
+    ///   or over 1 MiB is not read), a struct field that the package's struct literals fill
+    ///   with one such text (`const QUERIES: Queries = Queries { mark: "INSERT .." }` read as
+    ///   `self.queries.mark`; fields are matched by name, and a name given two different texts
+    ///   has none), or passed to a crate helper as a `&str` parameter
     ///   (`repo.run(MARK_PROCESSED, id)`: the helper is read with that text), in sqlx (functions and `query!` macros, also run as
     ///   `executor.execute(query)`), tokio-postgres, rusqlite, mysql, diesel's
     ///   `sql_query`, sea-orm's `Statement` and scylla (CQL `IF NOT EXISTS` is a claim);
@@ -76,7 +79,8 @@ declare_lint! {
     /// `dedup`: `IdempotencyService::call`), where a response cached under a request hash
     /// is the guard. A lock or claim counts as held until
     /// the function returns (an unlock in between is not seen), whatever key it locks. SQL
-    /// text kept in a struct field, `query_file!` and sea-query builders are not read. A pipeline (`redis::pipe()`) counts as its
+    /// text built at run time into a field (`format!`), `query_file!` and sea-query builders
+    /// are not read. A pipeline (`redis::pipe()`) counts as its
     /// strongest command.
     ///
     /// ### Example

@@ -459,7 +459,8 @@ impl Lowerer {
         }
     }
 
-    /// Keeps a `&str` constant's initializer (other constants are never text).
+    /// Keeps the initializer of a `&str` constant, or of a struct literal whose fields may
+    /// hold text (a table of queries); other constants are never text.
     fn const_def(
         &mut self,
         module: &[String],
@@ -467,10 +468,9 @@ impl Lowerer {
         ty: &syn::Type,
         init: &syn::Expr,
     ) {
-        let syn::Type::Reference(r) = ty else {
-            return;
-        };
-        if !matches!(&*r.elem, syn::Type::Path(p) if p.path.is_ident("str")) {
+        let is_str = matches!(ty, syn::Type::Reference(r)
+            if matches!(&*r.elem, syn::Type::Path(p) if p.path.is_ident("str")));
+        if !is_str && !matches!(init, syn::Expr::Struct(_)) {
             return;
         }
         let value = self.expr(init);
