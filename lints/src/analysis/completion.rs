@@ -63,20 +63,20 @@ const MAX_WRITES: usize = 8;
 /// Names of connections, pools and transactions, for telling an executor argument of a
 /// configured mark from its other arguments.
 fn is_connection_name(name: &str) -> bool {
-    let n = name.rsplit('.').next().unwrap_or(name).to_ascii_lowercase();
-    [
-        "pool",
-        "conn",
-        "db",
-        "tx",
-        "txn",
-        "client",
-        "executor",
-        "connection",
-        "transaction",
-    ]
-    .iter()
-    .any(|w| n == *w || n.starts_with(&format!("{w}_")) || n.ends_with(&format!("_{w}")))
+    super::transactions::is_named_one_of(
+        name,
+        &[
+            "pool",
+            "conn",
+            "db",
+            "tx",
+            "txn",
+            "client",
+            "executor",
+            "connection",
+            "transaction",
+        ],
+    )
 }
 
 /// Methods of database drivers and clients that run a statement or manage the connection:

@@ -3,7 +3,7 @@
 //! v)` / `session.set(k, ..)` writes, `session.remove(k)` deletes. Idempotency middleware
 //! keeps cached responses there, and none of these stores offers an atomic claim.
 
-use super::store_ops::{receiver_name, Access, OpEnv, Store, StoreOp, WriteShape};
+use super::store_ops::{receiver_name, typed_from, Access, OpEnv, Store, StoreOp, WriteShape};
 use crate::model::ir::Expr;
 use crate::model::Span;
 
@@ -62,13 +62,8 @@ pub fn classify<'a>(
 /// `session` in a package that depends on a session crate. A known type of another crate
 /// (a `HashMap` named `session`) is not a session store.
 fn is_session_receiver(env: &dyn OpEnv<'_>, receiver: &Expr) -> bool {
-    if let Some(ty) = env.type_of(receiver) {
-        if ty.crate_name().is_some_and(|k| SESSION_CRATES.contains(&k)) {
-            return true;
-        }
-        if !ty.is_local() && ty.segments.len() > 1 {
-            return false;
-        }
+    if let Some(typed) = typed_from(env, receiver, SESSION_CRATES) {
+        return typed;
     }
     SESSION_CRATES.iter().any(|k| env.depends_on(k))
         && receiver_name(receiver).is_some_and(|n| n.eq_ignore_ascii_case("session"))

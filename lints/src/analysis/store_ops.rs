@@ -384,15 +384,20 @@ fn redis_method<'a>(
     })
 }
 
+/// What the receiver's type says: `Some(true)` for a type of one of `crates`, `Some(false)`
+/// for a known type of another crate (a `HashMap`, a `reqwest::Client`), `None` when the type
+/// is unknown or the crate's own.
+pub(crate) fn typed_from(env: &dyn OpEnv<'_>, receiver: &Expr, crates: &[&str]) -> Option<bool> {
+    let ty = env.type_of(receiver)?;
+    if ty.crate_name().is_some_and(|k| crates.contains(&k)) {
+        return Some(true);
+    }
+    (!ty.is_local() && ty.segments.len() > 1).then_some(false)
+}
+
 fn is_redis_receiver(env: &dyn OpEnv<'_>, receiver: &Expr, method: &str) -> bool {
-    if let Some(ty) = env.type_of(receiver) {
-        if ty.crate_name().is_some_and(|k| REDIS_CRATES.contains(&k)) {
-            return true;
-        }
-        // A known type of another crate (a `HashMap`, a `reqwest::Client`) is not Redis.
-        if !ty.is_local() && ty.segments.len() > 1 {
-            return false;
-        }
+    if let Some(typed) = typed_from(env, receiver, REDIS_CRATES) {
+        return typed;
     }
     if !REDIS_CRATES.iter().any(|k| env.depends_on(k)) {
         return false;

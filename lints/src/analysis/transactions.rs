@@ -283,8 +283,14 @@ impl Transactions {
 /// elsewhere, typically by a helper that returns it (zero2prod's `try_processing` hands the
 /// caller the transaction of its claim).
 pub fn names_a_transaction(name: &str) -> bool {
+    is_named_one_of(name, &["tx", "txn", "transaction", "trx"])
+}
+
+/// Whether the last segment of `name` (`self.db_tx` → `db_tx`) is one of `words`, or starts
+/// or ends with one as a `_`-separated word.
+pub fn is_named_one_of(name: &str, words: &[&str]) -> bool {
     let n = name.rsplit('.').next().unwrap_or(name).to_ascii_lowercase();
-    ["tx", "txn", "transaction", "trx"]
+    words
         .iter()
         .any(|w| n == *w || n.starts_with(&format!("{w}_")) || n.ends_with(&format!("_{w}")))
 }
