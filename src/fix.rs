@@ -236,52 +236,17 @@ pub fn run(args: &Args, linted: &Linted) -> Result<Outcome> {
 }
 
 /// Lines of `text`, each with its terminator.
-fn lines(text: &str) -> Vec<&str> {
-    text.split_inclusive('\n').collect()
-}
-
-/// A unified diff (`--- a/path`, `+++ b/path`) of `old` and `new`: one hunk from the first
-/// to the last changed line with 3 lines of context around it. The fixes of one run are
-/// few and each is small, so one hunk per file reads well; a finer split would need a real
-/// diff algorithm for no gain here.
+/// A unified diff (`--- a/path`, `+++ b/path`) of `old` and `new`, 3 lines of context: what
+/// `patch -p1` and `git apply` take.
 pub fn unified_diff(path: &str, old: &str, new: &str) -> String {
-    const CONTEXT: usize = 3;
-    let (a, b) = (lines(old), lines(new));
-    let head = a.iter().zip(&b).take_while(|(x, y)| x == y).count();
-    if head == a.len() && head == b.len() {
+    if old == new {
         return String::new();
     }
-    let tail = a[head..]
-        .iter()
-        .rev()
-        .zip(b[head..].iter().rev())
-        .take_while(|(x, y)| x == y)
-        .count();
-    let removed = &a[head..a.len() - tail];
-    let added = &b[head..b.len() - tail];
-    let from = head.saturating_sub(CONTEXT);
-    let before = &a[from..head];
-    let after = &a[a.len() - tail..(a.len() - tail + CONTEXT).min(a.len())];
-    let mut out = format!("--- a/{path}\n+++ b/{path}\n");
-    out.push_str(&format!(
-        "@@ -{},{} +{},{} @@\n",
-        from + 1,
-        before.len() + removed.len() + after.len(),
-        from + 1,
-        before.len() + added.len() + after.len()
-    ));
-    let mut push = |prefix: char, line: &str| {
-        out.push(prefix);
-        out.push_str(line);
-        if !line.ends_with('\n') {
-            out.push_str("\n\\ No newline at end of file\n");
-        }
-    };
-    before.iter().for_each(|l| push(' ', l));
-    removed.iter().for_each(|l| push('-', l));
-    added.iter().for_each(|l| push('+', l));
-    after.iter().for_each(|l| push(' ', l));
-    out
+    similar::TextDiff::from_lines(old, new)
+        .unified_diff()
+        .context_radius(3)
+        .header(&format!("a/{path}"), &format!("b/{path}"))
+        .to_string()
 }
 
 #[cfg(test)]
@@ -344,5 +309,14 @@ mod tests {
             "--- a/src/a.rs\n+++ b/src/a.rs\n@@ -2,7 +2,7 @@\n 2\n 3\n 4\n-5\n+five\n 6\n 7\n 8\n"
         );
         assert_eq!(unified_diff("x", old, old), "");
+    }
+
+    #[test]
+    fn changes_far_apart_get_their_own_hunks() {
+        let old: String = (1..=20).map(|i| format!("{i}\n")).collect();
+        let new = old.replace("2\n", "two\n").replace("19\n", "nineteen\n");
+        let d = unified_diff("a.rs", &old, &new);
+        assert_eq!(d.matches("@@ -").count(), 2, "{d}");
+        assert!(!d.contains("-10\n"), "{d}");
     }
 }

@@ -43,6 +43,13 @@ impl MessageKey {
         }
     }
 
+    /// The key as an owned `String`: `event.event_id.clone()`, or `.to_string()` of a field
+    /// of another type.
+    pub fn owned_string(&self) -> String {
+        let conversion = if self.is_string { "clone" } else { "to_string" };
+        format!("{}.{}.{conversion}()", self.param, self.field)
+    }
+
     /// `event.event_id`.
     pub fn expr(&self) -> String {
         format!("{}.{}", self.param, self.field)

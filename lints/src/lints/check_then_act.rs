@@ -6,9 +6,10 @@ use crate::analysis::{Access, Store, Summaries};
 use crate::context::LintContext;
 use crate::declare_lint;
 use crate::diagnostic::Applicability;
-use crate::model::ir::{Expr, ExprKind, Lit};
-use crate::model::{FnDef, Package, Span};
+use crate::model::{Package, Span};
 use std::collections::HashSet;
+
+mod fixes;
 
 declare_lint! {
     /// ### What it does
@@ -138,77 +139,8 @@ pub fn check(cx: &mut LintContext<'_>) {
     // A helper whose every caller holds a lock (or a won claim) around the call.
     findings.retain(|(id, _)| !held_by_every_caller(summaries, *id));
     for (id, f) in findings {
-        let fix = claim_in_place_of_check(id.def(package).1, &f);
+        let fix = fixes::claim_in_place_of_check(id.def(package).1, &f);
         report(cx, f, fix);
-    }
-}
-
-/// For a Redis `exists` check bound by `let seen = conn.exists(&key)..;` and a later
-/// `conn.set(&key, <literal>)`: the check made the claim, `conn.set_nx(&key, <literal>)`,
-/// with `!` so the binding keeps its meaning (true: someone claimed it first). The later
-/// `set` stays (it rewrites the same value). `MaybeIncorrect`: the claim now comes before
-/// the work, so a run that fails keeps the key claimed unless the handler deletes it or
-/// gives it a TTL.
-fn claim_in_place_of_check(f: &FnDef, finding: &Finding) -> Option<Vec<(Span, String)>> {
-    let (read, write) = (&finding.read, &finding.write);
-    if read.via.is_some() || write.via.is_some() || read.access.store != Store::Redis {
-        return None;
-    }
-    let body = f.body.as_ref()?;
-    let mut check = None;
-    let mut value = None;
-    body.walk(&mut |e| {
-        if let ExprKind::MethodCall {
-            method,
-            method_span,
-            args,
-            ..
-        } = &e.kind
-        {
-            if e.span == read.span && method == "exists" && args.len() == 1 {
-                check = Some((*method_span, args[0].span));
-            }
-            if e.span == write.span && method == "set" && args.len() == 2 {
-                value = literal_text(&args[1]);
-            }
-        }
-    });
-    let ((method_span, key_span), value) = (check?, value?);
-    let mut init = None;
-    body.walk_lets(&mut |_, e| {
-        if let Some(e) = e.filter(|e| chain_root_is(e, read.span)) {
-            init = Some(e.span);
-        }
-    });
-    Some(vec![
-        (init?.shrink_to_lo(), "!".to_owned()),
-        (method_span, "set_nx".to_owned()),
-        (key_span.shrink_to_hi(), format!(", {value}")),
-    ])
-}
-
-/// `e` is `op` followed by calls, `.await` and `?` only (`conn.exists(&k).await.map_err(..)?`).
-fn chain_root_is(e: &Expr, op: Span) -> bool {
-    let mut cur = e;
-    loop {
-        if cur.span == op {
-            return true;
-        }
-        cur = match &cur.kind {
-            ExprKind::MethodCall { receiver, .. } => receiver,
-            ExprKind::Try(inner) | ExprKind::Await(inner) => inner,
-            _ => return false,
-        };
-    }
-}
-
-/// The source text of a number, `true`/`false` or a string literal without escapes.
-fn literal_text(e: &Expr) -> Option<String> {
-    match &e.kind {
-        ExprKind::Lit(Lit::Int(i)) => Some(i.clone()),
-        ExprKind::Lit(Lit::Bool(b)) => Some(b.to_string()),
-        ExprKind::Lit(Lit::Str(s)) if !s.contains(['"', '\\']) => Some(format!("\"{s}\"")),
-        _ => None,
     }
 }
 
@@ -408,7 +340,7 @@ impl EffectsByPosition {
     }
 }
 
-fn report(cx: &mut LintContext<'_>, f: Finding, fix: Option<Vec<(Span, String)>>) {
+fn report(cx: &mut LintContext<'_>, f: Finding, fix: Option<fixes::Fix>) {
     let (w, r) = (&f.write.access, &f.read.access);
     let message = match f.late_after {
         None => format!(
@@ -447,13 +379,8 @@ fn report(cx: &mut LintContext<'_>, f: Finding, fix: Option<Vec<(Span, String)>>
         }
         d.help(atomic_form(w.store));
         d.help("or put `#[idempotent(key = ..., store = ...)]` on the handler");
-        if let Some(edits) = fix {
-            d.suggest_edits(
-                "claim the key with `set_nx` in place of the `exists` check (a run that fails \
-                 then keeps the claim: delete the key on failure or give it a TTL)",
-                edits,
-                Applicability::MaybeIncorrect,
-            );
+        if let Some(fix) = fix {
+            d.suggest_edits(fix.message, fix.edits, Applicability::MaybeIncorrect);
         }
     });
 }

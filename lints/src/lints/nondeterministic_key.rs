@@ -1,11 +1,14 @@
 use crate::analysis::entry::entry_points;
 use crate::analysis::flow::{FnFlow, KeyUse, Source, Step};
+use crate::analysis::message_key::{self, MessageKey};
 use crate::analysis::origin::{consumer_running, consumes_deliveries, minted_at_origin, Origin};
 use crate::analysis::FnId;
 use crate::catalog::SinkKind;
 use crate::context::LintContext;
 use crate::declare_lint;
-use crate::model::Span;
+use crate::diagnostic::Applicability;
+use crate::model::ir::{Expr, ExprKind};
+use crate::model::{FnDef, Package, Span};
 use std::collections::HashSet;
 
 declare_lint! {
@@ -78,6 +81,8 @@ declare_lint! {
 
 /// One finding, gathered before reporting (the analysis borrows the context).
 struct Finding {
+    /// The function whose flow holds the finding.
+    id: FnId,
     sink: SinkKind,
     span: Span,
     source: Source,
@@ -96,7 +101,7 @@ pub fn check(cx: &mut LintContext<'_>) {
         if is_test_code(id, package) {
             continue;
         }
-        for f in fn_findings(summaries.flow(id)) {
+        for f in fn_findings(id, summaries.flow(id)) {
             if !seen.insert((f.source.span, f.span)) {
                 continue;
             }
@@ -123,14 +128,15 @@ pub fn check(cx: &mut LintContext<'_>) {
         }
     }
     for f in findings {
-        report(cx, f);
+        let fix = message_key_in_place_of_source(package, f.id.def(package).1, &f.source);
+        report(cx, f, fix);
     }
 }
 
 /// Where the finding's key is minted, when that is the origin of a request rather than the
 /// handling of a delivery: measured from the source when it is in this fn, else from the
 /// first step the value took here (the call of the helper that made it).
-fn minted_where(package: &crate::model::Package, id: FnId, f: &Finding) -> Option<Origin> {
+fn minted_where(package: &Package, id: FnId, f: &Finding) -> Option<Origin> {
     let body = id.def(package).1.body.as_ref()?;
     let mint = std::iter::once(f.source.span)
         .chain(f.steps.iter().map(|s| s.span))
@@ -139,13 +145,13 @@ fn minted_where(package: &crate::model::Package, id: FnId, f: &Finding) -> Optio
 }
 
 /// Keys in tests are test data.
-fn is_test_code(id: FnId, package: &crate::model::Package) -> bool {
+fn is_test_code(id: FnId, package: &Package) -> bool {
     id.def(package).1.in_test
 }
 
 /// Each nondeterministic source reaching a key sink in this function, once, at its
 /// strongest sink (an API or store sink before a name-only one, then the first).
-fn fn_findings(flow: &FnFlow) -> Vec<Finding> {
+fn fn_findings(id: FnId, flow: &FnFlow) -> Vec<Finding> {
     let mut best: Vec<(&KeyUse, &Source, Vec<Step>)> = Vec::new();
     for ku in &flow.key_uses {
         for (source, trail) in ku.value.nondet() {
@@ -159,6 +165,7 @@ fn fn_findings(flow: &FnFlow) -> Vec<Finding> {
     }
     best.into_iter()
         .map(|(ku, source, steps)| Finding {
+            id,
             sink: ku.sink.clone(),
             span: ku.span,
             source: source.clone(),
@@ -176,7 +183,59 @@ fn stronger(a: &KeyUse, b: &KeyUse) -> bool {
     }
 }
 
-fn report(cx: &mut LintContext<'_>, f: Finding) {
+/// The random or clock value replaced by the id of the message the function handles, where
+/// it is only formatted (`Uuid::new_v4().to_string()`, `format!("n-{}", Utc::now().timestamp())`),
+/// so any id with `Display` takes its place. `MaybeIncorrect`: one message that makes
+/// several keys needs its stage added, and the guess of "the message" is by parameter and
+/// field names.
+fn message_key_in_place_of_source(
+    package: &Package,
+    f: &FnDef,
+    source: &Source,
+) -> Option<(MessageKey, Vec<(Span, String)>)> {
+    let body = f.body.as_ref()?;
+    if !body.span.contains(source.span) {
+        return None;
+    }
+    let key = message_key::in_params(package, f)?;
+    let mut edit = None;
+    body.walk(&mut |e| match &e.kind {
+        ExprKind::MethodCall {
+            receiver,
+            method,
+            args,
+            ..
+        } if method == "to_string" && args.is_empty() && only_converts(receiver, source.span) => {
+            edit = Some((e.span, key.owned_string()));
+        }
+        ExprKind::Macro(m)
+            if matches!(
+                m.path.last(),
+                "format" | "format_args" | "write" | "writeln"
+            ) =>
+        {
+            if let Some(arg) = m.args.iter().find(|a| only_converts(a, source.span)) {
+                edit = Some((arg.span, key.expr()));
+            }
+        }
+        _ => {}
+    });
+    Some((key, vec![edit?]))
+}
+
+/// `e` is the source followed by argument-less calls only (`Uuid::new_v4().simple()`,
+/// `Utc::now().timestamp_millis()`): a value made from the source alone.
+fn only_converts(e: &Expr, source: Span) -> bool {
+    match &e.kind {
+        _ if e.span == source => true,
+        ExprKind::MethodCall { receiver, args, .. } => {
+            args.is_empty() && only_converts(receiver, source)
+        }
+        _ => false,
+    }
+}
+
+fn report(cx: &mut LintContext<'_>, f: Finding, fix: Option<(MessageKey, Vec<(Span, String)>)>) {
     let message = format!(
         "idempotency key derived from `{}` changes on every delivery, so duplicates are never detected",
         f.source.what.trim_end_matches("()")
@@ -196,5 +255,16 @@ fn report(cx: &mut LintContext<'_>, f: Finding) {
             "derive the key from the message: its event, command or order id, or file id + \
              stage + content version",
         );
+        if let Some((key, edits)) = fix {
+            d.suggest_edits(
+                format!(
+                    "derive it from the message's `{}` (add the stage when one message makes \
+                     several of these keys)",
+                    key.field
+                ),
+                edits,
+                Applicability::MaybeIncorrect,
+            );
+        }
     });
 }
