@@ -1,0 +1,32 @@
+;; Batch check of the README's eglot setup: open a copy of fixtures/lsp, print the
+;; diagnostics flymake received, edit the buffer without saving, print them again.
+(require 'eglot)
+(require 'rust-mode)
+(with-eval-after-load 'eglot
+  (add-to-list 'eglot-server-programs
+               '((rust-mode rust-ts-mode) . ("cargo" "idem-lint" "lsp"))))
+(setq eglot-send-changes-idle-time 0.1)
+(defun wait-for (pred secs)
+  (let ((end (+ (float-time) secs)))
+    (while (and (not (funcall pred)) (< (float-time) end))
+      (accept-process-output nil 0.1))
+    (funcall pred)))
+(defun show (tag)
+  (princ (format "== %s (modified: %s)\n" tag (buffer-modified-p)))
+  (dolist (d (sort (flymake-diagnostics) (lambda (a b) (< (flymake-diagnostic-beg a) (flymake-diagnostic-beg b)))))
+    (princ (format "  line %d: %s\n" (line-number-at-pos (flymake-diagnostic-beg d))
+                   (flymake-diagnostic-text d)))))
+(find-file (concat (getenv "EG_ROOT") "/src/lib.rs"))
+(rust-mode)
+(apply #'eglot (eglot--guess-contact))
+(unless (wait-for (lambda () (flymake-diagnostics)) 60) (princ "no diagnostics on open\n") (kill-emacs 1))
+(show "on open")
+(goto-char (point-min))
+(search-forward "Uuid::new_v4().to_string()")
+(replace-match "order_id.to_string()")
+;; Batch Emacs never goes idle, so send the change eglot's idle timer would send.
+(eglot--signal-textDocument/didChange)
+(let ((before (length (flymake-diagnostics))))
+  (wait-for (lambda () (/= (length (flymake-diagnostics)) before)) 30))
+(show "after an unsaved edit")
+(kill-emacs 0)
