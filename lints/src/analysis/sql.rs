@@ -89,6 +89,16 @@ impl SqlStatement {
                 if !by_conflict.is_empty() {
                     return by_conflict;
                 }
+                // `uniq_hash`, `idempotency_key`: the column the row is deduplicated by.
+                let dedupe: Vec<usize> = self
+                    .columns
+                    .iter()
+                    .filter(|(c, _)| is_dedupe_key_column(c))
+                    .filter_map(|(_, p)| *p)
+                    .collect();
+                if !dedupe.is_empty() {
+                    return dedupe;
+                }
                 let keyish: Vec<usize> = self
                     .columns
                     .iter()
@@ -115,7 +125,7 @@ impl SqlStatement {
     pub fn where_key_params(&self) -> Vec<usize> {
         self.where_eq
             .iter()
-            .filter(|(c, _)| is_key_column(c))
+            .filter(|(c, _)| is_key_column(c) || is_dedupe_key_column(c))
             .map(|(_, p)| *p)
             .collect()
     }
@@ -939,6 +949,12 @@ mod tests {
         assert_eq!(run("SELECT * FROM t WHERE id IN ({})", &[rt("ids")]), None);
         assert_eq!(run("SELECT {{}} FROM {", &[]), None);
         assert!(looks_like_statement("INSERT INTO t (id) VALUES ($1)"));
+        // A dedupe-named column is the key of a lookup and of an insert.
+        let find = parse("SELECT id FROM jobs WHERE uniq_hash = $1 AND state = 'new'");
+        assert!(find.reads_by_dedupe_key());
+        assert_eq!(find.key_params(), vec![0]);
+        let insert = parse("INSERT INTO jobs (id, payload, uniq_hash) VALUES ($1, $2, $3)");
+        assert_eq!(insert.key_params(), vec![2]);
         assert!(looks_like_statement("update jobs set a = 1"));
         assert!(!looks_like_statement("update:{}"));
         assert!(!looks_like_statement("delete-me"));

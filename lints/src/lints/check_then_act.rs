@@ -90,7 +90,8 @@ declare_lint! {
     /// compute it, write it back) is not a guard and is not reported, unless the key or
     /// table names an idempotency or dedupe record, or the read looks the row up by a
     /// dedupe-named column (`WHERE uniq_hash = $1`, diesel's `filter(uniq_hash.eq(h))`: a job
-    /// queue's "unique jobs" inserted when the lookup misses), or the function says it is the
+    /// queue's "unique jobs" inserted when the lookup misses; that column is then the key the
+    /// lookup and the insert compare by), or the function says it is the
     /// idempotency guard (its name, its `impl` type or its module contains `idempot` or
     /// `dedup`: `IdempotencyService::call`), where a response cached under a request hash
     /// is the guard. A lock or claim counts as held until
