@@ -217,3 +217,52 @@ fn plain_directory_honours_gitignore_and_skips_target() {
         .as_str()
         .is_some_and(|p| p.starts_with("path+file://")));
 }
+
+/// sqlx's `query_file!` reads its file relative to the package root (here a workspace member's
+/// directory), not to the source file nor to the workspace root: only the SQL of the file sqlx
+/// would read decides the finding.
+#[test]
+fn query_file_is_read_from_the_package_root() {
+    const LIB: &str = "use sqlx::PgPool;\n\
+        pub struct E { pub id: i64 }\n\
+        async fn send(_e: &E) {}\n\
+        pub async fn handle(pool: &PgPool, e: &E) -> sqlx::Result<()> {\n\
+        \x20   if sqlx::query_file!(\"q/seen.sql\", e.id).fetch_optional(pool).await?.is_some() {\n\
+        \x20       return Ok(());\n\
+        \x20   }\n\
+        \x20   send(e).await;\n\
+        \x20   sqlx::query_file!(\"q/mark.sql\", e.id).execute(pool).await?;\n\
+        \x20   Ok(())\n\
+        }\n";
+    const SEEN: &str = "SELECT 1 FROM processed_events WHERE event_id = $1";
+    const PLAIN: &str = "INSERT INTO processed_events (event_id) VALUES ($1)";
+    let ws = |member_root: &str, beside_source: &str, workspace_root: &str| {
+        tree(&[
+            (
+                "Cargo.toml",
+                "[workspace]\nmembers = [\"app\"]\nresolver = \"2\"\n",
+            ),
+            (
+                "app/Cargo.toml",
+                &manifest("app", "[dependencies]\nsqlx = \"0.8\"\n"),
+            ),
+            ("app/src/lib.rs", LIB),
+            ("app/q/seen.sql", SEEN),
+            ("app/q/mark.sql", member_root),
+            ("app/src/q/mark.sql", beside_source),
+            ("q/mark.sql", workspace_root),
+        ])
+    };
+    // Where `q/mark.sql` is a plain insert, the check then the insert is a finding; where it
+    // is a read, there is no write to report.
+    let plain_read = ws(PLAIN, SEEN, SEEN);
+    assert_eq!(
+        files(plain_read.path(), &["--workspace"]),
+        vec!["app/src/lib.rs".to_owned()]
+    );
+    let read_read = ws(SEEN, PLAIN, PLAIN);
+    assert_eq!(
+        files(read_read.path(), &["--workspace"]),
+        Vec::<String>::new()
+    );
+}

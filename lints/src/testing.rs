@@ -114,7 +114,11 @@ pub fn fixture_package(dir: &Path) -> (Package, Vec<String>) {
         f.path = path.clone();
         // What the driver does for `include_str!` (the fixtures are trusted files).
         for inc in &mut f.includes {
-            let included = path.parent().map(|d| d.join(&inc.path));
+            let included = if inc.from_package_root {
+                Some(dir.join(&inc.path))
+            } else {
+                path.parent().map(|d| d.join(&inc.path))
+            };
             inc.text = included
                 .and_then(|p| std::fs::read_to_string(p).ok())
                 .map(std::sync::Arc::from);

@@ -52,6 +52,7 @@ impl PackageKey {
             h.len(file.includes.len());
             for inc in &file.includes {
                 h.str(&inc.path);
+                h.bytes(&[inc.from_package_root as u8]);
                 h.bytes(inc.text.as_deref().unwrap_or("\u{0}none").as_bytes());
             }
         }

@@ -130,7 +130,8 @@ pub fn load_workspace_with(
         .par_iter()
         .map(|p| {
             let mut loaded = load_package_with(p, opts, &policy, inputs);
-            attach_included_texts(&mut loaded.package, &policy, inputs);
+            let root = p.manifest_path.parent().unwrap_or(Path::new(""));
+            attach_included_texts(&mut loaded.package, root, &policy, inputs);
             loaded
         })
         .collect()
@@ -141,12 +142,18 @@ pub fn load_workspace_with(
 const MAX_INCLUDED_BYTES: u64 = 1 << 20;
 
 /// Reads the files the package's `include_str!`s name (relative to the including file, as
-/// rustc does) and attaches their text to the model, so SQL kept in `queries/x.sql` is
-/// classified like a literal. They are read like every other file (an overlay first, else
+/// rustc does) and its sqlx `query_file!`s name (relative to the package root `root`, as sqlx
+/// does) and attaches their text to the model, so SQL kept in `queries/x.sql` is classified
+/// like a literal. They are read like every other file (an overlay first, else
 /// [`crate::source::read_source`]), but under a smaller cap: a file that is missing, outside
 /// the workspace, not a regular file, over [`MAX_INCLUDED_BYTES`] or not UTF-8 is left unread,
 /// and no finding depends on it.
-fn attach_included_texts(package: &mut Package, policy: &ReadPolicy, inputs: Inputs<'_>) {
+fn attach_included_texts(
+    package: &mut Package,
+    root: &Path,
+    policy: &ReadPolicy,
+    inputs: Inputs<'_>,
+) {
     let mut policy = policy.clone();
     policy.max_bytes = policy.max_bytes.min(MAX_INCLUDED_BYTES);
     for file in &mut package.files {
@@ -154,7 +161,8 @@ fn attach_included_texts(package: &mut Package, policy: &ReadPolicy, inputs: Inp
             continue;
         };
         for inc in &mut file.includes {
-            if let Ok(text) = inputs.read(&dir.join(&inc.path), &policy) {
+            let base = if inc.from_package_root { root } else { &dir };
+            if let Ok(text) = inputs.read(&base.join(&inc.path), &policy) {
                 inc.text = Some(text);
             }
         }

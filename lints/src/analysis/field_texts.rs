@@ -1,14 +1,15 @@
 //! Text kept in struct fields: a table of SQL built once and read at the call
 //! (`const QUERIES: Queries = Queries { mark: "INSERT .." }`, a constructor filling
-//! `Self { insert_sql: include_str!("q.sql") }`, then `sqlx::query(self.queries.mark)`).
+//! `Self { insert_sql: include_str!("q.sql") }` or `Self { insert_sql }` from `let insert_sql
+//! = format!("INSERT INTO {table} ..")`, then `sqlx::query(self.queries.mark)`).
 //!
 //! Fields are matched by name across the package, since the receiver's type is often not
 //! known at the call: a field name given two different texts, or once a value that is not a
 //! constant text, has no text.
 
-use super::flow::{const_text, FlowCx};
+use super::flow::{const_text, format_sql, FlowCx};
 use super::FastMap;
-use crate::model::ir::{Expr, ExprKind};
+use crate::model::ir::{Block, Expr, ExprKind, Stmt};
 use crate::model::FileModel;
 
 /// What every struct literal of the package puts in each field name.
@@ -22,15 +23,17 @@ impl FieldTexts {
     /// Reads every struct literal in the package's function bodies and constants.
     pub fn new(cx: &FlowCx<'_>) -> FieldTexts {
         let mut out = FieldTexts::default();
+        let no_locals = FastMap::default();
         for file in &cx.package.files {
             for f in &file.fns {
                 if let Some(body) = &f.body {
-                    body.walk(&mut |e| out.add_literal(cx, file, &f.module, e));
+                    let locals = top_level_lets(body);
+                    body.walk(&mut |e| out.add_literal(cx, file, &f.module, &locals, e));
                 }
             }
             for c in &file.consts {
                 c.value
-                    .walk(&mut |e| out.add_literal(cx, file, &c.module, e));
+                    .walk(&mut |e| out.add_literal(cx, file, &c.module, &no_locals, e));
             }
         }
         out
@@ -41,12 +44,19 @@ impl FieldTexts {
         self.by_field.get(name)?.as_deref()
     }
 
-    fn add_literal(&mut self, cx: &FlowCx<'_>, file: &FileModel, module: &[String], e: &Expr) {
+    fn add_literal(
+        &mut self,
+        cx: &FlowCx<'_>,
+        file: &FileModel,
+        module: &[String],
+        locals: &Locals<'_>,
+        e: &Expr,
+    ) {
         let ExprKind::Struct { fields, .. } = &e.kind else {
             return;
         };
         for (name, value) in fields {
-            let text = value_text(cx, file, module, value);
+            let text = value_text(cx, file, module, locals, value);
             match self.by_field.get_mut(name) {
                 None => {
                     self.by_field.insert(name.clone(), text);
@@ -61,9 +71,39 @@ impl FieldTexts {
     }
 }
 
-/// The constant text of a field's value, through `.to_owned()`/`.to_string()`/`.into()` and
-/// `String::from(..)`.
-fn value_text(cx: &FlowCx<'_>, file: &FileModel, module: &[String], e: &Expr) -> Option<String> {
+/// Locals bound once at the top of a function body, by name: what a constructor computes
+/// before `Self { insert_sql, .. }`. A name bound twice has no entry.
+type Locals<'a> = FastMap<&'a str, Option<&'a Expr>>;
+
+fn top_level_lets(body: &Block) -> Locals<'_> {
+    let mut out: Locals<'_> = FastMap::default();
+    for stmt in &body.stmts {
+        if let Stmt::Let {
+            pat,
+            init: Some(init),
+            ..
+        } = stmt
+        {
+            if let Some(name) = pat.simple_name() {
+                out.entry(name)
+                    .and_modify(|known| *known = None)
+                    .or_insert(Some(init));
+            }
+        }
+    }
+    out
+}
+
+/// The constant text of a field's value, through `.to_owned()`/`.to_string()`/`.into()`,
+/// `String::from(..)` and a local of `locals`; a `format!` of a statement gives its skeleton
+/// ([`format_sql`]).
+fn value_text(
+    cx: &FlowCx<'_>,
+    file: &FileModel,
+    module: &[String],
+    locals: &Locals<'_>,
+    e: &Expr,
+) -> Option<String> {
     match &e.peel().kind {
         ExprKind::MethodCall {
             receiver,
@@ -71,13 +111,21 @@ fn value_text(cx: &FlowCx<'_>, file: &FileModel, module: &[String], e: &Expr) ->
             args,
             ..
         } if args.is_empty() && matches!(method.as_str(), "to_owned" | "to_string" | "into") => {
-            value_text(cx, file, module, receiver)
+            value_text(cx, file, module, locals, receiver)
         }
         ExprKind::Call { func, args }
             if args.len() == 1 && func.as_path().is_some_and(|p| p.last() == "from") =>
         {
-            value_text(cx, file, module, &args[0])
+            value_text(cx, file, module, locals, &args[0])
         }
+        ExprKind::Path(p) if p.as_ident().is_some_and(|n| locals.contains_key(n)) => {
+            let init = (*locals.get(p.as_ident()?)?)?;
+            // The local's own initializer, without the locals (no cycles).
+            value_text(cx, file, module, &FastMap::default(), init)
+        }
+        ExprKind::Macro(m) if m.path.last() == "format" => format_sql(m, &mut |a| {
+            value_text(cx, file, module, &FastMap::default(), a)
+        }),
         _ => const_text(cx, file, module, e, 0),
     }
 }

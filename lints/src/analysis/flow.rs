@@ -747,11 +747,18 @@ impl<'a> OpEnv<'a> for Walker<'a, '_> {
         if let Some(s) = ident.and_then(|n| self.strs.get(n)) {
             return Some(s.clone());
         }
-        let text = const_text(self.cx, self.file, &self.f.module, e, 0).or_else(|| match &e.kind {
+        let text = match &e.kind {
+            // `format!("SELECT .. FROM {}", self.table)`, its arguments read here (locals too).
+            ExprKind::Macro(m) if m.path.last() == "format" => {
+                format_sql(m, &mut |a| self.string_of(a))
+            }
             // `self.queries.mark`: the text the package's struct literals put in `mark`.
             ExprKind::Field { member, .. } => self.cx.field_text(member).map(str::to_owned),
-            _ => None,
-        });
+            // A sea-query statement (`Query::insert()..`, `stmt.build(PostgresQueryBuilder)`):
+            // the SQL it stands for.
+            _ => const_text(self.cx, self.file, &self.f.module, e, 0)
+                .or_else(|| super::query_builders::sea_query_sql(self, e)),
+        };
         if let (None, Some(name)) = (&text, ident) {
             let mut unknown = self.unknown_texts.borrow_mut();
             if !unknown.iter().any(|n| n == name) {
@@ -763,6 +770,10 @@ impl<'a> OpEnv<'a> for Walker<'a, '_> {
 
     fn depends_on(&self, krate: &str) -> bool {
         self.cx.package.depends_on(krate)
+    }
+
+    fn query_file_text(&self, path: &str) -> Option<String> {
+        self.file.query_file_text(path).map(str::to_owned)
     }
 
     fn local_init(&self, name: &str) -> Option<&'a Expr> {
@@ -845,7 +856,10 @@ impl<'a> Walker<'a, '_> {
             Pat::Tuple(ps) => {
                 for (i, p) in ps.iter().enumerate() {
                     let d = self.part_desc(desc.as_ref(), &i.to_string());
-                    self.bind_pat(p, v.field(&i.to_string()), d, None);
+                    // A tuple has a text only as sea-query's `(sql, values)` of `.build(..)`,
+                    // whose first part is the SQL.
+                    let text = if i == 0 { s.clone() } else { None };
+                    self.bind_pat(p, v.field(&i.to_string()), d, text);
                 }
             }
             Pat::TupleStruct { elems, .. } => {
@@ -1035,7 +1049,14 @@ impl<'a> Walker<'a, '_> {
             self.let_else_decision(pat, &v, init, block);
         }
         let desc = Some(DescSrc::Expr(init));
-        let s = self.string_of(init);
+        let mut s = self.string_of(init);
+        // `let mut q = Query::insert()..;` may be changed later (`q.on_conflict(..);`): the
+        // statement built so far is not the one run.
+        if matches!(pat, Pat::Ident { mutable: true, .. })
+            && super::query_builders::sea_query_sql(self, init).is_some()
+        {
+            s = None;
+        }
         if let Some(name) = pat.simple_name() {
             let direct = v
                 .nondet()
@@ -1927,7 +1948,69 @@ pub(crate) fn const_text(
             let (cfile, c) = cx.package.const_def(target, &def.segments)?;
             const_text(cx, cfile, &c.module, &c.value, depth + 1)
         }
+        ExprKind::Macro(m) if depth < 4 => {
+            format_sql(m, &mut |a| const_text(cx, file, module, a, depth + 1))
+        }
         _ => None,
+    }
+}
+
+/// The SQL statement a `format!` builds (`format!("INSERT INTO {} (id) VALUES ($1)",
+/// self.table)`), when its template is a statement and [`super::sql::format_skeleton`]
+/// finds its shape independent of the run-time values; `text_of` gives an argument's
+/// constant text. Other `format!`s (keys, messages) have no text here.
+pub(crate) fn format_sql(
+    m: &MacroCall,
+    text_of: &mut dyn FnMut(&Expr) -> Option<String>,
+) -> Option<String> {
+    use super::sql::{format_skeleton, looks_like_statement, Hole};
+    if m.path.last() != "format" {
+        return None;
+    }
+    let template_arg = m.args.first()?;
+    let template = template_arg.as_str_lit()?;
+    if !looks_like_statement(template) {
+        return None;
+    }
+    // Lowering appends inline captures (`{table}`) after the real arguments, with the
+    // template's span.
+    let positional: Vec<&Expr> = m.args[1..]
+        .iter()
+        .filter(|a| a.span != template_arg.span)
+        .collect();
+    let captured = |name: &str| {
+        m.args[1..].iter().find(|a| {
+            a.span == template_arg.span && a.as_path().and_then(|p| p.as_ident()) == Some(name)
+        })
+    };
+    let text = format_skeleton(template, &mut |name, index| {
+        let arg = if name.is_empty() || name.parse::<usize>().is_ok() {
+            positional.get(index).copied()
+        } else {
+            captured(name)
+        };
+        match arg {
+            Some(a) => match text_of(a) {
+                Some(t) => Hole::Text(t),
+                None => Hole::Runtime(value_name(a)),
+            },
+            None => Hole::Runtime(name.to_owned()),
+        }
+    })?;
+    looks_like_statement(&text).then_some(text)
+}
+
+/// The name a value is written with: `table_name` of `&self.table_name`, `private_table`
+/// of `schema.private_table("jobs")`.
+fn value_name(e: &Expr) -> String {
+    match &e.peel().kind {
+        ExprKind::Path(p) => p.last().to_owned(),
+        ExprKind::Field { member, .. } => member.clone(),
+        ExprKind::MethodCall {
+            receiver, method, ..
+        } if CONVERSIONS.contains(&method.as_str()) => value_name(receiver),
+        ExprKind::MethodCall { method, .. } => method.clone(),
+        _ => String::new(),
     }
 }
 

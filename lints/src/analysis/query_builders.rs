@@ -9,9 +9,13 @@
 //! chain only it writes: a resolved `diesel::insert_into`/`update`/`delete`, a `filter`
 //! chain run by a diesel runner on a `table` path, an `Entity::find*`/`insert` root, an
 //! `ActiveModel` literal.
+//!
+//! sea-query statements (`Query::insert()..`) are turned into the SQL text they stand for
+//! ([`sea_query_sql`]), which the value flow keeps like any text, so they are classified
+//! where sqlx or sea-orm runs them.
 
 use super::store_ops::{Access, OpEnv, Store, StoreOp, WriteShape};
-use crate::model::ir::{Expr, ExprKind};
+use crate::model::ir::{Expr, ExprKind, Lit};
 use crate::model::Span;
 
 /// Methods that run a diesel query (`RunQueryDsl`, diesel-async).
@@ -181,6 +185,8 @@ fn diesel_op<'a>(env: &dyn OpEnv<'a>, receiver: &'a Expr, span: Span) -> Option<
     let keys = filters.iter().flat_map(|f| key_exprs(f)).collect();
     let mut read = op("SELECT", Some(table), Access::Read, keys, Vec::new(), span);
     read.locking = steps_have(&steps, "for_update") || steps_have(&steps, "for_no_key_update");
+    // `filter(uniq_hash.eq(h))`: a lookup of a dedupe record, not of data.
+    read.dedupe_table = filters.iter().any(|f| compares_dedupe_column(f));
     Some(read)
 }
 
@@ -236,6 +242,23 @@ fn key_exprs(e: &Expr) -> Vec<&Expr> {
         _ => {}
     });
     out
+}
+
+/// `col.eq(x)` somewhere in `e` with a dedupe-named column (`uniq_hash`, `idempotency_key`).
+fn compares_dedupe_column(e: &Expr) -> bool {
+    let mut found = false;
+    e.walk(&mut |x| {
+        if let ExprKind::MethodCall {
+            receiver, method, ..
+        } = &x.kind
+        {
+            found |= method == "eq"
+                && receiver
+                    .as_path()
+                    .is_some_and(|p| super::sql::is_dedupe_key_column(p.last()));
+        }
+    });
+    found
 }
 
 fn is_key_column(c: &str) -> bool {
@@ -401,4 +424,389 @@ fn mentions_method(e: &Expr, name: &str) -> bool {
 fn entity_table(segments: &[String]) -> Option<String> {
     let n = segments.len();
     (n >= 2).then(|| segments[n - 2].to_ascii_lowercase())
+}
+
+// ---------------------------------------------------------------- sea-query
+
+/// The SQL text a sea-query statement builder stands for: `Query::insert().into_table(T)
+/// .columns([..]).values_panic([..]).on_conflict(OnConflict::column(C).do_nothing()
+/// .to_owned())`, `Query::select().from(T).and_where(Expr::col(C).eq(v))`,
+/// `Query::update().table(T).value(C, v).and_where(..)`, `Query::delete().from_table(T)`,
+/// through `.to_owned()`, `stmt.build(PostgresQueryBuilder)`, `.build_sqlx(..)`,
+/// `.to_string(..)` and sea-orm's `backend.build(&stmt)`. The text is then read like SQL
+/// written by hand ([`super::sql::parse`]); binds are `$1`, `$2`, .. in the order the values
+/// are given. Only a chain written in one expression (or through locals) is read: a
+/// statement changed by separate statements (`q.and_where(..);`) has no text, nor has one
+/// whose `on_conflict` or conditions are not builder calls the reader knows.
+pub fn sea_query_sql<'a>(env: &dyn OpEnv<'a>, e: &'a Expr) -> Option<String> {
+    if !(env.depends_on("sea_query") || env.depends_on("sea_orm")) {
+        return None;
+    }
+    let e = e.peel();
+    if let ExprKind::MethodCall {
+        receiver,
+        method,
+        args,
+        ..
+    } = &e.kind
+    {
+        if matches!(
+            method.as_str(),
+            "build" | "build_sqlx" | "build_any" | "build_rusqlite" | "build_postgres"
+        ) {
+            // `stmt.build(PostgresQueryBuilder)`, or sea-orm's `backend.build(&stmt)`.
+            return env
+                .string_of(receiver)
+                .or_else(|| args.first().and_then(|a| env.string_of(a)));
+        }
+    }
+    statement_sql(e)
+}
+
+fn statement_sql(e: &Expr) -> Option<String> {
+    // One expression only: a local holding a statement is read where it is bound (its text
+    // kept unless the binding is `mut`, since `q.on_conflict(..);` may follow).
+    let mut steps: Steps<'_> = Vec::new();
+    let mut root = e.peel();
+    while let ExprKind::MethodCall {
+        receiver,
+        method,
+        args,
+        ..
+    } = &root.kind
+    {
+        steps.push((method.as_str(), args.as_slice()));
+        root = receiver.peel();
+    }
+    let ExprKind::Call { func, args } = &root.kind else {
+        return None;
+    };
+    let path = func.as_path()?;
+    let [.., query, verb] = path.segments.as_slice() else {
+        return None;
+    };
+    if query != "Query" || !args.is_empty() {
+        return None;
+    }
+    // Innermost step first; `to_owned()`/`clone()` and display steps change nothing.
+    let steps: Vec<(&str, &[Expr])> = steps
+        .into_iter()
+        .rev()
+        .filter(|(m, _)| !matches!(*m, "to_owned" | "clone" | "take"))
+        .collect();
+    let mut sql = SeaSql::default();
+    match verb.as_str() {
+        "insert" => sql.insert(&steps),
+        "select" => sql.select(&steps),
+        "update" => sql.update(&steps),
+        "delete" => sql.delete(&steps),
+        _ => None,
+    }
+}
+
+/// Builds the text of one statement, numbering the placeholders.
+#[derive(Default)]
+struct SeaSql {
+    params: usize,
+}
+
+impl SeaSql {
+    fn param(&mut self) -> String {
+        self.params += 1;
+        format!("${}", self.params)
+    }
+
+    fn insert(&mut self, steps: &[(&str, &[Expr])]) -> Option<String> {
+        let (mut table, mut columns, mut rows, mut conflict, mut returning) =
+            (None, Vec::new(), Vec::new(), String::new(), false);
+        for (m, args) in steps {
+            match *m {
+                "into_table" => table = Some(iden(args.first()?)?),
+                "columns" => columns = idens(args.first()?)?,
+                "values_panic" | "values" => rows.push(items(args.first()?).len()),
+                "on_conflict" => conflict = on_conflict(args.first()?)?,
+                "returning" | "returning_col" | "returning_all" => returning = true,
+                "or_default_values" | "select_from" => {}
+                _ => return None,
+            }
+        }
+        let width = columns.len().max(rows.first().copied().unwrap_or(0));
+        let row = |s: &mut SeaSql| {
+            let v: Vec<String> = (0..width).map(|_| s.param()).collect();
+            format!("({})", v.join(", "))
+        };
+        let values: Vec<String> = rows.iter().map(|_| row(self)).collect();
+        let mut text = format!("INSERT INTO {} ({})", table?, columns.join(", "));
+        if !values.is_empty() {
+            text.push_str(&format!(" VALUES {}", values.join(", ")));
+        }
+        text.push_str(&conflict);
+        if returning {
+            text.push_str(" RETURNING *");
+        }
+        Some(text)
+    }
+
+    fn select(&mut self, steps: &[(&str, &[Expr])]) -> Option<String> {
+        let (mut table, mut conds, mut locking) = (None, Vec::new(), "");
+        for (m, args) in steps {
+            match *m {
+                "from" | "from_as" if table.is_none() => table = Some(iden(args.first()?)?),
+                "and_where" | "cond_where" => conds.push(self.condition(args.first()?, false)),
+                "lock" | "lock_exclusive" | "lock_with_tables" | "lock_with_behavior" => {
+                    locking = " FOR UPDATE"
+                }
+                "lock_shared" => locking = " FOR SHARE",
+                _ => {}
+            }
+        }
+        let mut text = format!("SELECT * FROM {}", table?);
+        push_where(&mut text, &conds);
+        text.push_str(locking);
+        Some(text)
+    }
+
+    fn update(&mut self, steps: &[(&str, &[Expr])]) -> Option<String> {
+        let (mut table, mut sets, mut conds) = (None, Vec::new(), Vec::new());
+        for (m, args) in steps {
+            match *m {
+                "table" => table = Some(iden(args.first()?)?),
+                "value" | "value_expr" => {
+                    let col = iden(args.first()?)?;
+                    let v = self.value(args.get(1)?);
+                    sets.push(format!("{col} = {v}"));
+                }
+                "values" => {
+                    for pair in items(args.first()?) {
+                        let ExprKind::Tuple(kv) = &pair.peel().kind else {
+                            return None;
+                        };
+                        let col = iden(kv.first()?)?;
+                        let v = self.value(kv.get(1)?);
+                        sets.push(format!("{col} = {v}"));
+                    }
+                }
+                "and_where" | "cond_where" => conds.push(self.condition(args.first()?, true)),
+                "returning" | "returning_col" | "returning_all" | "limit" | "order_by" => {}
+                _ => return None,
+            }
+        }
+        let mut text = format!("UPDATE {} SET {}", table?, sets.join(", "));
+        push_where(&mut text, &conds);
+        Some(text)
+    }
+
+    fn delete(&mut self, steps: &[(&str, &[Expr])]) -> Option<String> {
+        let (mut table, mut conds) = (None, Vec::new());
+        for (m, args) in steps {
+            match *m {
+                "from_table" => table = Some(iden(args.first()?)?),
+                "and_where" | "cond_where" => conds.push(self.condition(args.first()?, true)),
+                "returning" | "returning_col" | "returning_all" | "limit" | "order_by" => {}
+                _ => return None,
+            }
+        }
+        let mut text = format!("DELETE FROM {}", table?);
+        push_where(&mut text, &conds);
+        Some(text)
+    }
+
+    /// A value given a column: a text literal as SQL text (`'done'`), anything else a
+    /// placeholder.
+    fn value(&mut self, e: &Expr) -> String {
+        match literal_text(e) {
+            Some(t) => format!("'{}'", t.replace('\'', "''")),
+            None => self.param(),
+        }
+    }
+
+    /// `Expr::col(C).eq(v)`, `C.eq(v)`, `.is_null()`, `.lt(v)`, `a.and(b)`,
+    /// `Cond::all().add(a).add(b)`. A condition the reader does not know is kept as a test of
+    /// the row's state (`unknown IS NULL`) in an update or delete, so a write it guards counts
+    /// as conditional rather than plain; in a select it only narrows the read.
+    fn condition(&mut self, e: &Expr, writes: bool) -> String {
+        let unknown = || if writes { "unknown IS NULL" } else { "1 = 1" }.to_owned();
+        let ExprKind::MethodCall {
+            receiver,
+            method,
+            args,
+            ..
+        } = &e.peel().kind
+        else {
+            return unknown();
+        };
+        let op = match method.as_str() {
+            "eq" => "=",
+            "ne" => "<>",
+            "lt" => "<",
+            "lte" => "<=",
+            "gt" => ">",
+            "gte" => ">=",
+            "is_null" => return column(receiver).map_or_else(unknown, |c| format!("{c} IS NULL")),
+            "is_not_null" => {
+                return column(receiver).map_or_else(unknown, |c| format!("{c} IS NOT NULL"))
+            }
+            "and" | "add" if args.len() == 1 => {
+                let root = match &receiver.peel().kind {
+                    ExprKind::Call { func, .. }
+                        if func.as_path().is_some_and(|p| p.last() == "all") =>
+                    {
+                        None
+                    }
+                    _ => Some(self.condition(receiver, writes)),
+                };
+                let rhs = self.condition(&args[0], writes);
+                return match root {
+                    Some(l) => format!("{l} AND {rhs}"),
+                    None => rhs,
+                };
+            }
+            _ => return unknown(),
+        };
+        let (Some(col), Some(arg)) = (column(receiver), args.first()) else {
+            return unknown();
+        };
+        let v = self.value(arg);
+        format!("{col} {op} {v}")
+    }
+}
+
+fn push_where(text: &mut String, conds: &[String]) {
+    if !conds.is_empty() {
+        text.push_str(" WHERE ");
+        text.push_str(&conds.join(" AND "));
+    }
+}
+
+/// The column of `Expr::col(C)`, `Expr::col((T, C))`, `Expr::tbl(T, C)` or a sea-orm
+/// `Column::C`.
+fn column(e: &Expr) -> Option<String> {
+    match &e.peel().kind {
+        ExprKind::Call { func, args } => {
+            let f = func.as_path()?;
+            match (f.last(), args.as_slice()) {
+                ("col" | "column", [c]) => iden(c),
+                ("tbl", [_, c]) => iden(c),
+                _ => None,
+            }
+        }
+        ExprKind::Path(_) => iden(e),
+        _ => None,
+    }
+}
+
+/// `OnConflict::column(C).do_nothing().to_owned()`: ` ON CONFLICT (c) DO NOTHING`, or `DO
+/// UPDATE` for `update_column(s)`/`value(s)`. Anything else has no text.
+fn on_conflict(e: &Expr) -> Option<String> {
+    let mut cur = e.peel();
+    let mut action = None;
+    let mut target = Vec::new();
+    loop {
+        match &cur.kind {
+            ExprKind::MethodCall {
+                receiver, method, ..
+            } => {
+                match method.as_str() {
+                    "do_nothing" | "do_nothing_on" => action = action.or(Some("DO NOTHING")),
+                    "update_column" | "update_columns" | "value" | "values" | "update_expr"
+                    | "update_exprs" => action = action.or(Some("DO UPDATE SET x = excluded.x")),
+                    "to_owned" | "clone" | "target_and_where" | "action_and_where" => {}
+                    _ => return None,
+                }
+                cur = receiver.peel();
+            }
+            ExprKind::Call { func, args } => {
+                let f = func.as_path()?;
+                if f.segments.len() < 2 || f.segments[f.segments.len() - 2] != "OnConflict" {
+                    return None;
+                }
+                match (f.last(), args.first()) {
+                    ("column", Some(c)) => target.push(iden(c)?),
+                    ("columns", Some(cs)) => target = idens(cs)?,
+                    ("new", None) => {}
+                    _ => return None,
+                }
+                break;
+            }
+            _ => return None,
+        }
+    }
+    let target = if target.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", target.join(", "))
+    };
+    Some(format!(" ON CONFLICT{target} {}", action?))
+}
+
+/// `[a, b]`, `vec![a, b]`, `(a, b)`: the items.
+fn items(e: &Expr) -> Vec<&Expr> {
+    match &e.peel().kind {
+        ExprKind::Array(xs) | ExprKind::Tuple(xs) => xs.iter().collect(),
+        ExprKind::Macro(m) if m.path.last() == "vec" => m.args.iter().collect(),
+        _ => vec![e],
+    }
+}
+
+fn idens(e: &Expr) -> Option<Vec<String>> {
+    items(e).into_iter().map(iden).collect()
+}
+
+/// The SQL name of an identifier: `Seen::Table` -> `seen`, `Seen::EventId` -> `event_id`,
+/// `processed::Entity` / `processed::Column::EventId`, `Alias::new("x")`, `(Schema, T)`.
+fn iden(e: &Expr) -> Option<String> {
+    match &e.peel().kind {
+        ExprKind::Path(p) => {
+            let segs = &p.segments;
+            let last = segs.last()?;
+            let named = match segs.as_slice() {
+                [.., owner, t] if t == "Table" || t == "Entity" => owner,
+                _ => last,
+            };
+            Some(snake_case(named))
+        }
+        ExprKind::Lit(Lit::Str(s)) => Some(s.clone()),
+        ExprKind::Call { func, args } => match (func.as_path()?.last(), args.as_slice()) {
+            ("new" | "from", [a]) => iden(a),
+            _ => None,
+        },
+        ExprKind::MethodCall {
+            receiver, method, ..
+        } if matches!(method.as_str(), "into_iden" | "into" | "to_owned" | "clone") => {
+            iden(receiver)
+        }
+        ExprKind::Tuple(xs) => iden(xs.last()?),
+        _ => None,
+    }
+}
+
+/// `EventId` -> `event_id`, `processed_events` unchanged.
+fn snake_case(name: &str) -> String {
+    let mut out = String::with_capacity(name.len() + 4);
+    for (i, c) in name.chars().enumerate() {
+        if c.is_ascii_uppercase() {
+            if i > 0 && !out.ends_with('_') {
+                out.push('_');
+            }
+            out.push(c.to_ascii_lowercase());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// A text literal given as a value: `"done"`, `"done".into()`, `Expr::value("done")`.
+fn literal_text(e: &Expr) -> Option<String> {
+    match &e.peel().kind {
+        ExprKind::Lit(Lit::Str(s)) => Some(s.clone()),
+        ExprKind::MethodCall {
+            receiver, method, ..
+        } if matches!(method.as_str(), "into" | "to_owned" | "to_string") => literal_text(receiver),
+        ExprKind::Call { func, args } if args.len() == 1 => {
+            let f = func.as_path()?;
+            matches!(f.last(), "value" | "val").then(|| literal_text(&args[0]))?
+        }
+        _ => None,
+    }
 }

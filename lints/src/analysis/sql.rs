@@ -89,6 +89,16 @@ impl SqlStatement {
                 if !by_conflict.is_empty() {
                     return by_conflict;
                 }
+                // `uniq_hash`, `idempotency_key`: the column the row is deduplicated by.
+                let dedupe: Vec<usize> = self
+                    .columns
+                    .iter()
+                    .filter(|(c, _)| is_dedupe_key_column(c))
+                    .filter_map(|(_, p)| *p)
+                    .collect();
+                if !dedupe.is_empty() {
+                    return dedupe;
+                }
                 let keyish: Vec<usize> = self
                     .columns
                     .iter()
@@ -115,7 +125,7 @@ impl SqlStatement {
     pub fn where_key_params(&self) -> Vec<usize> {
         self.where_eq
             .iter()
-            .filter(|(c, _)| is_key_column(c))
+            .filter(|(c, _)| is_key_column(c) || is_dedupe_key_column(c))
             .map(|(_, p)| *p)
             .collect()
     }
@@ -146,6 +156,11 @@ impl SqlStatement {
             })
     }
 
+    /// A `SELECT` that looks a row up by a dedupe-named column (`WHERE uniq_hash = $1`).
+    pub fn reads_by_dedupe_key(&self) -> bool {
+        self.verb == SqlVerb::Select && self.where_eq.iter().any(|(c, _)| is_dedupe_key_column(c))
+    }
+
     /// Bind indices that are not keys (the data written).
     pub fn value_params(&self) -> Vec<usize> {
         let keys = self.key_params();
@@ -167,6 +182,13 @@ pub fn is_dedupe_table_name(name: &str) -> bool {
     ]
     .iter()
     .any(|w| n.contains(w))
+}
+
+/// Columns whose name says they hold a uniqueness or dedupe key (`uniq_hash`, `unique_key`,
+/// `dedupe_id`, `idempotency_key`): a lookup by one asks "was this done already?".
+pub fn is_dedupe_key_column(c: &str) -> bool {
+    let c = c.rsplit('.').next().unwrap_or(c).to_ascii_lowercase();
+    ["uniq", "dedup", "idempot"].iter().any(|w| c.contains(w))
 }
 
 /// Columns that hold a row's key rather than data.
@@ -193,6 +215,147 @@ pub fn looks_like_sql(text: &str) -> bool {
         first.as_str(),
         "select" | "insert" | "update" | "delete" | "with" | "replace" | "upsert" | "merge"
     )
+}
+
+/// Whether `text` reads as a whole statement, not only a word that starts like one
+/// (`"update:{id}"` is a Redis key): the verb, white space, and the clause that verb needs
+/// (`INSERT .. INTO`, `UPDATE .. SET`, `DELETE .. FROM`).
+pub fn looks_like_statement(text: &str) -> bool {
+    if !looks_like_sql(text) {
+        return false;
+    }
+    let lower = text.trim_start().to_ascii_lowercase();
+    let words: Vec<&str> = lower
+        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .filter(|w| !w.is_empty())
+        .collect();
+    let verb_then_space = lower
+        .trim_start_matches(|c: char| c.is_ascii_alphabetic())
+        .starts_with(char::is_whitespace);
+    let needs = match words.first().copied() {
+        Some("insert" | "replace" | "upsert") => "into",
+        Some("update") => "set",
+        Some("delete") => "from",
+        Some("select" | "with" | "merge") => return verb_then_space && words.len() > 1,
+        _ => return false,
+    };
+    verb_then_space && words.contains(&needs)
+}
+
+/// What one `{..}` of a `format!` template holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Hole {
+    /// A constant text (a literal, a `const`): spliced in as written.
+    Text(String),
+    /// A value known only at run time; the name it is written with (`table_name` for
+    /// `self.table_name`), used as a table or column name when it stands in one.
+    Runtime(String),
+}
+
+/// The SQL a `format!` builds from `template`, when the template alone decides what the
+/// statement does. `hole(name, index)` gives each `{..}`: its name (`""` for `{}`, `"0"`,
+/// `"table"`) and its positional index. Constant parts are spliced in; a run-time value is
+/// accepted only where it can name a table or column (after `FROM`/`INTO`/`UPDATE`/`JOIN`/
+/// `TABLE`, or glued to a name: `{schema}.jobs`, `{prefix}_jobs`) or inside a quoted
+/// literal; anywhere else (`VALUES ({list})`, `WHERE {cond}`, `{on_conflict}`) it could change
+/// the statement's shape, so there is no text (`None`).
+pub fn format_skeleton(
+    template: &str,
+    hole: &mut dyn FnMut(&str, usize) -> Hole,
+) -> Option<String> {
+    let mut out = String::with_capacity(template.len());
+    let mut chars = template.chars().peekable();
+    let mut positional = 0usize;
+    while let Some(c) = chars.next() {
+        match c {
+            '{' if chars.peek() == Some(&'{') => {
+                chars.next();
+                out.push('{');
+            }
+            '}' if chars.peek() == Some(&'}') => {
+                chars.next();
+                out.push('}');
+            }
+            '{' => {
+                let mut spec = String::new();
+                loop {
+                    match chars.next()? {
+                        '}' => break,
+                        c => spec.push(c),
+                    }
+                }
+                let name = spec.split(':').next().unwrap_or("").trim();
+                let index = match name.parse::<usize>() {
+                    Ok(i) => i,
+                    Err(_) if name.is_empty() => {
+                        positional += 1;
+                        positional - 1
+                    }
+                    Err(_) => usize::MAX,
+                };
+                match hole(name, index) {
+                    Hole::Text(t) => out.push_str(&t),
+                    Hole::Runtime(hint) => {
+                        let next = chars.peek().copied();
+                        if in_quoted_literal(&out) {
+                            // A value inside `'..'`: a literal, whatever it holds.
+                        } else if names_an_object(&out, next) {
+                            out.push_str(&identifier_of(&hint));
+                        } else {
+                            return None;
+                        }
+                    }
+                }
+            }
+            c => out.push(c),
+        }
+    }
+    Some(out)
+}
+
+/// Whether the text so far ends inside a `'..'` literal.
+fn in_quoted_literal(before: &str) -> bool {
+    before.chars().filter(|&c| c == '\'').count() % 2 == 1
+}
+
+/// Whether a value spliced between `before` and the character `next` stands where a table or
+/// column name goes.
+fn names_an_object(before: &str, next: Option<char>) -> bool {
+    let name_char = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '"' | '`');
+    if before.chars().next_back().is_some_and(name_char) || next.is_some_and(name_char) {
+        return true;
+    }
+    let prev_word = before
+        .trim_end()
+        .rsplit(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .next()
+        .unwrap_or("")
+        .to_ascii_lowercase();
+    let ends_name = next.is_none_or(|c| c.is_whitespace() || matches!(c, '(' | ';' | ','));
+    ends_name
+        && matches!(
+            prev_word.as_str(),
+            "from" | "into" | "update" | "join" | "table"
+        )
+}
+
+/// `self.table_name` -> `table_name`: a name that can stand in SQL text.
+fn identifier_of(hint: &str) -> String {
+    let id: String = hint
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if id.is_empty() || id.starts_with(|c: char| c.is_ascii_digit()) {
+        format!("t{id}")
+    } else {
+        id.to_ascii_lowercase()
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -744,5 +907,56 @@ mod tests {
             ]
         );
         assert!(!looks_like_sql("hello world"));
+    }
+
+    #[test]
+    fn format_templates_give_their_constant_skeleton_or_nothing() {
+        let run = |t: &str, holes: &[Hole]| {
+            let mut holes = holes.iter().cloned();
+            format_skeleton(t, &mut |_, _| {
+                holes.next().unwrap_or(Hole::Runtime("x".into()))
+            })
+        };
+        let rt = |n: &str| Hole::Runtime(n.to_owned());
+        // A run-time table name: the skeleton, with the value's name as the table.
+        assert_eq!(
+            run("INSERT INTO {} (id) VALUES ($1)", &[rt("view_name")]).as_deref(),
+            Some("INSERT INTO view_name (id) VALUES ($1)")
+        );
+        assert_eq!(
+            run("SELECT 1 FROM {}.jobs WHERE id = $1", &[rt("schema")]).as_deref(),
+            Some("SELECT 1 FROM schema.jobs WHERE id = $1")
+        );
+        assert_eq!(
+            run("UPDATE t SET s = '{}' WHERE id = $1", &[rt("s")]).as_deref(),
+            Some("UPDATE t SET s = '' WHERE id = $1")
+        );
+        // Constant parts are spliced in, whatever they hold.
+        assert_eq!(
+            run(
+                "INSERT INTO t (id) VALUES ($1) {}",
+                &[Hole::Text("ON CONFLICT DO NOTHING".into())]
+            )
+            .as_deref(),
+            Some("INSERT INTO t (id) VALUES ($1) ON CONFLICT DO NOTHING")
+        );
+        // A run-time value that could change the statement: no text.
+        assert_eq!(
+            run("INSERT INTO t (id) VALUES ($1) {}", &[rt("tail")]),
+            None
+        );
+        assert_eq!(run("SELECT * FROM t WHERE {}", &[rt("cond")]), None);
+        assert_eq!(run("SELECT * FROM t WHERE id IN ({})", &[rt("ids")]), None);
+        assert_eq!(run("SELECT {{}} FROM {", &[]), None);
+        assert!(looks_like_statement("INSERT INTO t (id) VALUES ($1)"));
+        // A dedupe-named column is the key of a lookup and of an insert.
+        let find = parse("SELECT id FROM jobs WHERE uniq_hash = $1 AND state = 'new'");
+        assert!(find.reads_by_dedupe_key());
+        assert_eq!(find.key_params(), vec![0]);
+        let insert = parse("INSERT INTO jobs (id, payload, uniq_hash) VALUES ($1, $2, $3)");
+        assert_eq!(insert.key_params(), vec![2]);
+        assert!(looks_like_statement("update jobs set a = 1"));
+        assert!(!looks_like_statement("update:{}"));
+        assert!(!looks_like_statement("delete-me"));
     }
 }

@@ -94,7 +94,9 @@ pub struct StoreOp<'a> {
     pub span: Span,
     /// A read that takes a lock (`SELECT .. FOR UPDATE`): not a racy check.
     pub locking: bool,
-    /// A SQL insert into a table named like a dedupe/idempotency table.
+    /// A SQL insert into a table named like a dedupe/idempotency table, or a read that looks
+    /// a row up by a dedupe-named column (`WHERE uniq_hash = $1`,
+    /// [`super::sql::is_dedupe_key_column`]).
     pub dedupe_table: bool,
     /// Whether `keys` are certainly the key the store compares: a Redis key, a DynamoDB
     /// key attribute, a SQL conflict target, `WHERE` placeholders or a dedupe table's key
@@ -117,6 +119,11 @@ pub trait OpEnv<'a> {
     /// The initializer of local `name` (`opts` of `let opts = SetOptions::default()..`),
     /// when known, so options built before the call are read too.
     fn local_init(&self, _name: &str) -> Option<&'a Expr> {
+        None
+    }
+    /// The text of the SQL file a sqlx `query_file!(path)` of the current file names, when
+    /// the driver read it.
+    fn query_file_text(&self, _path: &str) -> Option<String> {
         None
     }
 }
@@ -846,7 +853,8 @@ fn sql_statement_op<'a>(env: &dyn OpEnv<'a>, root: SqlRoot<'a>, span: Span) -> S
         values: pick(st.value_params()),
         span,
         locking: st.locking,
-        dedupe_table: st.verb == SqlVerb::Insert && st.is_dedupe_table(),
+        dedupe_table: st.verb == SqlVerb::Insert && st.is_dedupe_table()
+            || st.reads_by_dedupe_key(),
         shape: WriteShape::of_sql(env, &st, &root.binds),
         keys_certain: st.keys_certain(),
     }
@@ -919,11 +927,20 @@ fn sql_chain<'a>(env: &dyn OpEnv<'a>, e: &'a Expr) -> Option<SqlRoot<'a>> {
                 let resolved = env.resolve(&m.path);
                 let sqlx_macro = resolved.crate_name() == Some("sqlx")
                     || (m.path.segments.len() == 1 && env.depends_on("sqlx"));
-                if !sqlx_macro || !name.starts_with("query") || name.contains("file") {
+                if !sqlx_macro || !name.starts_with("query") {
                     return None;
                 }
                 let text_at = m.args.iter().position(|a| a.as_str_lit().is_some())?;
-                let text = m.args[text_at].as_str_lit()?.to_owned();
+                let written = m.args[text_at].as_str_lit()?;
+                // `query_file!("queries/mark.sql", id)`: the file's text, read by the driver
+                // relative to the package root as sqlx does.
+                let text = if crate::model::is_query_file_macro(name) {
+                    env.query_file_text(written)?
+                } else if name.contains("file") {
+                    return None;
+                } else {
+                    written.to_owned()
+                };
                 // Inline captures are not arguments of `query!`; lowering appends them
                 // after the real ones only for `{name}` text, which SQL rarely contains.
                 let binds = m.args[text_at + 1..]

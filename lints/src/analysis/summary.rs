@@ -45,7 +45,8 @@ pub struct StoreAccess {
     pub value_is_marker: bool,
     /// A read holding a lock (`SELECT .. FOR UPDATE`).
     pub locking: bool,
-    /// A write into a table named like a dedupe table.
+    /// A write into a table named like a dedupe table, or a read by a dedupe-named column
+    /// ([`super::store_ops::StoreOp::dedupe_table`]).
     pub dedupe_table: bool,
     /// What the write records (a done status, an increment).
     pub shape: WriteShape,

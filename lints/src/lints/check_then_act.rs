@@ -25,18 +25,32 @@ declare_lint! {
     ///
     /// The store operations it reads:
     /// - SQL text given as a literal, a local, a `const`/`static`, a file read with
-    ///   `include_str!` (relative to the source file; a file outside the workspace, missing
-    ///   or over 1 MiB is not read), a struct field that the package's struct literals fill
-    ///   with one such text (`const QUERIES: Queries = Queries { mark: "INSERT .." }` read as
+    ///   `include_str!` (relative to the source file) or named by sqlx's `query_file!`,
+    ///   `query_file_as!`, `query_file_scalar!` (relative to the package root, as sqlx
+    ///   reads it; for both, a file outside the workspace, missing or over 1 MiB is not
+    ///   read), a struct field that the package's struct literals fill with one such text
+    ///   (`const QUERIES: Queries = Queries { mark: "INSERT .." }` read as
     ///   `self.queries.mark`; fields are matched by name, and a name given two different texts
     ///   has none), or passed to a crate helper as a `&str` parameter
     ///   (`repo.run(MARK_PROCESSED, id)`: the helper is read with that text), in sqlx (functions and `query!` macros, also run as
     ///   `executor.execute(query)`), tokio-postgres, rusqlite, mysql, diesel's
     ///   `sql_query`, sea-orm's `Statement` and scylla (CQL `IF NOT EXISTS` is a claim);
+    /// - SQL built at run time with `format!` into a local or a field (a constructor's
+    ///   `let insert_sql = format!("INSERT INTO {table} ..")` kept as `Self { insert_sql }`):
+    ///   the template is the SQL, with constant arguments spliced in and a run-time value
+    ///   taken as a name where it can only be one (after `FROM`/`INTO`/`UPDATE`/`JOIN`, glued
+    ///   to a name as in `{schema}.jobs`, or inside a quoted literal). A run-time value
+    ///   anywhere else (`VALUES ({list})`, `WHERE {cond}`, a spliced `{on_conflict}`) could
+    ///   change the statement, and the text is not read;
     /// - diesel chains (`insert_into(t).values(..)`, `.on_conflict(..).do_nothing()`,
     ///   `t.filter(..).first(conn)`/`.load(conn)`, `update(..).set(..)`) and sea-orm
     ///   (`Entity::find_by_id(..).one(db)`, `Entity::insert(..).on_conflict(..).exec(db)`,
     ///   `ActiveModel { .. }.insert(db)`);
+    /// - sea-query statements written as one chain (`Query::insert().into_table(T)
+    ///   .columns(..).values_panic(..).on_conflict(OnConflict::column(C).do_nothing()
+    ///   .to_owned())`, `Query::select().from(T).and_where(Expr::col(C).eq(v))`,
+    ///   `Query::update()`, `Query::delete()`), run through `.build_sqlx(..)` and sqlx's
+    ///   `query_with`, `.to_string(..)`, or sea-orm's `backend.build(&stmt)`;
     /// - Redis commands as methods, `redis::cmd("SET").arg(..)` and `redis::pipe()`, with
     ///   `NX` read from the arguments;
     /// - web framework session stores used as key-value stores (`tower_sessions`,
@@ -75,13 +89,20 @@ declare_lint! {
     /// table (`processed`, `inbox`, `idempotency`, ...) is assumed to be keyed by that
     /// column, any other plain `INSERT` is reported. Cache-aside (read a cached value,
     /// compute it, write it back) is not a guard and is not reported, unless the key or
-    /// table names an idempotency or dedupe record, or the function says it is the
+    /// table names an idempotency or dedupe record, or the read looks the row up by a
+    /// dedupe-named column (`WHERE uniq_hash = $1`, diesel's `filter(uniq_hash.eq(h))`: a job
+    /// queue's "unique jobs" inserted when the lookup misses; that column is then the key the
+    /// lookup and the insert compare by), or the function says it is the
     /// idempotency guard (its name, its `impl` type or its module contains `idempot` or
     /// `dedup`: `IdempotencyService::call`), where a response cached under a request hash
     /// is the guard. A lock or claim counts as held until
-    /// the function returns (an unlock in between is not seen), whatever key it locks. SQL
-    /// text built at run time into a field (`format!`), `query_file!` and sea-query builders
-    /// are not read. A pipeline (`redis::pipe()`) counts as its
+    /// the function returns (an unlock in between is not seen), whatever key it locks. A
+    /// run-time table name in a `format!` template is compared by the name of the value that
+    /// holds it (`self.table` and `self.table` are one table), and its name counts for a
+    /// dedupe table (`{inbox_table}`). A sea-query statement changed by separate statements
+    /// (`let mut q = Query::insert()..; q.on_conflict(..);`), or whose `on_conflict` is not
+    /// written as an `OnConflict` chain, is not read; its binds are not matched to keys, so
+    /// it is compared by table. A pipeline (`redis::pipe()`) counts as its
     /// strongest command.
     ///
     /// ### Example

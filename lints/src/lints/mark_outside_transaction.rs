@@ -25,7 +25,9 @@ declare_lint! {
     /// a dedupe-named Redis or DynamoDB key (`SET processed:{id} 1`), helpers that only write
     /// marks, and the functions named in `[lints.mark_outside_transaction] marks`. A mark in
     /// Redis or DynamoDB after a PostgreSQL commit is in another store: no transaction holds
-    /// both.
+    /// both. SQL is read in every form `check_then_act` lists (`cargo idem-lint --explain
+    /// check_then_act`): literals, constants, `include_str!` and `query_file!` files, the
+    /// constant skeleton of a `format!`, diesel, sea-orm and sea-query chains.
     ///
     /// Business writes are the other writes that a retry would repeat (increments, plain
     /// inserts), directly or through helpers, through each production implementation of a

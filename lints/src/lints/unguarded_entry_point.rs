@@ -22,7 +22,9 @@ declare_lint! {
     /// Guards are calls of `#[idempotent]` functions, atomic reservations whose result is
     /// checked (`SET NX`, a conditional `put_item`, `INSERT .. ON CONFLICT DO NOTHING`), helpers
     /// that make one, the functions named in `guards`, and checks that return or skip the item
-    /// when the key is already recorded (`if store.is_processed(id) { return }`). Such a check
+    /// when the key is already recorded (`if store.is_processed(id) { return }`, a lookup of a
+    /// dedupe-named table or by a dedupe-named column such as `uniq_hash`; SQL in the forms
+    /// `check_then_act` lists, `query_file!`, `format!` skeletons and sea-query included). Such a check
     /// is not atomic (`check_then_act` reports that), but the path that checks is still
     /// guarded against what a backfill, replay or resend without any check repeats. A guard
     /// counts when every path to the call passes it.

@@ -1217,17 +1217,22 @@ impl Lowerer {
                 parsed: false,
             };
         };
-        if path.last() == "include_str" {
-            // Recorded for the driver, which reads the file (the analysis never does).
-            if let Some(syn::Expr::Lit(syn::ExprLit {
-                lit: syn::Lit::Str(s),
-                ..
-            })) = parsed.first()
-            {
-                let included = s.value();
-                if !self.model.includes.iter().any(|i| i.path == included) {
+        // Recorded for the driver, which reads the file (the analysis never does):
+        // `include_str!("q.sql")` beside this file, sqlx's `query_file!("queries/q.sql", ..)`
+        // and `query_file_as!(Row, "queries/q.sql", ..)` under the package root.
+        let from_package_root = is_query_file_macro(path.last());
+        if path.last() == "include_str" || from_package_root {
+            let first_text = parsed.iter().take(2).find_map(str_lit);
+            if let Some(included) = first_text {
+                if !self
+                    .model
+                    .includes
+                    .iter()
+                    .any(|i| i.path == included && i.from_package_root == from_package_root)
+                {
                     self.model.includes.push(Include {
                         path: included,
+                        from_package_root,
                         text: None,
                     });
                 }
@@ -1264,6 +1269,19 @@ impl Lowerer {
             parsed: true,
         }
     }
+}
+
+/// sqlx's macros that read their SQL from a file relative to the package root.
+pub fn is_query_file_macro(name: &str) -> bool {
+    matches!(
+        name,
+        "query_file"
+            | "query_file_as"
+            | "query_file_scalar"
+            | "query_file_unchecked"
+            | "query_file_as_unchecked"
+            | "query_file_scalar_unchecked"
+    )
 }
 
 fn str_lit(e: &syn::Expr) -> Option<String> {

@@ -8,7 +8,9 @@ pub mod ir;
 mod lower;
 pub mod nesting;
 
-pub use lower::{lower_file, lower_file_until, LowerError, ParseError, MAX_DEPTH};
+pub use lower::{
+    is_query_file_macro, lower_file, lower_file_until, LowerError, ParseError, MAX_DEPTH,
+};
 
 use ir::{Block, Expr, Pat, Path, Type};
 use serde::{Deserialize, Serialize};
@@ -214,11 +216,15 @@ pub struct ConstDef {
     pub value: Expr,
 }
 
-/// One `include_str!("path")` of a file.
+/// One `include_str!("path")` of a file, or the SQL file of a sqlx `query_file!("path")`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Include {
-    /// The path as written, relative to the including file's directory.
+    /// The path as written: relative to the including file's directory (`include_str!`), or
+    /// to the package root when [`Include::from_package_root`] (sqlx's `query_file!` family
+    /// reads its file relative to `CARGO_MANIFEST_DIR`).
     pub path: String,
+    #[serde(default)]
+    pub from_package_root: bool,
     /// The file's text, attached by the driver when the file could be read safely (a
     /// regular file inside the workspace, under the size cap); `None` otherwise. Not part of
     /// a stored model: the driver reads it again on every run, so an edit to it is seen.
@@ -229,9 +235,19 @@ pub struct Include {
 impl FileModel {
     /// The text of `include_str!(path)` in this file, when the driver read it.
     pub fn included_text(&self, path: &str) -> Option<&str> {
+        self.include_text(path, false)
+    }
+
+    /// The text of the SQL file a sqlx `query_file!(path)` of this file names, when the
+    /// driver read it.
+    pub fn query_file_text(&self, path: &str) -> Option<&str> {
+        self.include_text(path, true)
+    }
+
+    fn include_text(&self, path: &str, from_package_root: bool) -> Option<&str> {
         self.includes
             .iter()
-            .find(|i| i.path == path)
+            .find(|i| i.path == path && i.from_package_root == from_package_root)
             .and_then(|i| i.text.as_deref())
     }
 }
