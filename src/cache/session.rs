@@ -28,6 +28,7 @@ use crate::report::{self, Report};
 use anyhow::Result;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 
 /// Most package findings kept: enough for every package of a large workspace; past it the
@@ -74,9 +75,24 @@ impl Session {
         flags: &[LevelFlag],
         overlays: &Overlays,
     ) -> Result<Report> {
+        self.check_until(ws, opts, config, flags, overlays, None)
+    }
+
+    /// [`Session::check_with`] that gives up (with [`report::Cancelled`]) once `cancel` is
+    /// set: a caller whose input changed again does not wait for a result it will not use.
+    pub fn check_until(
+        &self,
+        ws: &Workspace,
+        opts: &ParseOptions,
+        config: &Config,
+        flags: &[LevelFlag],
+        overlays: &Overlays,
+        cancel: Option<&AtomicBool>,
+    ) -> Result<Report> {
         let inputs = Inputs {
             overlays: Some(overlays),
             cache: Some(self),
+            cancel,
         };
         report::check_with(ws, opts, config, flags, inputs)
     }

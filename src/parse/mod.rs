@@ -28,6 +28,7 @@ use idem_lints::Diagnostic;
 use rayon::prelude::*;
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -102,6 +103,10 @@ pub struct Inputs<'a> {
     pub overlays: Option<&'a Overlays>,
     /// Parse results (and findings, see [`crate::report::check_with`]) of earlier runs.
     pub cache: Option<&'a dyn Store>,
+    /// Set when the result is no longer wanted (the language server's buffer changed
+    /// again): files not parsed yet are skipped, and [`crate::report::check_with`] returns
+    /// [`crate::report::Cancelled`] instead of a report.
+    pub cancel: Option<&'a AtomicBool>,
 }
 
 impl Inputs<'_> {
@@ -111,6 +116,11 @@ impl Inputs<'_> {
             Some(o) => o.read(path, policy),
             None => crate::source::read_source(path, policy).map(Arc::from),
         }
+    }
+
+    /// Whether the caller gave up on this run.
+    pub fn cancelled(&self) -> bool {
+        self.cancel.is_some_and(|c| c.load(Ordering::Relaxed))
     }
 }
 
@@ -357,6 +367,11 @@ fn load_file(
     policy: &ReadPolicy,
     inputs: Inputs<'_>,
 ) -> Loaded {
+    if inputs.cancelled() {
+        // The run is thrown away; a placeholder keeps the shapes without reading the file.
+        let why = Diagnostic::new(&PARSE_ERROR, Span::new(id, 0, 0), "analysis cancelled");
+        return placeholder(id, p, why, SourceFile::empty(p.path.clone()));
+    }
     let deadline = Instant::now() + opts.file_timeout;
     let text: Arc<str> = match inputs.read(&p.path, policy) {
         Ok(s) => s,
