@@ -634,11 +634,11 @@ impl Server {
         let now: BTreeMap<PathBuf, Vec<Diagnostic>> = match outcome {
             Some(Outcome::Analysed(a)) => {
                 let diags = convert::diagnostics(&a, self.enc, &*self);
-                self.roots[i].last = Some(a);
+                drop_elsewhere(self.roots[i].last.replace(a));
                 diags
             }
             Some(Outcome::Failed(problem)) => {
-                self.roots[i].last = None;
+                drop_elsewhere(self.roots[i].last.take());
                 match &problem.file {
                     Some(file) => {
                         let text = self
@@ -760,6 +760,15 @@ impl RootState {
             _ => due,
         });
     }
+}
+
+/// Drops `value` on a thread of its own: freeing a large crate's models takes tens of
+/// milliseconds the main loop owes to the client.
+fn drop_elsewhere<T: Send + 'static>(value: T) {
+    // Should the thread not start, the closure (and the value) is dropped here instead.
+    let _ = std::thread::Builder::new()
+        .name("idem-lint-drop".into())
+        .spawn(move || drop(value));
 }
 
 /// Whether `analysis` saw `text` as the content of `path` (`None`: the file on disk, which

@@ -350,6 +350,7 @@ impl PublicApi {
             .files
             .iter()
             .filter(|f| Some(f.target) == lib)
+            .map(|f| &**f)
             .collect();
         let pub_decl: HashSet<&[String]> = lib_files
             .iter()
