@@ -449,7 +449,7 @@ mod tests {
                 kind: vec!["bin".into()],
                 root: "src/main.rs".into(),
             });
-            package.files.last_mut().unwrap().target = 1;
+            std::sync::Arc::make_mut(package.files.last_mut().unwrap()).target = 1;
         }
         let resolver = Resolver::new(&package);
         let types = Types::new(&package, &resolver);
