@@ -7,11 +7,16 @@
 //!
 //! - **cold open**: a fresh server, `didOpen` to the first `publishDiagnostics` of the file
 //!   (discovery, config, parsing every file of the package, the lints);
-//! - **keystroke**: an unsaved `didChange` (one character added or removed at the end of a
-//!   line) to the `publishDiagnostics` of that version;
+//! - **keystroke**: an unsaved `didChange` (one more character typed at the end of a comment
+//!   line, so every version is a text never seen before and no cached findings apply) to the
+//!   `publishDiagnostics` of that version;
+//! - **one-file keystroke** and **one-file cold open**: the same on a directory holding only
+//!   that file (a package of one file): what re-analysing one file costs, the floor a
+//!   keystroke in the crate can approach;
 //!
-//! and prints the medians and their ratio. An editor adds the debounce (200 ms by default)
-//! on top of the keystroke figure.
+//! interleaved (a crate keystroke, then a one-file keystroke), and prints the medians and
+//! their ratios. An editor adds the debounce (200 ms by default) on top of the keystroke
+//! figures.
 
 #[path = "../tests/common/lsp.rs"]
 mod lsp;
@@ -41,57 +46,96 @@ fn main() {
     let text = std::fs::read_to_string(&file).expect("the file to edit");
     println!("input: {} ({FILE}), {iterations} iterations", dir.display());
 
+    // The one-file package: the file alone in a plain directory.
+    let alone = tempfile::tempdir().expect("tempdir");
+    let alone_dir = alone.path().canonicalize().expect("canonical");
+    let alone_file = alone_dir.join("mutex.rs");
+    std::fs::write(&alone_file, &text).expect("write the one-file package");
+
     let mut cold = Vec::new();
     let mut keystroke = Vec::new();
+    let mut one_cold = Vec::new();
+    let mut one_keystroke = Vec::new();
     // Cold opens are fewer: each starts a server.
     for round in 0..iterations.div_ceil(5) {
-        let mut c = lsp::Client::start(BIN, &["--debounce-ms", "0"], &dir);
-        lsp::initialize(&mut c, &[&dir], json!({}));
-        let start = Instant::now();
-        lsp::open(&mut c, &file, &text);
-        c.diagnostics_for(&lsp::uri(&file));
-        cold.push(start.elapsed());
+        let (mut c, t) = opened(&dir, &file, &text);
+        cold.push(t);
+        let (mut one, t) = opened(&alone_dir, &alone_file, &text);
+        one_cold.push(t);
         let per_server = if round == 0 { iterations } else { 0 };
-        let mut current = text.clone();
+        let (mut current, mut one_current) = (text.clone(), text.clone());
         for version in 2..2 + per_server as i64 {
-            // Alternately type and delete one character at the end of a comment line: the
-            // text stays valid Rust, and the whole file is linted again each time.
-            let end = comment_line_end(&current);
-            let line = current[..end].matches('\n').count() as u32;
-            let column = current[..end]
-                .rsplit('\n')
-                .next()
-                .unwrap_or("")
-                .encode_utf16()
-                .count() as u32;
-            let change = if version % 2 == 0 {
-                current.insert(end, 'x');
-                json!({"range": {"start": {"line": line, "character": column},
-                                 "end": {"line": line, "character": column}}, "text": "x"})
-            } else {
-                current.remove(end - 1);
-                json!({"range": {"start": {"line": line, "character": column - 1},
-                                 "end": {"line": line, "character": column}}, "text": ""})
-            };
-            let start = Instant::now();
-            c.notify(
-                "textDocument/didChange",
-                json!({"textDocument": {"uri": lsp::uri(&file), "version": version},
-                       "contentChanges": [change]}),
-            );
-            c.diagnostics_where(&lsp::uri(&file), |p| p["version"] == version);
-            keystroke.push(start.elapsed());
+            keystroke.push(type_one(&mut c, &file, &mut current, version));
+            one_keystroke.push(type_one(&mut one, &alone_file, &mut one_current, version));
         }
         assert!(c.shutdown().success());
+        assert!(one.shutdown().success());
     }
     let cold_ms = median_ms(&mut cold);
     let key_ms = median_ms(&mut keystroke);
-    println!("cold open  median {cold_ms:8.1} ms  ({} runs)", cold.len());
+    let one_cold_ms = median_ms(&mut one_cold);
+    let one_key_ms = median_ms(&mut one_keystroke);
     println!(
-        "keystroke  median {key_ms:8.1} ms  ({} runs)",
+        "cold open           median {cold_ms:8.1} ms  ({} runs)",
+        cold.len()
+    );
+    println!(
+        "keystroke           median {key_ms:8.1} ms  ({} runs)",
         keystroke.len()
     );
-    println!("keystroke / cold open = {:.2}", key_ms / cold_ms);
+    println!(
+        "one-file cold open  median {one_cold_ms:8.1} ms  ({} runs)",
+        one_cold.len()
+    );
+    println!(
+        "one-file keystroke  median {one_key_ms:8.1} ms  ({} runs)",
+        one_keystroke.len()
+    );
+    println!("keystroke / cold open          = {:.3}", key_ms / cold_ms);
+    println!(
+        "keystroke / one-file keystroke = {:.2}",
+        key_ms / one_key_ms
+    );
+    println!(
+        "keystroke / one-file cold open = {:.2}",
+        key_ms / one_cold_ms
+    );
+}
+
+/// A fresh server on `dir` with `file` opened: the client and the time to its first
+/// diagnostics.
+fn opened(dir: &Path, file: &Path, text: &str) -> (lsp::Client, Duration) {
+    let mut c = lsp::Client::start(BIN, &["--debounce-ms", "0"], dir);
+    lsp::initialize(&mut c, &[dir], json!({}));
+    let start = Instant::now();
+    lsp::open(&mut c, file, text);
+    c.diagnostics_for(&lsp::uri(file));
+    (c, start.elapsed())
+}
+
+/// Types one more `x` at the end of the first comment line of `current` (the text stays
+/// valid Rust and differs from every earlier version) and times the change to the
+/// diagnostics of `version`.
+fn type_one(c: &mut lsp::Client, file: &Path, current: &mut String, version: i64) -> Duration {
+    let end = comment_line_end(current);
+    let line = current[..end].matches('\n').count() as u32;
+    let column = current[..end]
+        .rsplit('\n')
+        .next()
+        .unwrap_or("")
+        .encode_utf16()
+        .count() as u32;
+    current.insert(end, 'x');
+    let change = json!({"range": {"start": {"line": line, "character": column},
+                                  "end": {"line": line, "character": column}}, "text": "x"});
+    let start = Instant::now();
+    c.notify(
+        "textDocument/didChange",
+        json!({"textDocument": {"uri": lsp::uri(file), "version": version},
+               "contentChanges": [change]}),
+    );
+    c.diagnostics_where(&lsp::uri(file), |p| p["version"] == version);
+    start.elapsed()
 }
 
 /// Byte offset of the end of the first line that is a `//` comment.

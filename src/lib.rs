@@ -140,6 +140,7 @@ pub fn lint_workspace(
     let inputs = parse::Inputs {
         overlays: None,
         cache: disk.as_ref().map(|d| d as &dyn cache::Store),
+        cancel: None,
     };
     let mut report = report::check_with(&ws, &opts, &config, &args.level_flags, inputs)?;
     if let Some(disk) = &disk {

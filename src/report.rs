@@ -49,6 +49,19 @@ impl Report {
     }
 }
 
+/// The error of a run given up through [`Inputs::cancel`]: its partial results are not a
+/// report of anything.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Cancelled;
+
+impl std::fmt::Display for Cancelled {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the analysis was cancelled")
+    }
+}
+
+impl std::error::Error for Cancelled {}
+
 /// Parses every package of `ws` and lints it: the whole pipeline.
 pub fn check(
     ws: &Workspace,
@@ -74,18 +87,27 @@ pub fn check_with(
         .map(|i| config.package(i, flags))
         .collect::<Result<Vec<_>>>()?;
     let loaded = parse::load_workspace_with(ws, opts, inputs);
+    if inputs.cancelled() {
+        return Err(Cancelled.into());
+    }
     let cache = inputs.cache.map(Cache::new);
     let per_package: Vec<(Vec<Finding>, Vec<FileWarning>)> = loaded
         .par_iter()
         .zip(configs.par_iter())
         .enumerate()
         .map(|(index, (pkg, cfg))| {
+            if inputs.cancelled() {
+                return (Vec::new(), Vec::new());
+            }
             let enabled = |lint: &'static idem_lints::Lint| cfg.levels.get(lint) != Level::Allow;
             let mut diags = lint_package(pkg, &cfg.settings, &enabled, cache.as_ref());
             diags.extend(pkg.problems.iter().filter(|d| enabled(d.lint)).cloned());
             finish(index, pkg, diags, |d| cfg.levels.get(d.lint))
         })
         .collect();
+    if inputs.cancelled() {
+        return Err(Cancelled.into());
+    }
     let mut findings = Vec::new();
     let mut warnings = Vec::new();
     for (f, w) in per_package {

@@ -181,6 +181,7 @@ impl Project {
         let inputs = Inputs {
             overlays: None,
             cache,
+            cancel: None,
         };
         report::check_with(
             &self.ws,

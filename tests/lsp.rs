@@ -354,3 +354,123 @@ fn any_buffer_content_gets_diagnostics_and_no_crash() {
     assert!(hover.get("error").is_none(), "{hover}");
     assert!(c.shutdown().success());
 }
+
+/// A copy of `fixtures/lsp` with `src/big.rs`, a module of `fns` small functions calling
+/// each other: a file whose every version takes a while to parse and analyse (a generated
+/// file, a large module), so edits can come while its analysis runs.
+fn big_fixture(fns: usize) -> (tempfile::TempDir, std::path::PathBuf, String) {
+    let (tmp, root) = fixture_copy();
+    let lib = root.join("src/lib.rs");
+    let mut text = std::fs::read_to_string(&lib).expect("read");
+    text.push_str("\npub mod big;\n");
+    std::fs::write(&lib, text).expect("write");
+    let mut big = String::from("//! Generated.\n");
+    for i in 0..fns {
+        let prev = i.saturating_sub(1);
+        big.push_str(&format!(
+            "pub fn step_{i}(order_id: &str) -> usize {{\n    let n = order_id.len() + {i};\n    \
+             if n % 3 == 0 {{\n        return step_{prev}(order_id) + n;\n    }}\n    n\n}}\n"
+        ));
+    }
+    std::fs::write(root.join("src/big.rs"), &big).expect("write");
+    (tmp, root, big)
+}
+
+/// The `publishDiagnostics` for `uri` among what was received so far, in order.
+fn published_for(c: &Client, uri: &str) -> Vec<Value> {
+    c.notifications
+        .iter()
+        .filter(|m| m["method"] == "textDocument/publishDiagnostics" && m["params"]["uri"] == uri)
+        .map(|m| m["params"].clone())
+        .collect()
+}
+
+/// `shutdown` is answered while an analysis runs, not after it: the analysis of the large
+/// module has started (and takes far longer than the pause) when the request is sent, and
+/// nothing is published before the answer.
+#[test]
+fn shutdown_is_answered_while_an_analysis_runs() {
+    let (_tmp, root, big_text) = big_fixture(6000);
+    let big = root.join("src/big.rs");
+    let mut c = Client::start(BIN, &["--debounce-ms", "0"], &root);
+    initialize(&mut c, &[&root], json!({}));
+    open(&mut c, &big, &big_text);
+    std::thread::sleep(Duration::from_millis(150));
+    let asked = std::time::Instant::now();
+    let answer = c.request("shutdown", Value::Null);
+    let waited = asked.elapsed();
+    assert!(answer.get("error").is_none(), "{answer}");
+    assert!(
+        published_for(&c, &uri(&big)).is_empty(),
+        "the analysis finished before the answer ({waited:?}): {:?}",
+        c.notifications
+    );
+    c.notify("exit", Value::Null);
+    // The running analysis is dropped with the process: the answer and the exit are quick.
+    assert!(waited < Duration::from_secs(2), "shutdown took {waited:?}");
+}
+
+/// Edits arriving while the analysis of an older version runs make it stale: only the
+/// latest version's diagnostics are published. A hover on a buffer unchanged since the last
+/// analysis is answered from it while the new one runs; on the edited buffer, it waits for
+/// the analysis of the text on screen.
+#[test]
+fn rapid_edits_publish_only_the_latest_version_and_hovers_answer_meanwhile() {
+    let (_tmp, root, big_text) = big_fixture(6000);
+    let big = root.join("src/big.rs");
+    let lib = root.join("src/lib.rs");
+    let lib_text = std::fs::read_to_string(&lib).expect("read");
+    let mut c = Client::start(BIN, &["--debounce-ms", "0"], &root);
+    initialize(&mut c, &[&root], json!({}));
+    open(&mut c, &lib, &lib_text);
+    open(&mut c, &big, &big_text);
+    let first = c.diagnostics_where(&uri(&big), |p| p["version"] == 1);
+    assert_eq!(first["diagnostics"], json!([]), "{first}");
+    let lib_first = c.diagnostics_where(&uri(&lib), |p| p["version"] == 1);
+    let finding = lib_first["diagnostics"][1].clone();
+    assert_eq!(finding["code"], "idem::missing_idempotency_token");
+    c.forget();
+
+    // Five versions of the large file, each a changed line at its end, 30 ms apart: far
+    // less than one analysis of it takes.
+    let last_line = big_text.lines().count() as u32;
+    for version in 2..=6 {
+        c.notify(
+            "textDocument/didChange",
+            json!({"textDocument": {"uri": uri(&big), "version": version},
+                   "contentChanges": [{"range": {"start": {"line": last_line, "character": 0},
+                                                 "end": {"line": last_line, "character": 0}},
+                                       "text": format!("// v{version}\n")}]}),
+        );
+        std::thread::sleep(Duration::from_millis(30));
+    }
+    // The other buffer did not change: its finding is hovered on at once.
+    let hover = c.request(
+        "textDocument/hover",
+        json!({"textDocument": {"uri": uri(&lib)}, "position": finding["range"]["start"]}),
+    );
+    assert!(
+        hover["result"]["contents"]["value"]
+            .as_str()
+            .is_some_and(|v| v.contains("# idem::missing_idempotency_token")),
+        "{hover}"
+    );
+    assert!(
+        published_for(&c, &uri(&big)).is_empty(),
+        "the hover waited for the analysis: {:?}",
+        c.notifications
+    );
+    // The edited buffer: the answer comes after the analysis of version 6.
+    let on_big = c.request(
+        "textDocument/hover",
+        json!({"textDocument": {"uri": uri(&big)}, "position": {"line": 1, "character": 7}}),
+    );
+    assert!(on_big.get("error").is_none(), "{on_big}");
+    assert_eq!(on_big["result"], Value::Null, "no finding there");
+    let versions: Vec<Value> = published_for(&c, &uri(&big))
+        .iter()
+        .map(|p| p["version"].clone())
+        .collect();
+    assert_eq!(versions, [json!(6)], "only the latest version is published");
+    assert!(c.shutdown().success());
+}

@@ -32,7 +32,11 @@ fn main() {
         let files: Vec<_> = texts
             .iter()
             .enumerate()
-            .filter_map(|(i, s)| lower_file(s, FileId(i as u32), vec!["crate".into()], false).ok())
+            .filter_map(|(i, s)| {
+                lower_file(s, FileId(i as u32), vec!["crate".into()], false)
+                    .ok()
+                    .map(std::sync::Arc::new)
+            })
             .collect();
         parse.push(t.elapsed());
         let package = Package {

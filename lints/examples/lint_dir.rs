@@ -198,7 +198,7 @@ fn load(dir: &Path) -> (Package, Vec<String>) {
         };
         f.path = path.to_path_buf();
         f.target = target;
-        package.files.push(f);
+        package.files.push(std::sync::Arc::new(f));
         texts.push(text);
     };
     // A crate's `src/`, or a directory of `.rs` files (an `examples/` folder) as one library.

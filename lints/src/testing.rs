@@ -81,7 +81,7 @@ pub fn package(name: &str, deps: &[&str], files: &[(&str, &str)]) -> Package {
             let mut f =
                 lower_file(src, FileId(i as u32), module, false).expect("test source parses");
             f.path = PathBuf::from(format!("src/file{i}.rs"));
-            f
+            std::sync::Arc::new(f)
         })
         .collect();
     Package {
@@ -123,7 +123,7 @@ pub fn fixture_package(dir: &Path) -> (Package, Vec<String>) {
                 .and_then(|p| std::fs::read_to_string(p).ok())
                 .map(std::sync::Arc::from);
         }
-        models.push(f);
+        models.push(std::sync::Arc::new(f));
         texts.push(text);
     }
     let name = dir

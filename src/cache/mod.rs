@@ -70,6 +70,15 @@ impl Kind {
 pub trait Store: Sync {
     fn get(&self, kind: Kind, key: u128, path: Option<&Path>) -> Option<Arc<[u8]>>;
     fn put(&self, kind: Kind, key: u128, path: Option<&Path>, bytes: Arc<[u8]>);
+
+    /// The model of `path` stored under `key`, decoded and shared, for a store that keeps
+    /// models in memory ([`Session`]): an unchanged file then costs neither a decode nor a
+    /// copy. The default keeps none.
+    fn get_shared(&self, _key: u128, _path: &Path) -> Option<Arc<FileModel>> {
+        None
+    }
+
+    fn put_shared(&self, _key: u128, _path: &Path, _model: &Arc<FileModel>) {}
 }
 
 /// Typed access to a [`Store`].
@@ -82,18 +91,27 @@ impl<'a> Cache<'a> {
         Cache { store }
     }
 
-    /// The model stored under `key`, with every span placed in file `id`.
-    pub fn load_model(&self, key: FileKey, path: &Path, id: FileId) -> Option<FileModel> {
+    /// The model stored under `key`, with every span placed in file `id`: the shared one
+    /// when the store keeps it under that id, else decoded (and then shared).
+    pub fn load_model(&self, key: FileKey, path: &Path, id: FileId) -> Option<Arc<FileModel>> {
+        if let Some(model) = self.store.get_shared(key.0, path) {
+            if model.id == id {
+                return Some(model);
+            }
+        }
         let bytes = self.store.get(Kind::Model, key.0, Some(path))?;
         let mut model: FileModel = with_file_id(id, || decode(&bytes))?;
         model.id = id;
+        let model = Arc::new(model);
+        self.store.put_shared(key.0, path, &model);
         Some(model)
     }
 
-    pub fn store_model(&self, key: FileKey, path: &Path, model: &FileModel) {
-        if let Some(bytes) = encode(model) {
+    pub fn store_model(&self, key: FileKey, path: &Path, model: &Arc<FileModel>) {
+        if let Some(bytes) = encode(&**model) {
             self.store.put(Kind::Model, key.0, Some(path), bytes);
         }
+        self.store.put_shared(key.0, path, model);
     }
 
     pub fn load_findings(&self, key: PackageKey) -> Option<Vec<Diagnostic>> {

@@ -26,8 +26,10 @@ use crate::levels::LevelFlag;
 use crate::parse::{Inputs, Overlays, ParseOptions};
 use crate::report::{self, Report};
 use anyhow::Result;
+use idem_lints::model::FileModel;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 
 /// Most package findings kept: enough for every package of a large workspace; past it the
@@ -42,6 +44,10 @@ type Entry = (u128, Arc<[u8]>);
 pub struct Session {
     /// By path: the key of the text it was parsed from, and the encoded model.
     models: Mutex<HashMap<PathBuf, Entry>>,
+    /// By path: the same model decoded, shared with the reports that use it. A keystroke
+    /// then costs the models of the changed files only; the encoded copy serves when a
+    /// file's id changed (a module added before it), which the shared one cannot follow.
+    shared: Mutex<HashMap<PathBuf, (u128, Arc<FileModel>)>>,
     findings: Mutex<HashMap<u128, Arc<[u8]>>>,
 }
 
@@ -74,9 +80,24 @@ impl Session {
         flags: &[LevelFlag],
         overlays: &Overlays,
     ) -> Result<Report> {
+        self.check_until(ws, opts, config, flags, overlays, None)
+    }
+
+    /// [`Session::check_with`] that gives up (with [`report::Cancelled`]) once `cancel` is
+    /// set: a caller whose input changed again does not wait for a result it will not use.
+    pub fn check_until(
+        &self,
+        ws: &Workspace,
+        opts: &ParseOptions,
+        config: &Config,
+        flags: &[LevelFlag],
+        overlays: &Overlays,
+        cancel: Option<&AtomicBool>,
+    ) -> Result<Report> {
         let inputs = Inputs {
             overlays: Some(overlays),
             cache: Some(self),
+            cancel,
         };
         report::check_with(ws, opts, config, flags, inputs)
     }
@@ -114,6 +135,17 @@ impl Store for Session {
             }
             (Kind::Model, None) => {}
         }
+    }
+
+    fn get_shared(&self, key: u128, path: &Path) -> Option<Arc<FileModel>> {
+        lock(&self.shared)
+            .get(path)
+            .filter(|(k, _)| *k == key)
+            .map(|(_, m)| m.clone())
+    }
+
+    fn put_shared(&self, key: u128, path: &Path, model: &Arc<FileModel>) {
+        lock(&self.shared).insert(path.to_path_buf(), (key, model.clone()));
     }
 }
 

@@ -68,6 +68,11 @@ impl Documents {
         Ok(())
     }
 
+    /// Every open buffer.
+    pub fn iter(&self) -> impl Iterator<Item = (&PathBuf, &Document)> {
+        self.by_path.iter()
+    }
+
     /// Every open buffer's path and text.
     pub fn overlays(&self) -> impl Iterator<Item = (&PathBuf, &Arc<str>)> {
         self.by_path.iter().map(|(p, d)| (p, &d.text))

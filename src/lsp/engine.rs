@@ -9,8 +9,9 @@ use crate::cache::Session;
 use crate::config::Config;
 use crate::discovery::{self, Selection, Workspace};
 use crate::parse::{Overlays, ParseOptions};
-use crate::report::Report;
+use crate::report::{Cancelled, Report};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 /// What every root is linted with: the command line the server was started with (its level
@@ -37,6 +38,8 @@ pub struct Problem {
 pub enum Outcome {
     Analysed(Arc<Analysis>),
     Failed(Problem),
+    /// Given up because the caller set the cancel flag.
+    Cancelled,
 }
 
 /// A workspace folder of the client (or the package around a file opened outside them).
@@ -82,8 +85,14 @@ impl Root {
         }
     }
 
-    /// Lints every package of the root, `overlays` replacing files on disk.
-    pub fn analyze(&mut self, settings: &Settings, overlays: &[(PathBuf, Arc<str>)]) -> Outcome {
+    /// Lints every package of the root, `overlays` replacing files on disk; gives up early
+    /// once `cancel` is set.
+    pub fn analyze(
+        &mut self,
+        settings: &Settings,
+        overlays: &[(PathBuf, Arc<str>)],
+        cancel: &AtomicBool,
+    ) -> Outcome {
         if self.loaded.is_none() {
             self.loaded = Some(load(&self.dir, settings));
         }
@@ -92,11 +101,12 @@ impl Root {
             Some(Err(p)) => return Outcome::Failed(p.clone()),
             None => unreachable!("loaded above"),
         };
-        match check(loaded, settings, overlays) {
+        match check(loaded, settings, overlays, cancel) {
             Ok(report) => Outcome::Analysed(Arc::new(Analysis {
                 ws: loaded.ws.clone(),
                 report,
             })),
+            Err(e) if e.is::<Cancelled>() => Outcome::Cancelled,
             Err(e) => Outcome::Failed(locate(&format!("{e:#}"), &self.dir)),
         }
     }
@@ -127,17 +137,19 @@ fn check(
     loaded: &Loaded,
     settings: &Settings,
     overlays: &[(PathBuf, Arc<str>)],
+    cancel: &AtomicBool,
 ) -> anyhow::Result<Report> {
     let mut buffers = Overlays::new();
     for (path, text) in overlays {
         buffers.insert(path, text.clone());
     }
-    loaded.session.check_with(
+    loaded.session.check_until(
         &loaded.ws,
         &loaded.opts,
         &loaded.config,
         &settings.level_flags,
         &buffers,
+        Some(cancel),
     )
 }
 
@@ -242,6 +254,7 @@ mod tests {
         match outcome {
             Outcome::Analysed(a) => a,
             Outcome::Failed(p) => panic!("analysis failed: {p:?}"),
+            Outcome::Cancelled => panic!("not cancelled"),
         }
     }
 
@@ -250,7 +263,7 @@ mod tests {
         let (_tmp, dir) = fixture();
         let settings = crate::cli::Args::parse_from_env(["cargo-idem-lint".into()]).expect("args");
         let mut root = Root::new(dir.clone());
-        let cold = analysed(root.analyze(&settings, &[]));
+        let cold = analysed(root.analyze(&settings, &[], &AtomicBool::new(false)));
         assert_eq!(
             cold.report.packages[0].parsed.len(),
             2,
@@ -261,7 +274,8 @@ mod tests {
         let lib = dir.join("src/lib.rs");
         let text = std::fs::read_to_string(&lib).expect("read");
         let edited: Arc<str> = Arc::from(text.replace("Uuid::new_v4()", "order_id"));
-        let warm = analysed(root.analyze(&settings, &[(lib.clone(), edited)]));
+        let warm =
+            analysed(root.analyze(&settings, &[(lib.clone(), edited)], &AtomicBool::new(false)));
         let pkg = &warm.report.packages[0];
         let parsed: Vec<&Path> = pkg
             .parsed

@@ -2,18 +2,22 @@
 //! and after each analysis the diagnostics of every file that has findings published (and
 //! those of files whose findings went away cleared).
 //!
-//! One thread owns the state. Analysis runs on it too, between messages: a change waits
-//! [`Server::debounce`] for the next keystroke, then the root that holds the file is linted
-//! with every open buffer standing in for its file. A hover or code action on a root with a
-//! change pending runs that analysis first, so it always answers about the text on screen.
-//! Every handler runs under `catch_unwind`: a bug answers the request with an error and the
-//! session goes on.
+//! One thread owns the state and answers every message at once; analyses run on worker
+//! threads. A change waits [`Server::debounce`] for the next keystroke, then the root that
+//! holds the file goes to a worker with every open buffer standing in for its file. A change
+//! that reaches a root while its analysis runs makes that analysis stale: it is told to stop
+//! (it gives up between files and before the lints), its result is dropped, and the root is
+//! analysed again when it comes back, so only diagnostics of the latest text are published.
+//! A hover or code action is answered from the last analysis when it saw the buffer's
+//! current text; otherwise it waits for the analysis of that text. Every handler runs under
+//! `catch_unwind`: a bug answers the request with an error and the session goes on.
 
 use super::convert::{self, UriOf};
 use super::documents::{Document, Documents};
 use super::engine::{Analysis, Outcome, Root, Settings};
 use super::position::Encoding;
 use anyhow::{anyhow, bail, Context, Result};
+use crossbeam_channel::{unbounded, Receiver, Sender};
 use lsp_server::{Connection, ErrorCode, Message, Notification, Request, Response};
 use lsp_types::notification::{self as note, Notification as _};
 use lsp_types::request::{self as req, Request as _};
@@ -22,6 +26,7 @@ use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
 use std::panic::AssertUnwindSafe;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -30,7 +35,7 @@ const CONFIG_FILES: [&str; 2] = ["Cargo.toml", crate::config::FILE_NAME];
 
 pub struct Server {
     conn: Connection,
-    settings: Settings,
+    settings: Arc<Settings>,
     /// How long a change waits for the next one before the analysis runs.
     debounce: Duration,
     enc: Encoding,
@@ -38,19 +43,61 @@ pub struct Server {
     shutdown: bool,
     docs: Documents,
     roots: Vec<RootState>,
+    /// Id of the next root added.
+    next_root: u64,
     /// Workspace folders without a `Cargo.toml`: a file below one that no cargo package
     /// holds is linted with the folder as a plain directory.
     plain_folders: Vec<PathBuf>,
+    /// Finished analyses, sent by the worker threads.
+    done_tx: Sender<Done>,
+    done_rx: Receiver<Done>,
 }
 
 struct RootState {
-    root: Root,
+    /// Stable across folders coming and going (indices are not).
+    id: u64,
+    dir: PathBuf,
+    /// The cargo workspace root, once an analysis discovered it.
+    ws_root: Option<PathBuf>,
+    /// `None` while a worker analyses it.
+    root: Option<Root>,
+    /// Counts the changes that reach this root: an analysis started at an older count is
+    /// stale when it finishes, and is not published.
+    generation: u64,
     /// When the pending analysis is due.
     due: Option<Instant>,
+    running: Option<Running>,
+    /// A config file was saved while the root was out on a worker: reload it on return.
+    reload: bool,
+    /// An analysis of this root finished and was not stale (whatever its outcome).
+    analysed: bool,
     last: Option<Arc<Analysis>>,
     /// What was last published per file, to send only what changed.
     published: HashMap<PathBuf, (Option<i32>, Vec<Diagnostic>)>,
+    /// Hovers and code actions on a buffer changed since [`RootState::last`], answered when
+    /// the analysis of the text on screen is done.
+    waiting: Vec<Request>,
 }
+
+/// An analysis out on a worker.
+struct Running {
+    cancel: Arc<AtomicBool>,
+    /// The version of every open buffer it reads, for the diagnostics it publishes.
+    versions: HashMap<PathBuf, i32>,
+}
+
+/// What a worker sends back: the root it took, and how its analysis went (`None` when the
+/// analysis panicked).
+struct Done {
+    id: u64,
+    generation: u64,
+    root: Root,
+    outcome: Option<Outcome>,
+}
+
+/// Stack of an analysis worker: the pipeline's own pools do the deep work, but the worker
+/// runs parts of it too and must not be the thread that overflows.
+const WORKER_STACK: usize = 64 << 20;
 
 /// An error answer to a request.
 struct Failure {
@@ -67,18 +114,29 @@ impl From<anyhow::Error> for Failure {
     }
 }
 
+/// What a request handler decided.
+enum Answer {
+    Now(Value),
+    /// Needs the analysis of the current text of this root first.
+    Later(u64),
+}
+
 impl Server {
     pub fn new(conn: Connection, settings: Settings, debounce: Duration) -> Server {
+        let (done_tx, done_rx) = unbounded();
         Server {
             conn,
-            settings,
+            settings: Arc::new(settings),
             debounce,
             enc: Encoding::Utf16,
             initialized: false,
             shutdown: false,
             docs: Documents::default(),
             roots: Vec::new(),
+            next_root: 0,
             plain_folders: Vec::new(),
+            done_tx,
+            done_rx,
         }
     }
 
@@ -86,20 +144,32 @@ impl Server {
     /// an error, as the protocol says (exit code 1 there; 2 here, like every error).
     pub fn serve(mut self) -> Result<()> {
         loop {
-            let next = self.roots.iter().filter_map(|r| r.due).min();
-            let msg = match next {
-                Some(due) => match self.conn.receiver.recv_deadline(due) {
+            self.start_due(Instant::now());
+            let next = self
+                .roots
+                .iter()
+                .filter(|r| r.running.is_none())
+                .filter_map(|r| r.due)
+                .min();
+            let timeout = match next {
+                Some(due) => {
+                    crossbeam_channel::after(due.saturating_duration_since(Instant::now()))
+                }
+                None => crossbeam_channel::never(),
+            };
+            let msg = crossbeam_channel::select! {
+                recv(self.conn.receiver) -> m => match m {
                     Ok(msg) => msg,
-                    Err(e) if e.is_timeout() => {
-                        self.analyze_due(Instant::now());
-                        continue;
+                    Err(_) => return Ok(()),
+                },
+                recv(self.done_rx) -> d => {
+                    // The server holds a sender, so the channel stays open.
+                    if let Ok(done) = d {
+                        self.finished(done);
                     }
-                    Err(_) => return Ok(()),
+                    continue;
                 },
-                None => match self.conn.receiver.recv() {
-                    Ok(msg) => msg,
-                    Err(_) => return Ok(()),
-                },
+                recv(timeout) -> _ => continue,
             };
             match msg {
                 Message::Request(r) => self.on_request(r),
@@ -119,24 +189,30 @@ impl Server {
     fn on_request(&mut self, r: Request) {
         let id = r.id.clone();
         let method = r.method.clone();
-        let answer =
-            std::panic::catch_unwind(AssertUnwindSafe(|| self.request(r))).unwrap_or_else(|_| {
+        let answer = std::panic::catch_unwind(AssertUnwindSafe(|| self.request(&r)))
+            .unwrap_or_else(|_| {
                 Err(Failure {
                     code: ErrorCode::InternalError,
                     message: format!("internal error while handling `{method}`"),
                 })
             });
         let response = match answer {
-            Ok(value) => Response::new_ok(id, value),
+            Ok(Answer::Now(value)) => Response::new_ok(id, value),
+            Ok(Answer::Later(root)) => {
+                if let Some(state) = self.roots.iter_mut().find(|s| s.id == root) {
+                    state.waiting.push(r);
+                }
+                return;
+            }
             Err(f) => Response::new_err(id, f.code as i32, f.message),
         };
         self.send(response.into());
     }
 
-    fn request(&mut self, r: Request) -> Result<Value, Failure> {
+    fn request(&mut self, r: &Request) -> Result<Answer, Failure> {
         if r.method == req::Initialize::METHOD {
-            let params: InitializeParams = params(r.params)?;
-            return Ok(to_value(self.initialize(params)));
+            let params: InitializeParams = params(r.params.clone())?;
+            return Ok(Answer::Now(to_value(self.initialize(params))));
         }
         if !self.initialized {
             return Err(Failure {
@@ -150,30 +226,71 @@ impl Server {
                 message: "the server is shutting down".into(),
             });
         }
-        match r.method.as_str() {
-            req::Shutdown::METHOD => {
-                self.shutdown = true;
-                Ok(Value::Null)
+        if r.method == req::Shutdown::METHOD {
+            self.shutdown = true;
+            // Nothing will be published any more: running analyses stop early, waiting
+            // requests get an empty answer.
+            for state in &mut self.roots {
+                if let Some(run) = &state.running {
+                    run.cancel.store(true, Ordering::Relaxed);
+                }
+                state.due = None;
             }
+            let waiting: Vec<Request> = self
+                .roots
+                .iter_mut()
+                .flat_map(|s| std::mem::take(&mut s.waiting))
+                .collect();
+            for w in waiting {
+                self.send(Response::new_ok(w.id, Value::Null).into());
+            }
+            return Ok(Answer::Now(Value::Null));
+        }
+        let path = match r.method.as_str() {
             req::HoverRequest::METHOD => {
-                let p: HoverParams = params(r.params)?;
+                let p: HoverParams = params(r.params.clone())?;
+                path_of(&p.text_document_position_params.text_document.uri)?
+            }
+            req::CodeActionRequest::METHOD => {
+                let p: CodeActionParams = params(r.params.clone())?;
+                path_of(&p.text_document.uri)?
+            }
+            other => {
+                return Err(Failure {
+                    code: ErrorCode::MethodNotFound,
+                    message: format!("`{other}` is not supported"),
+                })
+            }
+        };
+        let Some(i) = self.root_of(&path) else {
+            return Ok(Answer::Now(self.answer(r, None)?));
+        };
+        match self.current_analysis(i, &path) {
+            Ok(analysis) => Ok(Answer::Now(self.answer(r, analysis.as_deref())?)),
+            Err(()) => Ok(Answer::Later(self.roots[i].id)),
+        }
+    }
+
+    /// The answer to a hover or code action, from `analysis` (the text on screen).
+    fn answer(&self, r: &Request, analysis: Option<&Analysis>) -> Result<Value, Failure> {
+        match r.method.as_str() {
+            req::HoverRequest::METHOD => {
+                let p: HoverParams = params(r.params.clone())?;
                 let doc = &p.text_document_position_params;
                 let path = path_of(&doc.text_document.uri)?;
-                let hover = self
-                    .current_analysis(&path)
-                    .and_then(|a| convert::hover(&a, &path, doc.position, self.enc));
+                let hover = analysis.and_then(|a| convert::hover(a, &path, doc.position, self.enc));
                 Ok(to_value(hover))
             }
             req::CodeActionRequest::METHOD => {
-                let p: CodeActionParams = params(r.params)?;
+                let p: CodeActionParams = params(r.params.clone())?;
                 let wants_quickfix = p.context.only.as_ref().is_none_or(|only| {
                     only.iter()
                         .any(|k| k == &CodeActionKind::QUICKFIX || k.as_str().is_empty())
                 });
                 let path = path_of(&p.text_document.uri)?;
-                let actions = match self.current_analysis(&path) {
+                let actions = match analysis {
                     Some(a) if wants_quickfix => {
-                        convert::code_actions(&a, &path, p.range, self.enc, &*self)
+                        convert::code_actions(a, &path, p.range, self.enc, self)
                     }
                     _ => Vec::new(),
                 };
@@ -187,6 +304,27 @@ impl Server {
                 code: ErrorCode::MethodNotFound,
                 message: format!("`{other}` is not supported"),
             }),
+        }
+    }
+
+    /// The analysis a request on `path` (in root `i`) is answered from: the last one when
+    /// it saw the buffer's current text (its positions are the screen's, even while a newer
+    /// analysis of other files runs); `Err` when the buffer changed since and an analysis
+    /// of it is pending or running (the request waits for it).
+    fn current_analysis(&mut self, i: usize, path: &Path) -> Result<Option<Arc<Analysis>>, ()> {
+        let text = self.docs.get(path).map(|d| d.text.clone());
+        let state = &mut self.roots[i];
+        let busy = state.running.is_some() || state.due.is_some();
+        match &state.last {
+            Some(a) if saw(a, path, text.as_deref()) => Ok(Some(a.clone())),
+            _ if busy => Err(()),
+            // Never analysed (the file was not opened): analyse now and answer then.
+            None if !state.analysed => {
+                state.due = Some(Instant::now());
+                state.generation += 1;
+                Err(())
+            }
+            _ => Ok(None),
         }
     }
 
@@ -290,7 +428,7 @@ impl Server {
                 }
             }
             // Nothing to do for the rest (`initialized`, `$/cancelRequest`, `$/setTrace`,
-            // configuration changes): requests are answered in order anyway.
+            // configuration changes).
             _ => {}
         }
         Ok(())
@@ -303,9 +441,12 @@ impl Server {
             .file_name()
             .is_some_and(|n| CONFIG_FILES.iter().any(|c| n == *c));
         if is_config {
-            for r in self.roots.iter_mut().filter(|r| r.root.covers(path)) {
-                r.root.reload();
-                r.due = Some(now);
+            for r in self.roots.iter_mut().filter(|r| r.covers(path)) {
+                match &mut r.root {
+                    Some(root) => root.reload(),
+                    None => r.reload = true,
+                }
+                r.changed(now);
             }
             return;
         }
@@ -320,9 +461,15 @@ impl Server {
             self.plain_folders.push(dir);
             return;
         }
-        if !self.roots.iter().any(|r| r.root.dir == dir) {
-            self.roots.push(RootState::new(dir));
+        if !self.roots.iter().any(|r| r.dir == dir) {
+            self.add_root(dir);
         }
+    }
+
+    fn add_root(&mut self, dir: PathBuf) -> usize {
+        self.next_root += 1;
+        self.roots.push(RootState::new(self.next_root, dir));
+        self.roots.len() - 1
     }
 
     fn remove_folder(&mut self, dir: &Path) {
@@ -330,11 +477,18 @@ impl Server {
         self.plain_folders.retain(|d| *d != dir);
         let (gone, kept): (Vec<RootState>, Vec<RootState>) = std::mem::take(&mut self.roots)
             .into_iter()
-            .partition(|r| r.root.dir.starts_with(&dir));
+            .partition(|r| r.dir.starts_with(&dir));
         self.roots = kept;
         for r in gone {
+            if let Some(run) = &r.running {
+                // Its result finds no root and is dropped.
+                run.cancel.store(true, Ordering::Relaxed);
+            }
+            for w in r.waiting {
+                self.send(Response::new_ok(w.id, Value::Null).into());
+            }
             for path in r.published.keys() {
-                self.publish(path, Vec::new());
+                self.publish(path, None, Vec::new());
             }
         }
     }
@@ -346,8 +500,8 @@ impl Server {
             .roots
             .iter()
             .enumerate()
-            .filter(|(_, r)| r.root.covers(path))
-            .max_by_key(|(_, r)| r.root.dir.components().count())
+            .filter(|(_, r)| r.covers(path))
+            .max_by_key(|(_, r)| r.dir.components().count())
             .map(|(i, _)| i);
         if best.is_some() {
             return best;
@@ -365,8 +519,7 @@ impl Server {
             .find(|d| d.join("Cargo.toml").is_file())
             .map(Path::to_path_buf);
         let dir = package.or(folder)?;
-        self.roots.push(RootState::new(dir));
-        Some(self.roots.len() - 1)
+        Some(self.add_root(dir))
     }
 
     /// Marks the root of `path` for analysis at `due` (the earlier of two deadlines wins
@@ -379,50 +532,113 @@ impl Server {
             ));
             return;
         };
-        let r = &mut self.roots[i];
-        r.due = Some(match r.due {
-            Some(pending) if pending <= Instant::now() => pending,
-            _ => due,
-        });
+        self.roots[i].changed(due);
     }
 
-    fn analyze_due(&mut self, now: Instant) {
+    /// Starts the analysis of every root that is due and not already out on a worker.
+    fn start_due(&mut self, now: Instant) {
+        if self.shutdown {
+            return;
+        }
         for i in 0..self.roots.len() {
-            if self.roots[i].due.is_some_and(|d| d <= now) {
-                self.analyze(i);
+            let r = &self.roots[i];
+            if r.running.is_none() && r.root.is_some() && r.due.is_some_and(|d| d <= now) {
+                self.start(i);
             }
         }
     }
 
-    /// The analysis of the root holding `path`, brought up to date with the buffers first.
-    fn current_analysis(&mut self, path: &Path) -> Option<Arc<Analysis>> {
-        let i = self.root_of(path)?;
-        if self.roots[i].due.is_some() || self.roots[i].last.is_none() {
-            self.analyze(i);
+    /// Hands root `i` to a worker thread with the open buffers it covers.
+    fn start(&mut self, i: usize) {
+        let state = &mut self.roots[i];
+        let Some(mut root) = state.root.take() else {
+            return;
+        };
+        state.due = None;
+        let mut overlays: Vec<(PathBuf, Arc<str>)> = Vec::new();
+        let mut versions = HashMap::new();
+        for (path, doc) in self.docs.iter() {
+            if state.covers(path) {
+                overlays.push((path.clone(), doc.text.clone()));
+                versions.insert(path.clone(), doc.version);
+            }
         }
-        self.roots[i].last.clone()
+        let cancel = Arc::new(AtomicBool::new(false));
+        let (id, generation) = (state.id, state.generation);
+        state.running = Some(Running {
+            cancel: cancel.clone(),
+            versions,
+        });
+        let settings = self.settings.clone();
+        let tx = self.done_tx.clone();
+        let work = move || {
+            let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| {
+                root.analyze(&settings, &overlays, &cancel)
+            }))
+            .ok();
+            // The server gone means nobody waits for the result.
+            let _ = tx.send(Done {
+                id,
+                generation,
+                root,
+                outcome,
+            });
+        };
+        let spawned = std::thread::Builder::new()
+            .name("idem-lint-analysis".into())
+            .stack_size(WORKER_STACK)
+            .spawn(work);
+        if let Err(e) = spawned {
+            // The root went with the closure; a fresh one reloads on the next change.
+            log(&format!("could not start an analysis thread: {e}"));
+            let state = &mut self.roots[i];
+            state.running = None;
+            state.root = Some(Root::new(state.dir.clone()));
+        }
     }
 
-    fn analyze(&mut self, i: usize) {
-        self.roots[i].due = None;
-        let overlays: Vec<(PathBuf, Arc<str>)> = self
-            .docs
-            .overlays()
-            .filter(|(p, _)| self.roots[i].root.covers(p))
-            .map(|(p, t)| (p.clone(), t.clone()))
-            .collect();
-        let settings = &self.settings;
-        let root = &mut self.roots[i].root;
-        let outcome =
-            std::panic::catch_unwind(AssertUnwindSafe(|| root.analyze(settings, &overlays)));
+    /// A worker is done: the root comes back, and its result is published when nothing
+    /// changed since it started.
+    fn finished(&mut self, done: Done) {
+        let Some(i) = self.roots.iter().position(|r| r.id == done.id) else {
+            return;
+        };
+        let state = &mut self.roots[i];
+        let mut root = done.root;
+        if std::mem::take(&mut state.reload) {
+            root.reload();
+        }
+        state.ws_root = root.workspace_root().map(Path::to_path_buf);
+        state.root = Some(root);
+        let Some(running) = state.running.take() else {
+            return;
+        };
+        if done.generation != state.generation || self.shutdown {
+            // Stale: a newer change is pending (and starts on the next turn of the loop).
+            return;
+        }
+        state.analysed = true;
+        self.publish_outcome(i, done.outcome, &running.versions);
+        let waiting = std::mem::take(&mut self.roots[i].waiting);
+        for r in waiting {
+            self.on_request(r);
+        }
+    }
+
+    fn publish_outcome(
+        &mut self,
+        i: usize,
+        outcome: Option<Outcome>,
+        versions: &HashMap<PathBuf, i32>,
+    ) {
         let now: BTreeMap<PathBuf, Vec<Diagnostic>> = match outcome {
-            Ok(Outcome::Analysed(a)) => {
+            Some(Outcome::Analysed(a)) => {
                 let diags = convert::diagnostics(&a, self.enc, &*self);
-                self.roots[i].last = Some(a);
+                drop_elsewhere(self.roots[i].last.replace(a));
                 diags
             }
-            Ok(Outcome::Failed(problem)) => {
-                self.roots[i].last = None;
+            Some(Outcome::Failed(problem)) => {
+                drop_elsewhere(self.roots[i].last.take());
                 match &problem.file {
                     Some(file) => {
                         let text = self
@@ -439,7 +655,9 @@ impl Server {
                     }
                 }
             }
-            Err(_) => {
+            // Cancelled only when a newer change came, which made this result stale.
+            Some(Outcome::Cancelled) => return,
+            None => {
                 // The previous diagnostics stay: better stale than none.
                 log("internal error during the analysis; diagnostics not updated");
                 return;
@@ -448,10 +666,8 @@ impl Server {
         let mut now = now;
         // An open buffer always hears back, findings or not: the client learns its version
         // was linted.
-        for (path, _) in self.docs.overlays() {
-            if self.roots[i].root.covers(path) {
-                now.entry(path.clone()).or_default();
-            }
+        for path in versions.keys() {
+            now.entry(path.clone()).or_default();
         }
         let stale: Vec<PathBuf> = self.roots[i]
             .published
@@ -461,27 +677,27 @@ impl Server {
             .collect();
         for path in stale {
             self.roots[i].published.remove(&path);
-            self.publish(&path, Vec::new());
+            self.publish(&path, versions.get(&path).copied(), Vec::new());
         }
         for (path, diags) in now {
-            let version = self.docs.get(&path).map(|d| d.version);
+            let version = versions.get(&path).copied();
             let entry = (version, diags);
             if self.roots[i].published.get(&path) == Some(&entry) {
                 continue;
             }
-            self.publish(&path, entry.1.clone());
+            self.publish(&path, version, entry.1.clone());
             self.roots[i].published.insert(path, entry);
         }
     }
 
-    fn publish(&self, path: &Path, diagnostics: Vec<Diagnostic>) {
+    fn publish(&self, path: &Path, version: Option<i32>, diagnostics: Vec<Diagnostic>) {
         let Some(uri) = self.uri_of(path) else {
             return;
         };
         let params = PublishDiagnosticsParams {
             uri,
             diagnostics,
-            version: self.docs.get(path).map(|d| d.version),
+            version,
         };
         self.send(Notification::new(note::PublishDiagnostics::METHOD.into(), params).into());
     }
@@ -510,13 +726,59 @@ impl UriOf for Server {
 }
 
 impl RootState {
-    fn new(dir: PathBuf) -> RootState {
+    fn new(id: u64, dir: PathBuf) -> RootState {
         RootState {
-            root: Root::new(dir),
+            id,
+            root: Some(Root::new(dir.clone())),
+            dir,
+            ws_root: None,
+            generation: 0,
             due: None,
+            running: None,
+            reload: false,
+            analysed: false,
             last: None,
             published: HashMap::new(),
+            waiting: Vec::new(),
         }
+    }
+
+    /// Whether `path` belongs to this root: below its folder or its cargo workspace.
+    fn covers(&self, path: &Path) -> bool {
+        path.starts_with(&self.dir) || self.ws_root.as_ref().is_some_and(|r| path.starts_with(r))
+    }
+
+    /// Something this root reads changed: what is running is stale (and stops early), and
+    /// an analysis is due at `due` (an immediate one already due stays so).
+    fn changed(&mut self, due: Instant) {
+        self.generation += 1;
+        if let Some(run) = &self.running {
+            run.cancel.store(true, Ordering::Relaxed);
+        }
+        self.due = Some(match self.due {
+            Some(pending) if pending <= Instant::now() => pending,
+            _ => due,
+        });
+    }
+}
+
+/// Drops `value` on a thread of its own: freeing a large crate's models takes tens of
+/// milliseconds the main loop owes to the client.
+fn drop_elsewhere<T: Send + 'static>(value: T) {
+    // Should the thread not start, the closure (and the value) is dropped here instead.
+    let _ = std::thread::Builder::new()
+        .name("idem-lint-drop".into())
+        .spawn(move || drop(value));
+}
+
+/// Whether `analysis` saw `text` as the content of `path` (`None`: the file on disk, which
+/// is what it read when no buffer was open).
+fn saw(analysis: &Analysis, path: &Path, text: Option<&str>) -> bool {
+    match (convert::analysed_source(analysis, path), text) {
+        (Some(src), Some(text)) => *src.text == *text,
+        // Not part of the analysis: it has nothing to say about the file either way.
+        (None, _) => true,
+        (Some(_), None) => true,
     }
 }
 

@@ -28,6 +28,7 @@ use idem_lints::Diagnostic;
 use rayon::prelude::*;
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -102,6 +103,10 @@ pub struct Inputs<'a> {
     pub overlays: Option<&'a Overlays>,
     /// Parse results (and findings, see [`crate::report::check_with`]) of earlier runs.
     pub cache: Option<&'a dyn Store>,
+    /// Set when the result is no longer wanted (the language server's buffer changed
+    /// again): files not parsed yet are skipped, and [`crate::report::check_with`] returns
+    /// [`crate::report::Cancelled`] instead of a report.
+    pub cancel: Option<&'a AtomicBool>,
 }
 
 impl Inputs<'_> {
@@ -111,6 +116,11 @@ impl Inputs<'_> {
             Some(o) => o.read(path, policy),
             None => crate::source::read_source(path, policy).map(Arc::from),
         }
+    }
+
+    /// Whether the caller gave up on this run.
+    pub fn cancelled(&self) -> bool {
+        self.cancel.is_some_and(|c| c.load(Ordering::Relaxed))
     }
 }
 
@@ -157,13 +167,32 @@ fn attach_included_texts(
     let mut policy = policy.clone();
     policy.max_bytes = policy.max_bytes.min(MAX_INCLUDED_BYTES);
     for file in &mut package.files {
+        if file.includes.is_empty() {
+            continue;
+        }
         let Some(dir) = file.path.parent().map(Path::to_path_buf) else {
             continue;
         };
-        for inc in &mut file.includes {
-            let base = if inc.from_package_root { root } else { &dir };
-            if let Ok(text) = inputs.read(&base.join(&inc.path), &policy) {
-                inc.text = Some(text);
+        let texts: Vec<Option<Arc<str>>> = file
+            .includes
+            .iter()
+            .map(|inc| {
+                let base = if inc.from_package_root { root } else { &dir };
+                inputs.read(&base.join(&inc.path), &policy).ok()
+            })
+            .collect();
+        // A model shared with a cache is copied only when a text is new to it.
+        let same = file
+            .includes
+            .iter()
+            .zip(&texts)
+            .all(|(inc, text)| text.is_none() || inc.text == *text);
+        if same {
+            continue;
+        }
+        for (inc, text) in Arc::make_mut(file).includes.iter_mut().zip(texts) {
+            if text.is_some() {
+                inc.text = text;
             }
         }
     }
@@ -183,7 +212,7 @@ struct Pending {
 }
 
 struct Loaded {
-    model: FileModel,
+    model: Arc<FileModel>,
     source: SourceFile,
     problems: Vec<Diagnostic>,
     /// Parsed here, not taken from the cache.
@@ -235,7 +264,7 @@ pub fn load_package_with(
     };
     let package_root = spec.manifest_path.parent().unwrap_or(Path::new(""));
     let mut seen: HashSet<PathBuf> = HashSet::new();
-    let mut files: Vec<FileModel> = Vec::new();
+    let mut files: Vec<Arc<FileModel>> = Vec::new();
     let mut sources: Vec<SourceFile> = Vec::new();
     let mut problems: Vec<Diagnostic> = Vec::new();
     let mut parsed: Vec<FileId> = Vec::new();
@@ -334,7 +363,7 @@ fn children(
 /// A file that produced no model: an empty one stands in, with the finding that says why.
 fn placeholder(id: FileId, p: &Pending, problem: Diagnostic, source: SourceFile) -> Loaded {
     Loaded {
-        model: FileModel {
+        model: Arc::new(FileModel {
             id,
             path: p.path.clone(),
             target: p.target,
@@ -342,7 +371,7 @@ fn placeholder(id: FileId, p: &Pending, problem: Diagnostic, source: SourceFile)
             in_test: p.in_test,
             span: Span::new(id, 0, source.text.len() as u32),
             ..FileModel::default()
-        },
+        }),
         source,
         problems: vec![problem],
         parsed: true,
@@ -365,6 +394,11 @@ fn load_file(
     policy: &ReadPolicy,
     inputs: Inputs<'_>,
 ) -> Loaded {
+    if inputs.cancelled() {
+        // The run is thrown away; a placeholder keeps the shapes without reading the file.
+        let why = Diagnostic::new(&PARSE_ERROR, Span::new(id, 0, 0), "analysis cancelled");
+        return placeholder(id, p, why, SourceFile::empty(p.path.clone()));
+    }
     let deadline = Instant::now() + opts.file_timeout;
     let text: Arc<str> = match inputs.read(&p.path, policy) {
         Ok(s) => s,
@@ -399,11 +433,15 @@ fn load_file(
     }
     let outcome = worker::parse(&text, id, p.module.clone(), p.in_test, deadline);
     let problem = match outcome {
-        worker::Outcome::Parsed(model) => {
+        worker::Outcome::Parsed(mut model) => {
+            // Placed before it is stored, so a cache that shares it never needs a copy.
+            model.path = p.path.clone();
+            model.target = p.target;
+            let model = Arc::new(*model);
             if let Some(c) = &cache {
                 c.store_model(key, &p.path, &model);
             }
-            return parsed_file(*model, p, source, true);
+            return parsed_file(model, p, source, true);
         }
         worker::Outcome::Invalid(e) => {
             let mut d = Diagnostic::new(&PARSE_ERROR, e.span, "file does not parse");
@@ -437,10 +475,14 @@ fn load_file(
     placeholder(id, p, problem, source)
 }
 
-/// A file with its model, placed in its target.
-fn parsed_file(mut model: FileModel, p: &Pending, source: SourceFile, parsed: bool) -> Loaded {
-    model.path = p.path.clone();
-    model.target = p.target;
+/// A file with its model, placed in its target (a shared model is copied only when its
+/// place changed).
+fn parsed_file(mut model: Arc<FileModel>, p: &Pending, source: SourceFile, parsed: bool) -> Loaded {
+    if model.path != p.path || model.target != p.target {
+        let m = Arc::make_mut(&mut model);
+        m.path = p.path.clone();
+        m.target = p.target;
+    }
     Loaded {
         model,
         source,

@@ -350,6 +350,7 @@ impl PublicApi {
             .files
             .iter()
             .filter(|f| Some(f.target) == lib)
+            .map(|f| &**f)
             .collect();
         let pub_decl: HashSet<&[String]> = lib_files
             .iter()
@@ -448,7 +449,7 @@ mod tests {
                 kind: vec!["bin".into()],
                 root: "src/main.rs".into(),
             });
-            package.files.last_mut().unwrap().target = 1;
+            std::sync::Arc::make_mut(package.files.last_mut().unwrap()).target = 1;
         }
         let resolver = Resolver::new(&package);
         let types = Types::new(&package, &resolver);

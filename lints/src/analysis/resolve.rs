@@ -591,6 +591,7 @@ mod tests {
                     module.iter().map(|s| s.to_string()).collect(),
                     false,
                 )
+                .map(std::sync::Arc::new)
                 .unwrap()
             })
             .collect();

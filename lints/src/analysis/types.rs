@@ -495,7 +495,7 @@ mod tests {
                 kind: vec!["lib".into()],
                 root: "src/lib.rs".into(),
             }],
-            files: vec![file],
+            files: vec![std::sync::Arc::new(file)],
         };
         let resolver = Resolver::new(&package);
         let types = Types::new(&package, &resolver);

@@ -125,7 +125,9 @@ pub struct Package {
     /// Crate names of the package's dependencies, `-` replaced by `_` (`aws_sdk_mediaconvert`).
     pub dependencies: Vec<String>,
     pub targets: Vec<TargetInfo>,
-    pub files: Vec<FileModel>,
+    /// Shared: a long-lived caller (the language server) keeps the models of unchanged
+    /// files from one analysis to the next instead of copying or decoding them again.
+    pub files: Vec<std::sync::Arc<FileModel>>,
 }
 
 impl Package {
@@ -141,7 +143,7 @@ impl Package {
     pub fn fns(&self) -> impl Iterator<Item = (&FileModel, &FnDef)> {
         self.files
             .iter()
-            .flat_map(|f| f.fns.iter().map(move |d| (f, d)))
+            .flat_map(|f| f.fns.iter().map(move |d| (&**f, d)))
     }
 }
 
@@ -264,7 +266,7 @@ impl Package {
                 f.consts
                     .iter()
                     .find(|c| c.name == *name && c.module.get(1..) == Some(module))
-                    .map(|c| (f, c))
+                    .map(|c| (&**f, c))
             })
     }
 }

@@ -1,0 +1,225 @@
+//! The language server's incremental re-analysis gives what a from-scratch analysis gives.
+//!
+//! One [`Root`] lives through a sequence of edits (unsaved buffers), reusing what it kept
+//! from earlier analyses (parse results, decoded models, findings of unchanged packages);
+//! after every edit its findings, warnings and problems are compared with those of a fresh
+//! root analysing the same buffers. The edits change findings in other files through calls
+//! (a helper becomes nondeterministic, then deterministic again), shift every span of a file,
+//! break a file and mend it, and drop a module and bring it back (file ids move).
+
+use cargo_idem_lint::cli::Args;
+use cargo_idem_lint::lsp::engine::{Analysis, Outcome, Root};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+/// One edit: the file (relative to the fixture) and its whole new text, made from the text
+/// the previous step left.
+type Edit = (&'static str, fn(&str) -> String);
+
+fn settings() -> Args {
+    Args::parse_from_env(["cargo-idem-lint".into()]).expect("default arguments")
+}
+
+fn analysed(outcome: Outcome) -> Arc<Analysis> {
+    match outcome {
+        Outcome::Analysed(a) => a,
+        Outcome::Failed(p) => panic!("analysis failed: {p:?}"),
+        Outcome::Cancelled => panic!("nothing cancelled it"),
+    }
+}
+
+/// Everything a client is shown, with file ids spelled as paths.
+fn shown(a: &Analysis) -> Vec<String> {
+    let mut out: Vec<String> = a
+        .report
+        .findings
+        .iter()
+        .map(|f| {
+            let path = &a.report.source(f.package, f.diag.span.file).path;
+            let labels: Vec<String> = f
+                .diag
+                .labels
+                .iter()
+                .map(|l| {
+                    let p = &a.report.source(f.package, l.span.file).path;
+                    format!("{}:{}..{} {}", p.display(), l.span.lo, l.span.hi, l.message)
+                })
+                .collect();
+            format!(
+                "{}:{}..{} {:?} {} | {:?} | {labels:?} | {:?} | {:?} | {:?}",
+                path.display(),
+                f.diag.span.lo,
+                f.diag.span.hi,
+                f.diag.level,
+                f.diag.lint.name,
+                f.diag.message,
+                f.diag.notes,
+                f.diag.help,
+                f.diag.suggestions
+            )
+        })
+        .collect();
+    for w in &a.report.warnings {
+        out.push(format!("warning {}: {:?}", w.path.display(), w.warning));
+    }
+    for p in &a.report.packages {
+        for d in &p.problems {
+            out.push(format!("problem {:?}", d));
+        }
+    }
+    out
+}
+
+/// Findings in `file` (relative to `dir`).
+fn count_in(a: &Analysis, dir: &Path, file: &str) -> usize {
+    let path = dir.join(file);
+    a.report
+        .findings
+        .iter()
+        .filter(|f| a.report.source(f.package, f.diag.span.file).path == path)
+        .count()
+}
+
+/// Runs `edits` on the fixture at `rel`, comparing every step; returns the finding counts
+/// of `watch` after each step (the first entry before any edit).
+fn replay(rel: &str, edits: &[Edit], watch: &str) -> Vec<usize> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures")
+        .join(rel)
+        .canonicalize()
+        .expect("fixture");
+    let settings = settings();
+    let no = AtomicBool::new(false);
+    let mut kept = Root::new(dir.clone());
+    let mut buffers: Vec<(PathBuf, Arc<str>)> = Vec::new();
+    let first = analysed(kept.analyze(&settings, &buffers, &no));
+    let mut counts = vec![count_in(&first, &dir, watch)];
+    let mut previous = first;
+    for (step, (file, edit)) in edits.iter().enumerate() {
+        let path = dir.join(file);
+        let old: Arc<str> = match buffers.iter().find(|(p, _)| *p == path) {
+            Some((_, t)) => t.clone(),
+            None => Arc::from(std::fs::read_to_string(&path).expect("read")),
+        };
+        let new: Arc<str> = Arc::from(edit(&old));
+        assert_ne!(*old, *new, "step {step} of {rel} must change {file}");
+        buffers.retain(|(p, _)| *p != path);
+        buffers.push((path.clone(), new));
+
+        let warm = analysed(kept.analyze(&settings, &buffers, &no));
+        let cold = analysed(Root::new(dir.clone()).analyze(&settings, &buffers, &no));
+        assert_eq!(
+            shown(&warm),
+            shown(&cold),
+            "{rel}, step {step} ({file}): the incremental analysis differs"
+        );
+        // It was incremental: at most the edited file was parsed again, and the models of
+        // files that did not change are the very ones of the step before.
+        for (pkg, before) in warm.report.packages.iter().zip(&previous.report.packages) {
+            assert!(
+                pkg.parsed.len() <= 1,
+                "{rel}, step {step}: {:?}",
+                pkg.parsed
+            );
+            for (model, src) in pkg.package.files.iter().zip(&pkg.sources) {
+                if src.path == path {
+                    continue;
+                }
+                if let Some(old) = before.package.files.iter().find(|m| m.path == src.path) {
+                    if old.id == model.id {
+                        assert!(
+                            Arc::ptr_eq(old, model),
+                            "{rel}, step {step}: `{}` was not reused",
+                            src.path.display()
+                        );
+                    }
+                }
+            }
+        }
+        counts.push(count_in(&warm, &dir, watch));
+        previous = warm;
+    }
+    counts
+}
+
+#[test]
+fn edits_through_calls_across_files_match_a_fresh_analysis() {
+    let edits: &[Edit] = &[
+        // The deterministic key helper mints a fresh id: its callers' keys in handler.rs
+        // (and claims.rs) become findings.
+        ("src/keys/mod.rs", |t| {
+            t.replace("event.kind, event.id)", "event.kind, uuid::Uuid::new_v4())")
+        }),
+        // Lines added at the top of the caller: every span after them moves.
+        ("src/handler.rs", |t| format!("// one\n// two\n\n{t}")),
+        // Back to the event's id: those findings go away again.
+        ("src/keys/mod.rs", |t| {
+            t.replace("event.kind, uuid::Uuid::new_v4())", "event.kind, event.id)")
+        }),
+        // The nondeterministic helper becomes deterministic: the findings through it go.
+        ("src/keys/fresh.rs", |t| {
+            t.replace("let id = Uuid::new_v4();", "let id = 7;")
+        }),
+        // A broken caller, then mended.
+        ("src/handler.rs", |t| {
+            t.replace("pub async fn start(", "pub async fn start((")
+        }),
+        ("src/handler.rs", |t| {
+            t.replace("pub async fn start((", "pub async fn start(")
+        }),
+        // A module dropped (the files after it get other ids), then back.
+        ("src/lib.rs", |t| t.replace("pub mod claims;\n", "")),
+        ("src/lib.rs", |t| {
+            t.replace("pub mod handler;", "pub mod claims;\npub mod handler;")
+        }),
+        ("src/keys/fresh.rs", |t| {
+            t.replace("let id = 7;", "let id = Uuid::new_v4();")
+        }),
+    ];
+    let counts = replay("nondeterministic_key/multi_file", edits, "src/handler.rs");
+    // The edits did what they say, so the comparison above compared findings that moved.
+    assert_eq!(counts[0], 3, "{counts:?}");
+    assert!(
+        counts[1] > counts[0],
+        "a finding appears through the call: {counts:?}"
+    );
+    assert_eq!(counts[3], counts[0], "and goes: {counts:?}");
+    assert!(
+        counts[4] < counts[0],
+        "through the other helper: {counts:?}"
+    );
+    assert_eq!(counts[9], counts[0], "all back: {counts:?}");
+}
+
+#[test]
+fn edits_in_the_demo_and_the_lsp_fixture_match_a_fresh_analysis() {
+    let demo: &[Edit] = &[
+        ("src/billing.rs", |t| format!("\n\n{t}")),
+        ("src/handlers/transcode.rs", |t| {
+            t.replacen("fn ", "fn  ", 1)
+        }),
+        ("src/lib.rs", |t| {
+            format!("{t}\npub fn extra() -> String {{ uuid::Uuid::new_v4().to_string() }}\n")
+        }),
+        ("src/notify.rs", |t| format!("{t}\nfn broken( {{\n")),
+        ("src/notify.rs", |t| t.replace("\nfn broken( {\n", "")),
+    ];
+    replay("demo", demo, "src/billing.rs");
+    let lsp: &[Edit] = &[
+        ("src/lib.rs", |t| {
+            t.replace("Uuid::new_v4().to_string()", "order_id.to_string()")
+        }),
+        ("src/transcode.rs", |t| {
+            t.replace(
+                ".create_job()",
+                ".create_job().client_request_token(order_id)",
+            )
+        }),
+        ("src/lib.rs", |t| {
+            t.replace("order_id.to_string()", "Uuid::new_v4().to_string()")
+        }),
+    ];
+    let counts = replay("lsp", lsp, "src/lib.rs");
+    assert_eq!(counts, [2, 1, 1, 2]);
+}
