@@ -2,10 +2,10 @@
 
 use crate::cache::{Cache, PackageKey};
 use crate::config::Config;
-use crate::discovery::Workspace;
+use crate::discovery::{PackageSpec, Workspace};
 use crate::levels::LevelFlag;
 use crate::parse::{self, Inputs, LoadedPackage, ParseOptions};
-use crate::source::SourceFile;
+use crate::source::{ReadPolicy, SourceFile};
 use crate::suppress::{self, CommentWarning};
 use anyhow::Result;
 use idem_lints::model::FileId;
@@ -86,13 +86,13 @@ pub fn check_with(
     let configs = (0..ws.packages.len())
         .map(|i| config.package(i, flags))
         .collect::<Result<Vec<_>>>()?;
-    let loaded = parse::load_workspace_with(ws, opts, inputs);
+    let mut loaded = parse::load_workspace_outlined(ws, opts, inputs);
     if inputs.cancelled() {
         return Err(Cancelled.into());
     }
-    let cache = inputs.cache.map(Cache::new);
+    let policy = opts.read_policy(ws);
     let per_package: Vec<(Vec<Finding>, Vec<FileWarning>)> = loaded
-        .par_iter()
+        .par_iter_mut()
         .zip(configs.par_iter())
         .enumerate()
         .map(|(index, (pkg, cfg))| {
@@ -100,7 +100,13 @@ pub fn check_with(
                 return (Vec::new(), Vec::new());
             }
             let enabled = |lint: &'static idem_lints::Lint| cfg.levels.get(lint) != Level::Allow;
-            let mut diags = lint_package(pkg, &cfg.settings, &enabled, cache.as_ref());
+            let load = Reload {
+                spec: &ws.packages[index],
+                opts,
+                policy: &policy,
+                inputs,
+            };
+            let mut diags = lint_package(pkg, &load, &cfg.settings, &enabled);
             diags.extend(pkg.problems.iter().filter(|d| enabled(d.lint)).cloned());
             finish(index, pkg, diags, |d| cfg.levels.get(d.lint))
         })
@@ -122,23 +128,59 @@ pub fn check_with(
     })
 }
 
+/// Where a package's models come from when its outlines are not enough.
+struct Reload<'a> {
+    spec: &'a PackageSpec,
+    opts: &'a ParseOptions,
+    policy: &'a ReadPolicy,
+    inputs: Inputs<'a>,
+}
+
+impl Reload<'_> {
+    /// See [`parse::complete`].
+    fn complete(&self, pkg: &mut LoadedPackage, wanted: &(dyn Fn(FileId) -> bool + Sync)) -> bool {
+        parse::complete(pkg, self.spec, self.opts, self.policy, self.inputs, wanted)
+    }
+}
+
 /// The lints' findings on `pkg`, from the cache when the package and the lints are unchanged.
+/// Leaves in `pkg` the models the output needs: every model when the package was analysed,
+/// else those of the files [`finish`] scans for suppression comments (the others stay
+/// outlines: decoding them was most of an unchanged re-run).
 fn lint_package(
-    pkg: &LoadedPackage,
+    pkg: &mut LoadedPackage,
+    load: &Reload<'_>,
     settings: &idem_lints::Settings,
     enabled: &dyn Fn(&'static idem_lints::Lint) -> bool,
-    cache: Option<&Cache<'_>>,
 ) -> Vec<Diagnostic> {
-    let Some(cache) = cache else {
+    let Some(cache) = load.inputs.cache.map(Cache::new) else {
         return idem_lints::check_package(&pkg.package, settings, enabled);
     };
-    let key = PackageKey::of(pkg, settings, enabled);
-    if let Some(found) = cache.load_findings(key) {
-        return found;
+    let mut key = PackageKey::of(pkg, settings, enabled);
+    let cached = cache.load_findings(key);
+    let scanned: Vec<bool> = pkg.sources.iter().map(scans_comments).collect();
+    let wanted = |id: FileId| cached.is_none() || scanned[id.0 as usize];
+    let same = load.complete(pkg, &wanted);
+    match cached {
+        Some(found) if same => return found,
+        _ if !same => {
+            // Loaded again from scratch: the key is the new load's.
+            key = PackageKey::of(pkg, settings, enabled);
+            if let Some(found) = cache.load_findings(key) {
+                return found;
+            }
+        }
+        _ => {}
     }
     let found = idem_lints::check_package(&pkg.package, settings, enabled);
     cache.store_findings(key, &found);
     found
+}
+
+/// Whether [`finish`] scans the file for suppression comments (and so reads its model's items):
+/// most files have none, and the substring test skips them cheaply.
+fn scans_comments(source: &SourceFile) -> bool {
+    source.text.contains("idem-lint:")
 }
 
 /// Sets levels, drops suppressed findings, and sorts by file path and position.
@@ -148,14 +190,13 @@ fn finish(
     diags: Vec<Diagnostic>,
     level: impl Fn(&Diagnostic) -> Level,
 ) -> (Vec<Finding>, Vec<FileWarning>) {
-    // Most files have no suppression comment; the substring test skips them cheaply.
     let mut warnings = Vec::new();
     let scanned: Vec<Option<suppress::Suppressions>> = pkg
         .sources
         .iter()
         .zip(&pkg.package.files)
         .map(|(src, model)| {
-            if !src.text.contains("idem-lint:") {
+            if !scans_comments(src) {
                 return None;
             }
             let (sup, found) = suppress::scan(src, model);

@@ -125,6 +125,7 @@ fn copy_of_demo() -> tempfile::TempDir {
 struct Counting {
     inner: DiskCache,
     model_hits: AtomicUsize,
+    outline_hits: AtomicUsize,
     findings_hits: AtomicUsize,
     findings_puts: AtomicUsize,
 }
@@ -134,13 +135,19 @@ impl Counting {
         Counting {
             inner,
             model_hits: AtomicUsize::new(0),
+            outline_hits: AtomicUsize::new(0),
             findings_hits: AtomicUsize::new(0),
             findings_puts: AtomicUsize::new(0),
         }
     }
 
     fn reset(&self) {
-        for c in [&self.model_hits, &self.findings_hits, &self.findings_puts] {
+        for c in [
+            &self.model_hits,
+            &self.outline_hits,
+            &self.findings_hits,
+            &self.findings_puts,
+        ] {
             c.store(0, Ordering::SeqCst);
         }
     }
@@ -151,6 +158,7 @@ impl Store for Counting {
         let got = self.inner.get(kind, key, path)?;
         match kind {
             Kind::Model => &self.model_hits,
+            Kind::Outline => &self.outline_hits,
             Kind::Findings => &self.findings_hits,
         }
         .fetch_add(1, Ordering::SeqCst);
@@ -178,19 +186,21 @@ impl Project {
     }
 
     fn check(&self, cache: Option<&dyn Store>, flags: &[LevelFlag]) -> report::Report {
+        self.check_opts(cache, flags, &ParseOptions::default())
+    }
+
+    fn check_opts(
+        &self,
+        cache: Option<&dyn Store>,
+        flags: &[LevelFlag],
+        opts: &ParseOptions,
+    ) -> report::Report {
         let inputs = Inputs {
             overlays: None,
             cache,
             cancel: None,
         };
-        report::check_with(
-            &self.ws,
-            &ParseOptions::default(),
-            &self.config,
-            flags,
-            inputs,
-        )
-        .expect("checks")
+        report::check_with(&self.ws, opts, &self.config, flags, inputs).expect("checks")
     }
 
     fn json(&self, report: &report::Report) -> String {
@@ -233,7 +243,9 @@ fn an_edited_file_is_the_only_one_parsed_again() {
         "parsed again: {:?}",
         parsed(&warm)
     );
-    assert_eq!(store.model_hits.load(Ordering::SeqCst), files);
+    // Unchanged: the outlines lead to the findings, and no model is decoded.
+    assert_eq!(store.outline_hits.load(Ordering::SeqCst), files);
+    assert_eq!(store.model_hits.load(Ordering::SeqCst), 0);
     assert_eq!(store.findings_hits.load(Ordering::SeqCst), 1);
     assert_eq!(project.json(&warm), project.json(&cold));
 
@@ -250,6 +262,8 @@ fn an_edited_file_is_the_only_one_parsed_again() {
         .map(|p| p.canonicalize().expect("canonical"))
         .collect();
     assert_eq!(reparsed, vec![edited]);
+    // The package is analysed again: every other file's model is read back.
+    assert_eq!(store.outline_hits.load(Ordering::SeqCst), files - 1);
     assert_eq!(store.model_hits.load(Ordering::SeqCst), files - 1);
     assert_eq!(store.findings_hits.load(Ordering::SeqCst), 0);
     let json = project.json(&after);
@@ -270,7 +284,8 @@ fn broken_and_foreign_entries_are_ignored_and_rebuilt() {
     }
     let build_dir = cache_dir.path().join(format!("{:032x}", 1u128));
     let stored = walk_files(&build_dir);
-    assert_eq!(stored.len(), files + 1, "{stored:?}");
+    // A model and an outline per file, and the package's findings.
+    assert_eq!(stored.len(), 2 * files + 1, "{stored:?}");
     let first = std::fs::read(&stored[0]).expect("read");
     // Each entry broken another way: truncated, a flipped byte, empty, garbage, another
     // entry's content under this name.
@@ -293,6 +308,7 @@ fn broken_and_foreign_entries_are_ignored_and_rebuilt() {
     assert_eq!(project.json(&rerun), expected);
     assert_eq!(parsed(&rerun).len(), files, "every broken entry is a miss");
     assert_eq!(cache.model_hits.load(Ordering::SeqCst), 0);
+    assert_eq!(cache.outline_hits.load(Ordering::SeqCst), 0);
     assert_eq!(cache.findings_hits.load(Ordering::SeqCst), 0);
     // Rebuilt: the next run reads everything back.
     cache.reset();
@@ -322,6 +338,7 @@ fn another_build_reads_none_of_these_entries() {
         report.packages[0].package.files.len()
     );
     assert_eq!(new.model_hits.load(Ordering::SeqCst), 0);
+    assert_eq!(new.outline_hits.load(Ordering::SeqCst), 0);
     assert_eq!(new.findings_hits.load(Ordering::SeqCst), 0);
     assert_eq!(project.json(&report), expected);
 }
@@ -519,4 +536,104 @@ fn another_secret_is_another_build() {
     // The same secret finds its own build again.
     run("a");
     assert_eq!(build_dirs(), 2);
+}
+
+/// On an unchanged re-run the findings come from the cache and the models stay unread, except
+/// in files with suppression comments: an item's comment covers the item's span, which only
+/// the model knows. The suppressed finding stays hidden, the other one is reported.
+#[test]
+fn a_warm_run_reads_the_models_of_files_with_suppression_comments_only() {
+    let dir = copy_of_demo();
+    let edited = dir.path().join("src/notify.rs");
+    let mut text = std::fs::read_to_string(&edited).expect("read");
+    let appended = text.len();
+    text.push_str("\n// idem-lint: allow(nondeterministic_key)");
+    text.push_str(NEW_FINDING);
+    let unsuppressed = text.len();
+    text.push_str(&NEW_FINDING.replace("notify_again", "notify_twice"));
+    std::fs::write(&edited, text).expect("write");
+    let cache_dir = tempfile::tempdir().expect("tempdir");
+    let store = Counting::new(DiskCache::open_build(cache_dir.path(), 8).expect("opens"));
+    let project = Project::load(dir.path());
+    let report = project.check(None, &[]);
+    // Of the two appended fns, only the one without the comment is reported.
+    let appended_findings: Vec<u32> = report
+        .findings
+        .iter()
+        .filter(|f| f.diag.lint.name == "nondeterministic_key")
+        .filter(|f| {
+            report
+                .source(0, f.diag.span.file)
+                .path
+                .ends_with("src/notify.rs")
+        })
+        .map(|f| f.diag.span.lo)
+        .filter(|lo| *lo as usize >= appended)
+        .collect();
+    assert_eq!(appended_findings.len(), 1, "{appended_findings:?}");
+    assert!(appended_findings[0] as usize >= unsuppressed);
+    let plain = project.json(&report);
+    project.check(Some(&store), &[]);
+    store.reset();
+    let warm = project.check(Some(&store), &[]);
+    assert_eq!(project.json(&warm), plain);
+    assert_eq!(store.findings_hits.load(Ordering::SeqCst), 1);
+    assert_eq!(
+        store.model_hits.load(Ordering::SeqCst),
+        1,
+        "only the file with the comment"
+    );
+}
+
+/// An outline whose model is gone (pruned, or broken) is parsed again from the text when the
+/// package must be analysed: the output does not change.
+#[test]
+fn a_missing_model_behind_an_outline_is_parsed_again() {
+    let dir = copy_of_demo();
+    let cache_dir = tempfile::tempdir().expect("tempdir");
+    let project = Project::load(dir.path());
+    let cache = DiskCache::open_build(cache_dir.path(), 9).expect("opens");
+    project.check(Some(&cache), &[]);
+    for f in walk_files(&cache.dir().join("models")) {
+        std::fs::remove_file(f).expect("remove");
+    }
+    for f in walk_files(&cache.dir().join("findings")) {
+        std::fs::remove_file(f).expect("remove");
+    }
+    let rerun = project.check(Some(&cache), &[]);
+    let files = rerun.packages[0].package.files.len();
+    assert_eq!(parsed(&rerun).len(), files, "every model parsed again");
+    assert_eq!(
+        project.json(&rerun),
+        project.json(&project.check(None, &[]))
+    );
+}
+
+/// When a model behind an outline can be neither read nor parsed again (here: no time to parse),
+/// the package is loaded again without outlines, as an uncached run loads it: the files that
+/// do not parse lead to no modules and are reported.
+#[test]
+fn a_model_that_cannot_be_rebuilt_loads_the_package_again() {
+    let dir = copy_of_demo();
+    let cache_dir = tempfile::tempdir().expect("tempdir");
+    let project = Project::load(dir.path());
+    let cache = DiskCache::open_build(cache_dir.path(), 10).expect("opens");
+    project.check(Some(&cache), &[]);
+    for kind in ["models", "findings"] {
+        for f in walk_files(&cache.dir().join(kind)) {
+            std::fs::remove_file(f).expect("remove");
+        }
+    }
+    let no_time = ParseOptions {
+        file_timeout: std::time::Duration::ZERO,
+        ..ParseOptions::default()
+    };
+    let rerun = project.check_opts(Some(&cache), &[], &no_time);
+    let plain = project.check_opts(None, &[], &no_time);
+    assert_eq!(project.json(&rerun), project.json(&plain));
+    assert!(project.json(&plain).contains("parsing took longer"));
+    assert_eq!(
+        rerun.packages[0].package.files.len(),
+        plain.packages[0].package.files.len()
+    );
 }

@@ -1,4 +1,4 @@
-//! The cache on disk: `<target-dir>/idem-lint/<build>/{models,findings}/<key>`.
+//! The cache on disk: `<target-dir>/idem-lint/<build>/{models,outlines,findings}/<key>`.
 //!
 //! - **Foreign entries.** `<build>` is a digest of the tool's version, of the running
 //!   executable (size and modification time) and of a random secret of this user kept outside
@@ -56,7 +56,7 @@ impl DiskCache {
     /// The cache under `root` for build `build` (tests stand in for another build with it).
     pub fn open_build(root: &Path, build: u128) -> Option<DiskCache> {
         let dir = root.join(format!("{build:032x}"));
-        for kind in [Kind::Model, Kind::Findings] {
+        for kind in Kind::ALL {
             std::fs::create_dir_all(dir.join(kind.name())).ok()?;
         }
         tag_as_cache(root);
@@ -139,7 +139,7 @@ impl DiskCache {
         let now = SystemTime::now();
         let mut total = 0u64;
         let mut unused: Vec<(SystemTime, u64, PathBuf)> = Vec::new();
-        for kind in [Kind::Model, Kind::Findings] {
+        for kind in Kind::ALL {
             let Ok(entries) = std::fs::read_dir(self.dir.join(kind.name())) else {
                 continue;
             };

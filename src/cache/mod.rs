@@ -1,14 +1,19 @@
 //! Results kept across runs, so a re-run reads what changed and nothing more.
 //!
-//! Two kinds of entries, each under a [`key`] of everything it depends on:
+//! Three kinds of entries, each under a [`key`] of everything it depends on:
 //!
 //! - a file's lowered model ([`Kind::Model`], [`FileKey`]): a file whose text, module path and
 //!   test status are unchanged is not parsed again;
+//! - the same file's outline ([`Kind::Outline`], same key): the few fields loading a package
+//!   needs (its `mod` declarations and `include_str!` paths), a small fraction of the model;
 //! - a package's findings ([`Kind::Findings`], [`PackageKey`]): a package whose files, settings
 //!   and enabled lints are unchanged is not analysed again.
 //!
 //! Every file is still read on every run (its text is what the key is made of, and what the
-//! output quotes); what the cache saves is parsing, lowering and the analysis. Levels,
+//! output quotes); what the cache saves is parsing, lowering and the analysis. A package is
+//! first loaded from outlines: when its findings are cached, no model of it is decoded (on an
+//! unchanged re-run decoding the models was most of the time left), and only when they are not
+//! are the models read back (or the files parsed again). Levels,
 //! suppression comments and the output are applied fresh each run, so a cached run prints what
 //! an uncached one prints, byte for byte.
 //!
@@ -54,6 +59,13 @@ pub enum Kind {
     Model,
     /// A package's findings before levels and suppressions, keyed by [`PackageKey`].
     Findings,
+    /// A file's [`outline`], keyed by [`FileKey`].
+    Outline,
+}
+
+impl Kind {
+    /// Every kind, for stores that keep one directory per kind.
+    pub const ALL: [Kind; 3] = [Kind::Model, Kind::Findings, Kind::Outline];
 }
 
 impl Kind {
@@ -61,6 +73,7 @@ impl Kind {
         match self {
             Kind::Model => "models",
             Kind::Findings => "findings",
+            Kind::Outline => "outlines",
         }
     }
 }
@@ -114,6 +127,21 @@ impl<'a> Cache<'a> {
         self.store.put_shared(key.0, path, model);
     }
 
+    /// The outline stored under `key`, with every span placed in file `id`.
+    pub fn load_outline(&self, key: FileKey, path: &Path, id: FileId) -> Option<FileModel> {
+        let bytes = self.store.get(Kind::Outline, key.0, Some(path))?;
+        let mut model: FileModel = with_file_id(id, || decode(&bytes))?;
+        model.id = id;
+        Some(model)
+    }
+
+    /// Stores the outline of `model` (the model itself is [`Cache::store_model`]'s).
+    pub fn store_outline(&self, key: FileKey, path: &Path, model: &FileModel) {
+        if let Some(bytes) = encode(&outline(model)) {
+            self.store.put(Kind::Outline, key.0, Some(path), bytes);
+        }
+    }
+
     pub fn load_findings(&self, key: PackageKey) -> Option<Vec<Diagnostic>> {
         decode(&self.store.get(Kind::Findings, key.0, None)?)
     }
@@ -122,6 +150,24 @@ impl<'a> Cache<'a> {
         if let Some(bytes) = encode(&findings) {
             self.store.put(Kind::Findings, key.0, None, bytes);
         }
+    }
+}
+
+/// What loading a package reads of a file's model: where it is in the crate (module path, test
+/// status, file span), its `mod` declarations (the files it leads to) and its `include_str!`
+/// paths (texts that are part of the package's key). Everything the analysis reads is left
+/// empty: an outline stands in for a model only until the package's findings are known.
+pub fn outline(model: &FileModel) -> FileModel {
+    FileModel {
+        id: model.id,
+        path: model.path.clone(),
+        target: model.target,
+        module: model.module.clone(),
+        in_test: model.in_test,
+        mods: model.mods.clone(),
+        includes: model.includes.clone(),
+        span: model.span,
+        ..FileModel::default()
     }
 }
 

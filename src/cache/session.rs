@@ -116,7 +116,9 @@ impl Store for Session {
                 .filter(|(k, _)| *k == key)
                 .map(|(_, bytes)| bytes.clone()),
             (Kind::Findings, _) => lock(&self.findings).get(&key).cloned(),
-            (Kind::Model, None) => None,
+            // Outlines are not kept: the models are in memory already, and a package is
+            // loaded from them as it was before outlines existed.
+            (Kind::Model, None) | (Kind::Outline, _) => None,
         }
     }
 
@@ -133,7 +135,7 @@ impl Store for Session {
                 }
                 findings.insert(key, bytes);
             }
-            (Kind::Model, None) => {}
+            (Kind::Model, None) | (Kind::Outline, _) => {}
         }
     }
 

@@ -10,6 +10,8 @@
 //! [`Inputs`] adds what an editor or a re-run brings: [`Overlays`] (unsaved buffers that
 //! replace files, read under the same rules) and a [`crate::cache::Store`] of earlier parse
 //! results, so a file whose text, module path and test status are unchanged is not parsed again.
+//! [`crate::report`] loads with outlines first ([`load_workspace_outlined`]) and asks for the
+//! models ([`complete`]) only where the analysis or the output needs them.
 
 mod modpath;
 mod overlay;
@@ -93,6 +95,10 @@ pub struct LoadedPackage {
     pub problems: Vec<Diagnostic>,
     /// The files this load parsed and lowered; the others came from [`Inputs::cache`].
     pub parsed: Vec<FileId>,
+    /// Files whose entry in `package.files` is still an outline ([`crate::cache::outline`]:
+    /// place in the crate, `mod` declarations and `include_str!`s, no items), with the key of
+    /// their model. Only [`load_workspace_outlined`] leaves any; [`complete`] replaces them.
+    pub(crate) outlines: Vec<(FileId, FileKey)>,
 }
 
 /// Where a load gets texts and parse results besides the disk and the parser. The default
@@ -135,16 +141,115 @@ pub fn load_workspace_with(
     opts: &ParseOptions,
     inputs: Inputs<'_>,
 ) -> Vec<LoadedPackage> {
+    load_all(ws, opts, inputs, false)
+}
+
+/// [`load_workspace_with`], but a file whose outline is in the cache is loaded as its outline,
+/// and its model is left unread: enough to follow the module trees and compute each package's
+/// findings key. [`complete`] reads the models a package needs after all.
+pub(crate) fn load_workspace_outlined(
+    ws: &Workspace,
+    opts: &ParseOptions,
+    inputs: Inputs<'_>,
+) -> Vec<LoadedPackage> {
+    load_all(ws, opts, inputs, true)
+}
+
+fn load_all(
+    ws: &Workspace,
+    opts: &ParseOptions,
+    inputs: Inputs<'_>,
+    outlines: bool,
+) -> Vec<LoadedPackage> {
     let policy = opts.read_policy(ws);
     ws.packages
         .par_iter()
-        .map(|p| {
-            let mut loaded = load_package_with(p, opts, &policy, inputs);
-            let root = p.manifest_path.parent().unwrap_or(Path::new(""));
-            attach_included_texts(&mut loaded.package, root, &policy, inputs);
-            loaded
-        })
+        .map(|p| load_with_includes(p, opts, &policy, inputs, outlines))
         .collect()
+}
+
+fn load_with_includes(
+    spec: &PackageSpec,
+    opts: &ParseOptions,
+    policy: &ReadPolicy,
+    inputs: Inputs<'_>,
+    outlines: bool,
+) -> LoadedPackage {
+    let mut loaded = load_package_inner(spec, opts, policy, inputs, outlines);
+    let root = spec.manifest_path.parent().unwrap_or(Path::new(""));
+    attach_included_texts(&mut loaded.package, root, policy, inputs);
+    loaded
+}
+
+/// Replaces the outlines of the files `wanted` selects in `pkg` (loaded by
+/// [`load_workspace_outlined`] from `spec`) with their models: from the cache, else parsed
+/// again from the text already read. Returns `false` when a file's model could be neither
+/// (its entry gone and the parse failed or ran out of time): then `pkg` is loaded again from
+/// scratch, exactly as a run without outlines would have loaded it (a file that does not
+/// parse has no `mod` declarations to follow), with every model, and anything computed from
+/// the old `pkg` (its findings key) must be computed again.
+pub(crate) fn complete(
+    pkg: &mut LoadedPackage,
+    spec: &PackageSpec,
+    opts: &ParseOptions,
+    policy: &ReadPolicy,
+    inputs: Inputs<'_>,
+    wanted: &(dyn Fn(FileId) -> bool + Sync),
+) -> bool {
+    let todo: Vec<(FileId, FileKey)> = pkg
+        .outlines
+        .iter()
+        .copied()
+        .filter(|(id, _)| wanted(*id))
+        .collect();
+    if todo.is_empty() {
+        return true;
+    }
+    let cache = inputs.cache.map(Cache::new);
+    let model_of = |(id, key): &(FileId, FileKey)| -> Option<(Arc<FileModel>, bool)> {
+        let outline = pkg.package.file(*id);
+        if let Some(model) = cache
+            .as_ref()
+            .and_then(|c| c.load_model(*key, &outline.path, *id))
+        {
+            return Some((model, false));
+        }
+        let text = &pkg.sources[id.0 as usize].text;
+        let deadline = Instant::now() + opts.file_timeout;
+        match worker::parse(text, *id, outline.module.clone(), outline.in_test, deadline) {
+            worker::Outcome::Parsed(model) => {
+                let model = Arc::new(*model);
+                if let Some(c) = &cache {
+                    c.store_model(*key, &outline.path, &model);
+                }
+                Some((model, true))
+            }
+            _ => None,
+        }
+    };
+    let models: Option<Vec<(Arc<FileModel>, bool)>> =
+        worker::on_pool(|| todo.par_iter().map(model_of).collect())
+            .ok()
+            .flatten();
+    let Some(models) = models else {
+        *pkg = load_with_includes(spec, opts, policy, inputs, false);
+        return false;
+    };
+    for ((id, _), (mut model, parsed)) in todo.iter().zip(models) {
+        let slot = &mut pkg.package.files[id.0 as usize];
+        let m = Arc::make_mut(&mut model);
+        m.path = slot.path.clone();
+        m.target = slot.target;
+        // Same key, same `include_str!` list; the outline's carries the texts read this run.
+        m.includes = slot.includes.clone();
+        *slot = model;
+        if parsed {
+            pkg.parsed.push(*id);
+        }
+    }
+    pkg.parsed.sort_unstable();
+    pkg.outlines.retain(|(id, _)| !wanted(*id));
+    true
 }
 
 /// Largest file `include_str!` is followed to: SQL files are small, and a bigger file is not
@@ -217,6 +322,8 @@ struct Loaded {
     problems: Vec<Diagnostic>,
     /// Parsed here, not taken from the cache.
     parsed: bool,
+    /// `model` is the outline stored under this key, not the model.
+    outline: Option<FileKey>,
 }
 
 pub fn load_package(spec: &PackageSpec, opts: &ParseOptions, policy: &ReadPolicy) -> LoadedPackage {
@@ -229,6 +336,17 @@ pub fn load_package_with(
     opts: &ParseOptions,
     policy: &ReadPolicy,
     inputs: Inputs<'_>,
+) -> LoadedPackage {
+    load_package_inner(spec, opts, policy, inputs, false)
+}
+
+/// [`load_package_with`]; with `outlines`, a file whose outline is cached is loaded as it.
+fn load_package_inner(
+    spec: &PackageSpec,
+    opts: &ParseOptions,
+    policy: &ReadPolicy,
+    inputs: Inputs<'_>,
+    outlines: bool,
 ) -> LoadedPackage {
     let mut level: Vec<Pending> = match &spec.sources {
         Sources::ModuleTrees => spec
@@ -268,6 +386,7 @@ pub fn load_package_with(
     let mut sources: Vec<SourceFile> = Vec::new();
     let mut problems: Vec<Diagnostic> = Vec::new();
     let mut parsed: Vec<FileId> = Vec::new();
+    let mut outlined: Vec<(FileId, FileKey)> = Vec::new();
     while !level.is_empty() {
         // A file reached twice (two targets sharing a module, a `#[path]` cycle, a symlink to
         // a file already read) is linted once, as part of the first target that reached it.
@@ -280,7 +399,7 @@ pub fn load_package_with(
         let parse_all = || {
             batch
                 .par_iter()
-                .map(|(id, p)| load_file(*id, p, opts, policy, inputs))
+                .map(|(id, p)| load_file(*id, p, opts, policy, inputs, outlines))
                 .collect()
         };
         let loaded: Vec<Loaded> = worker::on_pool(parse_all).unwrap_or_else(|e| {
@@ -292,6 +411,9 @@ pub fn load_package_with(
         for ((id, pending), file) in batch.iter().zip(loaded) {
             if file.parsed {
                 parsed.push(*id);
+            }
+            if let Some(key) = file.outline {
+                outlined.push((*id, key));
             }
             if pending.follow {
                 children(
@@ -317,6 +439,7 @@ pub fn load_package_with(
         sources,
         problems,
         parsed,
+        outlines: outlined,
     }
 }
 
@@ -375,6 +498,7 @@ fn placeholder(id: FileId, p: &Pending, problem: Diagnostic, source: SourceFile)
         source,
         problems: vec![problem],
         parsed: true,
+        outline: None,
     }
 }
 
@@ -393,6 +517,7 @@ fn load_file(
     opts: &ParseOptions,
     policy: &ReadPolicy,
     inputs: Inputs<'_>,
+    outlines: bool,
 ) -> Loaded {
     if inputs.cancelled() {
         // The run is thrown away; a placeholder keeps the shapes without reading the file.
@@ -428,8 +553,20 @@ fn load_file(
     let source = SourceFile::new(p.path.clone(), text.clone());
     let cache = inputs.cache.map(Cache::new);
     let key = FileKey::of(&text, &p.module, p.in_test);
-    if let Some(model) = cache.as_ref().and_then(|c| c.load_model(key, &p.path, id)) {
-        return parsed_file(model, p, source, false);
+    if let Some(c) = &cache {
+        if outlines {
+            if let Some(outline) = c.load_outline(key, &p.path, id) {
+                let mut loaded = parsed_file(Arc::new(outline), p, source, false);
+                loaded.outline = Some(key);
+                return loaded;
+            }
+        }
+        if let Some(model) = c.load_model(key, &p.path, id) {
+            if outlines {
+                c.store_outline(key, &p.path, &model);
+            }
+            return parsed_file(model, p, source, false);
+        }
     }
     let outcome = worker::parse(&text, id, p.module.clone(), p.in_test, deadline);
     let problem = match outcome {
@@ -440,6 +577,7 @@ fn load_file(
             let model = Arc::new(*model);
             if let Some(c) = &cache {
                 c.store_model(key, &p.path, &model);
+                c.store_outline(key, &p.path, &model);
             }
             return parsed_file(model, p, source, true);
         }
@@ -488,6 +626,7 @@ fn parsed_file(mut model: Arc<FileModel>, p: &Pending, source: SourceFile, parse
         source,
         problems: Vec::new(),
         parsed,
+        outline: None,
     }
 }
 

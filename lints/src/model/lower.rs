@@ -1,8 +1,8 @@
 //! syn → [`super::ir`]. Runs on the thread that parsed the file (see the `ir` module docs).
 
-use super::expr_span;
 use super::ir::{Arm, BinOp, Block, Expr, ExprKind, Lit, MacroCall, Pat, Path, Stmt, Type};
 use super::nesting::{self, MAX_MODULE_NESTING, MAX_NESTING};
+use super::{byte_offsets, expr_span};
 use super::{
     Attr, AttrArg, ConstDef, FileId, FileModel, FnDef, GenericParam, ImplDef, Include, ItemKind,
     ItemSpan, ModDecl, NamedItem, Param, SelfKind, Span, StructDef, TypeAliasDef, UseDecl,
@@ -85,57 +85,69 @@ pub fn lower_file_until(
         };
         return Err(syntax(message, deep.offset, end));
     }
-    let mut cx = Lowerer {
-        file,
-        offset: offset as u32,
-        depth: 0,
-        deadline,
-        countdown: 0,
-        out_of_time: false,
-        model: FileModel::default(),
-    };
-    // `syn::parse_file` item by item, so the deadline is also checked between top-level items
-    // (a generated file of many items stops on time; lexing it is linear and fast).
-    let out_of_time = std::cell::Cell::new(false);
-    let parse_items = |input: syn::parse::ParseStream<'_>| {
-        input.call(syn::Attribute::parse_inner)?;
-        let mut items = Vec::new();
-        while !input.is_empty() {
-            if deadline.is_some_and(|d| Instant::now() >= d) {
-                out_of_time.set(true);
-                return Err(input.error("out of time"));
+    // The spans of this file's tree are only needed until it is lowered: the thread's
+    // proc_macro2 source map would otherwise keep every text it parsed (and an offset cache
+    // per text) until the thread ends.
+    struct ForgetSpans;
+    impl Drop for ForgetSpans {
+        fn drop(&mut self) {
+            proc_macro2::extra::invalidate_current_thread_spans();
+        }
+    }
+    let _forget = ForgetSpans;
+    byte_offsets::with_index(body, || {
+        let mut cx = Lowerer {
+            file,
+            offset: offset as u32,
+            depth: 0,
+            deadline,
+            countdown: 0,
+            out_of_time: false,
+            model: FileModel::default(),
+        };
+        // `syn::parse_file` item by item, so the deadline is also checked between top-level items
+        // (a generated file of many items stops on time; lexing it is linear and fast).
+        let out_of_time = std::cell::Cell::new(false);
+        let parse_items = |input: syn::parse::ParseStream<'_>| {
+            input.call(syn::Attribute::parse_inner)?;
+            let mut items = Vec::new();
+            while !input.is_empty() {
+                if deadline.is_some_and(|d| Instant::now() >= d) {
+                    out_of_time.set(true);
+                    return Err(input.error("out of time"));
+                }
+                items.push(input.parse::<syn::Item>()?);
             }
-            items.push(input.parse::<syn::Item>()?);
+            Ok(items)
+        };
+        let parsed = syn::parse::Parser::parse_str(parse_items, body);
+        if out_of_time.get() {
+            return Err(LowerError::OutOfTime);
         }
-        Ok(items)
-    };
-    let parsed = syn::parse::Parser::parse_str(parse_items, body);
-    if out_of_time.get() {
-        return Err(LowerError::OutOfTime);
-    }
-    let items = parsed.map_err(|e| {
-        let r = e.span().byte_range();
-        // syn points an error at the end of the whole input at `Span::call_site()`, which
-        // is 0..0: that is the end of the file, not its first character.
-        if r == (0..0) && e.to_string().starts_with("unexpected end of input") {
-            let end = body.trim_end().len();
-            syntax(e.to_string(), end, end)
-        } else {
-            syntax(e.to_string(), r.start, r.end)
+        let items = parsed.map_err(|e| {
+            let r = e.span().byte_range();
+            // syn points an error at the end of the whole input at `Span::call_site()`, which
+            // is 0..0: that is the end of the file, not its first character.
+            if r == (0..0) && e.to_string().starts_with("unexpected end of input") {
+                let end = body.trim_end().len();
+                syntax(e.to_string(), end, end)
+            } else {
+                syntax(e.to_string(), r.start, r.end)
+            }
+        })?;
+        if cx.stop() {
+            return Err(LowerError::OutOfTime);
         }
-    })?;
-    if cx.stop() {
-        return Err(LowerError::OutOfTime);
-    }
-    cx.model.id = file;
-    cx.model.module = module.clone();
-    cx.model.in_test = in_test;
-    cx.model.span = Span::new(file, 0, text.len() as u32);
-    cx.items(&items, &module, &[], in_test);
-    if cx.out_of_time {
-        return Err(LowerError::OutOfTime);
-    }
-    Ok(cx.model)
+        cx.model.id = file;
+        cx.model.module = module.clone();
+        cx.model.in_test = in_test;
+        cx.model.span = Span::new(file, 0, text.len() as u32);
+        cx.items(&items, &module, &[], in_test);
+        if cx.out_of_time {
+            return Err(LowerError::OutOfTime);
+        }
+        Ok(cx.model)
+    })
 }
 
 /// Byte length of a BOM and shebang line, which syn strips before parsing (its spans are
@@ -244,7 +256,7 @@ impl Lowerer {
     }
 
     fn span(&self, s: proc_macro2::Span) -> Span {
-        let r = s.byte_range();
+        let r = byte_offsets::range(s);
         Span::new(
             self.file,
             r.start as u32 + self.offset,

@@ -3,6 +3,7 @@
 //! The driver (the `cargo-idem-lint` binary) finds the files and calls [`lower_file`] for
 //! each; everything after that reads only these types, which are `Send` and carry byte spans.
 
+mod byte_offsets;
 mod expr_span;
 pub mod ir;
 mod lower;
