@@ -357,7 +357,9 @@ fn any_buffer_content_gets_diagnostics_and_no_crash() {
 
 /// A copy of `fixtures/lsp` with `src/big.rs`, a module of `fns` small functions calling
 /// each other: a file whose every version takes a while to parse and analyse (a generated
-/// file, a large module), so edits can come while its analysis runs.
+/// file, a large module), so edits can come while its analysis runs. It gets a generous
+/// per-file budget (`idem-lint.toml`): these tests are about cancellation, and a debug build
+/// on a loaded machine can take longer than the default 10 s to parse it.
 fn big_fixture(fns: usize) -> (tempfile::TempDir, std::path::PathBuf, String) {
     let (tmp, root) = fixture_copy();
     let lib = root.join("src/lib.rs");
@@ -373,6 +375,7 @@ fn big_fixture(fns: usize) -> (tempfile::TempDir, std::path::PathBuf, String) {
         ));
     }
     std::fs::write(root.join("src/big.rs"), &big).expect("write");
+    std::fs::write(root.join("idem-lint.toml"), "file-timeout-ms = 600000\n").expect("write");
     (tmp, root, big)
 }
 
