@@ -151,22 +151,34 @@ pub fn check(cx: &mut LintContext<'_>) {
         if id.def(package).1.in_test {
             continue;
         }
-        findings.extend(
-            fn_findings(summaries, id, names_a_guard_fn(package, id))
-                .into_iter()
-                .map(|f| (id, f)),
-        );
+        let guard_fn = names_a_guard_fn(package, id);
+        // The function's own walk, then its walks with the SQL its callers pass down
+        // (`insert_if_missing((FIND, INSERT), ..)`): one finding per write, whichever
+        // caller's statements make it one.
+        let mut reported = HashSet::new();
+        let own = std::iter::once((summaries.flow(id), false));
+        let bound = summaries.bound_flows(id).iter().map(|f| (f, true));
+        for (flow, texts_from_caller) in own.chain(bound) {
+            for f in fn_findings(summaries, flow, guard_fn) {
+                if reported.insert(f.write.span) {
+                    findings.push((id, f, texts_from_caller));
+                }
+            }
+        }
     }
     // A helper whose every caller holds a lock (or a won claim) around the call.
-    findings.retain(|(id, _)| !held_by_every_caller(summaries, *id));
-    for (id, f) in findings {
-        let fix = fixes::claim_in_place_of_check(id.def(package).1, &f);
+    findings.retain(|(id, ..)| !held_by_every_caller(summaries, *id));
+    for (id, f, texts_from_caller) in findings {
+        // The statements are the caller's, not in this function: nothing to rewrite here.
+        let fix = match texts_from_caller {
+            false => fixes::claim_in_place_of_check(id.def(package).1, &f),
+            true => None,
+        };
         report(cx, f, fix);
     }
 }
 
-fn fn_findings(summaries: &Summaries, id: FnId, guard_fn: bool) -> Vec<Finding> {
-    let flow = summaries.flow(id);
+fn fn_findings(summaries: &Summaries, flow: &FnFlow, guard_fn: bool) -> Vec<Finding> {
     let mut out: Vec<Finding> = Vec::new();
     // Indexes, so a function with thousands of check/write pairs costs what its matches
     // cost, not writes × reads.
