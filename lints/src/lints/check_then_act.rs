@@ -6,7 +6,7 @@ use crate::analysis::{Access, Store, Summaries};
 use crate::context::LintContext;
 use crate::declare_lint;
 use crate::diagnostic::Applicability;
-use crate::model::{Package, Span};
+use crate::model::{FnDef, Package, Span};
 use std::collections::HashSet;
 
 mod fixes;
@@ -159,7 +159,7 @@ pub fn check(cx: &mut LintContext<'_>) {
         let own = std::iter::once((summaries.flow(id), false));
         let bound = summaries.bound_flows(id).iter().map(|f| (f, true));
         for (flow, texts_from_caller) in own.chain(bound) {
-            for f in fn_findings(summaries, flow, guard_fn) {
+            for f in fn_findings(summaries, id.def(package).1, flow, guard_fn) {
                 if reported.insert(f.write.span) {
                     findings.push((id, f, texts_from_caller));
                 }
@@ -167,7 +167,7 @@ pub fn check(cx: &mut LintContext<'_>) {
         }
     }
     // A helper whose every caller holds a lock (or a won claim) around the call.
-    findings.retain(|(id, ..)| !held_by_every_caller(summaries, *id));
+    findings.retain(|(id, ..)| !held_by_every_caller(package, summaries, *id));
     for (id, f, texts_from_caller) in findings {
         // The statements are the caller's, not in this function: nothing to rewrite here.
         let fix = match texts_from_caller {
@@ -178,13 +178,13 @@ pub fn check(cx: &mut LintContext<'_>) {
     }
 }
 
-fn fn_findings(summaries: &Summaries, flow: &FnFlow, guard_fn: bool) -> Vec<Finding> {
+fn fn_findings(summaries: &Summaries, f: &FnDef, flow: &FnFlow, guard_fn: bool) -> Vec<Finding> {
     let mut out: Vec<Finding> = Vec::new();
     // Indexes, so a function with thousands of check/write pairs costs what its matches
     // cost, not writes × reads.
     let reads = ReadIndex::new(flow, |r| {
         let read = &flow.store_events[r];
-        is_racy_check(read) && !serialized(summaries, flow, read)
+        is_racy_check(read) && !serialized(summaries, f, flow, read)
     });
     let mut reported = HashSet::new();
     let mut effects = None;
@@ -251,9 +251,9 @@ fn is_racy_check(r: &StoreEvent) -> bool {
 /// The read runs under a lock or after a won claim (zero2prod's saved-response read on the
 /// losing branch of its `INSERT .. ON CONFLICT DO NOTHING`): a second delivery never gets
 /// between it and the write.
-fn serialized(summaries: &Summaries, flow: &FnFlow, read: &StoreEvent) -> bool {
-    let helper_claims_first = read.via.is_some_and(|f| summaries.summary(f).is_guard());
-    helper_claims_first || held_before(summaries, flow, read.span).is_some()
+fn serialized(summaries: &Summaries, f: &FnDef, flow: &FnFlow, read: &StoreEvent) -> bool {
+    let helper_claims_first = read.via.is_some_and(|h| summaries.summary(h).is_guard());
+    helper_claims_first || held_before(summaries, f, flow, read.span).is_some()
 }
 
 /// A plain write whose repeat fails: a key-only insert into a dedupe table (its key is
