@@ -31,10 +31,16 @@ declare_lint! {
     ///   read), a struct field that the package's struct literals fill with one such text
     ///   (`const QUERIES: Queries = Queries { mark: "INSERT .." }` read as
     ///   `self.queries.mark`; fields are matched by name, and a name given two different texts
-    ///   has none), or passed to a crate helper as a `&str` parameter
-    ///   (`repo.run(MARK_PROCESSED, id)`: the helper is read with that text), in sqlx (functions and `query!` macros, also run as
-    ///   `executor.execute(query)`), tokio-postgres, rusqlite, mysql, diesel's
-    ///   `sql_query`, sea-orm's `Statement` and scylla (CQL `IF NOT EXISTS` is a claim);
+    ///   has none), or passed to a crate helper as a `&str` parameter or a tuple of them
+    ///   (`repo.run(MARK_PROCESSED, id)`, `insert_if_missing((FIND_BY_HASH, INSERT), ..)`
+    ///   read as `queries.0` and `queries.1`: the helper is read with that text, and so are
+    ///   the helpers it hands the text on to), in sqlx (functions and `query!` macros, also
+    ///   run as `executor.execute(query)`), tokio-postgres, rusqlite, mysql, diesel's
+    ///   `sql_query`, sea-orm's `Statement` and scylla (CQL `IF NOT EXISTS` is a claim). A
+    ///   function that decides with SQL only its callers give (`match Self::find(queries.0,
+    ///   ..) { None => Self::insert(queries.1, ..) }` in a trait's default method that each
+    ///   backend calls as `<Pg as Queries<Postgres>>::insert_if_missing((FIND, INSERT), ..)`)
+    ///   is reported there, once, when some caller's statements make it a check-then-act;
     /// - SQL built at run time with `format!` into a local or a field (a constructor's
     ///   `let insert_sql = format!("INSERT INTO {table} ..")` kept as `Self { insert_sql }`):
     ///   the template is the SQL, with constant arguments spliced in and a run-time value
@@ -96,7 +102,9 @@ declare_lint! {
     /// idempotency guard (its name, its `impl` type or its module contains `idempot` or
     /// `dedup`: `IdempotencyService::call`), where a response cached under a request hash
     /// is the guard. A lock or claim counts as held until
-    /// the function returns (an unlock in between is not seen), whatever key it locks. A
+    /// the function returns (an unlock in between is not seen), whatever key it locks, but
+    /// not in another arm of a `match` or the other branch of an `if` than the lock. Of the
+    /// texts callers pass down, the first 8 distinct sets per function are read. A
     /// run-time table name in a `format!` template is compared by the name of the value that
     /// holds it (`self.table` and `self.table` are one table), and its name counts for a
     /// dedupe table (`{inbox_table}`). A sea-query statement changed by separate statements
