@@ -636,10 +636,20 @@ mod tests {
                          None => insert(queries.1, pool, h).await,
                      }
                  }
+                 async fn decide_apart(find_q: &str, insert_q: &str, pool: &sqlx::PgPool, h: &str) -> sqlx::Result<i64> {
+                     match find(find_q, pool, h).await {
+                         Some(id) => Ok(id),
+                         None => insert(insert_q, pool, h).await,
+                     }
+                 }
+                 async fn forward(queries: (&str, &str), pool: &sqlx::PgPool, h: &str) -> sqlx::Result<i64> {
+                     decide_apart(queries.0, queries.1, pool, h).await
+                 }
                  const FIND: &str = \"SELECT id FROM jobs WHERE uniq_hash = $1\";
                  async fn caller(pool: &sqlx::PgPool, h: &str) -> sqlx::Result<i64> {
                      let queries = (FIND, \"INSERT INTO jobs (uniq_hash) VALUES ($1) RETURNING id\");
                      decide(queries, pool, h).await?;
+                     forward(queries, pool, h).await?;
                      shadowed((FIND, FIND), pool, h).await
                  }",
             )],
@@ -669,6 +679,12 @@ mod tests {
         assert!(s.bound_flows(find(&package, "insert")).is_empty());
         // A local named like the parameter is another tuple: no text, no walk kept.
         assert!(s.bound_flows(find(&package, "shadowed")).is_empty());
+        // Three levels: `caller` -> `forward(queries)` -> `decide_apart(queries.0, queries.1)`
+        // -> the helpers; the function that decides is walked with `caller`'s texts.
+        let apart = s.bound_flows(find(&package, "decide_apart"));
+        assert_eq!(apart.len(), 1);
+        assert_eq!(apart[0].decisions.len(), 1);
+        assert_eq!(apart[0].store_events.len(), 2);
     }
 
     #[test]
