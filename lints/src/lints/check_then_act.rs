@@ -459,6 +459,40 @@ mod tests {
     use crate::settings::{CheckThenActSettings, Settings};
     use crate::testing;
 
+    /// A lock taken in the other branch of an `if` is not held in this one; one taken
+    /// before the `if` is.
+    #[test]
+    fn a_lock_in_the_other_branch_is_not_held() {
+        let src = "
+            pub async fn handle(pool: &sqlx::PgPool, id: i64, batch: bool) -> sqlx::Result<()> {
+                if batch {
+                    sqlx::query(\"SELECT pg_advisory_xact_lock($1)\").bind(id).execute(pool).await?;
+                } else {
+                    let seen = sqlx::query(\"SELECT 1 FROM processed WHERE event_id = $1\")
+                        .bind(id).fetch_optional(pool).await?;
+                    if seen.is_some() {
+                        return Ok(());
+                    }
+                    refund(id).await;
+                    sqlx::query(\"INSERT INTO processed (event_id) VALUES ($1)\") //~ WARN check_then_act
+                        .bind(id).execute(pool).await?;
+                }
+                Ok(())
+            }
+            async fn refund(id: i64) {}
+        ";
+        let package = testing::package("app", &["sqlx"], &[("crate", src)]);
+        let texts = vec![src.to_owned()];
+        let settings = Settings::default();
+        testing::assert_annotations(&package, &texts, &settings, &["check_then_act"]);
+        // `if batch { lock; check; insert }`: the same block, after the lock.
+        let held = src
+            .replace("} else {", "")
+            .replace(" //~ WARN check_then_act", "");
+        let package = testing::package("app", &["sqlx"], &[("crate", &held)]);
+        testing::assert_annotations(&package, &[held.clone()], &settings, &["check_then_act"]);
+    }
+
     /// Checks and marks of a store the analysis cannot see can be named in the config.
     #[test]
     fn configured_check_and_mark_names() {
