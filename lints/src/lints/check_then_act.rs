@@ -490,7 +490,12 @@ mod tests {
             .replace("} else {", "")
             .replace(" //~ WARN check_then_act", "");
         let package = testing::package("app", &["sqlx"], &[("crate", &held)]);
-        testing::assert_annotations(&package, &[held.clone()], &settings, &["check_then_act"]);
+        testing::assert_annotations(
+            &package,
+            std::slice::from_ref(&held),
+            &settings,
+            &["check_then_act"],
+        );
     }
 
     /// Checks and marks of a store the analysis cannot see can be named in the config.
