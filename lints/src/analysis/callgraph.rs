@@ -334,20 +334,9 @@ impl Index {
     /// every production implementation (test code and test doubles do not run in
     /// production), or the trait's default body for an implementation that keeps it.
     fn dispatch(&self, tr: &DefPath, impls: &[DefPath], name: &str) -> Vec<(FnId, CallKind)> {
-        let default = self.unique(&tr.child(name));
         let mut out: Vec<(FnId, CallKind)> = Vec::new();
         for ty in impls {
-            let path = ty.child(name);
-            let Some(id) = self
-                .trait_methods
-                .get(&(tr.clone(), path.clone()))
-                .copied()
-                .or_else(|| {
-                    self.unique(&path)
-                        .filter(|id| self.inherent.get(&path) != Some(id))
-                })
-                .or(default)
-            else {
+            let Some(id) = self.impl_method(tr, ty, name) else {
                 continue;
             };
             let test = self.test_fns.contains(&id) || is_test_double(ty);
@@ -359,6 +348,20 @@ impl Index {
             out.clear();
         }
         out
+    }
+
+    /// The method `name` of `impl Trait for Type` (`tr`, `ty`), or the trait's default body
+    /// when the implementation keeps it; never an inherent method of the same name.
+    fn impl_method(&self, tr: &DefPath, ty: &DefPath, name: &str) -> Option<FnId> {
+        let path = ty.child(name);
+        self.trait_methods
+            .get(&(tr.clone(), path.clone()))
+            .copied()
+            .or_else(|| {
+                self.unique(&path)
+                    .filter(|id| self.inherent.get(&path) != Some(id))
+            })
+            .or_else(|| self.unique(&tr.child(name)))
     }
 
     /// A path call or reference resolved to `path`.
@@ -538,6 +541,10 @@ impl<'a> Builder<'a> {
         let def =
             self.resolver
                 .resolve(self.file.target, &self.f.module, p, self.f.self_ty.as_ref());
+        // Before the extern check: `<Job as serde::Serialize>::serialize` is the crate's impl.
+        if let Some(id) = self.qualified(p, &def) {
+            return Ok(vec![(id, CallKind::Direct)]);
+        }
         if let Krate::Extern(_) = def.krate {
             return Err(Some(def));
         }
@@ -547,6 +554,25 @@ impl<'a> Builder<'a> {
         } else {
             Ok(targets)
         }
+    }
+
+    /// `<Type as Trait>::f` with `Type` a crate type: that type's implementation (or the
+    /// trait's default body it keeps), not every implementation of the trait. A generic or
+    /// foreign `Type` leaves the call to trait dispatch.
+    fn qualified(&self, p: &Path, def: &DefPath) -> Option<FnId> {
+        let qself = p.qself.as_deref()?;
+        let ty = self.resolver.resolve(
+            self.file.target,
+            &self.f.module,
+            qself,
+            self.f.self_ty.as_ref(),
+        );
+        // `<Self as Trait>::f` in a trait's default body is any implementation: dispatch.
+        if !ty.is_local() || self.index.implementors.contains_key(&ty) {
+            return None;
+        }
+        let (tr, name) = split_last(def)?;
+        self.index.impl_method(&tr, &ty, name)
     }
 
     fn resolve_method(&mut self, receiver: &'a Expr, method: &str) -> Vec<(FnId, CallKind)> {
@@ -719,6 +745,68 @@ mod tests {
         let both = g.ids().find(|&id| id.def(&p).1.name == "both").unwrap();
         let call = &g.calls(both)[0];
         assert_eq!(g.calls_at(both, call.span).len(), 2);
+    }
+
+    /// `<Type as Trait<X>>::f(..)` calls that type's implementation (or the default body it
+    /// keeps); `Self::f(..)` in a trait's default body, and `<Self as Trait>::f`, may be any
+    /// implementation's.
+    #[test]
+    fn qualified_calls_pick_the_named_implementation() {
+        let (p, g) = graph(&[(
+            "crate",
+            "pub trait Q<DB> {
+                 fn find(q: &str) -> bool { true }
+                 fn insert(q: &str) {}
+                 fn decide(q: &str) { if !Self::find(q) { Self::insert(q) } }
+                 fn decide_qualified(q: &str) { <Self as Q<DB>>::insert(q) }
+             }
+             pub struct Pg; impl Q<u8> for Pg {}
+             pub struct My;
+             impl My { fn insert(q: &str) {} }
+             impl Q<u16> for My { fn insert(q: &str) {} fn decide(q: &str) {} }
+             fn pg() { <Pg as Q<u8>>::decide(\"x\"); <Pg>::decide(\"y\"); }
+             fn my() { <My as Q<u16>>::decide(\"x\"); <My as Q<u16>>::insert(\"x\"); }
+             fn generic<T: Q<u8>>() { <T as Q<u8>>::find(\"x\"); }",
+        )]);
+        let e = edges(&p, &g);
+        let to = |caller: &str| -> Vec<(String, CallKind)> {
+            e.iter()
+                .filter(|(a, _, _)| a == caller)
+                .map(|(_, b, k)| (b.clone(), *k))
+                .collect()
+        };
+        let direct = |s: &str| (s.to_owned(), CallKind::Direct);
+        assert_eq!(
+            to("pg"),
+            [direct("Q::decide"), direct("Q::decide")],
+            "{e:?}"
+        );
+        // The trait impl's `insert`, not the inherent one of the same name.
+        assert_eq!(
+            to("my"),
+            [direct("My::decide"), direct("My::insert")],
+            "{e:?}"
+        );
+        let my_insert = to("my")[1].0.clone();
+        let impl_insert = g
+            .ids()
+            .find(|&id| {
+                let d = id.def(&p).1;
+                d.name == "insert" && d.trait_path.is_some() && d.display_name() == my_insert
+            })
+            .expect("the impl's insert");
+        assert!(g
+            .calls(g.ids().find(|&id| id.def(&p).1.name == "my").unwrap())
+            .iter()
+            .any(|c| c.callee == impl_insert));
+        // In the default body, `Self` is any implementation: both `insert`s.
+        assert!(has(&e, "Q::decide", "Q::insert", CallKind::Trait), "{e:?}");
+        assert!(has(&e, "Q::decide", "My::insert", CallKind::Trait), "{e:?}");
+        assert!(
+            has(&e, "Q::decide_qualified", "My::insert", CallKind::Trait),
+            "{e:?}"
+        );
+        assert!(has(&e, "generic", "Q::find", CallKind::Trait), "{e:?}");
     }
 
     #[test]

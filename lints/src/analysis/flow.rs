@@ -462,6 +462,28 @@ pub struct CallSite {
     pub span: Span,
 }
 
+/// A parameter a function reads as text (SQL, a table name): the whole parameter, or one
+/// element of a tuple parameter (`queries.1` of `queries: (&str, &str)`: `Some("1")`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct TextParam {
+    pub param: usize,
+    pub part: Option<String>,
+}
+
+/// The text a caller passes for a [`TextParam`].
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct TextArg {
+    pub slot: TextParam,
+    pub text: String,
+}
+
+/// A call that passes SQL text to a crate function: that function is walked again with it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct TextCall {
+    pub callee: FnId,
+    pub texts: Vec<TextArg>,
+}
+
 /// What one walk of a function found.
 #[derive(Debug, Clone, Default)]
 pub struct FnFlow {
@@ -474,7 +496,10 @@ pub struct FnFlow {
     pub ret: Value,
     /// Parameters asked for as text (SQL, a table name) whose text is not known here: a
     /// caller passing a literal or constant gets the function walked again with it.
-    pub text_params: Vec<usize>,
+    pub text_params: Vec<TextParam>,
+    /// Calls passing SQL text to such a parameter: the callee's walks with those texts are
+    /// kept too ([`super::summary::Summaries::bound_flows`]).
+    pub text_calls: Vec<TextCall>,
 }
 
 /// The package-wide tables a walk reads.
@@ -508,13 +533,13 @@ pub fn walk(cx: &FlowCx<'_>, id: FnId, callees: &dyn Callees) -> FnFlow {
     walk_bound(cx, id, callees, &[], 0)
 }
 
-/// Walks function `id` with parameters bound to the texts a caller passes (`(index,
-/// text)`): a helper given its SQL as a `&str` parameter. `depth` counts nested re-walks.
-fn walk_bound(
+/// Walks function `id` with parameters bound to the texts a caller passes: a helper given
+/// its SQL as a `&str` parameter, or a tuple of them. `depth` counts nested re-walks.
+pub fn walk_bound(
     cx: &FlowCx<'_>,
     id: FnId,
     callees: &dyn Callees,
-    texts: &[(usize, String)],
+    texts: &[TextArg],
     depth: usize,
 ) -> FnFlow {
     let mut w = Walker::new(cx, callees, id);
@@ -525,13 +550,18 @@ fn walk_bound(
             index: i,
             field: None,
         });
-        let text = texts.iter().find(|(t, _)| *t == i).map(|(_, s)| s.clone());
         w.bind_pat(
             &p.pat,
             v,
             Some(DescSrc::Desc(KeyDesc::root(format!("${i}$")))),
-            text,
+            None,
         );
+        for t in texts.iter().filter(|t| t.slot.param == i) {
+            if let Some(name) = text_name(&p.pat, t.slot.part.as_deref()) {
+                w.part_texts |= t.slot.part.is_some();
+                w.strs.insert(name, t.text.clone());
+            }
+        }
     }
     for attr in f.attrs.iter().filter(|a| a.is("idempotent")) {
         if let Some(key) = attr.arg("key") {
@@ -553,10 +583,66 @@ fn walk_bound(
         .params
         .iter()
         .enumerate()
-        .filter(|(_, p)| matches!(&p.pat, Pat::Ident { name, .. } if unknown.contains(name)))
-        .map(|(i, _)| i)
+        .flat_map(|(i, p)| text_params_of(i, &p.pat, &unknown))
         .collect();
     w.out
+}
+
+/// The name a text bound to parameter pattern `pat` (or to its tuple element `part`) is
+/// known by in the walk: `sql`; `queries.1` for `queries: (&str, &str)`; `insert` for
+/// `(find, insert): (&str, &str)`.
+fn text_name(pat: &Pat, part: Option<&str>) -> Option<String> {
+    if let Some(name) = pat.simple_name() {
+        return Some(match part {
+            None => name.to_owned(),
+            Some(part) => format!("{name}.{part}"),
+        });
+    }
+    let i: usize = part?.parse().ok()?;
+    match peel_pat(pat) {
+        Pat::Tuple(ps) => ps.get(i)?.simple_name().map(str::to_owned),
+        _ => None,
+    }
+}
+
+fn peel_pat(pat: &Pat) -> &Pat {
+    match pat {
+        Pat::Ref(p) | Pat::Typed { pat: p, .. } => peel_pat(p),
+        other => other,
+    }
+}
+
+/// The text slots of parameter `index` (pattern `pat`) among the names asked for as text
+/// and not known.
+fn text_params_of(index: usize, pat: &Pat, unknown: &[String]) -> Vec<TextParam> {
+    let slot = |part: Option<String>| TextParam { param: index, part };
+    if let Some(name) = pat.simple_name() {
+        return unknown
+            .iter()
+            .filter_map(|u| match u.strip_prefix(name) {
+                Some("") => Some(slot(None)),
+                Some(rest) => {
+                    let part = rest.strip_prefix('.')?;
+                    part.parse::<usize>()
+                        .ok()
+                        .map(|_| slot(Some(part.to_owned())))
+                }
+                None => None,
+            })
+            .collect();
+    }
+    match peel_pat(pat) {
+        Pat::Tuple(ps) => ps
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| {
+                p.simple_name()
+                    .is_some_and(|n| unknown.iter().any(|u| u == n))
+            })
+            .map(|(i, _)| slot(Some(i.to_string())))
+            .collect(),
+        _ => Vec::new(),
+    }
 }
 
 struct Walker<'a, 'c> {
@@ -584,6 +670,9 @@ struct Walker<'a, 'c> {
     unknown_texts: std::cell::RefCell<Vec<String>>,
     /// How many callers up this walk is a re-walk with bound texts.
     rewalk_depth: usize,
+    /// Texts are bound to tuple parameters' elements (`strs["queries.1"]`), forgotten when
+    /// the parameter's name is bound again.
+    part_texts: bool,
     out: FnFlow,
 }
 
@@ -747,6 +836,19 @@ impl<'a> OpEnv<'a> for Walker<'a, '_> {
         if let Some(s) = ident.and_then(|n| self.strs.get(n)) {
             return Some(s.clone());
         }
+        // `queries.1`: an element of a tuple parameter, named like that when asked for.
+        let element = match &e.kind {
+            ExprKind::Field { base, member } if member.parse::<usize>().is_ok() => base
+                .as_path()
+                .and_then(Path::as_ident)
+                .map(|b| format!("{b}.{member}")),
+            _ => None,
+        };
+        if let Some(name) = &element {
+            if let Some(s) = self.strs.get(name) {
+                return Some(s.clone());
+            }
+        }
         let text = match &e.kind {
             // `format!("SELECT .. FROM {}", self.table)`, its arguments read here (locals too).
             ExprKind::Macro(m) if m.path.last() == "format" => {
@@ -759,7 +861,7 @@ impl<'a> OpEnv<'a> for Walker<'a, '_> {
             _ => const_text(self.cx, self.file, &self.f.module, e, 0)
                 .or_else(|| super::query_builders::sea_query_sql(self, e)),
         };
-        if let (None, Some(name)) = (&text, ident) {
+        if let (None, Some(name)) = (&text, ident.or(element.as_deref())) {
             let mut unknown = self.unknown_texts.borrow_mut();
             if !unknown.iter().any(|n| n == name) {
                 unknown.push(name.to_owned());
@@ -805,6 +907,7 @@ impl<'a, 'c> Walker<'a, 'c> {
             bodies: Vec::new(),
             unknown_texts: Default::default(),
             rewalk_depth: 0,
+            part_texts: false,
             out: FnFlow::default(),
         }
     }
@@ -837,6 +940,13 @@ impl<'a> Walker<'a, '_> {
             Some(s) => self.strs.insert(name.to_owned(), s),
             None => self.strs.remove(name),
         };
+        if self.part_texts {
+            // `queries.1` was the parameter's element; this `queries` is another value.
+            self.strs.retain(|k, _| {
+                k.strip_prefix(name)
+                    .is_none_or(|rest| !rest.starts_with('.'))
+            });
+        }
     }
 
     fn bind_pat(&mut self, pat: &'a Pat, v: Value, desc: Option<DescSrc<'a>>, s: Option<String>) {
@@ -1489,6 +1599,21 @@ impl<'a> Walker<'a, '_> {
         }
     }
 
+    /// Element `part` of a tuple argument: `(FIND, INSERT)` written at the call, or a local
+    /// bound to one.
+    fn tuple_element(&self, arg: &'a Expr, part: &str) -> Option<&'a Expr> {
+        let i: usize = part.parse().ok()?;
+        let e = arg.peel();
+        let tuple = match e.as_path().and_then(Path::as_ident) {
+            Some(local) => self.local_init(local)?.peel(),
+            None => e,
+        };
+        match &tuple.kind {
+            ExprKind::Tuple(elems) => elems.get(i),
+            _ => None,
+        }
+    }
+
     /// `"Idempotency-Key"`, `HeaderName::from_static("idempotency-key")`, a local bound to
     /// either.
     fn header_name(&self, e: &Expr) -> Option<String> {
@@ -1565,18 +1690,31 @@ impl<'a> Walker<'a, '_> {
         let param_arg = |i: usize| i + shift;
         // A helper given its SQL text as an argument: walked again with that text, so its
         // store operations are known at this call.
-        if !s.text_params.is_empty() && self.rewalk_depth < 2 {
-            let texts: Vec<(usize, String)> = s
+        if !s.text_params.is_empty() {
+            let texts: Vec<TextArg> = s
                 .text_params
                 .iter()
-                .filter_map(|&p| {
-                    let text = self.string_of(args.get(param_arg(p))?)?;
-                    crate::analysis::sql::looks_like_sql(&text).then_some((p, text))
+                .filter_map(|slot| {
+                    let arg = args.get(param_arg(slot.param))?;
+                    let text = match &slot.part {
+                        None => self.string_of(arg)?,
+                        Some(part) => self.string_of(self.tuple_element(arg, part)?)?,
+                    };
+                    crate::analysis::sql::looks_like_sql(&text).then(|| TextArg {
+                        slot: slot.clone(),
+                        text,
+                    })
                 })
                 .collect();
             if !texts.is_empty() {
-                let flow = walk_bound(self.cx, id, self.callees, &texts, self.rewalk_depth + 1);
-                s = Arc::new(FnSummary::from_flow(&flow));
+                if self.rewalk_depth < 2 {
+                    let flow = walk_bound(self.cx, id, self.callees, &texts, self.rewalk_depth + 1);
+                    s = Arc::new(FnSummary::from_flow(&flow));
+                }
+                let call = TextCall { callee: id, texts };
+                if !self.out.text_calls.contains(&call) {
+                    self.out.text_calls.push(call);
+                }
             }
         }
         let mut out = Value::default();

@@ -12,20 +12,52 @@
 //!   where [`held_before`] holds (a Redis lock held by the caller around the whole helper).
 //!
 //! A lock counts as held until the function returns: an unlock in between is not seen
-//! (documented in `check_then_act`'s known problems).
+//! (documented in `check_then_act`'s known problems). A lock taken in another arm of a
+//! `match` (or the other branch of an `if`) than the point is not held there.
 
 use super::flow::{FnFlow, FnId, StoreEvent};
 use super::store_ops::{Access, Store};
 use super::summary::Summaries;
-use crate::model::Span;
+use crate::model::ir::{Block, ExprKind};
+use crate::model::{FnDef, Package, Span};
 
-/// The first operation before `at` that holds a lock or a won claim over what follows.
-pub fn held_before(summaries: &Summaries, flow: &FnFlow, at: Span) -> Option<Span> {
+/// The first operation before `at` in function `f` (whose walk is `flow`) that holds a lock
+/// or a won claim over what follows.
+pub fn held_before(summaries: &Summaries, f: &FnDef, flow: &FnFlow, at: Span) -> Option<Span> {
     flow.store_events
         .iter()
         .filter(|ev| ev.span.file == at.file && ev.span.hi <= at.lo)
-        .find(|ev| serializes(summaries, ev))
+        .filter(|ev| serializes(summaries, ev))
+        .find(|ev| !f.body.as_ref().is_some_and(|b| exclusive(b, ev.span, at)))
         .map(|ev| ev.span)
+}
+
+/// Whether `a` and `b` are in different arms of one `match`, or in the two branches of one
+/// `if`: they never both run (`Q::FetchTask => fetch_for_update(..)` does not hold its lock
+/// in the `Q::Insert => ..` arm).
+fn exclusive(body: &Block, a: Span, b: Span) -> bool {
+    let mut found = false;
+    body.walk(&mut |e| {
+        if found || !e.span.contains(a) || !e.span.contains(b) {
+            return;
+        }
+        found = match &e.kind {
+            ExprKind::Match { arms, .. } => {
+                let arm_of = |s: Span| arms.iter().position(|arm| arm.body.span.contains(s));
+                matches!((arm_of(a), arm_of(b)), (Some(x), Some(y)) if x != y)
+            }
+            ExprKind::If {
+                then,
+                els: Some(els),
+                ..
+            } => {
+                let apart = |x: Span, y: Span| then.span.contains(x) && els.span.contains(y);
+                apart(a, b) || apart(b, a)
+            }
+            _ => false,
+        };
+    });
+    found
 }
 
 /// Whether store event `ev` takes a lock or wins a claim for what follows it.
@@ -41,13 +73,14 @@ pub fn serializes(summaries: &Summaries, ev: &StoreEvent) -> bool {
 
 /// Whether `id` is called somewhere in the crate and every call runs under a lock or a won
 /// claim of its caller.
-pub fn held_by_every_caller(summaries: &Summaries, id: FnId) -> bool {
+pub fn held_by_every_caller(package: &Package, summaries: &Summaries, id: FnId) -> bool {
     let mut calls = 0usize;
     for caller in summaries.ids() {
         let flow = summaries.flow(caller);
+        let f = caller.def(package).1;
         for call in flow.calls.iter().filter(|c| c.callee == id) {
             calls += 1;
-            if held_before(summaries, flow, call.span).is_none() {
+            if held_before(summaries, f, flow, call.span).is_none() {
                 return false;
             }
         }

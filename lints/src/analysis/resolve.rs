@@ -612,6 +612,7 @@ mod tests {
             segments: s.split("::").map(String::from).collect(),
             leading_colon: false,
             span: Default::default(),
+            qself: None,
         }
     }
 

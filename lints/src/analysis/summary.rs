@@ -16,7 +16,9 @@
 //!   returned), whether it has effects.
 
 use super::callgraph::CallGraph;
-use super::flow::{self, Callees, FlowCx, FnFlow, FnId, KeyDesc, Source, Trail};
+use super::flow::{
+    self, Callees, FlowCx, FnFlow, FnId, KeyDesc, Source, TextCall, TextParam, Trail,
+};
 use super::resolve::Resolver;
 use super::store_ops::{Access, Store, WriteShape};
 use super::types::Types;
@@ -95,7 +97,7 @@ pub struct FnSummary {
     /// Calls made for their effects, or store writes.
     pub has_effects: bool,
     /// Parameters read as text the function does not know ([`FnFlow::text_params`]).
-    pub text_params: Vec<usize>,
+    pub text_params: Vec<TextParam>,
 }
 
 /// Store accesses kept per summary: callers need the kinds and keys, not every one.
@@ -186,7 +188,17 @@ impl FnSummary {
 pub struct Summaries {
     summaries: Vec<Vec<Arc<FnSummary>>>,
     flows: Vec<Vec<FnFlow>>,
+    /// Walks of functions with the SQL text their callers pass, that decide on a store
+    /// read (see [`Summaries::bound_flows`]).
+    bound: FastMap<FnId, Vec<FnFlow>>,
 }
+
+/// Texts passed to one function that get it walked again for its own findings: enough for
+/// a few backends' statements, bounded for a helper that every query goes through.
+const MAX_BINDINGS_PER_FN: usize = 8;
+
+/// Walks with bound texts in a whole package, beyond which the rest are not made.
+const MAX_BOUND_WALKS: usize = 2_000;
 
 impl Summaries {
     pub fn compute(
@@ -257,13 +269,28 @@ impl Summaries {
             b.compute(id);
         }
         let summaries = b.summaries.into_inner();
-        let flows = b
+        let flows: Vec<Vec<FnFlow>> = b
             .flows
             .into_inner()
             .into_iter()
             .map(|v| v.into_iter().map(Option::unwrap_or_default).collect())
             .collect();
-        Summaries { summaries, flows }
+        let bound = bound_walks(&cx, &summaries, &flows);
+        Summaries {
+            summaries,
+            flows,
+            bound,
+        }
+    }
+
+    /// The function's walks with the SQL texts its callers pass to its `&str` (or tuple of
+    /// `&str`) parameters, one per distinct set of texts, kept when they decide on a store
+    /// read and write: a function that holds no SQL itself
+    /// (`match Self::find(queries.0, ..) { None => Self::insert(queries.1, ..) }`) can be a
+    /// check-then-act only with its callers' statements. Texts passed through several levels
+    /// of helpers are followed.
+    pub fn bound_flows(&self, id: FnId) -> &[FnFlow] {
+        self.bound.get(&id).map_or(&[], Vec::as_slice)
     }
 
     pub fn summary(&self, id: FnId) -> &FnSummary {
@@ -281,6 +308,46 @@ impl Summaries {
             .enumerate()
             .flat_map(|(fi, fs)| (0..fs.len()).map(move |ni| FnId::new(fi, ni)))
     }
+}
+
+/// Walks every function a call passes SQL text to again with those texts (once per distinct
+/// set, and the calls those walks make in turn), keeping the walks that decide on a store
+/// read and write something.
+fn bound_walks(
+    cx: &FlowCx<'_>,
+    summaries: &[Vec<Arc<FnSummary>>],
+    flows: &[Vec<FnFlow>],
+) -> FastMap<FnId, Vec<FnFlow>> {
+    let done = Settled { summaries };
+    let mut queue: Vec<TextCall> = flows
+        .iter()
+        .flatten()
+        .flat_map(|f| f.text_calls.iter().cloned())
+        .collect();
+    // Callers in source order first (the queue pops from the end).
+    queue.reverse();
+    let mut seen: HashSet<TextCall> = HashSet::new();
+    let mut per_fn: FastMap<FnId, usize> = FastMap::default();
+    let mut out: FastMap<FnId, Vec<FnFlow>> = FastMap::default();
+    while let Some(call) = queue.pop() {
+        if seen.len() >= MAX_BOUND_WALKS {
+            break;
+        }
+        let n = per_fn.entry(call.callee).or_default();
+        if *n >= MAX_BINDINGS_PER_FN || seen.contains(&call) {
+            continue;
+        }
+        *n += 1;
+        let flow = flow::walk_bound(cx, call.callee, &done, &call.texts, 0);
+        queue.extend(flow.text_calls.iter().rev().cloned());
+        let decides = !flow.decisions.is_empty()
+            && flow.store_events.iter().any(|e| e.access.access.is_write());
+        if decides {
+            out.entry(call.callee).or_default().push(flow);
+        }
+        seen.insert(call);
+    }
+    out
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -538,6 +605,86 @@ mod tests {
         assert_eq!(claim.param_sinks.len(), 1);
         assert_eq!(claim.param_sinks[0].param, 0);
         assert!(matches!(claim.param_sinks[0].sink, SinkKind::GuardKey(_)));
+    }
+
+    /// SQL handed down as a tuple of `&str` through a function that decides and on to the
+    /// helpers that run it: the deciding function's walk with its caller's texts holds the
+    /// check and the write; its own walk holds neither.
+    #[test]
+    fn texts_passed_as_a_tuple_reach_the_deciding_function() {
+        let package = testing::package(
+            "app",
+            &["sqlx"],
+            &[(
+                "crate",
+                "async fn find(q: &str, pool: &sqlx::PgPool, h: &str) -> Option<i64> {
+                     sqlx::query_scalar(q).bind(h).fetch_one(pool).await.ok()
+                 }
+                 async fn insert(q: &str, pool: &sqlx::PgPool, h: &str) -> sqlx::Result<i64> {
+                     sqlx::query_scalar(q).bind(h).fetch_one(pool).await
+                 }
+                 async fn decide(queries: (&str, &str), pool: &sqlx::PgPool, h: &str) -> sqlx::Result<i64> {
+                     match find(queries.0, pool, h).await {
+                         Some(id) => Ok(id),
+                         None => insert(queries.1, pool, h).await,
+                     }
+                 }
+                 async fn shadowed(queries: (&str, &str), pool: &sqlx::PgPool, h: &str) -> sqlx::Result<i64> {
+                     let queries = (h, h);
+                     match find(queries.0, pool, h).await {
+                         Some(id) => Ok(id),
+                         None => insert(queries.1, pool, h).await,
+                     }
+                 }
+                 async fn decide_apart(find_q: &str, insert_q: &str, pool: &sqlx::PgPool, h: &str) -> sqlx::Result<i64> {
+                     match find(find_q, pool, h).await {
+                         Some(id) => Ok(id),
+                         None => insert(insert_q, pool, h).await,
+                     }
+                 }
+                 async fn forward(queries: (&str, &str), pool: &sqlx::PgPool, h: &str) -> sqlx::Result<i64> {
+                     decide_apart(queries.0, queries.1, pool, h).await
+                 }
+                 const FIND: &str = \"SELECT id FROM jobs WHERE uniq_hash = $1\";
+                 async fn caller(pool: &sqlx::PgPool, h: &str) -> sqlx::Result<i64> {
+                     let queries = (FIND, \"INSERT INTO jobs (uniq_hash) VALUES ($1) RETURNING id\");
+                     decide(queries, pool, h).await?;
+                     forward(queries, pool, h).await?;
+                     shadowed((FIND, FIND), pool, h).await
+                 }",
+            )],
+        );
+        let analysis = Analysis::new(&package);
+        let s = analysis.summaries(&package);
+        let decide = find(&package, "decide");
+        let part = |p: &str| TextParam {
+            param: 0,
+            part: Some(p.to_owned()),
+        };
+        assert_eq!(s.summary(decide).text_params, [part("0"), part("1")]);
+        assert!(s.flow(decide).store_events.is_empty());
+        let bound = s.bound_flows(decide);
+        assert_eq!(bound.len(), 1);
+        let accesses: Vec<(Access, Option<&str>)> = bound[0]
+            .store_events
+            .iter()
+            .map(|e| (e.access.access, e.access.table.as_deref()))
+            .collect();
+        assert_eq!(
+            accesses,
+            [(Access::Read, Some("jobs")), (Access::Write, Some("jobs"))]
+        );
+        assert_eq!(bound[0].decisions.len(), 1);
+        // Helpers that only run the text decide nothing: not kept.
+        assert!(s.bound_flows(find(&package, "insert")).is_empty());
+        // A local named like the parameter is another tuple: no text, no walk kept.
+        assert!(s.bound_flows(find(&package, "shadowed")).is_empty());
+        // Three levels: `caller` -> `forward(queries)` -> `decide_apart(queries.0, queries.1)`
+        // -> the helpers; the function that decides is walked with `caller`'s texts.
+        let apart = s.bound_flows(find(&package, "decide_apart"));
+        assert_eq!(apart.len(), 1);
+        assert_eq!(apart[0].decisions.len(), 1);
+        assert_eq!(apart[0].store_events.len(), 2);
     }
 
     #[test]

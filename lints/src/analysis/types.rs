@@ -517,6 +517,7 @@ mod tests {
                     segments: vec!["self".into()],
                     leading_colon: false,
                     span: Default::default(),
+                    qself: None,
                 }),
                 span: Default::default(),
             }),

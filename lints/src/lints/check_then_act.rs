@@ -6,7 +6,7 @@ use crate::analysis::{Access, Store, Summaries};
 use crate::context::LintContext;
 use crate::declare_lint;
 use crate::diagnostic::Applicability;
-use crate::model::{Package, Span};
+use crate::model::{FnDef, Package, Span};
 use std::collections::HashSet;
 
 mod fixes;
@@ -31,10 +31,16 @@ declare_lint! {
     ///   read), a struct field that the package's struct literals fill with one such text
     ///   (`const QUERIES: Queries = Queries { mark: "INSERT .." }` read as
     ///   `self.queries.mark`; fields are matched by name, and a name given two different texts
-    ///   has none), or passed to a crate helper as a `&str` parameter
-    ///   (`repo.run(MARK_PROCESSED, id)`: the helper is read with that text), in sqlx (functions and `query!` macros, also run as
-    ///   `executor.execute(query)`), tokio-postgres, rusqlite, mysql, diesel's
-    ///   `sql_query`, sea-orm's `Statement` and scylla (CQL `IF NOT EXISTS` is a claim);
+    ///   has none), or passed to a crate helper as a `&str` parameter or a tuple of them
+    ///   (`repo.run(MARK_PROCESSED, id)`, `insert_if_missing((FIND_BY_HASH, INSERT), ..)`
+    ///   read as `queries.0` and `queries.1`: the helper is read with that text, and so are
+    ///   the helpers it hands the text on to), in sqlx (functions and `query!` macros, also
+    ///   run as `executor.execute(query)`), tokio-postgres, rusqlite, mysql, diesel's
+    ///   `sql_query`, sea-orm's `Statement` and scylla (CQL `IF NOT EXISTS` is a claim). A
+    ///   function that decides with SQL only its callers give (`match Self::find(queries.0,
+    ///   ..) { None => Self::insert(queries.1, ..) }` in a trait's default method that each
+    ///   backend calls as `<Pg as Queries<Postgres>>::insert_if_missing((FIND, INSERT), ..)`)
+    ///   is reported there, once, when some caller's statements make it a check-then-act;
     /// - SQL built at run time with `format!` into a local or a field (a constructor's
     ///   `let insert_sql = format!("INSERT INTO {table} ..")` kept as `Self { insert_sql }`):
     ///   the template is the SQL, with constant arguments spliced in and a run-time value
@@ -96,7 +102,9 @@ declare_lint! {
     /// idempotency guard (its name, its `impl` type or its module contains `idempot` or
     /// `dedup`: `IdempotencyService::call`), where a response cached under a request hash
     /// is the guard. A lock or claim counts as held until
-    /// the function returns (an unlock in between is not seen), whatever key it locks. A
+    /// the function returns (an unlock in between is not seen), whatever key it locks, but
+    /// not in another arm of a `match` or the other branch of an `if` than the lock. Of the
+    /// texts callers pass down, the first 8 distinct sets per function are read. A
     /// run-time table name in a `format!` template is compared by the name of the value that
     /// holds it (`self.table` and `self.table` are one table), and its name counts for a
     /// dedupe table (`{inbox_table}`). A sea-query statement changed by separate statements
@@ -151,28 +159,40 @@ pub fn check(cx: &mut LintContext<'_>) {
         if id.def(package).1.in_test {
             continue;
         }
-        findings.extend(
-            fn_findings(summaries, id, names_a_guard_fn(package, id))
-                .into_iter()
-                .map(|f| (id, f)),
-        );
+        let guard_fn = names_a_guard_fn(package, id);
+        // The function's own walk, then its walks with the SQL its callers pass down
+        // (`insert_if_missing((FIND, INSERT), ..)`): one finding per write, whichever
+        // caller's statements make it one.
+        let mut reported = HashSet::new();
+        let own = std::iter::once((summaries.flow(id), false));
+        let bound = summaries.bound_flows(id).iter().map(|f| (f, true));
+        for (flow, texts_from_caller) in own.chain(bound) {
+            for f in fn_findings(summaries, id.def(package).1, flow, guard_fn) {
+                if reported.insert(f.write.span) {
+                    findings.push((id, f, texts_from_caller));
+                }
+            }
+        }
     }
     // A helper whose every caller holds a lock (or a won claim) around the call.
-    findings.retain(|(id, _)| !held_by_every_caller(summaries, *id));
-    for (id, f) in findings {
-        let fix = fixes::claim_in_place_of_check(id.def(package).1, &f);
+    findings.retain(|(id, ..)| !held_by_every_caller(package, summaries, *id));
+    for (id, f, texts_from_caller) in findings {
+        // The statements are the caller's, not in this function: nothing to rewrite here.
+        let fix = match texts_from_caller {
+            false => fixes::claim_in_place_of_check(id.def(package).1, &f),
+            true => None,
+        };
         report(cx, f, fix);
     }
 }
 
-fn fn_findings(summaries: &Summaries, id: FnId, guard_fn: bool) -> Vec<Finding> {
-    let flow = summaries.flow(id);
+fn fn_findings(summaries: &Summaries, f: &FnDef, flow: &FnFlow, guard_fn: bool) -> Vec<Finding> {
     let mut out: Vec<Finding> = Vec::new();
     // Indexes, so a function with thousands of check/write pairs costs what its matches
     // cost, not writes × reads.
     let reads = ReadIndex::new(flow, |r| {
         let read = &flow.store_events[r];
-        is_racy_check(read) && !serialized(summaries, flow, read)
+        is_racy_check(read) && !serialized(summaries, f, flow, read)
     });
     let mut reported = HashSet::new();
     let mut effects = None;
@@ -239,9 +259,9 @@ fn is_racy_check(r: &StoreEvent) -> bool {
 /// The read runs under a lock or after a won claim (zero2prod's saved-response read on the
 /// losing branch of its `INSERT .. ON CONFLICT DO NOTHING`): a second delivery never gets
 /// between it and the write.
-fn serialized(summaries: &Summaries, flow: &FnFlow, read: &StoreEvent) -> bool {
-    let helper_claims_first = read.via.is_some_and(|f| summaries.summary(f).is_guard());
-    helper_claims_first || held_before(summaries, flow, read.span).is_some()
+fn serialized(summaries: &Summaries, f: &FnDef, flow: &FnFlow, read: &StoreEvent) -> bool {
+    let helper_claims_first = read.via.is_some_and(|h| summaries.summary(h).is_guard());
+    helper_claims_first || held_before(summaries, f, flow, read.span).is_some()
 }
 
 /// A plain write whose repeat fails: a key-only insert into a dedupe table (its key is
@@ -438,6 +458,45 @@ fn atomic_form(store: Store) -> &'static str {
 mod tests {
     use crate::settings::{CheckThenActSettings, Settings};
     use crate::testing;
+
+    /// A lock taken in the other branch of an `if` is not held in this one; one taken
+    /// before the `if` is.
+    #[test]
+    fn a_lock_in_the_other_branch_is_not_held() {
+        let src = "
+            pub async fn handle(pool: &sqlx::PgPool, id: i64, batch: bool) -> sqlx::Result<()> {
+                if batch {
+                    sqlx::query(\"SELECT pg_advisory_xact_lock($1)\").bind(id).execute(pool).await?;
+                } else {
+                    let seen = sqlx::query(\"SELECT 1 FROM processed WHERE event_id = $1\")
+                        .bind(id).fetch_optional(pool).await?;
+                    if seen.is_some() {
+                        return Ok(());
+                    }
+                    refund(id).await;
+                    sqlx::query(\"INSERT INTO processed (event_id) VALUES ($1)\") //~ WARN check_then_act
+                        .bind(id).execute(pool).await?;
+                }
+                Ok(())
+            }
+            async fn refund(id: i64) {}
+        ";
+        let package = testing::package("app", &["sqlx"], &[("crate", src)]);
+        let texts = vec![src.to_owned()];
+        let settings = Settings::default();
+        testing::assert_annotations(&package, &texts, &settings, &["check_then_act"]);
+        // `if batch { lock; check; insert }`: the same block, after the lock.
+        let held = src
+            .replace("} else {", "")
+            .replace(" //~ WARN check_then_act", "");
+        let package = testing::package("app", &["sqlx"], &[("crate", &held)]);
+        testing::assert_annotations(
+            &package,
+            std::slice::from_ref(&held),
+            &settings,
+            &["check_then_act"],
+        );
+    }
 
     /// Checks and marks of a store the analysis cannot see can be named in the config.
     #[test]

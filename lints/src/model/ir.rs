@@ -16,6 +16,9 @@ pub struct Path {
     /// True for `::uuid::Uuid` (an absolute path).
     pub leading_colon: bool,
     pub span: Span,
+    /// The type of a qualified path `<Type as Trait>::f` (whose `segments` are `Trait::f`):
+    /// the implementation the call picks.
+    pub qself: Option<Box<Path>>,
 }
 
 impl Path {

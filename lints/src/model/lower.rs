@@ -857,6 +857,7 @@ impl Lowerer {
             segments: vec![unraw(id)],
             leading_colon: false,
             span: self.span_of(id),
+            qself: None,
         }
     }
 
@@ -865,7 +866,33 @@ impl Lowerer {
             segments: p.segments.iter().map(|s| unraw(&s.ident)).collect(),
             leading_colon: p.leading_colon.is_some(),
             span: self.span_of(p),
+            qself: None,
         }
+    }
+
+    /// `<Type as Trait>::f`: the path `Trait::f` with `Type` kept as its `qself` (when it is
+    /// a plain path type); `<Type>::f` is the path `Type::f`.
+    fn expr_path(&self, p: &syn::ExprPath) -> Path {
+        let mut path = self.path(&p.path);
+        let Some(q) = &p.qself else {
+            return path;
+        };
+        let syn::Type::Path(tp) = &*q.ty else {
+            return path;
+        };
+        if tp.qself.is_some() {
+            return path;
+        }
+        let ty = self.path(&tp.path);
+        if q.position == 0 {
+            let mut segments = ty.segments;
+            segments.append(&mut path.segments);
+            path.segments = segments;
+            path.leading_colon = ty.leading_colon;
+        } else {
+            path.qself = Some(Box::new(ty));
+        }
+        path
     }
 
     fn ty(&self, t: &syn::Type) -> Type {
@@ -1085,7 +1112,7 @@ impl Lowerer {
         // expressions are rare and lowered as part of the enclosing fn's module by `block`.
         let module = self.model.module.clone();
         match e {
-            syn::Expr::Path(p) => ExprKind::Path(self.path(&p.path)),
+            syn::Expr::Path(p) => ExprKind::Path(self.expr_path(p)),
             syn::Expr::Lit(l) => ExprKind::Lit(lit(&l.lit)),
             syn::Expr::Call(c) => ExprKind::Call {
                 func: self.boxed(&c.func),
@@ -1268,6 +1295,7 @@ impl Lowerer {
                     segments: vec![name],
                     leading_colon: false,
                     span,
+                    qself: None,
                 };
                 args.push(Expr {
                     kind: ExprKind::Path(p),
