@@ -178,10 +178,9 @@ pub fn check(cx: &mut LintContext<'_>) {
     findings.retain(|(id, ..)| !held_by_every_caller(package, summaries, *id));
     for (id, f, texts_from_caller) in findings {
         // The statements are the caller's, not in this function: nothing to rewrite here.
-        let fix = match texts_from_caller {
-            false => fixes::claim_in_place_of_check(id.def(package).1, &f),
-            true => None,
-        };
+        let fix = (!texts_from_caller)
+            .then(|| fixes::claim_in_place_of_check(id.def(package).1, &f))
+            .flatten();
         report(cx, f, fix);
     }
 }

@@ -75,7 +75,7 @@ fn set_nx_in_place_of_exists(f: &FnDef, check: &Expr, mark: &Expr) -> Option<Vec
     if method != "exists" || args.len() != 1 || set != "set" || set_args.len() != 2 {
         return None;
     }
-    let value = literal_text(&set_args[1])?;
+    let value = literal_source(&set_args[1])?;
     let (init, _) = binding_of(f, check.span)?;
     Some(vec![
         (init.span.shrink_to_lo(), "!".to_owned()),
@@ -85,7 +85,7 @@ fn set_nx_in_place_of_exists(f: &FnDef, check: &Expr, mark: &Expr) -> Option<Vec
 }
 
 /// The source text of a number, `true`/`false` or a string literal without escapes.
-fn literal_text(e: &Expr) -> Option<String> {
+fn literal_source(e: &Expr) -> Option<String> {
     match &e.kind {
         ExprKind::Lit(Lit::Int(i)) => Some(i.clone()),
         ExprKind::Lit(Lit::Bool(b)) => Some(b.to_string()),
