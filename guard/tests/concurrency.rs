@@ -129,10 +129,17 @@ async fn dynamodb_counters_end_at_one() {
     // Two clients (two HTTP connection pools) on one table.
     let table = common::unique("concurrency");
     let endpoint = common::dynamodb_endpoint();
-    let a = common::dynamodb_store_at(&endpoint, &table).await;
-    let b = common::dynamodb_store_at(&endpoint, &table).await;
     // moto handles one request at a time (see .ci/moto_serial.py), several ms each on a
-    // loaded 2-core machine, and this run makes 17,000 of them.
+    // loaded 2-core machine, and this run makes 17,000 of them: a request can wait in its
+    // queue longer than the store's default 5 s per call (seen once in CI), which says
+    // nothing about the counters this test is about, so each call gets 120 s here.
+    let per_call = Duration::from_secs(120);
+    let a = common::dynamodb_store_at(&endpoint, &table)
+        .await
+        .timeout(per_call);
+    let b = common::dynamodb_store_at(&endpoint, &table)
+        .await
+        .timeout(per_call);
     deliver_all_within(a, b, counters, "concurrency", HANG_GUARD * 5).await;
 }
 
