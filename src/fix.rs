@@ -103,7 +103,7 @@ pub fn plan(
 /// attribute inserted after the last attribute of an item get a line of their own with the
 /// next line's indentation; an attribute inserted at the start of an item's line is
 /// followed by a line break with that line's indentation.
-fn fit_to_chain(text: &str, edit: Edit) -> Edit {
+pub fn fit_to_chain(text: &str, edit: Edit) -> Edit {
     let is_call = edit.text.starts_with('.');
     let is_attr = edit.text.starts_with("#[");
     if !edit.range.is_empty() || !(is_call || is_attr) || edit.text.contains('\n') {

@@ -97,8 +97,8 @@ fn neovim_receives_diagnostics_before_and_after_an_unsaved_edit_and_applies_a_fi
     assert!(
         buffer.iter().any(|l| l
             .as_str()
-            .is_some_and(|l| l.contains(".client_request_token("))),
-        "the fix is in the buffer: {buffer:?}"
+            .is_some_and(|l| l.trim_start().starts_with(".client_request_token("))),
+        "the fix is in the buffer, on a line of its own: {buffer:?}"
     );
     assert_eq!(codes(2), Vec::<String>::new(), "the token is set now");
     assert_eq!(

@@ -4,6 +4,7 @@
 
 use super::engine::{Analysis, Problem};
 use super::position::{self, Encoding};
+use crate::fix;
 use crate::report::Finding;
 use crate::source::SourceFile;
 use idem_lints::model::Span;
@@ -220,10 +221,20 @@ pub fn code_actions(
                 let Some(uri) = uris.uri_of(&src.path) else {
                     continue;
                 };
+                // Laid out as `--fix` lays it out (an inserted chain call on its own line).
+                let lo = src.clamp(span.lo as usize);
+                let edit = fix::fit_to_chain(
+                    &src.text,
+                    fix::Edit {
+                        range: lo..src.clamp(span.hi as usize).max(lo),
+                        text: text.clone(),
+                    },
+                );
+                let range = position::range(src, edit.range.start, edit.range.end, enc);
                 changes
                     .entry(uri)
                     .or_default()
-                    .push(TextEdit::new(span_range(src, *span, enc), text.clone()));
+                    .push(TextEdit::new(range, edit.text));
             }
             actions.push(CodeAction {
                 title: s.message.clone(),
