@@ -66,7 +66,7 @@ fn diagnostic(analysis: &Analysis, f: &Finding, enc: Encoding, uris: &dyn UriOf)
         range: span_range(d.span),
         severity: Some(severity(d.level)),
         code: Some(NumberOrString::String(d.lint.code())),
-        code_description: doc_url(d.lint).map(|href| CodeDescription { href }),
+        code_description: super::docs::url(d.lint).map(|href| CodeDescription { href }),
         source: Some(SOURCE.to_string()),
         message: message_text(f),
         related_information: (!related.is_empty()).then_some(related),
@@ -96,23 +96,6 @@ fn severity(level: Level) -> DiagnosticSeverity {
         Level::Deny => DiagnosticSeverity::ERROR,
         Level::Warn | Level::Allow => DiagnosticSeverity::WARNING,
     }
-}
-
-/// Where a lint's documentation is published: only when the package names a repository
-/// (the docs are the lint module's header there). Without one there is no page to link, and
-/// the hover shows the same text.
-fn doc_url(lint: &idem_lints::Lint) -> Option<Uri> {
-    let repo = env!("CARGO_PKG_REPOSITORY").trim_end_matches('/');
-    if repo.is_empty() {
-        return None;
-    }
-    let file = if lint.is_meta {
-        "lint.rs".to_string()
-    } else {
-        format!("lints/{}.rs", lint.name)
-    };
-    let version = env!("CARGO_PKG_VERSION");
-    Uri::from_str(&format!("{repo}/blob/v{version}/lints/src/{file}")).ok()
 }
 
 fn span_range(src: &SourceFile, span: Span, enc: Encoding) -> Range {

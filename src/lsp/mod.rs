@@ -9,9 +9,11 @@
 //! - [`documents`]: the open buffers, kept in step with the client's edits;
 //! - [`engine`]: workspace folders and the pipeline run with buffers standing in for files;
 //! - [`convert`]: findings as diagnostics, hovers and code actions;
+//! - [`docs`]: the lint documentation a diagnostic links to;
 //! - [`position`]: byte offsets to and from LSP positions (UTF-16, or UTF-8 when offered).
 
 pub mod convert;
+pub mod docs;
 pub mod documents;
 pub mod engine;
 pub mod position;

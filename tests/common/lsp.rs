@@ -26,6 +26,12 @@ impl Client {
             .args(["idem-lint", "lsp"])
             .args(args)
             .current_dir(cwd)
+            // Where the server writes the lint pages its diagnostics link to; not the
+            // user's own cache.
+            .env(
+                "XDG_CACHE_HOME",
+                std::env::temp_dir().join("idem-lint-lsp-tests"),
+            )
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
