@@ -18,8 +18,69 @@ use syn::Expr;
 
 /// `(start, end)` byte offsets of `e` as syn's `span()` gives them, when known without
 /// printing.
+#[cfg(test)]
 pub(super) fn bounds(e: &Expr) -> Option<(usize, usize)> {
     Some((lo(e)?, hi(e)?))
+}
+
+/// [`bounds`] where the caller already knows where `e` starts or ends: the start of a method
+/// call's receiver is the call's, the end of a binary expression's right side is its own. The
+/// lowering passes them down, so a chain `a.b().c()..` is not walked again at every link.
+/// A hint must be what [`bounds`] would have answered for that end.
+pub(super) fn bounds_hinted(
+    e: &Expr,
+    lo_hint: Option<usize>,
+    hi_hint: Option<usize>,
+) -> Option<(usize, usize)> {
+    let lo = match lo_hint {
+        Some(l) => l,
+        None => lo(e)?,
+    };
+    let hi = match hi_hint {
+        Some(h) => h,
+        None => hi(e)?,
+    };
+    Some((lo, hi))
+}
+
+/// The first and last token of `p` as syn prints it, when known without printing (not for
+/// `Fn(A) -> B` arguments or a trailing `::`).
+pub(super) fn path_tokens(p: &syn::Path) -> Option<(Span, Span)> {
+    let first_seg = p.segments.first()?;
+    let first = match &p.leading_colon {
+        Some(c) => c.spans[0],
+        None => first_seg.ident.span(),
+    };
+    if p.segments.trailing_punct() {
+        return None;
+    }
+    let last_seg = p.segments.last()?;
+    let last = match &last_seg.arguments {
+        syn::PathArguments::None => last_seg.ident.span(),
+        syn::PathArguments::AngleBracketed(a) => a.gt_token.span,
+        syn::PathArguments::Parenthesized(_) => return None,
+    };
+    Some((first, last))
+}
+
+/// `(start, end)` of a path, as syn's `span()` gives them, when [`path_tokens`] knows them.
+pub(super) fn path_bounds(p: &syn::Path) -> Option<(usize, usize)> {
+    path_tokens(p).map(|(first, last)| (start(first), end(last)))
+}
+
+/// Where a path starts: its first token.
+fn path_start(p: &syn::Path) -> Option<usize> {
+    let first = match &p.leading_colon {
+        Some(c) => c.spans[0],
+        None => p.segments.first()?.ident.span(),
+    };
+    Some(start(first))
+}
+
+/// `(start, end)` of an attribute, as syn's `span()` gives them: `#`, `!` when inner, and the
+/// bracket group.
+pub(super) fn attr_bounds(a: &syn::Attribute) -> (usize, usize) {
+    (start(a.pound_token.span), end(a.bracket_token.span.join()))
 }
 
 fn start(s: Span) -> usize {
@@ -36,7 +97,7 @@ fn lo(e: &Expr) -> Option<usize> {
         return None;
     }
     Some(match e {
-        Expr::Path(p) if p.qself.is_none() => start(p.path.span()),
+        Expr::Path(p) if p.qself.is_none() => path_start(&p.path)?,
         Expr::Lit(l) => start(l.lit.span()),
         Expr::MethodCall(m) => lo(&m.receiver)?,
         Expr::Call(c) => lo(&c.func)?,
@@ -57,7 +118,7 @@ fn lo(e: &Expr) -> Option<usize> {
         Expr::Tuple(t) => start(t.paren_token.span.open()),
         Expr::Array(a) => start(a.bracket_token.span.open()),
         Expr::Block(b) if b.label.is_none() => start(b.block.brace_token.span.open()),
-        Expr::Macro(m) => start(m.mac.path.span()),
+        Expr::Macro(m) => path_start(&m.mac.path)?,
         Expr::If(i) => start(i.if_token.span),
         Expr::Match(m) => start(m.match_token.span),
         Expr::Let(l) => start(l.let_token.span),
@@ -65,7 +126,7 @@ fn lo(e: &Expr) -> Option<usize> {
         Expr::ForLoop(f) if f.label.is_none() => start(f.for_token.span),
         Expr::While(w) if w.label.is_none() => start(w.while_token.span),
         Expr::Loop(l) if l.label.is_none() => start(l.loop_token.span),
-        Expr::Struct(s) if s.qself.is_none() => start(s.path.span()),
+        Expr::Struct(s) if s.qself.is_none() => path_start(&s.path)?,
         _ => return None,
     })
 }
@@ -76,7 +137,10 @@ fn hi(e: &Expr) -> Option<usize> {
         return None;
     }
     Some(match e {
-        Expr::Path(p) if p.qself.is_none() => end(p.path.span()),
+        Expr::Path(p) if p.qself.is_none() => match path_tokens(&p.path) {
+            Some((_, last)) => end(last),
+            None => end(p.path.span()),
+        },
         Expr::Lit(l) => end(l.lit.span()),
         Expr::MethodCall(m) => end(m.paren_token.span.close()),
         Expr::Call(c) => end(c.paren_token.span.close()),
@@ -209,7 +273,7 @@ fn has_attrs(e: &Expr) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::{bounds, fn_bounds, impl_bounds, let_bounds};
+    use super::{attr_bounds, bounds, fn_bounds, impl_bounds, let_bounds, path_bounds};
     use proc_macro2::Span;
     use std::path::{Path, PathBuf};
     use syn::spanned::Spanned;
@@ -245,6 +309,16 @@ mod tests {
             fn visit_item_impl(&mut self, i: &'a syn::ItemImpl) {
                 self.compare(impl_bounds(i), i.span(), &i.self_ty);
                 syn::visit::visit_item_impl(self, i);
+            }
+            fn visit_path(&mut self, p: &'a syn::Path) {
+                if let Some(ours) = path_bounds(p) {
+                    self.compare(ours, p.span(), p);
+                }
+                syn::visit::visit_path(self, p);
+            }
+            fn visit_attribute(&mut self, a: &'a syn::Attribute) {
+                self.compare(attr_bounds(a), a.span(), a);
+                syn::visit::visit_attribute(self, a);
             }
             fn visit_local(&mut self, l: &'a syn::Local) {
                 if let Some(ours) = let_bounds(l) {
@@ -320,6 +394,8 @@ mod tests {
     #[test]
     fn tricky_shapes_match_syn() {
         let text = r#"
+            //! Inner docs.
+            #![allow(unused)]
             /// Docs.
             #[inline]
             pub(crate) async unsafe fn g() {}
@@ -336,6 +412,8 @@ mod tests {
                 let d = match x { _ => 1 } + loop { break } + async { 1 }.await;
                 let e = S { a, ..Default::default() } .. ;
                 let g = Vec::<u8>::new().into_iter().map(|x| x + 1).collect::<Vec<_>>();
+                let p: ::std::vec::Vec<Vec<u8>> = <Vec<u8> as Default>::default();
+                let q: Box<dyn Fn(u8) -> u8> = Box::new(|x| x);
                 let h = vec![1; 3][..2].to_vec();
                 return;
                 x = y += 1;
