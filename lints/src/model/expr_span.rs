@@ -77,6 +77,11 @@ fn path_start(p: &syn::Path) -> Option<usize> {
     Some(start(first))
 }
 
+/// Where an identifier starts.
+pub(super) fn ident_start(id: &proc_macro2::Ident) -> usize {
+    start(id.span())
+}
+
 /// `(start, end)` of an attribute, as syn's `span()` gives them: `#`, `!` when inner, and the
 /// bracket group.
 pub(super) fn attr_bounds(a: &syn::Attribute) -> (usize, usize) {

@@ -772,8 +772,29 @@ impl Lowerer {
     }
 
     fn attr(&mut self, a: &syn::Attribute) -> Attr {
+        let (lo, hi) = expr_span::attr_bounds(a);
+        let span = self.range((lo, hi));
+        // A doc comment is lexed as `#[doc = "..."]` whose every token has the comment's
+        // span: its name starting where `#` does says so (written out, `doc` comes after `#[`),
+        // and then the name's and the text's spans are the attribute's, not looked up again.
+        let doc = a
+            .path()
+            .get_ident()
+            .filter(|id| expr_span::ident_start(id) == lo);
+        if let (Some(id), syn::Meta::NameValue(nv)) = (doc, &a.meta) {
+            return Attr {
+                path: Path {
+                    segments: vec![unraw(id)],
+                    leading_colon: false,
+                    span,
+                    qself: None,
+                },
+                args: vec![],
+                value: Some(self.expr_hinted(&nv.value, Some(lo), Some(hi))),
+                span,
+            };
+        }
         let path = self.path(a.path());
-        let span = self.range(expr_span::attr_bounds(a));
         match &a.meta {
             syn::Meta::Path(_) => Attr {
                 path,
@@ -865,21 +886,31 @@ impl Lowerer {
     }
 
     fn path(&self, p: &syn::Path) -> Path {
+        self.path_spanned(p, self.path_span(p))
+    }
+
+    /// [`Lowerer::path`] whose span the caller knows.
+    fn path_spanned(&self, p: &syn::Path, span: Span) -> Path {
         Path {
             segments: p.segments.iter().map(|s| unraw(&s.ident)).collect(),
             leading_colon: p.leading_colon.is_some(),
-            span: self.path_span(p),
+            span,
             qself: None,
         }
     }
 
     /// `<Type as Trait>::f`: the path `Trait::f` with `Type` kept as its `qself` (when it is
     /// a plain path type); `<Type>::f` is the path `Type::f`.
-    fn expr_path(&self, p: &syn::ExprPath) -> Path {
-        let mut path = self.path(&p.path);
+    ///
+    /// `bounds`: the expression's, when known; without a `qself` they are the path's own.
+    fn expr_path(&self, p: &syn::ExprPath, bounds: Option<(usize, usize)>) -> Path {
         let Some(q) = &p.qself else {
-            return path;
+            return match bounds {
+                Some(b) => self.path_spanned(&p.path, self.range(b)),
+                None => self.path(&p.path),
+            };
         };
+        let mut path = self.path(&p.path);
         let syn::Type::Path(tp) = &*q.ty else {
             return path;
         };
@@ -1143,7 +1174,7 @@ impl Lowerer {
     fn expr_kind(&mut self, e: &syn::Expr, bounds: Option<(usize, usize)>) -> ExprKind {
         let b = bounds;
         match e {
-            syn::Expr::Path(p) => ExprKind::Path(self.expr_path(p)),
+            syn::Expr::Path(p) => ExprKind::Path(self.expr_path(p, b)),
             syn::Expr::Lit(l) => ExprKind::Lit(lit(&l.lit)),
             syn::Expr::Call(c) => ExprKind::Call {
                 func: self.boxed_lo(&c.func, b),
@@ -1668,6 +1699,41 @@ mod tests {
         let m = lower("cfg_rt! { mod runtime; pub fn spawn() {} } macro_rules! m { () => {} }");
         assert!(m.mods.iter().any(|d| d.name == "runtime"));
         assert!(m.fns.iter().any(|f| f.name == "spawn"));
+    }
+
+    #[test]
+    fn doc_comments_and_written_doc_attributes_keep_their_spans() {
+        let src = "/// Says hi.\n#[doc = \"more\"]\nfn f() {}\n";
+        let m = lower(src);
+        let text = |s: Span| &src[s.lo as usize..s.hi as usize];
+        let attrs = &m.fns[0].attrs;
+        // The comment: every part is the comment.
+        assert_eq!(text(attrs[0].span), "/// Says hi.");
+        assert_eq!(text(attrs[0].path.span), "/// Says hi.");
+        let value = attrs[0].value.as_ref().unwrap();
+        assert_eq!(
+            (text(value.span), value.as_str_lit()),
+            ("/// Says hi.", Some(" Says hi."))
+        );
+        // Written out: each part its own.
+        assert_eq!(text(attrs[1].span), "#[doc = \"more\"]");
+        assert_eq!(text(attrs[1].path.span), "doc");
+        let value = attrs[1].value.as_ref().unwrap();
+        assert_eq!(
+            (text(value.span), value.as_str_lit()),
+            ("\"more\"", Some("more"))
+        );
+    }
+
+    #[test]
+    fn string_values_are_unescaped() {
+        let m = lower("const A: &str = \"a\\tb\\\"c\"; const B: &str = \"line\r\nnext\"; const C: &str = r#\"r\"aw\"#;");
+        let values: Vec<_> = m
+            .consts
+            .iter()
+            .map(|c| c.value.as_str_lit().unwrap())
+            .collect();
+        assert_eq!(values, ["a\tb\"c", "line\nnext", "r\"aw"]);
     }
 
     #[test]
