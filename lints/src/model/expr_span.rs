@@ -132,6 +132,20 @@ fn lo(e: &Expr) -> Option<usize> {
         Expr::While(w) if w.label.is_none() => start(w.while_token.span),
         Expr::Loop(l) if l.label.is_none() => start(l.loop_token.span),
         Expr::Struct(s) if s.qself.is_none() => path_start(&s.path)?,
+        Expr::Closure(c) => start(
+            c.lifetimes
+                .as_ref()
+                .map(|l| l.for_token.span)
+                .or(c.constness.map(|t| t.span))
+                .or(c.asyncness.map(|t| t.span))
+                .or(c.capture.map(|t| t.span))
+                .unwrap_or(c.inputs_begin.span),
+        ),
+        Expr::Async(a) => start(a.async_token.span),
+        Expr::Unsafe(u) => start(u.unsafe_token.span),
+        Expr::Break(b) => start(b.break_token.span),
+        Expr::Continue(c) => start(c.continue_token.span),
+        Expr::Repeat(r) => start(r.bracket_token.span.open()),
         _ => return None,
     })
 }
@@ -185,8 +199,82 @@ fn hi(e: &Expr) -> Option<usize> {
         Expr::While(w) if w.label.is_none() => end(w.body.brace_token.span.close()),
         Expr::Loop(l) if l.label.is_none() => end(l.body.brace_token.span.close()),
         Expr::Struct(s) if s.qself.is_none() => end(s.brace_token.span.close()),
+        // With a return type, syn prints a body that is not a plain block inside new braces.
+        Expr::Closure(c)
+            if matches!(c.output, syn::ReturnType::Default)
+                || matches!(&*c.body, Expr::Block(b) if b.attrs.is_empty() && b.label.is_none()) =>
+        {
+            hi(&c.body)?
+        }
+        Expr::Async(a) => end(a.block.brace_token.span.close()),
+        Expr::Unsafe(u) => end(u.block.brace_token.span.close()),
+        Expr::Break(b) if b.label.is_none() => match &b.expr {
+            Some(v) => hi(v)?,
+            None => end(b.break_token.span),
+        },
+        Expr::Continue(c) if c.label.is_none() => end(c.continue_token.span),
+        Expr::Repeat(r) => end(r.bracket_token.span.close()),
         _ => return None,
     })
+}
+
+/// `(start, end)` of an item, as syn's `span()` gives them, for the kinds with a plain first
+/// and last token (`use`, `const`, `static`, `type`, `enum`, `struct`, item macros); `None`
+/// for the others.
+pub(super) fn item_bounds(item: &syn::Item) -> Option<(usize, usize)> {
+    use syn::Item;
+    let (attrs, vis, keyword, last) = match item {
+        Item::Use(u) => (&u.attrs, Some(&u.vis), u.use_token.span, u.semi_token.span),
+        Item::Const(c) => (
+            &c.attrs,
+            Some(&c.vis),
+            c.const_token.span,
+            c.semi_token.span,
+        ),
+        Item::Static(st) => (
+            &st.attrs,
+            Some(&st.vis),
+            st.static_token.span,
+            st.semi_token.span,
+        ),
+        Item::Type(t) => (&t.attrs, Some(&t.vis), t.type_token.span, t.semi_token.span),
+        Item::Enum(e) => (
+            &e.attrs,
+            Some(&e.vis),
+            e.enum_token.span,
+            e.brace_token.span.join(),
+        ),
+        Item::Struct(st) => {
+            let last = match (&st.fields, &st.semi_token) {
+                (syn::Fields::Named(f), _) => f.brace_token.span.join(),
+                (_, Some(semi)) => semi.span,
+                // syn would print a `;` of its own.
+                _ => return None,
+            };
+            (&st.attrs, Some(&st.vis), st.struct_token.span, last)
+        }
+        Item::Macro(m) => {
+            let first = match &m.mac.path.leading_colon {
+                Some(c) => c.spans[0],
+                None => m.mac.path.segments.first()?.ident.span(),
+            };
+            let last = match (&m.semi_token, &m.mac.delimiter) {
+                (Some(semi), _) => semi.span,
+                (None, syn::MacroDelimiter::Paren(d)) => d.span.join(),
+                (None, syn::MacroDelimiter::Brace(d)) => d.span.join(),
+                (None, syn::MacroDelimiter::Bracket(d)) => d.span.join(),
+            };
+            (&m.attrs, None, first, last)
+        }
+        _ => return None,
+    };
+    let vis = match vis {
+        Some(syn::Visibility::Public(p)) => Some(p.span),
+        Some(syn::Visibility::Restricted(r)) => Some(r.pub_token.span),
+        _ => None,
+    };
+    let first = first_outer_attr(attrs).or(vis).unwrap_or(keyword);
+    Some((start(first), end(last)))
 }
 
 /// `(start, end)` of a function item or method, as syn's `span()` gives them: from its first
@@ -270,6 +358,12 @@ fn has_attrs(e: &Expr) -> bool {
         Expr::While(x) => &x.attrs,
         Expr::Loop(x) => &x.attrs,
         Expr::Struct(x) => &x.attrs,
+        Expr::Closure(x) => &x.attrs,
+        Expr::Async(x) => &x.attrs,
+        Expr::Unsafe(x) => &x.attrs,
+        Expr::Break(x) => &x.attrs,
+        Expr::Continue(x) => &x.attrs,
+        Expr::Repeat(x) => &x.attrs,
         // Not read by `lo`/`hi`: they answer `None` for every other shape anyway.
         _ => return false,
     };
@@ -278,7 +372,9 @@ fn has_attrs(e: &Expr) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::{attr_bounds, bounds, fn_bounds, impl_bounds, let_bounds, path_bounds};
+    use super::{
+        attr_bounds, bounds, fn_bounds, impl_bounds, item_bounds, let_bounds, path_bounds,
+    };
     use proc_macro2::Span;
     use std::path::{Path, PathBuf};
     use syn::spanned::Spanned;
@@ -314,6 +410,12 @@ mod tests {
             fn visit_item_impl(&mut self, i: &'a syn::ItemImpl) {
                 self.compare(impl_bounds(i), i.span(), &i.self_ty);
                 syn::visit::visit_item_impl(self, i);
+            }
+            fn visit_item(&mut self, i: &'a syn::Item) {
+                if let Some(ours) = item_bounds(i) {
+                    self.compare(ours, i.span(), i);
+                }
+                syn::visit::visit_item(self, i);
             }
             fn visit_path(&mut self, p: &'a syn::Path) {
                 if let Some(ours) = path_bounds(p) {
@@ -419,6 +521,12 @@ mod tests {
                 let g = Vec::<u8>::new().into_iter().map(|x| x + 1).collect::<Vec<_>>();
                 let p: ::std::vec::Vec<Vec<u8>> = <Vec<u8> as Default>::default();
                 let q: Box<dyn Fn(u8) -> u8> = Box::new(|x| x);
+                let c = (move |a: u8| -> u8 { a }, async move || 1, || async { 2 }, |x| [x; 4]);
+                let u = unsafe { f() } + loop { break 3 } + loop { break } + 'l: loop { break 'l };
+                for _ in 0.. { continue }
+                use a::{b, c as d}; const K: &str = "k"; static S: u8 = 1; type T = u8;
+                enum E { A } struct N { a: u8 } struct P(u8); struct U; m!(x); m! { y }
+                #[derive(Debug)] pub(crate) struct D<T> where T: Copy { t: T }
                 let h = vec![1; 3][..2].to_vec();
                 return;
                 x = y += 1;

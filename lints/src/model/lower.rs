@@ -296,7 +296,12 @@ impl Lowerer {
                 ))
             }
             syn::Item::Impl(i) => return self.range(expr_span::impl_bounds(i)),
-            _ => return self.span_of(item),
+            _ => {
+                return match expr_span::item_bounds(item) {
+                    Some(r) => self.range(r),
+                    None => self.span_of(item),
+                }
+            }
         };
         let first = match (m.attrs.first(), &m.vis) {
             (Some(a), _) => a.pound_token.span,
