@@ -80,11 +80,15 @@ pub fn run(args: &Args) -> Result<Outcome> {
             stderr_line(&format!("note: {}", b.describe()));
         }
     }
-    Ok(if linted.report.has_errors() {
+    let outcome = if linted.report.has_errors() {
         Outcome::Denied
     } else {
         Outcome::Clean
-    })
+    };
+    // The process ends right after: freeing every model node one at a time took about 4% of
+    // a run on tokio, on one thread, for memory the exit returns at once.
+    std::mem::forget(linted);
+    Ok(outcome)
 }
 
 /// A finished lint run: what the emitters read.

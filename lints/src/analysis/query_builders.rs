@@ -50,14 +50,20 @@ pub fn classify<'a>(
     args: &'a [Expr],
     span: Span,
 ) -> Option<StoreOp<'a>> {
+    // The method name first: most calls are no runner, and the dependency checks are not free.
+    let diesel_runner = DIESEL_RUNNERS.contains(&method) && args.len() == 1;
+    let sea_runner = SEA_RUNNERS.contains(&method);
+    if !diesel_runner && !sea_runner {
+        return None;
+    }
     let diesel = env.depends_on("diesel") || env.depends_on("diesel_async");
     let sea = env.depends_on("sea_orm");
-    if diesel && DIESEL_RUNNERS.contains(&method) && args.len() == 1 {
+    if diesel && diesel_runner {
         if let Some(op) = diesel_op(env, receiver, span) {
             return Some(op);
         }
     }
-    if sea && SEA_RUNNERS.contains(&method) {
+    if sea && sea_runner {
         return sea_op(env, receiver, method, span);
     }
     None

@@ -9,6 +9,7 @@
 use super::{FastMap, FastSet};
 use crate::model::ir::{Path, Type};
 use crate::model::{FileModel, FnDef, Package};
+use rayon::prelude::*;
 use std::sync::Mutex;
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -204,9 +205,11 @@ impl Resolver {
             .iter()
             .enumerate()
             .map(|(t, scopes)| {
-                scopes
-                    .iter()
-                    .filter(|(_, s)| !s.globs.is_empty())
+                // Each module's glob bases on every core: the resolver is only read here.
+                let with_globs: Vec<(&Vec<String>, &Scope)> =
+                    scopes.iter().filter(|(_, s)| !s.globs.is_empty()).collect();
+                with_globs
+                    .into_par_iter()
                     .map(|(m, s)| {
                         let bases = s
                             .globs

@@ -7,6 +7,7 @@ use super::resolve::{DefPath, Resolver};
 use super::FastMap;
 use crate::model::ir::{is_marker_trait, Block, Expr, ExprKind, Pat, Stmt, Type};
 use crate::model::{FileModel, FnDef, GenericParam, Package};
+use rayon::prelude::*;
 
 /// Associated functions that return `Self` (or `Result<Self, _>`) by convention.
 const CONSTRUCTORS: &[&str] = &[
@@ -64,16 +65,36 @@ pub struct Types {
 
 impl Types {
     pub fn new(package: &Package, resolver: &Resolver) -> Types {
+        // The paths are resolved file by file on every core, then entered in file order (the
+        // first fn at a path wins, as before).
+        type Paths = Vec<(DefPath, (usize, usize))>;
+        let per_file: Vec<(Paths, Paths)> = package
+            .files
+            .par_iter()
+            .enumerate()
+            .map(|(fi, file)| {
+                let structs = file.structs.iter().enumerate().map(|(si, s)| {
+                    let p = resolver.resolve_strs(
+                        file.target,
+                        &s.module,
+                        std::slice::from_ref(&s.name),
+                    );
+                    (p, (fi, si))
+                });
+                let fns = file
+                    .fns
+                    .iter()
+                    .enumerate()
+                    .map(|(ni, f)| (resolver.fn_path(file, f), (fi, ni)));
+                (structs.collect(), fns.collect())
+            })
+            .collect();
         let mut structs = FastMap::default();
         let mut fns = FastMap::default();
-        for (fi, file) in package.files.iter().enumerate() {
-            for (si, s) in file.structs.iter().enumerate() {
-                let p =
-                    resolver.resolve_strs(file.target, &s.module, std::slice::from_ref(&s.name));
-                structs.insert(p, (fi, si));
-            }
-            for (ni, f) in file.fns.iter().enumerate() {
-                fns.entry(resolver.fn_path(file, f)).or_insert((fi, ni));
+        for (file_structs, file_fns) in per_file {
+            structs.extend(file_structs);
+            for (p, at) in file_fns {
+                fns.entry(p).or_insert(at);
             }
         }
         let mut aliases = FastMap::default();

@@ -30,18 +30,18 @@ thread_local! {
 
 /// Runs `f` with `text` (what proc_macro2 parsed) indexed for [`range`] on this thread.
 pub(super) fn with_index<R>(text: &str, f: impl FnOnce() -> R) -> R {
+    // Line by line (`split` finds newlines with memchr, `is_ascii` checks words at a time):
+    // a byte-by-byte loop cost about 5% of the lowering (tokio).
     let mut starts = vec![0];
     let mut ascii = Vec::new();
-    let mut line_ascii = true;
-    for (i, b) in text.bytes().enumerate() {
-        line_ascii &= b.is_ascii();
-        if b == b'\n' {
-            starts.push(i + 1);
-            ascii.push(line_ascii);
-            line_ascii = true;
-        }
+    let mut next = 0;
+    for line in text.split('\n') {
+        ascii.push(line.is_ascii());
+        next += line.len() + 1;
+        starts.push(next);
     }
-    ascii.push(line_ascii);
+    // The last line has no newline after it.
+    starts.pop();
     let index = LineIndex {
         text: text.to_owned(),
         starts,

@@ -18,8 +18,74 @@ use syn::Expr;
 
 /// `(start, end)` byte offsets of `e` as syn's `span()` gives them, when known without
 /// printing.
+#[cfg(test)]
 pub(super) fn bounds(e: &Expr) -> Option<(usize, usize)> {
     Some((lo(e)?, hi(e)?))
+}
+
+/// [`bounds`] where the caller already knows where `e` starts or ends: the start of a method
+/// call's receiver is the call's, the end of a binary expression's right side is its own. The
+/// lowering passes them down, so a chain `a.b().c()..` is not walked again at every link.
+/// A hint must be what [`bounds`] would have answered for that end.
+pub(super) fn bounds_hinted(
+    e: &Expr,
+    lo_hint: Option<usize>,
+    hi_hint: Option<usize>,
+) -> Option<(usize, usize)> {
+    let lo = match lo_hint {
+        Some(l) => l,
+        None => lo(e)?,
+    };
+    let hi = match hi_hint {
+        Some(h) => h,
+        None => hi(e)?,
+    };
+    Some((lo, hi))
+}
+
+/// The first and last token of `p` as syn prints it, when known without printing (not for
+/// `Fn(A) -> B` arguments or a trailing `::`).
+pub(super) fn path_tokens(p: &syn::Path) -> Option<(Span, Span)> {
+    let first_seg = p.segments.first()?;
+    let first = match &p.leading_colon {
+        Some(c) => c.spans[0],
+        None => first_seg.ident.span(),
+    };
+    if p.segments.trailing_punct() {
+        return None;
+    }
+    let last_seg = p.segments.last()?;
+    let last = match &last_seg.arguments {
+        syn::PathArguments::None => last_seg.ident.span(),
+        syn::PathArguments::AngleBracketed(a) => a.gt_token.span,
+        syn::PathArguments::Parenthesized(_) => return None,
+    };
+    Some((first, last))
+}
+
+/// `(start, end)` of a path, as syn's `span()` gives them, when [`path_tokens`] knows them.
+pub(super) fn path_bounds(p: &syn::Path) -> Option<(usize, usize)> {
+    path_tokens(p).map(|(first, last)| (start(first), end(last)))
+}
+
+/// Where a path starts: its first token.
+fn path_start(p: &syn::Path) -> Option<usize> {
+    let first = match &p.leading_colon {
+        Some(c) => c.spans[0],
+        None => p.segments.first()?.ident.span(),
+    };
+    Some(start(first))
+}
+
+/// Where an identifier starts.
+pub(super) fn ident_start(id: &proc_macro2::Ident) -> usize {
+    start(id.span())
+}
+
+/// `(start, end)` of an attribute, as syn's `span()` gives them: `#`, `!` when inner, and the
+/// bracket group.
+pub(super) fn attr_bounds(a: &syn::Attribute) -> (usize, usize) {
+    (start(a.pound_token.span), end(a.bracket_token.span.join()))
 }
 
 fn start(s: Span) -> usize {
@@ -36,7 +102,7 @@ fn lo(e: &Expr) -> Option<usize> {
         return None;
     }
     Some(match e {
-        Expr::Path(p) if p.qself.is_none() => start(p.path.span()),
+        Expr::Path(p) if p.qself.is_none() => path_start(&p.path)?,
         Expr::Lit(l) => start(l.lit.span()),
         Expr::MethodCall(m) => lo(&m.receiver)?,
         Expr::Call(c) => lo(&c.func)?,
@@ -57,7 +123,7 @@ fn lo(e: &Expr) -> Option<usize> {
         Expr::Tuple(t) => start(t.paren_token.span.open()),
         Expr::Array(a) => start(a.bracket_token.span.open()),
         Expr::Block(b) if b.label.is_none() => start(b.block.brace_token.span.open()),
-        Expr::Macro(m) => start(m.mac.path.span()),
+        Expr::Macro(m) => path_start(&m.mac.path)?,
         Expr::If(i) => start(i.if_token.span),
         Expr::Match(m) => start(m.match_token.span),
         Expr::Let(l) => start(l.let_token.span),
@@ -65,7 +131,21 @@ fn lo(e: &Expr) -> Option<usize> {
         Expr::ForLoop(f) if f.label.is_none() => start(f.for_token.span),
         Expr::While(w) if w.label.is_none() => start(w.while_token.span),
         Expr::Loop(l) if l.label.is_none() => start(l.loop_token.span),
-        Expr::Struct(s) if s.qself.is_none() => start(s.path.span()),
+        Expr::Struct(s) if s.qself.is_none() => path_start(&s.path)?,
+        Expr::Closure(c) => start(
+            c.lifetimes
+                .as_ref()
+                .map(|l| l.for_token.span)
+                .or(c.constness.map(|t| t.span))
+                .or(c.asyncness.map(|t| t.span))
+                .or(c.capture.map(|t| t.span))
+                .unwrap_or(c.inputs_begin.span),
+        ),
+        Expr::Async(a) => start(a.async_token.span),
+        Expr::Unsafe(u) => start(u.unsafe_token.span),
+        Expr::Break(b) => start(b.break_token.span),
+        Expr::Continue(c) => start(c.continue_token.span),
+        Expr::Repeat(r) => start(r.bracket_token.span.open()),
         _ => return None,
     })
 }
@@ -76,7 +156,10 @@ fn hi(e: &Expr) -> Option<usize> {
         return None;
     }
     Some(match e {
-        Expr::Path(p) if p.qself.is_none() => end(p.path.span()),
+        Expr::Path(p) if p.qself.is_none() => match path_tokens(&p.path) {
+            Some((_, last)) => end(last),
+            None => end(p.path.span()),
+        },
         Expr::Lit(l) => end(l.lit.span()),
         Expr::MethodCall(m) => end(m.paren_token.span.close()),
         Expr::Call(c) => end(c.paren_token.span.close()),
@@ -116,8 +199,82 @@ fn hi(e: &Expr) -> Option<usize> {
         Expr::While(w) if w.label.is_none() => end(w.body.brace_token.span.close()),
         Expr::Loop(l) if l.label.is_none() => end(l.body.brace_token.span.close()),
         Expr::Struct(s) if s.qself.is_none() => end(s.brace_token.span.close()),
+        // With a return type, syn prints a body that is not a plain block inside new braces.
+        Expr::Closure(c)
+            if matches!(c.output, syn::ReturnType::Default)
+                || matches!(&*c.body, Expr::Block(b) if b.attrs.is_empty() && b.label.is_none()) =>
+        {
+            hi(&c.body)?
+        }
+        Expr::Async(a) => end(a.block.brace_token.span.close()),
+        Expr::Unsafe(u) => end(u.block.brace_token.span.close()),
+        Expr::Break(b) if b.label.is_none() => match &b.expr {
+            Some(v) => hi(v)?,
+            None => end(b.break_token.span),
+        },
+        Expr::Continue(c) if c.label.is_none() => end(c.continue_token.span),
+        Expr::Repeat(r) => end(r.bracket_token.span.close()),
         _ => return None,
     })
+}
+
+/// `(start, end)` of an item, as syn's `span()` gives them, for the kinds with a plain first
+/// and last token (`use`, `const`, `static`, `type`, `enum`, `struct`, item macros); `None`
+/// for the others.
+pub(super) fn item_bounds(item: &syn::Item) -> Option<(usize, usize)> {
+    use syn::Item;
+    let (attrs, vis, keyword, last) = match item {
+        Item::Use(u) => (&u.attrs, Some(&u.vis), u.use_token.span, u.semi_token.span),
+        Item::Const(c) => (
+            &c.attrs,
+            Some(&c.vis),
+            c.const_token.span,
+            c.semi_token.span,
+        ),
+        Item::Static(st) => (
+            &st.attrs,
+            Some(&st.vis),
+            st.static_token.span,
+            st.semi_token.span,
+        ),
+        Item::Type(t) => (&t.attrs, Some(&t.vis), t.type_token.span, t.semi_token.span),
+        Item::Enum(e) => (
+            &e.attrs,
+            Some(&e.vis),
+            e.enum_token.span,
+            e.brace_token.span.join(),
+        ),
+        Item::Struct(st) => {
+            let last = match (&st.fields, &st.semi_token) {
+                (syn::Fields::Named(f), _) => f.brace_token.span.join(),
+                (_, Some(semi)) => semi.span,
+                // syn would print a `;` of its own.
+                _ => return None,
+            };
+            (&st.attrs, Some(&st.vis), st.struct_token.span, last)
+        }
+        Item::Macro(m) => {
+            let first = match &m.mac.path.leading_colon {
+                Some(c) => c.spans[0],
+                None => m.mac.path.segments.first()?.ident.span(),
+            };
+            let last = match (&m.semi_token, &m.mac.delimiter) {
+                (Some(semi), _) => semi.span,
+                (None, syn::MacroDelimiter::Paren(d)) => d.span.join(),
+                (None, syn::MacroDelimiter::Brace(d)) => d.span.join(),
+                (None, syn::MacroDelimiter::Bracket(d)) => d.span.join(),
+            };
+            (&m.attrs, None, first, last)
+        }
+        _ => return None,
+    };
+    let vis = match vis {
+        Some(syn::Visibility::Public(p)) => Some(p.span),
+        Some(syn::Visibility::Restricted(r)) => Some(r.pub_token.span),
+        _ => None,
+    };
+    let first = first_outer_attr(attrs).or(vis).unwrap_or(keyword);
+    Some((start(first), end(last)))
 }
 
 /// `(start, end)` of a function item or method, as syn's `span()` gives them: from its first
@@ -201,6 +358,12 @@ fn has_attrs(e: &Expr) -> bool {
         Expr::While(x) => &x.attrs,
         Expr::Loop(x) => &x.attrs,
         Expr::Struct(x) => &x.attrs,
+        Expr::Closure(x) => &x.attrs,
+        Expr::Async(x) => &x.attrs,
+        Expr::Unsafe(x) => &x.attrs,
+        Expr::Break(x) => &x.attrs,
+        Expr::Continue(x) => &x.attrs,
+        Expr::Repeat(x) => &x.attrs,
         // Not read by `lo`/`hi`: they answer `None` for every other shape anyway.
         _ => return false,
     };
@@ -209,7 +372,9 @@ fn has_attrs(e: &Expr) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::{bounds, fn_bounds, impl_bounds, let_bounds};
+    use super::{
+        attr_bounds, bounds, fn_bounds, impl_bounds, item_bounds, let_bounds, path_bounds,
+    };
     use proc_macro2::Span;
     use std::path::{Path, PathBuf};
     use syn::spanned::Spanned;
@@ -245,6 +410,22 @@ mod tests {
             fn visit_item_impl(&mut self, i: &'a syn::ItemImpl) {
                 self.compare(impl_bounds(i), i.span(), &i.self_ty);
                 syn::visit::visit_item_impl(self, i);
+            }
+            fn visit_item(&mut self, i: &'a syn::Item) {
+                if let Some(ours) = item_bounds(i) {
+                    self.compare(ours, i.span(), i);
+                }
+                syn::visit::visit_item(self, i);
+            }
+            fn visit_path(&mut self, p: &'a syn::Path) {
+                if let Some(ours) = path_bounds(p) {
+                    self.compare(ours, p.span(), p);
+                }
+                syn::visit::visit_path(self, p);
+            }
+            fn visit_attribute(&mut self, a: &'a syn::Attribute) {
+                self.compare(attr_bounds(a), a.span(), a);
+                syn::visit::visit_attribute(self, a);
             }
             fn visit_local(&mut self, l: &'a syn::Local) {
                 if let Some(ours) = let_bounds(l) {
@@ -320,6 +501,8 @@ mod tests {
     #[test]
     fn tricky_shapes_match_syn() {
         let text = r#"
+            //! Inner docs.
+            #![allow(unused)]
             /// Docs.
             #[inline]
             pub(crate) async unsafe fn g() {}
@@ -336,6 +519,14 @@ mod tests {
                 let d = match x { _ => 1 } + loop { break } + async { 1 }.await;
                 let e = S { a, ..Default::default() } .. ;
                 let g = Vec::<u8>::new().into_iter().map(|x| x + 1).collect::<Vec<_>>();
+                let p: ::std::vec::Vec<Vec<u8>> = <Vec<u8> as Default>::default();
+                let q: Box<dyn Fn(u8) -> u8> = Box::new(|x| x);
+                let c = (move |a: u8| -> u8 { a }, async move || 1, || async { 2 }, |x| [x; 4]);
+                let u = unsafe { f() } + loop { break 3 } + loop { break } + 'l: loop { break 'l };
+                for _ in 0.. { continue }
+                use a::{b, c as d}; const K: &str = "k"; static S: u8 = 1; type T = u8;
+                enum E { A } struct N { a: u8 } struct P(u8); struct U; m!(x); m! { y }
+                #[derive(Debug)] pub(crate) struct D<T> where T: Copy { t: T }
                 let h = vec![1; 3][..2].to_vec();
                 return;
                 x = y += 1;

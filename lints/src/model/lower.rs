@@ -103,6 +103,7 @@ pub fn lower_file_until(
             deadline,
             countdown: 0,
             out_of_time: false,
+            module: module.as_slice().into(),
             model: FileModel::default(),
         };
         // `syn::parse_file` item by item, so the deadline is also checked between top-level items
@@ -219,6 +220,8 @@ struct Lowerer {
     countdown: u32,
     /// Set once the deadline passed: every lowering step returns at once from then on.
     out_of_time: bool,
+    /// The file's module path (`model.module`), shared with the blocks inside expressions.
+    module: std::rc::Rc<[String]>,
     model: FileModel,
 }
 
@@ -268,12 +271,12 @@ impl Lowerer {
         self.span(node.span())
     }
 
-    /// The span of an expression, as [`Lowerer::span_of`] gives it, without printing the
-    /// expression back to tokens where [`super::expr_span::bounds`] knows its shape.
-    fn expr_span(&self, e: &syn::Expr) -> Span {
-        match expr_span::bounds(e) {
+    /// The span of a path, as [`Lowerer::span_of`] gives it, without printing it where
+    /// [`super::expr_span::path_bounds`] knows its shape.
+    fn path_span(&self, p: &syn::Path) -> Span {
+        match expr_span::path_bounds(p) {
             Some(r) => self.range(r),
-            None => self.span_of(e),
+            None => self.span_of(p),
         }
     }
 
@@ -293,7 +296,12 @@ impl Lowerer {
                 ))
             }
             syn::Item::Impl(i) => return self.range(expr_span::impl_bounds(i)),
-            _ => return self.span_of(item),
+            _ => {
+                return match expr_span::item_bounds(item) {
+                    Some(r) => self.range(r),
+                    None => self.span_of(item),
+                }
+            }
         };
         let first = match (m.attrs.first(), &m.vis) {
             (Some(a), _) => a.pound_token.span,
@@ -747,7 +755,7 @@ impl Lowerer {
         generics.extend(self.generics(&sig.generics));
         FnDef {
             name: unraw(&sig.ident),
-            name_span: self.span_of(&sig.ident),
+            name_span: self.span(sig.ident.span()),
             module: module.to_vec(),
             self_ty: cx.self_ty.cloned(),
             trait_path: cx.trait_path.cloned(),
@@ -769,8 +777,29 @@ impl Lowerer {
     }
 
     fn attr(&mut self, a: &syn::Attribute) -> Attr {
+        let (lo, hi) = expr_span::attr_bounds(a);
+        let span = self.range((lo, hi));
+        // A doc comment is lexed as `#[doc = "..."]` whose every token has the comment's
+        // span: its name starting where `#` does says so (written out, `doc` comes after `#[`),
+        // and then the name's and the text's spans are the attribute's, not looked up again.
+        let doc = a
+            .path()
+            .get_ident()
+            .filter(|id| expr_span::ident_start(id) == lo);
+        if let (Some(id), syn::Meta::NameValue(nv)) = (doc, &a.meta) {
+            return Attr {
+                path: Path {
+                    segments: vec![unraw(id)],
+                    leading_colon: false,
+                    span,
+                    qself: None,
+                },
+                args: vec![],
+                value: Some(self.expr_hinted(&nv.value, Some(lo), Some(hi))),
+                span,
+            };
+        }
         let path = self.path(a.path());
-        let span = self.span_of(a);
         match &a.meta {
             syn::Meta::Path(_) => Attr {
                 path,
@@ -856,27 +885,37 @@ impl Lowerer {
         Path {
             segments: vec![unraw(id)],
             leading_colon: false,
-            span: self.span_of(id),
+            span: self.span(id.span()),
             qself: None,
         }
     }
 
     fn path(&self, p: &syn::Path) -> Path {
+        self.path_spanned(p, self.path_span(p))
+    }
+
+    /// [`Lowerer::path`] whose span the caller knows.
+    fn path_spanned(&self, p: &syn::Path, span: Span) -> Path {
         Path {
             segments: p.segments.iter().map(|s| unraw(&s.ident)).collect(),
             leading_colon: p.leading_colon.is_some(),
-            span: self.span_of(p),
+            span,
             qself: None,
         }
     }
 
     /// `<Type as Trait>::f`: the path `Trait::f` with `Type` kept as its `qself` (when it is
     /// a plain path type); `<Type>::f` is the path `Type::f`.
-    fn expr_path(&self, p: &syn::ExprPath) -> Path {
-        let mut path = self.path(&p.path);
+    ///
+    /// `bounds`: the expression's, when known; without a `qself` they are the path's own.
+    fn expr_path(&self, p: &syn::ExprPath, bounds: Option<(usize, usize)>) -> Path {
         let Some(q) = &p.qself else {
-            return path;
+            return match bounds {
+                Some(b) => self.path_spanned(&p.path, self.range(b)),
+                None => self.path(&p.path),
+            };
         };
+        let mut path = self.path(&p.path);
         let syn::Type::Path(tp) = &*q.ty else {
             return path;
         };
@@ -989,7 +1028,7 @@ impl Lowerer {
             syn::Pat::Ident(pi) => Pat::Ident {
                 name: unraw(&pi.ident),
                 mutable: pi.mutability.is_some(),
-                span: self.span_of(&pi.ident),
+                span: self.span(pi.ident.span()),
                 sub: pi.subpat.as_ref().map(|(_, s)| Box::new(self.pat_at(s, d))),
             },
             syn::Pat::Tuple(t) => Pat::Tuple(t.elems.iter().map(|p| self.pat_at(p, d)).collect()),
@@ -1052,7 +1091,7 @@ impl Lowerer {
                     // Nested fns become functions of the enclosing module.
                     self.item(item, module, &[], in_test, true);
                     stmts.push(Stmt::Item {
-                        span: self.span_of(item),
+                        span: self.item_span(item),
                     });
                 }
                 syn::Stmt::Expr(e, semi) => stmts.push(Stmt::Expr {
@@ -1088,13 +1127,25 @@ impl Lowerer {
     }
 
     fn expr(&mut self, e: &syn::Expr) -> Expr {
+        self.expr_hinted(e, None, None)
+    }
+
+    /// [`Lowerer::expr`] where the enclosing expression's bounds already say where `e` starts
+    /// or ends (see [`expr_span::bounds_hinted`]).
+    fn expr_hinted(&mut self, e: &syn::Expr, lo: Option<usize>, hi: Option<usize>) -> Expr {
         if self.stop() {
             return Expr {
                 kind: ExprKind::Other(vec![]),
                 span: Span::default(),
             };
         }
-        let span = self.expr_span(e);
+        // The span of an expression, as `span_of` gives it, without printing the expression
+        // back to tokens where `bounds` knows its shape.
+        let bounds = expr_span::bounds_hinted(e, lo, hi);
+        let span = match bounds {
+            Some(r) => self.range(r),
+            None => self.span_of(e),
+        };
         if self.depth >= MAX_DEPTH {
             return Expr {
                 kind: ExprKind::Other(vec![]),
@@ -1102,78 +1153,94 @@ impl Lowerer {
             };
         }
         self.depth += 1;
-        let kind = self.expr_kind(e);
+        let kind = self.expr_kind(e, bounds);
         self.depth -= 1;
         Expr { kind, span }
     }
 
-    fn expr_kind(&mut self, e: &syn::Expr) -> ExprKind {
-        // Module path and test-ness of closures' nested items do not matter: items inside
-        // expressions are rare and lowered as part of the enclosing fn's module by `block`.
-        let module = self.model.module.clone();
+    /// The child that starts where its parent (bounds `b`) starts.
+    fn boxed_lo(&mut self, e: &syn::Expr, b: Option<(usize, usize)>) -> Box<Expr> {
+        Box::new(self.expr_hinted(e, b.map(|b| b.0), None))
+    }
+
+    /// The child that ends where its parent (bounds `b`) ends.
+    fn boxed_hi(&mut self, e: &syn::Expr, b: Option<(usize, usize)>) -> Box<Expr> {
+        Box::new(self.expr_hinted(e, None, b.map(|b| b.1)))
+    }
+
+    /// A block inside an expression, lowered in the file's module: items inside expressions
+    /// are rare, and lowered as part of the enclosing fn's module.
+    fn inner_block(&mut self, b: &syn::Block) -> Block {
+        let module = std::rc::Rc::clone(&self.module);
+        self.block(b, &module, false)
+    }
+
+    /// `bounds`: `e`'s, when known without printing (its children's hints).
+    fn expr_kind(&mut self, e: &syn::Expr, bounds: Option<(usize, usize)>) -> ExprKind {
+        let b = bounds;
         match e {
-            syn::Expr::Path(p) => ExprKind::Path(self.expr_path(p)),
+            syn::Expr::Path(p) => ExprKind::Path(self.expr_path(p, b)),
             syn::Expr::Lit(l) => ExprKind::Lit(lit(&l.lit)),
             syn::Expr::Call(c) => ExprKind::Call {
-                func: self.boxed(&c.func),
+                func: self.boxed_lo(&c.func, b),
                 args: self.exprs(&c.args),
             },
             syn::Expr::MethodCall(m) => ExprKind::MethodCall {
-                receiver: self.boxed(&m.receiver),
+                receiver: self.boxed_lo(&m.receiver, b),
                 method: unraw(&m.method),
-                method_span: self.span_of(&m.method),
+                method_span: self.span(m.method.span()),
                 args: self.exprs(&m.args),
             },
             syn::Expr::Macro(m) => ExprKind::Macro(self.mac(&m.mac)),
             syn::Expr::Field(f) => ExprKind::Field {
-                base: self.boxed(&f.base),
+                base: self.boxed_lo(&f.base, b),
                 member: member_name(&f.member),
             },
             syn::Expr::Index(i) => ExprKind::Index {
-                base: self.boxed(&i.expr),
+                base: self.boxed_lo(&i.expr, b),
                 index: self.boxed(&i.index),
             },
             syn::Expr::Unary(u) => match u.op {
-                syn::UnOp::Deref(_) => ExprKind::Deref(self.boxed(&u.expr)),
+                syn::UnOp::Deref(_) => ExprKind::Deref(self.boxed_hi(&u.expr, b)),
                 syn::UnOp::Not(_) => ExprKind::Unary {
                     not: true,
-                    expr: self.boxed(&u.expr),
+                    expr: self.boxed_hi(&u.expr, b),
                 },
                 _ => ExprKind::Unary {
                     not: false,
-                    expr: self.boxed(&u.expr),
+                    expr: self.boxed_hi(&u.expr, b),
                 },
             },
-            syn::Expr::Binary(b) => {
-                let lhs = self.boxed(&b.left);
-                let rhs = self.boxed(&b.right);
-                match bin_op(&b.op) {
+            syn::Expr::Binary(bin) => {
+                let lhs = self.boxed_lo(&bin.left, b);
+                let rhs = self.boxed_hi(&bin.right, b);
+                match bin_op(&bin.op) {
                     Some(op) => ExprKind::Binary { op, lhs, rhs },
                     None => ExprKind::AssignOp { lhs, rhs },
                 }
             }
             syn::Expr::Reference(r) => ExprKind::Ref {
                 mutable: r.mutability.is_some(),
-                expr: self.boxed(&r.expr),
+                expr: self.boxed_hi(&r.expr, b),
             },
             syn::Expr::RawAddr(r) => ExprKind::Ref {
                 mutable: false,
                 expr: self.boxed(&r.expr),
             },
             syn::Expr::Cast(c) => ExprKind::Cast {
-                expr: self.boxed(&c.expr),
+                expr: self.boxed_lo(&c.expr, b),
                 ty: self.ty(&c.ty),
             },
-            syn::Expr::Await(a) => ExprKind::Await(self.boxed(&a.base)),
-            syn::Expr::Try(t) => ExprKind::Try(self.boxed(&t.expr)),
+            syn::Expr::Await(a) => ExprKind::Await(self.boxed_lo(&a.base, b)),
+            syn::Expr::Try(t) => ExprKind::Try(self.boxed_lo(&t.expr, b)),
             syn::Expr::Paren(p) => self.expr(&p.expr).kind,
             syn::Expr::Group(g) => self.expr(&g.expr).kind,
-            syn::Expr::Block(b) => ExprKind::Block(self.block(&b.block, &module, false)),
-            syn::Expr::Unsafe(u) => ExprKind::Block(self.block(&u.block, &module, false)),
-            syn::Expr::TryBlock(t) => ExprKind::Block(self.block(&t.block, &module, false)),
-            syn::Expr::Const(c) => ExprKind::Block(self.block(&c.block, &module, false)),
+            syn::Expr::Block(blk) => ExprKind::Block(self.inner_block(&blk.block)),
+            syn::Expr::Unsafe(u) => ExprKind::Block(self.inner_block(&u.block)),
+            syn::Expr::TryBlock(t) => ExprKind::Block(self.inner_block(&t.block)),
+            syn::Expr::Const(c) => ExprKind::Block(self.inner_block(&c.block)),
             syn::Expr::Async(a) => ExprKind::Async {
-                block: self.block(&a.block, &module, false),
+                block: self.inner_block(&a.block),
                 is_move: a.capture.is_some(),
             },
             syn::Expr::Closure(c) => ExprKind::Closure {
@@ -1183,12 +1250,12 @@ impl Lowerer {
             },
             syn::Expr::If(i) => ExprKind::If {
                 cond: self.boxed(&i.cond),
-                then: self.block(&i.then_branch, &module, false),
-                els: i.else_branch.as_ref().map(|(_, e)| self.boxed(e)),
+                then: self.inner_block(&i.then_branch),
+                els: i.else_branch.as_ref().map(|(_, e)| self.boxed_hi(e, b)),
             },
             syn::Expr::Let(l) => ExprKind::Let {
                 pat: self.pat(&l.pat),
-                expr: self.boxed(&l.expr),
+                expr: self.boxed_hi(&l.expr, b),
             },
             syn::Expr::Match(m) => ExprKind::Match {
                 scrutinee: self.boxed(&m.expr),
@@ -1196,23 +1263,23 @@ impl Lowerer {
             },
             syn::Expr::While(w) => ExprKind::Loop {
                 cond: Some(self.boxed(&w.cond)),
-                body: self.block(&w.body, &module, false),
+                body: self.inner_block(&w.body),
             },
             syn::Expr::Loop(l) => ExprKind::Loop {
                 cond: None,
-                body: self.block(&l.body, &module, false),
+                body: self.inner_block(&l.body),
             },
             syn::Expr::ForLoop(f) => ExprKind::For {
                 pat: self.pat(&f.pat),
                 iter: self.boxed(&f.expr),
-                body: self.block(&f.body, &module, false),
+                body: self.inner_block(&f.body),
             },
-            syn::Expr::Return(r) => ExprKind::Return(r.expr.as_ref().map(|e| self.boxed(e))),
+            syn::Expr::Return(r) => ExprKind::Return(r.expr.as_ref().map(|e| self.boxed_hi(e, b))),
             syn::Expr::Break(b) => ExprKind::Break(b.expr.as_ref().map(|e| self.boxed(e))),
             syn::Expr::Continue(_) => ExprKind::Continue,
             syn::Expr::Assign(a) => ExprKind::Assign {
-                lhs: self.boxed(&a.left),
-                rhs: self.boxed(&a.right),
+                lhs: self.boxed_lo(&a.left, b),
+                rhs: self.boxed_hi(&a.right, b),
             },
             syn::Expr::Struct(s) => ExprKind::Struct {
                 path: self.path(&s.path),
@@ -1227,8 +1294,8 @@ impl Lowerer {
             syn::Expr::Array(a) => ExprKind::Array(self.exprs(&a.elems)),
             syn::Expr::Repeat(r) => ExprKind::Array(vec![self.expr(&r.expr)]),
             syn::Expr::Range(r) => ExprKind::Range {
-                start: r.start.as_ref().map(|e| self.boxed(e)),
-                end: r.end.as_ref().map(|e| self.boxed(e)),
+                start: r.start.as_ref().map(|e| self.boxed_lo(e, b)),
+                end: r.end.as_ref().map(|e| self.boxed_hi(e, b)),
             },
             _ => ExprKind::Other(vec![]),
         }
@@ -1329,9 +1396,24 @@ fn str_lit(e: &syn::Expr) -> Option<String> {
         syn::Expr::Lit(syn::ExprLit {
             lit: syn::Lit::Str(s),
             ..
-        }) => Some(s.value()),
+        }) => Some(str_value(s)),
         _ => None,
     }
+}
+
+/// `s.value()`, without syn's character-by-character unescaping when the literal is a plain
+/// `"..."` with nothing to unescape (doc comments, most messages and keys).
+fn str_value(s: &syn::LitStr) -> String {
+    let repr = s.token().to_string();
+    if let Some(body) = repr.strip_prefix('"') {
+        // Up to the closing quote, unless an escape or a `\r\n` (read as `\n`) comes first.
+        if let Some(end) = body.find(['"', '\\', '\r']) {
+            if body.as_bytes()[end] == b'"' {
+                return body[..end].to_owned();
+            }
+        }
+    }
+    s.value()
 }
 
 /// The path of `#[cfg_attr(predicate, path = "x.rs")]`.
@@ -1440,7 +1522,7 @@ fn bin_op(op: &syn::BinOp) -> Option<BinOp> {
 
 fn lit(l: &syn::Lit) -> Lit {
     match l {
-        syn::Lit::Str(s) => Lit::Str(s.value()),
+        syn::Lit::Str(s) => Lit::Str(str_value(s)),
         syn::Lit::Int(i) => Lit::Int(i.base10_digits().to_owned()),
         syn::Lit::Float(f) => Lit::Float(f.base10_digits().to_owned()),
         syn::Lit::Bool(b) => Lit::Bool(b.value),
@@ -1622,6 +1704,41 @@ mod tests {
         let m = lower("cfg_rt! { mod runtime; pub fn spawn() {} } macro_rules! m { () => {} }");
         assert!(m.mods.iter().any(|d| d.name == "runtime"));
         assert!(m.fns.iter().any(|f| f.name == "spawn"));
+    }
+
+    #[test]
+    fn doc_comments_and_written_doc_attributes_keep_their_spans() {
+        let src = "/// Says hi.\n#[doc = \"more\"]\nfn f() {}\n";
+        let m = lower(src);
+        let text = |s: Span| &src[s.lo as usize..s.hi as usize];
+        let attrs = &m.fns[0].attrs;
+        // The comment: every part is the comment.
+        assert_eq!(text(attrs[0].span), "/// Says hi.");
+        assert_eq!(text(attrs[0].path.span), "/// Says hi.");
+        let value = attrs[0].value.as_ref().unwrap();
+        assert_eq!(
+            (text(value.span), value.as_str_lit()),
+            ("/// Says hi.", Some(" Says hi."))
+        );
+        // Written out: each part its own.
+        assert_eq!(text(attrs[1].span), "#[doc = \"more\"]");
+        assert_eq!(text(attrs[1].path.span), "doc");
+        let value = attrs[1].value.as_ref().unwrap();
+        assert_eq!(
+            (text(value.span), value.as_str_lit()),
+            ("\"more\"", Some("more"))
+        );
+    }
+
+    #[test]
+    fn string_values_are_unescaped() {
+        let m = lower("const A: &str = \"a\\tb\\\"c\"; const B: &str = \"line\r\nnext\"; const C: &str = r#\"r\"aw\"#;");
+        let values: Vec<_> = m
+            .consts
+            .iter()
+            .map(|c| c.value.as_str_lit().unwrap())
+            .collect();
+        assert_eq!(values, ["a\tb\"c", "line\nnext", "r\"aw"]);
     }
 
     #[test]

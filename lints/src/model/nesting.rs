@@ -183,7 +183,11 @@ impl Scan {
             let after_mod = self.after_mod;
             let over = match c {
                 b' ' | b'\t' | b'\n' | b'\r' => {
+                    // A whole run at once (indentation is most of a file's bytes).
                     i += 1;
+                    while i < b.len() && matches!(b[i], b' ' | b'\t' | b'\n' | b'\r') {
+                        i += 1;
+                    }
                     false
                 }
                 b'/' if b.get(i + 1) == Some(&b'/') => {
