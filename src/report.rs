@@ -8,6 +8,7 @@ use crate::parse::{self, Inputs, LoadedPackage, ParseOptions};
 use crate::source::{ReadPolicy, SourceFile};
 use crate::suppress::{self, CommentWarning};
 use anyhow::Result;
+use idem_lints::analysis::incremental::Reuse;
 use idem_lints::model::FileId;
 use idem_lints::{Diagnostic, Level};
 use rayon::prelude::*;
@@ -36,6 +37,9 @@ pub struct Report {
     pub warnings: Vec<FileWarning>,
     /// What `--baseline` hid, when one was applied.
     pub baseline: Option<crate::baseline::Summary>,
+    /// Per package, how much of a kept analysis its analysis reused: `None` when it was not
+    /// analysed (its findings were cached) or nothing keeps analyses (a CLI run).
+    pub reuse: Vec<Option<Reuse>>,
 }
 
 impl Report {
@@ -91,13 +95,13 @@ pub fn check_with(
         return Err(Cancelled.into());
     }
     let policy = opts.read_policy(ws);
-    let per_package: Vec<(Vec<Finding>, Vec<FileWarning>)> = loaded
+    let per_package: Vec<(Vec<Finding>, Vec<FileWarning>, Option<Reuse>)> = loaded
         .par_iter_mut()
         .zip(configs.par_iter())
         .enumerate()
         .map(|(index, (pkg, cfg))| {
             if inputs.cancelled() {
-                return (Vec::new(), Vec::new());
+                return (Vec::new(), Vec::new(), None);
             }
             let enabled = |lint: &'static idem_lints::Lint| cfg.levels.get(lint) != Level::Allow;
             let load = Reload {
@@ -106,9 +110,10 @@ pub fn check_with(
                 policy: &policy,
                 inputs,
             };
-            let mut diags = lint_package(pkg, &load, &cfg.settings, &enabled);
+            let (mut diags, reuse) = lint_package(pkg, &load, &cfg.settings, &enabled);
             diags.extend(pkg.problems.iter().filter(|d| enabled(d.lint)).cloned());
-            finish(index, pkg, diags, |d| cfg.levels.get(d.lint))
+            let (findings, warnings) = finish(index, pkg, diags, |d| cfg.levels.get(d.lint));
+            (findings, warnings, reuse)
         })
         .collect();
     if inputs.cancelled() {
@@ -116,15 +121,18 @@ pub fn check_with(
     }
     let mut findings = Vec::new();
     let mut warnings = Vec::new();
-    for (f, w) in per_package {
+    let mut reuse = Vec::new();
+    for (f, w, r) in per_package {
         findings.extend(f);
         warnings.extend(w);
+        reuse.push(r);
     }
     Ok(Report {
         packages: loaded,
         findings,
         warnings,
         baseline: None,
+        reuse,
     })
 }
 
@@ -143,7 +151,8 @@ impl Reload<'_> {
     }
 }
 
-/// The lints' findings on `pkg`, from the cache when the package and the lints are unchanged.
+/// The lints' findings on `pkg`, from the cache when the package and the lints are unchanged,
+/// and how much of a kept analysis was reused (`None`: not analysed, or nothing kept).
 /// Leaves in `pkg` the models the output needs: every model when the package was analysed,
 /// else those of the files [`finish`] scans for suppression comments (the others stay
 /// outlines: decoding them was most of an unchanged re-run).
@@ -152,9 +161,12 @@ fn lint_package(
     load: &Reload<'_>,
     settings: &idem_lints::Settings,
     enabled: &dyn Fn(&'static idem_lints::Lint) -> bool,
-) -> Vec<Diagnostic> {
+) -> (Vec<Diagnostic>, Option<Reuse>) {
     let Some(cache) = load.inputs.cache.map(Cache::new) else {
-        return idem_lints::check_package(&pkg.package, settings, enabled);
+        return (
+            idem_lints::check_package(&pkg.package, settings, enabled),
+            None,
+        );
     };
     let mut key = PackageKey::of(pkg, settings, enabled);
     let cached = cache.load_findings(key);
@@ -162,19 +174,32 @@ fn lint_package(
     let wanted = |id: FileId| cached.is_none() || scanned[id.0 as usize];
     let same = load.complete(pkg, &wanted);
     match cached {
-        Some(found) if same => return found,
+        Some(found) if same => return (found, None),
         _ if !same => {
             // Loaded again from scratch: the key is the new load's.
             key = PackageKey::of(pkg, settings, enabled);
             if let Some(found) = cache.load_findings(key) {
-                return found;
+                return (found, None);
             }
         }
         _ => {}
     }
-    let found = idem_lints::check_package(&pkg.package, settings, enabled);
+    let session = load.inputs.cache.filter(|s| s.keeps_analyses());
+    let (found, reuse) = if let Some(store) = session {
+        // A long-lived session: start from the package's last analysis, keep this one.
+        let prev = store.take_analysis(&load.spec.id);
+        let (found, retained, reuse) =
+            idem_lints::check_package_retaining(&pkg.package, settings, enabled, prev);
+        store.put_analysis(&load.spec.id, retained);
+        (found, Some(reuse))
+    } else {
+        (
+            idem_lints::check_package(&pkg.package, settings, enabled),
+            None,
+        )
+    };
     cache.store_findings(key, &found);
-    found
+    (found, reuse)
 }
 
 /// Whether [`finish`] scans the file for suppression comments (and so reads its model's items):

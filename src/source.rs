@@ -92,6 +92,12 @@ impl fmt::Display for ReadError {
 /// as UTF-8. The parse stage calls it on its pool threads, inside the file's time budget.
 pub fn read_source(path: &Path, policy: &ReadPolicy) -> Result<String, ReadError> {
     let resolved = std::fs::canonicalize(path).map_err(ReadError::Io)?;
+    read_resolved(resolved, policy)
+}
+
+/// [`read_source`] of a path `std::fs::canonicalize` just gave: the language server resolves
+/// every path to find its overlay, and resolving it twice was a large part of a keystroke.
+pub(crate) fn read_resolved(resolved: PathBuf, policy: &ReadPolicy) -> Result<String, ReadError> {
     if let Some(root) = &policy.root {
         if !resolved.starts_with(root) {
             return Err(ReadError::OutsideRoot { resolved });

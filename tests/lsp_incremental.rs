@@ -9,6 +9,7 @@
 
 use cargo_idem_lint::cli::Args;
 use cargo_idem_lint::lsp::engine::{Analysis, Outcome, Root};
+use idem_lints::analysis::incremental::Reuse;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -84,6 +85,12 @@ fn count_in(a: &Analysis, dir: &Path, file: &str) -> usize {
 /// Runs `edits` on the fixture at `rel`, comparing every step; returns the finding counts
 /// of `watch` after each step (the first entry before any edit).
 fn replay(rel: &str, edits: &[Edit], watch: &str) -> Vec<usize> {
+    replay_reusing(rel, edits, watch).0
+}
+
+/// [`replay`], also returning after each edit how much of the kept analysis of the first
+/// package was reused.
+fn replay_reusing(rel: &str, edits: &[Edit], watch: &str) -> (Vec<usize>, Vec<Option<Reuse>>) {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("fixtures")
         .join(rel)
@@ -95,6 +102,7 @@ fn replay(rel: &str, edits: &[Edit], watch: &str) -> Vec<usize> {
     let mut buffers: Vec<(PathBuf, Arc<str>)> = Vec::new();
     let first = analysed(kept.analyze(&settings, &buffers, &no));
     let mut counts = vec![count_in(&first, &dir, watch)];
+    let mut reuses = Vec::new();
     let mut previous = first;
     for (step, (file, edit)) in edits.iter().enumerate() {
         let path = dir.join(file);
@@ -138,9 +146,10 @@ fn replay(rel: &str, edits: &[Edit], watch: &str) -> Vec<usize> {
             }
         }
         counts.push(count_in(&warm, &dir, watch));
+        reuses.push(warm.report.reuse[0]);
         previous = warm;
     }
-    counts
+    (counts, reuses)
 }
 
 #[test]
@@ -177,7 +186,27 @@ fn edits_through_calls_across_files_match_a_fresh_analysis() {
             t.replace("let id = 7;", "let id = Uuid::new_v4();")
         }),
     ];
-    let counts = replay("nondeterministic_key/multi_file", edits, "src/handler.rs");
+    let (counts, reuses) =
+        replay_reusing("nondeterministic_key/multi_file", edits, "src/handler.rs");
+    // Body edits reuse the kept analysis: the callee's changed summary had its callers in
+    // handler.rs walked again (their findings changed above), and spans moved in the caller.
+    // A broken file loses its fns and a dropped module moves file ids: analysed afresh.
+    // Texts seen before get their cached findings (`None`: not analysed).
+    use Reuse::{Fresh, Summaries};
+    assert_eq!(
+        reuses,
+        [
+            Some(Summaries),
+            Some(Summaries),
+            Some(Summaries),
+            Some(Summaries),
+            Some(Fresh),
+            None,
+            Some(Fresh),
+            None,
+            None
+        ]
+    );
     // The edits did what they say, so the comparison above compared findings that moved.
     assert_eq!(counts[0], 3, "{counts:?}");
     assert!(
@@ -222,4 +251,66 @@ fn edits_in_the_demo_and_the_lsp_fixture_match_a_fresh_analysis() {
     ];
     let counts = replay("lsp", lsp, "src/lib.rs");
     assert_eq!(counts, [2, 1, 1, 2]);
+}
+
+#[test]
+fn edits_to_items_or_through_cycles_are_analysed_afresh() {
+    let edits: &[Edit] = &[
+        // A body edit adding a call: summaries reused.
+        ("src/keys/fresh.rs", |t| {
+            t.replace(
+                "format!(\"evt-{id}\")",
+                "format!(\"evt-{id}-{}\", stamped(\"x\"))",
+            )
+        }),
+        // A `use` declaration, a renamed fn, a changed signature: the package-wide tables
+        // may change, nothing is reused.
+        ("src/keys/mod.rs", |t| {
+            t.replace(
+                "use crate::Event;",
+                "use crate::Event;\nuse std::fmt::Write;",
+            )
+        }),
+        ("src/keys/mod.rs", |t| {
+            t.replace("fn event_key(", "fn event_key2(")
+        }),
+        ("src/keys/mod.rs", |t| {
+            t.replace(
+                "(event: &Event) -> String",
+                "(event: &Event, _n: u8) -> String",
+            )
+        }),
+        // The edited fn becomes recursive: which fns are above a call cycle changed, so the
+        // summaries are computed afresh (the tables and call edges are still reused). Then
+        // the nondeterministic helper, which calls the recursive one, turns deterministic:
+        // the fixed point over the fns in and above the cycle (the helper, its callers in
+        // handler.rs) runs again, everything else is kept.
+        ("src/keys/fresh.rs", |t| {
+            t.replace(
+                "pub fn stamped(prefix: &str) -> String {",
+                "pub fn stamped(prefix: &str) -> String {\n    if prefix.is_empty() { return stamped(\"p\"); }",
+            )
+        }),
+        ("src/keys/fresh.rs", |t| {
+            t.replace("let id = Uuid::new_v4();", "let id = 7;")
+        }),
+    ];
+    let (counts, reuses) =
+        replay_reusing("nondeterministic_key/multi_file", edits, "src/handler.rs");
+    use Reuse::{Fresh, Summaries, Tables};
+    assert_eq!(
+        reuses,
+        [
+            Some(Summaries),
+            Some(Fresh),
+            Some(Fresh),
+            Some(Fresh),
+            Some(Tables),
+            Some(Summaries)
+        ]
+    );
+    assert!(
+        counts[6] < counts[5],
+        "the last edit removed findings in handler.rs: {counts:?}"
+    );
 }

@@ -1,5 +1,6 @@
 //! What a lint pass sees ([`LintContext`]) and the entry point that runs every pass.
 
+use crate::analysis::incremental::{Retained, Reuse};
 use crate::analysis::Analysis;
 use crate::catalog::Catalog;
 use crate::diagnostic::Diagnostic;
@@ -73,14 +74,41 @@ pub fn check_package(
     settings: &Settings,
     enabled: &dyn Fn(&'static Lint) -> bool,
 ) -> Vec<Diagnostic> {
-    let mut cx = LintContext::new(package, settings, enabled);
+    let cx = LintContext::new(package, settings, enabled);
+    run_passes(cx, enabled).0
+}
+
+/// [`check_package`] for a caller that analyses version after version of a package (the
+/// language server): `prev` is what the previous call returned, and the analysis reuses it
+/// where that gives the same findings ([`Analysis::reusing`]). Returns the findings, what
+/// to pass next time, and how much was reused.
+pub fn check_package_retaining(
+    package: &Package,
+    settings: &Settings,
+    enabled: &dyn Fn(&'static Lint) -> bool,
+    prev: Option<Retained>,
+) -> (Vec<Diagnostic>, Retained, Reuse) {
+    let (analysis, reuse) = Analysis::reusing(package, settings, prev);
+    let cx = LintContext::new(package, settings, enabled);
+    let _ = cx.analysis.set(analysis);
+    let (diags, analysis) = run_passes(cx, enabled);
+    let analysis = analysis
+        .unwrap_or_else(|| Analysis::with_catalog(package, Catalog::from_settings(settings)));
+    (diags, analysis.retain(package, settings), reuse)
+}
+
+fn run_passes(
+    mut cx: LintContext<'_>,
+    enabled: &dyn Fn(&'static Lint) -> bool,
+) -> (Vec<Diagnostic>, Option<Analysis>) {
     for pass in PASSES {
         if pass.lints.iter().any(|l| enabled(l)) {
             (pass.check)(&mut cx);
         }
     }
+    let analysis = cx.analysis.take();
     let mut diags = cx.into_diagnostics();
     diags.sort_by(|a, b| (a.span, a.lint.name).cmp(&(b.span, b.lint.name)));
     diags.dedup_by(|a, b| a.span == b.span && a.lint == b.lint && a.message == b.message);
-    diags
+    (diags, analysis)
 }

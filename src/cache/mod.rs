@@ -9,6 +9,9 @@
 //! - a package's findings ([`Kind::Findings`], [`PackageKey`]): a package whose files, settings
 //!   and enabled lints are unchanged is not analysed again.
 //!
+//! A [`Session`] also keeps each package's last analysis: after an edit of fn bodies the next
+//! analysis starts from it ([`idem_lints::analysis::incremental`]).
+//!
 //! Every file is still read on every run (its text is what the key is made of, and what the
 //! output quotes); what the cache saves is parsing, lowering and the analysis. A package is
 //! first loaded from outlines: when its findings are cached, no model of it is decoded (on an
@@ -31,6 +34,7 @@ pub use key::{FileKey, PackageKey};
 pub use session::Session;
 
 use crate::discovery::Workspace;
+use idem_lints::analysis::incremental::Retained;
 use idem_lints::model::{with_file_id, FileId, FileModel};
 use idem_lints::Diagnostic;
 use serde::de::DeserializeOwned;
@@ -92,6 +96,19 @@ pub trait Store: Sync {
     }
 
     fn put_shared(&self, _key: u128, _path: &Path, _model: &Arc<FileModel>) {}
+
+    /// Whether the store keeps each package's last analysis ([`Store::take_analysis`]), for
+    /// a long-lived caller whose next run analyses an edited version of the same package.
+    fn keeps_analyses(&self) -> bool {
+        false
+    }
+
+    /// The analysis last kept for the package with cargo id `package`, taken out.
+    fn take_analysis(&self, _package: &str) -> Option<Retained> {
+        None
+    }
+
+    fn put_analysis(&self, _package: &str, _analysis: Retained) {}
 }
 
 /// Typed access to a [`Store`].

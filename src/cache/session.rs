@@ -26,6 +26,7 @@ use crate::levels::LevelFlag;
 use crate::parse::{Inputs, Overlays, ParseOptions};
 use crate::report::{self, Report};
 use anyhow::Result;
+use idem_lints::analysis::incremental::Retained;
 use idem_lints::model::FileModel;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -49,6 +50,9 @@ pub struct Session {
     /// file's id changed (a module added before it), which the shared one cannot follow.
     shared: Mutex<HashMap<PathBuf, (u128, Arc<FileModel>)>>,
     findings: Mutex<HashMap<u128, Arc<[u8]>>>,
+    /// By cargo package id: the package's last analysis, which the next one after an edit
+    /// starts from.
+    analyses: Mutex<HashMap<String, Retained>>,
 }
 
 impl Session {
@@ -148,6 +152,18 @@ impl Store for Session {
 
     fn put_shared(&self, key: u128, path: &Path, model: &Arc<FileModel>) {
         lock(&self.shared).insert(path.to_path_buf(), (key, model.clone()));
+    }
+
+    fn keeps_analyses(&self) -> bool {
+        true
+    }
+
+    fn take_analysis(&self, package: &str) -> Option<Retained> {
+        lock(&self.analyses).remove(package)
+    }
+
+    fn put_analysis(&self, package: &str, analysis: Retained) {
+        lock(&self.analyses).insert(package.to_owned(), analysis);
     }
 }
 

@@ -8,7 +8,7 @@
 //! resolution still asks the disk which file a `mod x;` names, so an overlay replaces a file
 //! that exists; a buffer for a file never saved is not reached through `mod`.
 
-use crate::source::{read_source, ReadError, ReadPolicy};
+use crate::source::{read_resolved, read_source, ReadError, ReadPolicy};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -48,10 +48,18 @@ impl Overlays {
         if self.texts.is_empty() {
             return read_source(path, policy).map(Arc::from);
         }
-        let key = resolved(path);
+        let Ok(key) = std::fs::canonicalize(path) else {
+            // Not a file there (yet): an overlay may still name it, else the read fails as
+            // it would have.
+            let key = resolved(path);
+            return match self.texts.get(&key) {
+                Some(text) => check_overlay(&key, text, policy).map(|()| text.clone()),
+                None => read_source(path, policy).map(Arc::from),
+            };
+        };
         match self.texts.get(&key) {
             Some(text) => check_overlay(&key, text, policy).map(|()| text.clone()),
-            None => read_source(path, policy).map(Arc::from),
+            None => read_resolved(key, policy).map(Arc::from),
         }
     }
 }

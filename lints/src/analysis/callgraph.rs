@@ -79,41 +79,98 @@ pub struct CallGraph {
     calls: Vec<Vec<Call>>,
     /// Incoming edges: (caller, index in the caller's `calls`).
     callers: Vec<Vec<(FnId, u32)>>,
+    /// The tables the edges were resolved with, kept for [`CallGraph::reusing`].
+    index: Index,
 }
 
 impl CallGraph {
     pub fn new(package: &Package, resolver: &Resolver, types: &Types) -> CallGraph {
+        let (fns, file_start) = Self::fns(package);
+        let index = Index::new(package, resolver, &fns);
+        // Each fn's calls depend only on the shared read-only tables: build them on every
+        // core (a package is linted on one thread, and this is a large part of its cost).
+        let calls: Vec<Vec<Call>> = fns
+            .par_iter()
+            .map(|&id| Self::calls_of(package, resolver, types, &index, id))
+            .collect();
+        Self::assemble(fns, file_start, calls, index)
+    }
+
+    /// The graph of `package`, taking from `prev` (the graph of an earlier version of it) the
+    /// edges of every fn outside the files marked in `changed`. Exact only when the two
+    /// versions have the same files with the same fns in the same order, and the changed
+    /// files differ in fn bodies (and spans) only: an edge depends on its fn's body and on
+    /// the package-wide tables, which such an edit leaves as they were
+    /// ([`super::incremental`] checks all of it).
+    pub(crate) fn reusing(
+        package: &Package,
+        resolver: &Resolver,
+        types: &Types,
+        prev: CallGraph,
+        changed: &[bool],
+    ) -> CallGraph {
+        let (fns, file_start) = Self::fns(package);
+        let CallGraph {
+            calls: mut prev_calls,
+            index,
+            ..
+        } = prev;
+        let fresh: Vec<(usize, Vec<Call>)> = fns
+            .par_iter()
+            .enumerate()
+            .filter(|(_, id)| changed[id.file as usize])
+            .map(|(i, &id)| (i, Self::calls_of(package, resolver, types, &index, id)))
+            .collect();
+        for (i, calls) in fresh {
+            prev_calls[i] = calls;
+        }
+        Self::assemble(fns, file_start, prev_calls, index)
+    }
+
+    /// Every fn of the package, and the index of each file's first.
+    fn fns(package: &Package) -> (Vec<FnId>, Vec<u32>) {
         let mut fns = Vec::new();
         let mut file_start = Vec::with_capacity(package.files.len());
         for (fi, file) in package.files.iter().enumerate() {
             file_start.push(fns.len() as u32);
             fns.extend((0..file.fns.len()).map(|ni| FnId::new(fi, ni)));
         }
-        let index = Index::new(package, resolver, &fns);
-        // Each fn's calls depend only on the shared read-only tables: build them on every
-        // core (a package is linted on one thread, and this is a large part of its cost).
-        let calls: Vec<Vec<Call>> = fns
-            .par_iter()
-            .map(|&id| {
-                let (file, f) = id.def(package);
-                let mut b = Builder {
-                    package,
-                    resolver,
-                    types,
-                    index: &index,
-                    file,
-                    f,
-                    locals: OnceCell::new(),
-                    env: None,
-                    out: Vec::new(),
-                };
-                if let Some(body) = &f.body {
-                    body.for_each_expr(&mut |e| b.expr(e, None));
-                }
-                b.out.sort_by_key(|c| (c.span.lo, c.span.hi));
-                b.out
-            })
-            .collect();
+        (fns, file_start)
+    }
+
+    /// The edges out of `id`, in source order.
+    fn calls_of(
+        package: &Package,
+        resolver: &Resolver,
+        types: &Types,
+        index: &Index,
+        id: FnId,
+    ) -> Vec<Call> {
+        let (file, f) = id.def(package);
+        let mut b = Builder {
+            package,
+            resolver,
+            types,
+            index,
+            file,
+            f,
+            locals: OnceCell::new(),
+            env: None,
+            out: Vec::new(),
+        };
+        if let Some(body) = &f.body {
+            body.for_each_expr(&mut |e| b.expr(e, None));
+        }
+        b.out.sort_by_key(|c| (c.span.lo, c.span.hi));
+        b.out
+    }
+
+    fn assemble(
+        fns: Vec<FnId>,
+        file_start: Vec<u32>,
+        calls: Vec<Vec<Call>>,
+        index: Index,
+    ) -> CallGraph {
         let mut callers = vec![Vec::new(); fns.len()];
         for (caller, out) in calls.iter().enumerate() {
             for (i, c) in out.iter().enumerate() {
@@ -126,6 +183,7 @@ impl CallGraph {
             file_start,
             calls,
             callers,
+            index,
         }
     }
 
@@ -187,6 +245,7 @@ impl CallGraph {
 }
 
 /// Every crate fn by its path, and the crate's traits and their implementations.
+#[derive(Debug)]
 struct Index {
     by_path: FastMap<DefPath, Vec<FnId>>,
     /// `Type::method` → the inherent method (in an `impl Type` block): Rust picks it before

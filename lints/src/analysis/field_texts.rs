@@ -17,26 +17,83 @@ use crate::model::FileModel;
 pub struct FieldTexts {
     /// `None`: the field is given different texts, or a value that is not a constant text.
     by_field: FastMap<String, Option<String>>,
+    /// Per file, the same of its own literals: the package's table is their union (a field
+    /// keeps its text only when every file gives it that text), so an edit of one file
+    /// reads only that file again ([`FieldTexts::updated`]).
+    files: Vec<FastMap<String, Option<String>>>,
+}
+
+/// Equal tables: what [`FieldTexts::text`] answers.
+impl PartialEq for FieldTexts {
+    fn eq(&self, other: &FieldTexts) -> bool {
+        self.by_field == other.by_field
+    }
 }
 
 impl FieldTexts {
     /// Reads every struct literal in the package's function bodies and constants.
     pub fn new(cx: &FlowCx<'_>) -> FieldTexts {
+        let files = cx
+            .package
+            .files
+            .iter()
+            .map(|f| Self::of_file(cx, f))
+            .collect();
+        Self::merged(files)
+    }
+
+    /// The table after an edit of the files marked in `changed`: those are read again.
+    /// `self` must be the table of a package with the same files, which read the others'
+    /// constants as they are now (the caller checks the edit changed no item).
+    pub(crate) fn updated(&self, cx: &FlowCx<'_>, changed: &[bool]) -> FieldTexts {
+        let files = cx
+            .package
+            .files
+            .iter()
+            .enumerate()
+            .map(|(i, f)| match self.files.get(i) {
+                Some(part) if !changed[i] => part.clone(),
+                _ => Self::of_file(cx, f),
+            })
+            .collect();
+        Self::merged(files)
+    }
+
+    /// What the struct literals of one file put in each field name.
+    fn of_file(cx: &FlowCx<'_>, file: &FileModel) -> FastMap<String, Option<String>> {
         let mut out = FieldTexts::default();
         let no_locals = FastMap::default();
-        for file in &cx.package.files {
-            for f in &file.fns {
-                if let Some(body) = &f.body {
-                    let locals = top_level_lets(body);
-                    body.walk(&mut |e| out.add_literal(cx, file, &f.module, &locals, e));
-                }
-            }
-            for c in &file.consts {
-                c.value
-                    .walk(&mut |e| out.add_literal(cx, file, &c.module, &no_locals, e));
+        for f in &file.fns {
+            if let Some(body) = &f.body {
+                let locals = top_level_lets(body);
+                body.walk(&mut |e| out.add_literal(cx, file, &f.module, &locals, e));
             }
         }
-        out
+        for c in &file.consts {
+            c.value
+                .walk(&mut |e| out.add_literal(cx, file, &c.module, &no_locals, e));
+        }
+        out.by_field
+    }
+
+    /// The package's table from its files': a field given one text everywhere keeps it.
+    fn merged(files: Vec<FastMap<String, Option<String>>>) -> FieldTexts {
+        let mut by_field: FastMap<String, Option<String>> = FastMap::default();
+        for part in &files {
+            for (name, text) in part {
+                match by_field.get_mut(name) {
+                    None => {
+                        by_field.insert(name.clone(), text.clone());
+                    }
+                    Some(known) => {
+                        if known != text {
+                            *known = None;
+                        }
+                    }
+                }
+            }
+        }
+        FieldTexts { by_field, files }
     }
 
     /// The one text the package ever puts in field `name`.

@@ -19,6 +19,8 @@
 //!   [`read_index`]: the reads its decisions test, by key.
 //! - [`summary`]: every function's [`FnSummary`] to a fixed point ([`Summaries`]), reached
 //!   with [`Analysis::summaries`].
+//! - [`incremental`]: the next version's analysis from the previous one's, after an edit of
+//!   fn bodies ([`Analysis::reusing`]).
 
 pub mod callgraph;
 pub mod chain;
@@ -29,6 +31,7 @@ pub mod entry;
 pub mod field_texts;
 pub mod flow;
 pub mod guards;
+pub mod incremental;
 pub mod locks;
 pub mod message_key;
 pub mod origin;

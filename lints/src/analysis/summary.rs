@@ -165,6 +165,17 @@ impl FnSummary {
         s
     }
 
+    /// Equality in everything a caller's walk can read (trails included), for deciding
+    /// whether callers must be walked again after an edit ([`Summaries::reusing`]).
+    fn identical(&self, other: &FnSummary) -> bool {
+        self.same(other)
+            && self
+                .ret_nondet
+                .iter()
+                .zip(&other.ret_nondet)
+                .all(|(a, b)| *a.0 == *b.0 && a.1.steps() == b.1.steps())
+    }
+
     /// Equality for the fixed point: sources by span, the rest structurally.
     fn same(&self, other: &FnSummary) -> bool {
         self.ret_nondet.len() == other.ret_nondet.len()
@@ -191,6 +202,11 @@ pub struct Summaries {
     /// Walks of functions with the SQL text their callers pass, that decide on a store
     /// read (see [`Summaries::bound_flows`]).
     bound: FastMap<FnId, Vec<FnFlow>>,
+    /// By [`CallGraph::index`]: the fns walked bottom-up before the fixed point (no call
+    /// cycle is below them), each exactly once with its callees' final summaries.
+    acyclic: Vec<bool>,
+    /// The package's field texts, when a walk asked for them.
+    field_texts: Option<super::field_texts::FieldTexts>,
 }
 
 /// Texts passed to one function that get it walked again for its own findings: enough for
@@ -216,71 +232,156 @@ impl Summaries {
             graph,
             field_texts: Default::default(),
         };
-        fn shape<T>(package: &Package, f: impl Fn() -> T) -> Vec<Vec<T>> {
-            package
-                .files
-                .iter()
-                .map(|file| (0..file.fns.len()).map(|_| f()).collect())
-                .collect()
-        }
-        let b = Builder {
-            cx: &cx,
-            state: RefCell::new(shape(package, || State::NotStarted)),
-            summaries: RefCell::new(shape(package, || Arc::new(FnSummary::default()))),
-            flows: RefCell::new(shape(package, || None)),
-            readers: RefCell::new(HashMap::new()),
-            stale: RefCell::new(HashMap::new()),
-            stack: RefCell::new(Vec::new()),
-            depth: Cell::new(0),
-            worklist: RefCell::new(Vec::new()),
-            queued: RefCell::new(HashSet::new()),
-        };
-        b.settle_acyclic();
-        for (fi, file) in package.files.iter().enumerate() {
-            for ni in 0..file.fns.len() {
-                let id = FnId::new(fi, ni);
-                if b.state(id) == State::NotStarted {
-                    b.compute(id);
-                }
-            }
-        }
-        // Cycles and depth-limited reads: walk again until nothing changes. Summaries are
-        // meant to only grow within bounds, but some parts are not bounded (a recursive
-        // pair's instantiated key descriptions grow on every round), so each fn is walked
-        // again at most MAX_REWALKS times: a pair that never settles costs that many walks,
-        // not the whole budget (rust-analyzer's hir-ty spent 50,000 walks on one such pair).
-        let mut rounds = 0;
-        let mut rewalks: FastMap<FnId, usize> = FastMap::default();
-        loop {
-            let next = b.worklist.borrow_mut().pop();
-            let Some(id) = next else {
-                break;
-            };
-            b.queued.borrow_mut().remove(&id);
-            let walks = rewalks.entry(id).or_default();
-            *walks += 1;
-            if *walks > MAX_REWALKS {
-                continue;
-            }
-            rounds += 1;
-            if rounds > 50_000 {
-                break;
-            }
-            b.compute(id);
-        }
-        let summaries = b.summaries.into_inner();
-        let flows: Vec<Vec<FnFlow>> = b
-            .flows
-            .into_inner()
-            .into_iter()
-            .map(|v| v.into_iter().map(Option::unwrap_or_default).collect())
-            .collect();
+        let b = Builder::new(
+            &cx,
+            shape(package, || State::NotStarted),
+            shape(package, || Arc::new(FnSummary::default())),
+            shape(package, || None),
+        );
+        let acyclic = b.settle_acyclic();
+        b.settle_cycles();
+        let (summaries, flows) = b.into_parts();
         let bound = bound_walks(&cx, &summaries, &flows);
         Summaries {
             summaries,
             flows,
             bound,
+            acyclic,
+            field_texts: cx.field_texts.into_inner(),
         }
+    }
+
+    /// The summaries of `package` after an edit of the files marked in `changed`, from
+    /// `prev` (those of the version before it): walks the changed files' fns and then,
+    /// callees first, every fn a changed summary reaches; every other fn keeps its flow.
+    ///
+    /// Exactly what [`Summaries::compute`] gives, under conditions checked here and by the
+    /// caller ([`super::incremental`]): the package-wide tables are those of `prev`'s
+    /// package, so an unchanged fn whose callees' summaries are unchanged walks as before,
+    /// and the fns no call cycle reaches must be the same in both versions. Those
+    /// `compute` walks once each with its callees' final summaries, which is what is done
+    /// here for the ones an edit reaches; the fixed point over the others, when an edit
+    /// reaches one of them, is run again as `compute` runs it. `None` when the conditions
+    /// do not hold; the caller computes afresh.
+    pub(crate) fn reusing(
+        package: &Package,
+        resolver: &Resolver,
+        types: &Types,
+        catalog: &Catalog,
+        graph: &CallGraph,
+        prev: Summaries,
+        changed: &[bool],
+    ) -> Option<Summaries> {
+        let cx = FlowCx {
+            package,
+            resolver,
+            types,
+            catalog,
+            graph,
+            field_texts: Default::default(),
+        };
+        let layers = acyclic_layers(graph);
+        let mut now_acyclic = vec![false; graph.len()];
+        for &id in layers.iter().flatten() {
+            now_acyclic[graph.index(id)] = true;
+        }
+        if now_acyclic != prev.acyclic {
+            return None;
+        }
+        // A walk of an unchanged fn that read a field text read the old package's.
+        if let Some(old) = &prev.field_texts {
+            let new = old.updated(&cx, changed);
+            if new != *old {
+                return None;
+            }
+            let _ = cx.field_texts.set(new);
+        }
+        let Summaries {
+            mut summaries,
+            mut flows,
+            ..
+        } = prev;
+        let mut differs = vec![false; graph.len()];
+        let reads_change = |id: FnId, differs: &[bool]| {
+            changed[id.file as usize]
+                || graph
+                    .calls(id)
+                    .iter()
+                    .any(|c| differs[graph.index(c.callee)])
+        };
+        for layer in &layers {
+            let dirty: Vec<FnId> = layer
+                .iter()
+                .copied()
+                .filter(|&id| reads_change(id, &differs))
+                .collect();
+            let walked: Vec<(FnId, FnFlow)> = {
+                let done = Settled {
+                    summaries: &summaries,
+                };
+                dirty
+                    .par_iter()
+                    .map(|&id| (id, flow::walk(&cx, id, &done)))
+                    .collect()
+            };
+            for (id, flow) in walked {
+                let (fi, ni) = (id.file as usize, id.index as usize);
+                let summary = FnSummary::from_flow(&flow);
+                if !summary.identical(&summaries[fi][ni]) {
+                    differs[graph.index(id)] = true;
+                }
+                summaries[fi][ni] = Arc::new(summary);
+                flows[fi][ni] = flow;
+            }
+        }
+        // The fns in or above a cycle: when one of them changed or reads a changed summary,
+        // the fixed point over all of them runs again from where `compute` starts it (every
+        // other fn final, these not started), so it takes the very same steps.
+        let cyclic_changed = graph
+            .ids()
+            .any(|id| !now_acyclic[graph.index(id)] && reads_change(id, &differs));
+        if cyclic_changed {
+            let settled = |id: FnId| now_acyclic[graph.index(id)];
+            let state = ids_shape(package, |id| {
+                if settled(id) {
+                    State::Done
+                } else {
+                    State::NotStarted
+                }
+            });
+            let summaries_in = ids_shape(package, |id| {
+                if settled(id) {
+                    summaries[id.file as usize][id.index as usize].clone()
+                } else {
+                    Arc::new(FnSummary::default())
+                }
+            });
+            let mut flows_in: Vec<Vec<Option<FnFlow>>> = Vec::with_capacity(flows.len());
+            for (fi, file_flows) in flows.into_iter().enumerate() {
+                flows_in.push(
+                    file_flows
+                        .into_iter()
+                        .enumerate()
+                        .map(|(ni, f)| settled(FnId::new(fi, ni)).then_some(f))
+                        .collect(),
+                );
+            }
+            let b = Builder::new(&cx, state, summaries_in, flows_in);
+            b.settle_cycles();
+            (summaries, flows) = b.into_parts();
+        }
+        let bound = if flows.iter().flatten().any(|f| !f.text_calls.is_empty()) {
+            bound_walks(&cx, &summaries, &flows)
+        } else {
+            FastMap::default()
+        };
+        Some(Summaries {
+            summaries,
+            flows,
+            bound,
+            acyclic: now_acyclic,
+            field_texts: cx.field_texts.into_inner(),
+        })
     }
 
     /// The function's walks with the SQL texts its callers pass to its `&str` (or tuple of
@@ -381,6 +482,92 @@ struct Builder<'a, 'c> {
     queued: RefCell<HashSet<FnId>>,
 }
 
+/// A per-fn table of `package`, every entry `f()`.
+fn shape<T>(package: &Package, f: impl Fn() -> T) -> Vec<Vec<T>> {
+    ids_shape(package, |_| f())
+}
+
+/// A per-fn table of `package`, each fn's entry `f(id)`.
+fn ids_shape<T>(package: &Package, f: impl Fn(FnId) -> T) -> Vec<Vec<T>> {
+    package
+        .files
+        .iter()
+        .enumerate()
+        .map(|(fi, file)| (0..file.fns.len()).map(|ni| f(FnId::new(fi, ni))).collect())
+        .collect()
+}
+
+impl<'a, 'c> Builder<'a, 'c> {
+    fn new(
+        cx: &'c FlowCx<'a>,
+        state: Vec<Vec<State>>,
+        summaries: Vec<Vec<Arc<FnSummary>>>,
+        flows: Vec<Vec<Option<FnFlow>>>,
+    ) -> Self {
+        Builder {
+            cx,
+            state: RefCell::new(state),
+            summaries: RefCell::new(summaries),
+            flows: RefCell::new(flows),
+            readers: RefCell::new(HashMap::new()),
+            stale: RefCell::new(HashMap::new()),
+            stack: RefCell::new(Vec::new()),
+            depth: Cell::new(0),
+            worklist: RefCell::new(Vec::new()),
+            queued: RefCell::new(HashSet::new()),
+        }
+    }
+
+    /// Walks every fn not walked yet, in file order, callees on demand, then walks again
+    /// until no summary changes (the fns in or above a call cycle, after
+    /// [`Builder::settle_acyclic`]).
+    fn settle_cycles(&self) {
+        for (fi, file) in self.cx.package.files.iter().enumerate() {
+            for ni in 0..file.fns.len() {
+                let id = FnId::new(fi, ni);
+                if self.state(id) == State::NotStarted {
+                    self.compute(id);
+                }
+            }
+        }
+        // Cycles and depth-limited reads: walk again until nothing changes. Summaries are
+        // meant to only grow within bounds, but some parts are not bounded (a recursive
+        // pair's instantiated key descriptions grow on every round), so each fn is walked
+        // again at most MAX_REWALKS times: a pair that never settles costs that many walks,
+        // not the whole budget (rust-analyzer's hir-ty spent 50,000 walks on one such pair).
+        let mut rounds = 0;
+        let mut rewalks: FastMap<FnId, usize> = FastMap::default();
+        loop {
+            let next = self.worklist.borrow_mut().pop();
+            let Some(id) = next else {
+                break;
+            };
+            self.queued.borrow_mut().remove(&id);
+            let walks = rewalks.entry(id).or_default();
+            *walks += 1;
+            if *walks > MAX_REWALKS {
+                continue;
+            }
+            rounds += 1;
+            if rounds > 50_000 {
+                break;
+            }
+            self.compute(id);
+        }
+    }
+
+    /// The summaries and flows, a default flow for a fn never walked.
+    fn into_parts(self) -> (Vec<Vec<Arc<FnSummary>>>, Vec<Vec<FnFlow>>) {
+        let flows = self
+            .flows
+            .into_inner()
+            .into_iter()
+            .map(|v| v.into_iter().map(Option::unwrap_or_default).collect())
+            .collect();
+        (self.summaries.into_inner(), flows)
+    }
+}
+
 impl Builder<'_, '_> {
     fn state(&self, id: FnId) -> State {
         self.state.borrow()[id.file as usize][id.index as usize]
@@ -440,31 +627,11 @@ impl Builder<'_, '_> {
     /// reads summaries only of the fn's callees in the call graph, so such a fn's walk
     /// depends only on its callees' final summaries and gives exactly the flow and summary
     /// the sequential fixed point ends with. Fns in or above a cycle are left to it.
-    fn settle_acyclic(&self) {
+    /// Returns, by [`CallGraph::index`], which fns it walked.
+    fn settle_acyclic(&self) -> Vec<bool> {
         let graph = self.cx.graph;
-        let ids: Vec<FnId> = graph.ids().collect();
-        // Per fn, how many distinct callees are not walked yet; per callee, its callers.
-        let mut pending = vec![0usize; ids.len()];
-        let mut callers: Vec<Vec<usize>> = vec![Vec::new(); ids.len()];
-        for &id in &ids {
-            let mut callees: Vec<usize> = graph
-                .calls(id)
-                .iter()
-                .map(|c| graph.index(c.callee))
-                .collect();
-            callees.sort_unstable();
-            callees.dedup();
-            pending[graph.index(id)] = callees.len();
-            for callee in callees {
-                callers[callee].push(graph.index(id));
-            }
-        }
-        let mut layer: Vec<FnId> = ids
-            .iter()
-            .filter(|&&id| pending[graph.index(id)] == 0)
-            .copied()
-            .collect();
-        while !layer.is_empty() {
+        let mut settled = vec![false; graph.len()];
+        for layer in acyclic_layers(graph) {
             let walked: Vec<(FnId, FnFlow)> = {
                 let done = Settled {
                     summaries: &self.summaries.borrow(),
@@ -474,22 +641,57 @@ impl Builder<'_, '_> {
                     .map(|&id| (id, flow::walk(self.cx, id, &done)))
                     .collect()
             };
-            let mut next = Vec::new();
             for (id, flow) in walked {
                 let (fi, ni) = (id.file as usize, id.index as usize);
                 self.summaries.borrow_mut()[fi][ni] = Arc::new(FnSummary::from_flow(&flow));
                 self.flows.borrow_mut()[fi][ni] = Some(flow);
                 self.set_state(id, State::Done);
-                for &caller in &callers[graph.index(id)] {
-                    pending[caller] -= 1;
-                    if pending[caller] == 0 {
-                        next.push(ids[caller]);
-                    }
-                }
+                settled[graph.index(id)] = true;
             }
-            layer = next;
+        }
+        settled
+    }
+}
+
+/// The fns that no call cycle reaches, in layers: first the fns that call no crate fn, then
+/// those whose callees are all in earlier layers, and so on.
+fn acyclic_layers(graph: &CallGraph) -> Vec<Vec<FnId>> {
+    let ids: Vec<FnId> = graph.ids().collect();
+    // Per fn, how many distinct callees are not placed yet; per callee, its callers.
+    let mut pending = vec![0usize; ids.len()];
+    let mut callers: Vec<Vec<usize>> = vec![Vec::new(); ids.len()];
+    for &id in &ids {
+        let mut callees: Vec<usize> = graph
+            .calls(id)
+            .iter()
+            .map(|c| graph.index(c.callee))
+            .collect();
+        callees.sort_unstable();
+        callees.dedup();
+        pending[graph.index(id)] = callees.len();
+        for callee in callees {
+            callers[callee].push(graph.index(id));
         }
     }
+    let mut layer: Vec<FnId> = ids
+        .iter()
+        .filter(|&&id| pending[graph.index(id)] == 0)
+        .copied()
+        .collect();
+    let mut out = Vec::new();
+    while !layer.is_empty() {
+        let mut next = Vec::new();
+        for &id in &layer {
+            for &caller in &callers[graph.index(id)] {
+                pending[caller] -= 1;
+                if pending[caller] == 0 {
+                    next.push(ids[caller]);
+                }
+            }
+        }
+        out.push(std::mem::replace(&mut layer, next));
+    }
+    out
 }
 
 /// The summaries of walked fns, for a walk whose callees are all walked.
