@@ -563,6 +563,11 @@ mod tests {
                 'a: loop {}
                 while let Some(x) = it.next() {}
                 for i in 0..n {}
+                // Names whose end is their start plus their written length (`r#`, non-ASCII),
+                // and a doc comment's `doc`, which spans the whole comment.
+                let r#type = r#match + café + r#fn::x;
+                /// d
+                fn inner() {}
                 f()()()
             }
         "#;
