@@ -68,6 +68,22 @@ pub(super) fn range(s: Span) -> Range<usize> {
     })
 }
 
+/// `s.byte_range().start`, from the index when one is set: one line lookup, not two.
+pub(super) fn start(s: Span) -> usize {
+    INDEX.with(|i| match &*i.borrow() {
+        Some(index) => index.byte(s.start()),
+        None => s.byte_range().start,
+    })
+}
+
+/// `s.byte_range().end`, from the index when one is set.
+pub(super) fn end(s: Span) -> usize {
+    INDEX.with(|i| match &*i.borrow() {
+        Some(index) => index.byte(s.end()),
+        None => s.byte_range().end,
+    })
+}
+
 impl LineIndex {
     fn byte(&self, at: proc_macro2::LineColumn) -> usize {
         // Lines are 1-based; a call-site span is line 1, column 0 (`byte_range` says 0..0).

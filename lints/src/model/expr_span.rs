@@ -65,6 +65,13 @@ pub(super) fn path_tokens(p: &syn::Path) -> Option<(Span, Span)> {
 
 /// `(start, end)` of a path, as syn's `span()` gives them, when [`path_tokens`] knows them.
 pub(super) fn path_bounds(p: &syn::Path) -> Option<(usize, usize)> {
+    if p.leading_colon.is_none() && p.segments.len() == 1 && !p.segments.trailing_punct() {
+        let seg = &p.segments[0];
+        if seg.arguments.is_none() {
+            // A plain name (most paths: locals, fields' types): one token.
+            return Some(ident_bounds(&seg.ident));
+        }
+    }
     path_tokens(p).map(|(first, last)| (start(first), end(last)))
 }
 
@@ -82,6 +89,28 @@ pub(super) fn ident_start(id: &proc_macro2::Ident) -> usize {
     start(id.span())
 }
 
+/// `(start, end)` of an identifier: its start plus the bytes it is written with (`r#`
+/// included), which costs less than looking its end up in proc_macro2's line table. The
+/// `doc` of a doc comment is not written: it spans the whole comment, and is looked up.
+pub(super) fn ident_bounds(id: &proc_macro2::Ident) -> (usize, usize) {
+    if id == "doc" {
+        return (ident_start(id), end(id.span()));
+    }
+    /// Counts what is written to it.
+    struct Len(usize);
+    impl std::fmt::Write for Len {
+        fn write_str(&mut self, s: &str) -> std::fmt::Result {
+            self.0 += s.len();
+            Ok(())
+        }
+    }
+    let mut len = Len(0);
+    // Writing to `Len` cannot fail.
+    let _ = std::fmt::Write::write_fmt(&mut len, format_args!("{id}"));
+    let lo = ident_start(id);
+    (lo, lo + len.0)
+}
+
 /// `(start, end)` of an attribute, as syn's `span()` gives them: `#`, `!` when inner, and the
 /// bracket group.
 pub(super) fn attr_bounds(a: &syn::Attribute) -> (usize, usize) {
@@ -89,11 +118,11 @@ pub(super) fn attr_bounds(a: &syn::Attribute) -> (usize, usize) {
 }
 
 fn start(s: Span) -> usize {
-    super::byte_offsets::range(s).start
+    super::byte_offsets::start(s)
 }
 
 fn end(s: Span) -> usize {
-    super::byte_offsets::range(s).end
+    super::byte_offsets::end(s)
 }
 
 /// Where `e` starts.
@@ -534,6 +563,11 @@ mod tests {
                 'a: loop {}
                 while let Some(x) = it.next() {}
                 for i in 0..n {}
+                // Names whose end is their start plus their written length (`r#`, non-ASCII),
+                // and a doc comment's `doc`, which spans the whole comment.
+                let r#type = r#match + café + r#fn::x;
+                /// d
+                fn inner() {}
                 f()()()
             }
         "#;

@@ -755,7 +755,7 @@ impl Lowerer {
         generics.extend(self.generics(&sig.generics));
         FnDef {
             name: unraw(&sig.ident),
-            name_span: self.span(sig.ident.span()),
+            name_span: self.range(expr_span::ident_bounds(&sig.ident)),
             module: module.to_vec(),
             self_ty: cx.self_ty.cloned(),
             trait_path: cx.trait_path.cloned(),
@@ -885,7 +885,7 @@ impl Lowerer {
         Path {
             segments: vec![unraw(id)],
             leading_colon: false,
-            span: self.span(id.span()),
+            span: self.range(expr_span::ident_bounds(id)),
             qself: None,
         }
     }
@@ -1028,7 +1028,7 @@ impl Lowerer {
             syn::Pat::Ident(pi) => Pat::Ident {
                 name: unraw(&pi.ident),
                 mutable: pi.mutability.is_some(),
-                span: self.span(pi.ident.span()),
+                span: self.range(expr_span::ident_bounds(&pi.ident)),
                 sub: pi.subpat.as_ref().map(|(_, s)| Box::new(self.pat_at(s, d))),
             },
             syn::Pat::Tuple(t) => Pat::Tuple(t.elems.iter().map(|p| self.pat_at(p, d)).collect()),
@@ -1188,7 +1188,7 @@ impl Lowerer {
             syn::Expr::MethodCall(m) => ExprKind::MethodCall {
                 receiver: self.boxed_lo(&m.receiver, b),
                 method: unraw(&m.method),
-                method_span: self.span(m.method.span()),
+                method_span: self.range(expr_span::ident_bounds(&m.method)),
                 args: self.exprs(&m.args),
             },
             syn::Expr::Macro(m) => ExprKind::Macro(self.mac(&m.mac)),
