@@ -14,6 +14,10 @@
 //!   that file (a package of one file): what re-analysing one file costs, the floor a
 //!   keystroke in the crate can approach;
 //!
+//! `IDEM_LINT_BENCH_BIN=PATH` measures another build of the server (to compare two builds
+//! under the same load, run them in turns). `IDEM_LINT_BENCH_ONE_SERVER=1` opens one server
+//! only, so that a profile of a run with many iterations is mostly keystrokes.
+//!
 //! interleaved (a crate keystroke, then a one-file keystroke), and prints the medians and
 //! their ratios. An editor adds the debounce (200 ms by default) on top of the keystroke
 //! figures.
@@ -27,6 +31,11 @@ use std::time::{Duration, Instant};
 
 const BIN: &str = env!("CARGO_BIN_EXE_cargo-idem-lint");
 const FILE: &str = "src/sync/mutex.rs";
+
+/// The server to measure: this build, unless `IDEM_LINT_BENCH_BIN` names another.
+fn bin() -> String {
+    std::env::var("IDEM_LINT_BENCH_BIN").unwrap_or_else(|_| BIN.to_string())
+}
 
 fn main() {
     let args: Vec<String> = std::env::args()
@@ -57,7 +66,11 @@ fn main() {
     let mut one_cold = Vec::new();
     let mut one_keystroke = Vec::new();
     // Cold opens are fewer: each starts a server.
-    for round in 0..iterations.div_ceil(5) {
+    let rounds = match std::env::var_os("IDEM_LINT_BENCH_ONE_SERVER") {
+        Some(_) => 1,
+        None => iterations.div_ceil(5),
+    };
+    for round in 0..rounds {
         let (mut c, t) = opened(&dir, &file, &text);
         cold.push(t);
         let (mut one, t) = opened(&alone_dir, &alone_file, &text);
@@ -105,7 +118,7 @@ fn main() {
 /// A fresh server on `dir` with `file` opened: the client and the time to its first
 /// diagnostics.
 fn opened(dir: &Path, file: &Path, text: &str) -> (lsp::Client, Duration) {
-    let mut c = lsp::Client::start(BIN, &["--debounce-ms", "0"], dir);
+    let mut c = lsp::Client::start(&bin(), &["--debounce-ms", "0"], dir);
     lsp::initialize(&mut c, &[dir], json!({}));
     let start = Instant::now();
     lsp::open(&mut c, file, text);

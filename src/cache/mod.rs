@@ -28,10 +28,12 @@
 mod disk;
 mod key;
 mod session;
+pub(crate) mod texts;
 
 pub use disk::DiskCache;
 pub use key::{FileKey, PackageKey};
 pub use session::Session;
+pub use texts::DiskTexts;
 
 use crate::discovery::Workspace;
 use idem_lints::analysis::incremental::Retained;

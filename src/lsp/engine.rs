@@ -5,7 +5,7 @@
 //! Everything the analysis needs goes through [`Root::analyze`], so the way a package is
 //! re-analysed after a keystroke lives in one place.
 
-use crate::cache::Session;
+use crate::cache::{DiskTexts, Session};
 use crate::config::Config;
 use crate::discovery::{self, Selection, Workspace};
 use crate::parse::{Overlays, ParseOptions};
@@ -55,6 +55,8 @@ struct Loaded {
     /// Parse results and findings of earlier analyses: after a keystroke only the changed
     /// buffer is parsed again, and only its package analysed again.
     session: Session,
+    /// Texts of the files without a buffer, read again only when their metadata changes.
+    texts: Arc<DiskTexts>,
 }
 
 impl Root {
@@ -66,6 +68,23 @@ impl Root {
     /// (a `Cargo.toml` or `idem-lint.toml` was saved).
     pub fn reload(&mut self) {
         self.loaded = None;
+    }
+
+    /// Reads every file from disk again on the next analysis (the editor saw files change:
+    /// the kept texts are checked against metadata, which cannot see every change, see
+    /// [`DiskTexts`]).
+    pub fn forget_texts(&self) {
+        if let Some(Ok(l)) = &self.loaded {
+            l.texts.forget();
+        }
+    }
+
+    /// How many texts of files without a buffer are kept for the next analysis.
+    pub fn kept_texts(&self) -> usize {
+        match &self.loaded {
+            Some(Ok(l)) => l.texts.len(),
+            _ => 0,
+        }
     }
 
     /// Whether `path` belongs to this root: below its folder or its cargo workspace.
@@ -129,6 +148,7 @@ fn load(dir: &Path, settings: &Settings) -> Result<Loaded, Problem> {
         config,
         opts,
         session: Session::new(),
+        texts: Arc::new(DiskTexts::new()),
     })
 }
 
@@ -139,7 +159,7 @@ fn check(
     overlays: &[(PathBuf, Arc<str>)],
     cancel: &AtomicBool,
 ) -> anyhow::Result<Report> {
-    let mut buffers = Overlays::new();
+    let mut buffers = Overlays::new().remembering(loaded.texts.clone());
     for (path, text) in overlays {
         buffers.insert(path, text.clone());
     }

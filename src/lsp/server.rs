@@ -69,6 +69,9 @@ struct RootState {
     running: Option<Running>,
     /// A config file was saved while the root was out on a worker: reload it on return.
     reload: bool,
+    /// A file was saved or changed on disk while the root was out on a worker: forget its
+    /// kept texts on return.
+    forget_texts: bool,
     /// An analysis of this root finished and was not stale (whatever its outcome).
     analysed: bool,
     last: Option<Arc<Analysis>>,
@@ -450,6 +453,13 @@ impl Server {
             }
             return;
         }
+        // Every root: a file may be read through a symlink from outside the root's folder.
+        for r in self.roots.iter_mut() {
+            match &r.root {
+                Some(root) => root.forget_texts(),
+                None => r.forget_texts = true,
+            }
+        }
         self.schedule(path, now);
     }
 
@@ -608,6 +618,9 @@ impl Server {
         if std::mem::take(&mut state.reload) {
             root.reload();
         }
+        if std::mem::take(&mut state.forget_texts) {
+            root.forget_texts();
+        }
         state.ws_root = root.workspace_root().map(Path::to_path_buf);
         state.root = Some(root);
         let Some(running) = state.running.take() else {
@@ -736,6 +749,7 @@ impl RootState {
             due: None,
             running: None,
             reload: false,
+            forget_texts: false,
             analysed: false,
             last: None,
             published: HashMap::new(),

@@ -8,6 +8,7 @@
 //! resolution still asks the disk which file a `mod x;` names, so an overlay replaces a file
 //! that exists; a buffer for a file never saved is not reached through `mod`.
 
+use crate::cache::DiskTexts;
 use crate::source::{read_resolved, read_source, ReadError, ReadPolicy};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -17,6 +18,8 @@ use std::sync::Arc;
 #[derive(Debug, Clone, Default)]
 pub struct Overlays {
     texts: HashMap<PathBuf, Arc<str>>,
+    /// Texts of files without a buffer, kept from earlier reads (the language server).
+    disk: Option<Arc<DiskTexts>>,
 }
 
 impl Overlays {
@@ -43,23 +46,60 @@ impl Overlays {
         self.texts.len()
     }
 
+    /// Reads files through `disk`: a file whose metadata is unchanged since it was last read
+    /// there is not read again (see [`DiskTexts`] for what that can miss).
+    pub fn remembering(mut self, disk: Arc<DiskTexts>) -> Overlays {
+        self.disk = Some(disk);
+        self
+    }
+
     /// The text of `path`: its overlay when it has one, else the file, both under `policy`.
     pub fn read(&self, path: &Path, policy: &ReadPolicy) -> Result<Arc<str>, ReadError> {
-        if self.texts.is_empty() {
-            return read_source(path, policy).map(Arc::from);
+        let Some(disk) = &self.disk else {
+            return self.read_fresh(path, policy).0;
+        };
+        let Some((stamp, settled)) = DiskTexts::stamp(path) else {
+            return self.read_fresh(path, policy).0;
+        };
+        if let Some((key, text)) = disk.get(path, stamp) {
+            // The same file as last time: only the checks that do not read it again.
+            let text = self.texts.get(&key).unwrap_or(&text);
+            return check_overlay(&key, text, policy).map(|()| text.clone());
+        }
+        let (read, key) = self.read_fresh(path, policy);
+        match (&read, key) {
+            (Ok(text), Some(key)) if settled => disk.put(path, stamp, key, text.clone()),
+            _ => disk.drop_path(path),
+        }
+        read
+    }
+
+    /// [`Overlays::read`] without kept texts; with the resolved path when the text is the
+    /// file's own.
+    fn read_fresh(
+        &self,
+        path: &Path,
+        policy: &ReadPolicy,
+    ) -> (Result<Arc<str>, ReadError>, Option<PathBuf>) {
+        if self.texts.is_empty() && self.disk.is_none() {
+            return (read_source(path, policy).map(Arc::from), None);
         }
         let Ok(key) = std::fs::canonicalize(path) else {
             // Not a file there (yet): an overlay may still name it, else the read fails as
             // it would have.
             let key = resolved(path);
-            return match self.texts.get(&key) {
+            let read = match self.texts.get(&key) {
                 Some(text) => check_overlay(&key, text, policy).map(|()| text.clone()),
                 None => read_source(path, policy).map(Arc::from),
             };
+            return (read, None);
         };
         match self.texts.get(&key) {
-            Some(text) => check_overlay(&key, text, policy).map(|()| text.clone()),
-            None => read_resolved(key, policy).map(Arc::from),
+            Some(text) => (
+                check_overlay(&key, text, policy).map(|()| text.clone()),
+                None,
+            ),
+            None => (read_resolved(key.clone(), policy).map(Arc::from), Some(key)),
         }
     }
 }
@@ -101,6 +141,7 @@ fn resolved(path: &Path) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     #[test]
     fn an_overlay_replaces_the_file_under_the_same_checks() {
@@ -139,5 +180,56 @@ mod tests {
             read(&overlays, &root.join("a.rs")).expect("read"),
             "fn disk() {}"
         );
+    }
+
+    #[test]
+    fn a_kept_text_serves_only_while_the_file_is_the_same() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let root = tmp.path().join("ws");
+        std::fs::create_dir(&root).expect("mkdir");
+        let a = root.join("a.rs");
+        std::fs::write(&a, "fn one() {}").expect("write");
+        std::fs::write(tmp.path().join("secret.rs"), "SECRET").expect("write");
+        let policy = ReadPolicy::inside(&root);
+        let disk = Arc::new(DiskTexts::new());
+        let mut overlays = Overlays::new().remembering(disk.clone());
+
+        // Just written: not settled, read again each time.
+        let first = overlays.read(&a, &policy).expect("read");
+        assert!(disk.is_empty());
+        std::thread::sleep(crate::cache::texts::SETTLED + Duration::from_millis(100));
+        let kept = overlays.read(&a, &policy).expect("read");
+        assert_eq!(disk.len(), 1);
+        assert!(!Arc::ptr_eq(&first, &kept));
+        let again = overlays.read(&a, &policy).expect("read");
+        assert!(Arc::ptr_eq(&kept, &again), "the kept text is served");
+
+        // A buffer still wins, and the checks still apply to the kept text.
+        overlays.insert(&a, "fn buffer() {}");
+        assert_eq!(
+            &*overlays.read(&a, &policy).expect("read"),
+            "fn buffer() {}"
+        );
+        overlays.remove(&a);
+        let small = ReadPolicy {
+            max_bytes: 4,
+            ..policy.clone()
+        };
+        let big = overlays.read(&a, &small).expect_err("too large");
+        assert!(matches!(big, ReadError::TooLarge { .. }), "{big}");
+
+        // Same size, written again: another version.
+        std::fs::write(&a, "fn two() {}").expect("write");
+        assert_eq!(&*overlays.read(&a, &policy).expect("read"), "fn two() {}");
+        // A directory, then a symlink out of the root, in its place.
+        std::fs::remove_file(&a).expect("rm");
+        std::fs::create_dir(&a).expect("mkdir");
+        let dir = overlays.read(&a, &policy).expect_err("a directory");
+        assert_eq!(dir.to_string(), "it is a directory, not a regular file");
+        std::fs::remove_dir(&a).expect("rmdir");
+        std::os::unix::fs::symlink(tmp.path().join("secret.rs"), &a).expect("symlink");
+        let leak = overlays.read(&a, &policy).expect_err("outside");
+        assert!(matches!(leak, ReadError::OutsideRoot { .. }), "{leak}");
+        assert!(disk.is_empty());
     }
 }

@@ -170,39 +170,106 @@ pub fn entry_points(
     graph: &CallGraph,
     configured: &[String],
 ) -> Vec<EntryPoint> {
-    let api = PublicApi::new(package, resolver);
-    let mut found: Vec<EntryPoint> = Vec::new();
-    for id in graph.ids() {
-        let (file, f) = id.def(package);
-        if f.in_test || file.in_test {
-            continue;
+    finish(
+        EntryParts::new(package, resolver, graph, configured, None)
+            .by_file
+            .concat(),
+    )
+}
+
+/// What each file's functions make entry points (before [`finish`]): a fn's contribution
+/// reads only its own file's model and calls, the package's targets and dependencies, and the
+/// resolver's tables, and it carries spans of its own file only. So an analysis that reuses
+/// the resolver and the unchanged files' call edges ([`super::Analysis::reusing`]) keeps the
+/// parts of the unchanged files.
+#[derive(Debug)]
+pub(crate) struct EntryParts {
+    pub(crate) configured: Vec<String>,
+    by_file: Vec<Vec<EntryPoint>>,
+}
+
+impl EntryParts {
+    /// The parts of every file, or, with `kept`, those of the files marked changed computed
+    /// and the others taken from `kept` (made for the same package but those files).
+    pub(crate) fn new(
+        package: &Package,
+        resolver: &Resolver,
+        graph: &CallGraph,
+        configured: &[String],
+        kept: Option<(EntryParts, &[bool])>,
+    ) -> EntryParts {
+        let api = PublicApi::new(package, resolver);
+        let (mut by_file, changed) = match kept {
+            Some((parts, changed)) if parts.by_file.len() == package.files.len() => {
+                (parts.by_file, Some(changed))
+            }
+            _ => (vec![Vec::new(); package.files.len()], None),
+        };
+        let redo = |file: usize| changed.is_none_or(|c| c.get(file).copied().unwrap_or(true));
+        for (file, part) in by_file.iter_mut().enumerate() {
+            if redo(file) {
+                part.clear();
+            }
         }
-        let mut add = |kind, span| found.push(EntryPoint { id, kind, span });
-        if let Some((kind, span)) = by_attribute(package, file, f) {
-            add(kind, span);
+        for id in graph.ids().filter(|id| redo(id.file as usize)) {
+            if let Some(found) = by_file.get_mut(id.file as usize) {
+                entries_of(package, resolver, graph, configured, &api, id, found);
+            }
         }
-        if names_fn(configured, resolver, file, f) {
-            add(EntryKind::Configured, f.name_span);
+        EntryParts {
+            configured: configured.to_vec(),
+            by_file,
         }
-        if is_framework_callback(package, resolver, file, f) {
-            add(EntryKind::Job, f.name_span);
-        }
-        if api.contains(resolver, file, f) {
-            add(EntryKind::PublicApi, f.name_span);
-        }
-        for call in graph.calls(id) {
-            if let Some(kind) = registration(package, call.arg_of.as_ref(), call.kind) {
-                let (callee_file, callee) = call.callee.def(package);
-                if !callee.in_test && !callee_file.in_test {
-                    found.push(EntryPoint {
-                        id: call.callee,
-                        kind,
-                        span: call.span,
-                    });
-                }
+    }
+
+    pub(crate) fn entry_points(&self) -> Vec<EntryPoint> {
+        finish(self.by_file.concat())
+    }
+}
+
+/// What fn `id` makes entry points: itself, and the fns it registers.
+fn entries_of(
+    package: &Package,
+    resolver: &Resolver,
+    graph: &CallGraph,
+    configured: &[String],
+    api: &PublicApi,
+    id: FnId,
+    found: &mut Vec<EntryPoint>,
+) {
+    let (file, f) = id.def(package);
+    if f.in_test || file.in_test {
+        return;
+    }
+    let mut add = |kind, span| found.push(EntryPoint { id, kind, span });
+    if let Some((kind, span)) = by_attribute(package, file, f) {
+        add(kind, span);
+    }
+    if names_fn(configured, resolver, file, f) {
+        add(EntryKind::Configured, f.name_span);
+    }
+    if is_framework_callback(package, resolver, file, f) {
+        add(EntryKind::Job, f.name_span);
+    }
+    if api.contains(resolver, file, f) {
+        add(EntryKind::PublicApi, f.name_span);
+    }
+    for call in graph.calls(id) {
+        if let Some(kind) = registration(package, call.arg_of.as_ref(), call.kind) {
+            let (callee_file, callee) = call.callee.def(package);
+            if !callee.in_test && !callee_file.in_test {
+                found.push(EntryPoint {
+                    id: call.callee,
+                    kind,
+                    span: call.span,
+                });
             }
         }
     }
+}
+
+/// The entries found, in the order of the fns that found them, sorted and one per fn.
+fn finish(mut found: Vec<EntryPoint>) -> Vec<EntryPoint> {
     found.sort_by_key(|e| (e.id, e.kind));
     found.dedup_by_key(|e| e.id);
     found

@@ -12,6 +12,7 @@
 //! too, and [`super::Summaries::reusing`] walks again only the changed files' fns and the
 //! fns their changed summaries reach. Anything else is analysed afresh.
 
+use super::entry::EntryParts;
 use super::{Analysis, CallGraph, Summaries};
 use crate::catalog::Catalog;
 use crate::model::ir::{Path, Type};
@@ -71,6 +72,7 @@ impl Analysis {
             types,
             call_graph,
             summaries,
+            entry_parts,
             ..
         } = prev.analysis;
         let analysis = Analysis {
@@ -79,6 +81,7 @@ impl Analysis {
             catalog,
             call_graph: Default::default(),
             summaries: Default::default(),
+            entry_parts: Default::default(),
         };
         let Some(prev_graph) = call_graph.into_inner() else {
             return (analysis, Reuse::Tables);
@@ -101,6 +104,18 @@ impl Analysis {
                 &changed,
             )
         });
+        // The unchanged files' parts: their models, call edges and the resolver are the same.
+        if let Some(parts) = entry_parts.into_inner() {
+            let configured = parts.configured.clone();
+            let kept = EntryParts::new(
+                package,
+                &analysis.resolver,
+                &graph,
+                &configured,
+                Some((parts, &changed)),
+            );
+            let _ = analysis.entry_parts.set(kept);
+        }
         let _ = analysis.call_graph.set(graph);
         match reused {
             Some(s) => {
@@ -236,11 +251,15 @@ mod tests {
         )
     }
 
-    /// The flows and summaries of every fn, as text.
+    /// The flows and summaries of every fn, and the entry points, as text.
     fn facts(package: &Package, analysis: &Analysis) -> Vec<String> {
         let s = analysis.summaries(package);
+        let configured = ["handle".to_string(), "fresh".to_string()];
+        let entries = analysis.entry_points(package, &configured);
+        assert_eq!(entries.len(), 2, "{entries:?}");
         s.ids()
             .map(|id| format!("{id:?} {:?} {:?}", s.summary(id), s.flow(id)))
+            .chain(entries.iter().map(|e| format!("{e:?}")))
             .collect()
     }
 

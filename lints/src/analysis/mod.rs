@@ -73,6 +73,9 @@ pub struct Analysis {
     pub catalog: Catalog,
     call_graph: OnceCell<CallGraph>,
     summaries: OnceCell<Summaries>,
+    /// Per file, what its fns make entry points ([`Analysis::entry_points`]), kept for
+    /// [`Analysis::reusing`].
+    entry_parts: OnceCell<entry::EntryParts>,
 }
 
 impl Analysis {
@@ -92,6 +95,7 @@ impl Analysis {
             catalog,
             call_graph: OnceCell::new(),
             summaries: OnceCell::new(),
+            entry_parts: OnceCell::new(),
         }
     }
 
@@ -100,6 +104,20 @@ impl Analysis {
     pub fn call_graph(&self, package: &Package) -> &CallGraph {
         self.call_graph
             .get_or_init(|| CallGraph::new(package, &self.resolver, &self.types))
+    }
+
+    /// [`entry::entry_points`] of the package with `configured` entry points; kept for the
+    /// first `configured` asked for, and after an edit computed again only for the changed
+    /// files ([`Analysis::reusing`]).
+    pub fn entry_points(&self, package: &Package, configured: &[String]) -> Vec<entry::EntryPoint> {
+        let graph = self.call_graph(package);
+        let parts = self.entry_parts.get_or_init(|| {
+            entry::EntryParts::new(package, &self.resolver, graph, configured, None)
+        });
+        if parts.configured != configured {
+            return entry::entry_points(package, &self.resolver, graph, configured);
+        }
+        parts.entry_points()
     }
 
     /// Every function's summary and flow facts, computed on first use. `package` must be

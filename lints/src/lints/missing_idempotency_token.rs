@@ -1,6 +1,7 @@
 //! `missing_idempotency_token`: an API call that takes an idempotency token, sent without one.
 
 use crate::analysis::message_key::{self, MessageKey};
+use crate::analysis::FastMap;
 use crate::analysis::{Analysis, Chain, DefPath, Locals, MethodStep, Step, TypeEnv};
 use crate::catalog::tokens::{aws::AWS, Api, Fill, RepeatEffect};
 use crate::context::LintContext;
@@ -9,7 +10,6 @@ use crate::diagnostic::Applicability;
 use crate::model::ir::{Block, Expr, ExprKind};
 use crate::model::{FileModel, FnDef, Package, Span};
 use serde::Deserialize;
-use std::collections::HashMap;
 
 declare_lint! {
     /// ### What it does
@@ -317,8 +317,8 @@ fn body_calling_an_operation<'f>(f: &'f FnDef, catalog: &Catalog<'_>) -> Option<
     let body = f.body.as_ref()?;
     let mut found = false;
     body.walk(&mut |e| {
-        if let ExprKind::MethodCall { method, .. } = &e.kind {
-            found |= catalog.is_send(method) || !catalog.operations(method).is_empty();
+        if let (false, ExprKind::MethodCall { method, .. }) = (found, &e.kind) {
+            found = catalog.is_send(method) || !catalog.operations(method).is_empty();
         }
     });
     found.then_some(body)
@@ -399,13 +399,14 @@ fn report(cx: &mut LintContext<'_>, f: Finding<'_>) {
 
 /// The operations to look for, by method name, and the methods that send them.
 struct Catalog<'a> {
-    by_method: HashMap<&'a str, Vec<Api<'a>>>,
+    /// Looked up for every method call of every fn: a fast hash.
+    by_method: FastMap<&'a str, Vec<Api<'a>>>,
     sends: Vec<&'a str>,
 }
 
 impl<'a> Catalog<'a> {
     fn new(settings: &'a Settings) -> Catalog<'a> {
-        let mut by_method: HashMap<&'a str, Vec<Api<'a>>> = HashMap::new();
+        let mut by_method: FastMap<&'a str, Vec<Api<'a>>> = FastMap::default();
         let configured = settings.apis.iter().map(|c| Api {
             krate: c.krate.as_deref(),
             method: &c.method,

@@ -1,5 +1,4 @@
 use crate::analysis::effects::Effects;
-use crate::analysis::entry::entry_points;
 use crate::analysis::guards::{GuardFinder, GuardedPaths};
 use crate::analysis::message_key::{self, MessageKey};
 use crate::analysis::{CallGraph, FnId};
@@ -158,7 +157,7 @@ fn find(cx: &LintContext<'_>) -> Vec<Finding> {
     let analysis = cx.analysis();
     let graph = analysis.call_graph(package);
     let summaries = analysis.summaries(package);
-    let entries = entry_points(package, &analysis.resolver, graph, &settings.entry_points);
+    let entries = analysis.entry_points(package, &settings.entry_points);
     if entries.is_empty() {
         return Vec::new();
     }
