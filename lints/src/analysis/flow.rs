@@ -514,7 +514,25 @@ pub struct FlowCx<'a> {
     pub field_texts: std::sync::OnceLock<super::field_texts::FieldTexts>,
 }
 
-impl FlowCx<'_> {
+impl<'a> FlowCx<'a> {
+    /// The context of walks over `package`, field texts not read yet.
+    pub fn new(
+        package: &'a Package,
+        resolver: &'a Resolver,
+        types: &'a Types,
+        catalog: &'a Catalog,
+        graph: &'a CallGraph,
+    ) -> FlowCx<'a> {
+        FlowCx {
+            package,
+            resolver,
+            types,
+            catalog,
+            graph,
+            field_texts: Default::default(),
+        }
+    }
+
     /// The one constant text the package puts in struct field `name`.
     pub fn field_text(&self, name: &str) -> Option<&str> {
         self.field_texts

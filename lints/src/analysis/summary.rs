@@ -224,14 +224,7 @@ impl Summaries {
         catalog: &Catalog,
         graph: &CallGraph,
     ) -> Summaries {
-        let cx = FlowCx {
-            package,
-            resolver,
-            types,
-            catalog,
-            graph,
-            field_texts: Default::default(),
-        };
+        let cx = FlowCx::new(package, resolver, types, catalog, graph);
         let b = Builder::new(
             &cx,
             shape(package, || State::NotStarted),
@@ -272,14 +265,7 @@ impl Summaries {
         prev: Summaries,
         changed: &[bool],
     ) -> Option<Summaries> {
-        let cx = FlowCx {
-            package,
-            resolver,
-            types,
-            catalog,
-            graph,
-            field_texts: Default::default(),
-        };
+        let cx = FlowCx::new(package, resolver, types, catalog, graph);
         let layers = acyclic_layers(graph);
         let mut now_acyclic = vec![false; graph.len()];
         for &id in layers.iter().flatten() {
