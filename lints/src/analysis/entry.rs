@@ -186,6 +186,8 @@ pub fn entry_points(
 pub(crate) struct EntryParts {
     pub(crate) configured: Vec<String>,
     by_file: Vec<Vec<EntryPoint>>,
+    /// Made of the files' items alone, which an edit that keeps the parts leaves the same.
+    api: PublicApi,
 }
 
 impl EntryParts {
@@ -198,12 +200,15 @@ impl EntryParts {
         configured: &[String],
         kept: Option<(EntryParts, &[bool])>,
     ) -> EntryParts {
-        let api = PublicApi::new(package, resolver);
-        let (mut by_file, changed) = match kept {
+        let (mut by_file, api, changed) = match kept {
             Some((parts, changed)) if parts.by_file.len() == package.files.len() => {
-                (parts.by_file, Some(changed))
+                (parts.by_file, parts.api, Some(changed))
             }
-            _ => (vec![Vec::new(); package.files.len()], None),
+            _ => (
+                vec![Vec::new(); package.files.len()],
+                PublicApi::new(package, resolver),
+                None,
+            ),
         };
         let redo = |file: usize| changed.is_none_or(|c| c.get(file).copied().unwrap_or(true));
         for (file, part) in by_file.iter_mut().enumerate() {
@@ -219,6 +224,7 @@ impl EntryParts {
         EntryParts {
             configured: configured.to_vec(),
             by_file,
+            api,
         }
     }
 
@@ -395,6 +401,7 @@ fn is_framework_callback(
 /// The public API of the library target: `pub` items in modules reachable through `pub mod`
 /// from the crate root, items re-exported by a `pub use` in such a module, and `pub` methods
 /// (and trait impls) of public types.
+#[derive(Debug)]
 struct PublicApi {
     lib: Option<usize>,
     /// Modules (`["crate", "a"]`) reachable from the root through `pub mod`.

@@ -207,6 +207,8 @@ pub struct Summaries {
     acyclic: Vec<bool>,
     /// The package's field texts, when a walk asked for them.
     field_texts: Option<super::field_texts::FieldTexts>,
+    /// See [`Summaries::rewalked`].
+    rewalked: usize,
 }
 
 /// Texts passed to one function that get it walked again for its own findings: enough for
@@ -232,7 +234,9 @@ impl Summaries {
             shape(package, || None),
         );
         let acyclic = b.settle_acyclic();
-        b.settle_cycles();
+        for component in cyclic_components(graph, &acyclic) {
+            b.settle_component(&component);
+        }
         let (summaries, flows) = b.into_parts();
         let bound = bound_walks(&cx, &summaries, &flows);
         Summaries {
@@ -241,6 +245,7 @@ impl Summaries {
             bound,
             acyclic,
             field_texts: cx.field_texts.into_inner(),
+            rewalked: graph.len(),
         }
     }
 
@@ -288,6 +293,7 @@ impl Summaries {
             ..
         } = prev;
         let mut differs = vec![false; graph.len()];
+        let mut rewalked = 0;
         let reads_change = |id: FnId, differs: &[bool]| {
             changed[id.file as usize]
                 || graph
@@ -310,6 +316,7 @@ impl Summaries {
                     .map(|&id| (id, flow::walk(&cx, id, &done)))
                     .collect()
             };
+            rewalked += walked.len();
             for (id, flow) in walked {
                 let (fi, ni) = (id.file as usize, id.index as usize);
                 let summary = FnSummary::from_flow(&flow);
@@ -320,40 +327,42 @@ impl Summaries {
                 flows[fi][ni] = flow;
             }
         }
-        // The fns in or above a cycle: when one of them changed or reads a changed summary,
-        // the fixed point over all of them runs again from where `compute` starts it (every
-        // other fn final, these not started), so it takes the very same steps.
-        let cyclic_changed = graph
-            .ids()
-            .any(|id| !now_acyclic[graph.index(id)] && reads_change(id, &differs));
-        if cyclic_changed {
-            let settled = |id: FnId| now_acyclic[graph.index(id)];
-            let state = ids_shape(package, |id| {
-                if settled(id) {
-                    State::Done
-                } else {
-                    State::NotStarted
+        // The fns in or above a cycle, a call-graph component at a time, callees' components
+        // first: a component whose fns did not change and read no changed summary keeps its
+        // summaries; any other settles again from where `compute` starts it (its callees
+        // final, its own fns not started), so it takes the very same steps.
+        let components = cyclic_components(graph, &now_acyclic);
+        let dirty: Vec<bool> = components
+            .iter()
+            .map(|c| c.iter().any(|&id| changed[id.file as usize]))
+            .collect();
+        if components
+            .iter()
+            .zip(&dirty)
+            .any(|(c, &d)| d || c.iter().any(|&id| reads_change(id, &differs)))
+        {
+            let flows_in = flows
+                .into_iter()
+                .map(|f| f.into_iter().map(Some).collect())
+                .collect();
+            let state = ids_shape(package, |_| State::Done);
+            let b = Builder::new(&cx, state, summaries, flows_in);
+            for (component, &edited) in components.iter().zip(&dirty) {
+                if !edited && !component.iter().any(|&id| reads_change(id, &differs)) {
+                    continue;
                 }
-            });
-            let summaries_in = ids_shape(package, |id| {
-                if settled(id) {
-                    summaries[id.file as usize][id.index as usize].clone()
-                } else {
-                    Arc::new(FnSummary::default())
+                let before: Vec<Arc<FnSummary>> = component.iter().map(|&id| b.get(id)).collect();
+                rewalked += component.len();
+                for &id in component {
+                    b.restart(id);
                 }
-            });
-            let mut flows_in: Vec<Vec<Option<FnFlow>>> = Vec::with_capacity(flows.len());
-            for (fi, file_flows) in flows.into_iter().enumerate() {
-                flows_in.push(
-                    file_flows
-                        .into_iter()
-                        .enumerate()
-                        .map(|(ni, f)| settled(FnId::new(fi, ni)).then_some(f))
-                        .collect(),
-                );
+                b.settle_component(component);
+                for (&id, old) in component.iter().zip(&before) {
+                    if !b.get(id).identical(old) {
+                        differs[graph.index(id)] = true;
+                    }
+                }
             }
-            let b = Builder::new(&cx, state, summaries_in, flows_in);
-            b.settle_cycles();
             (summaries, flows) = b.into_parts();
         }
         let bound = if flows.iter().flatten().any(|f| !f.text_calls.is_empty()) {
@@ -367,6 +376,7 @@ impl Summaries {
             bound,
             acyclic: now_acyclic,
             field_texts: cx.field_texts.into_inner(),
+            rewalked,
         })
     }
 
@@ -378,6 +388,12 @@ impl Summaries {
     /// of helpers are followed.
     pub fn bound_flows(&self, id: FnId) -> &[FnFlow] {
         self.bound.get(&id).map_or(&[], Vec::as_slice)
+    }
+
+    /// How many fns were walked for these summaries after an edit (every fn, when they were
+    /// computed afresh): what a keystroke cost the language server here.
+    pub fn rewalked(&self) -> usize {
+        self.rewalked
     }
 
     pub fn summary(&self, id: FnId) -> &FnSummary {
@@ -504,23 +520,20 @@ impl<'a, 'c> Builder<'a, 'c> {
         }
     }
 
-    /// Walks every fn not walked yet, in file order, callees on demand, then walks again
-    /// until no summary changes (the fns in or above a call cycle, after
-    /// [`Builder::settle_acyclic`]).
-    fn settle_cycles(&self) {
-        for (fi, file) in self.cx.package.files.iter().enumerate() {
-            for ni in 0..file.fns.len() {
-                let id = FnId::new(fi, ni);
-                if self.state(id) == State::NotStarted {
-                    self.compute(id);
-                }
+    /// Settles the fns of one call-graph component (see [`cyclic_components`]), every fn it
+    /// calls outside it final: walks its fns in file order, callees on demand, then walks
+    /// again until no summary changes (a cycle, or a read of a summary not final yet).
+    fn settle_component(&self, members: &[FnId]) {
+        for &id in members {
+            if self.state(id) == State::NotStarted {
+                self.compute(id);
             }
         }
-        // Cycles and depth-limited reads: walk again until nothing changes. Summaries are
-        // meant to only grow within bounds, but some parts are not bounded (a recursive
-        // pair's instantiated key descriptions grow on every round), so each fn is walked
-        // again at most MAX_REWALKS times: a pair that never settles costs that many walks,
-        // not the whole budget (rust-analyzer's hir-ty spent 50,000 walks on one such pair).
+        // Summaries are meant to only grow within bounds, but some parts are not bounded (a
+        // recursive pair's instantiated key descriptions grow on every round), so each fn is
+        // walked again at most MAX_REWALKS times: a pair that never settles costs that many
+        // walks, not the whole budget (rust-analyzer's hir-ty spent 50,000 walks on one
+        // such pair).
         let mut rounds = 0;
         let mut rewalks: FastMap<FnId, usize> = FastMap::default();
         loop {
@@ -536,10 +549,23 @@ impl<'a, 'c> Builder<'a, 'c> {
             }
             rounds += 1;
             if rounds > 50_000 {
+                // Dropped, not left for the next component to walk.
+                self.worklist.borrow_mut().clear();
+                self.queued.borrow_mut().clear();
                 break;
             }
             self.compute(id);
         }
+    }
+
+    /// Makes `id` not started again, as `compute` begins it, for its component to settle
+    /// again after an edit.
+    fn restart(&self, id: FnId) {
+        let (fi, ni) = (id.file as usize, id.index as usize);
+        self.set_state(id, State::NotStarted);
+        self.summaries.borrow_mut()[fi][ni] = Arc::new(FnSummary::default());
+        self.flows.borrow_mut()[fi][ni] = None;
+        self.readers.borrow_mut().remove(&id);
     }
 
     /// The summaries and flows, a default flow for a fn never walked.
@@ -676,6 +702,77 @@ fn acyclic_layers(graph: &CallGraph) -> Vec<Vec<FnId>> {
             }
         }
         out.push(std::mem::replace(&mut layer, next));
+    }
+    out
+}
+
+/// The fns that [`acyclic_layers`] leaves (`acyclic` false: in or above a call cycle),
+/// grouped in strongly connected components of the call graph, each in file order, callees'
+/// components first. A walk reads only its callees' summaries, so a component settles from
+/// its own fns and the final summaries of the components before it, whatever the others do.
+fn cyclic_components(graph: &CallGraph, acyclic: &[bool]) -> Vec<Vec<FnId>> {
+    const UNSEEN: usize = usize::MAX;
+    let ids: Vec<FnId> = graph.ids().collect();
+    let n = ids.len();
+    // Tarjan's algorithm, iterative: a call chain is as deep as the crate makes it.
+    let mut order = vec![UNSEEN; n];
+    let mut low = vec![0usize; n];
+    let mut on_stack = vec![false; n];
+    let mut stack: Vec<usize> = Vec::new();
+    let mut next_order = 0;
+    let mut out = Vec::new();
+    let callees = |v: usize| -> Vec<usize> {
+        graph
+            .calls(ids[v])
+            .iter()
+            .map(|c| graph.index(c.callee))
+            .filter(|&w| !acyclic[w])
+            .collect()
+    };
+    for root in 0..n {
+        if acyclic[root] || order[root] != UNSEEN {
+            continue;
+        }
+        // (fn, its callees, how many of them were visited)
+        let mut frames: Vec<(usize, Vec<usize>, usize)> = vec![(root, callees(root), 0)];
+        order[root] = next_order;
+        low[root] = next_order;
+        next_order += 1;
+        stack.push(root);
+        on_stack[root] = true;
+        while let Some(frame) = frames.last_mut() {
+            let v = frame.0;
+            if let Some(&w) = frame.1.get(frame.2) {
+                frame.2 += 1;
+                if order[w] == UNSEEN {
+                    order[w] = next_order;
+                    low[w] = next_order;
+                    next_order += 1;
+                    stack.push(w);
+                    on_stack[w] = true;
+                    frames.push((w, callees(w), 0));
+                } else if on_stack[w] {
+                    low[v] = low[v].min(order[w]);
+                }
+                continue;
+            }
+            frames.pop();
+            if let Some(parent) = frames.last() {
+                low[parent.0] = low[parent.0].min(low[v]);
+            }
+            if low[v] == order[v] {
+                let mut component = Vec::new();
+                while let Some(w) = stack.pop() {
+                    on_stack[w] = false;
+                    component.push(ids[w]);
+                    if w == v {
+                        break;
+                    }
+                }
+                component.sort_unstable();
+                out.push(component);
+            }
+        }
     }
     out
 }
