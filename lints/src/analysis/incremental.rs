@@ -73,6 +73,7 @@ impl Analysis {
             call_graph,
             summaries,
             entry_parts,
+            file_memos,
             ..
         } = prev.analysis;
         let analysis = Analysis {
@@ -82,6 +83,7 @@ impl Analysis {
             call_graph: Default::default(),
             summaries: Default::default(),
             entry_parts: Default::default(),
+            file_memos: file_memos.keeping_unchanged(&changed),
         };
         let Some(prev_graph) = call_graph.into_inner() else {
             return (analysis, Reuse::Tables);
@@ -286,6 +288,60 @@ mod tests {
             kept = analysis.retain(&package, &settings);
         }
         assert_eq!(reuses, expected);
+    }
+
+    /// Two call cycles in two files that do not reach each other, and a handler above each.
+    const PING: &str = "pub fn ping(n: u32) -> String { if n == 0 { uuid::Uuid::new_v4().to_string() } else { pong(n - 1) } }
+        pub fn pong(n: u32) -> String { if n == 0 { String::new() } else { ping(n - 1) } }";
+    const TICK: &str =
+        "pub fn tick(n: u32) -> String { if n == 0 { format!(\"t-{n}\") } else { tock(n - 1) } }
+        pub fn tock(n: u32) -> String { if n == 0 { String::new() } else { tick(n - 1) } }";
+    const ABOVE: &str = "pub async fn by_ping(c: &mut redis::aio::ConnectionManager) {
+            let _: () = redis::cmd(\"SET\").arg(super::ping::ping(3)).query_async(c).await.unwrap();
+        }
+        pub async fn by_tick(c: &mut redis::aio::ConnectionManager) {
+            let _: () = redis::cmd(\"SET\").arg(super::tick::tick(3)).query_async(c).await.unwrap();
+        }";
+
+    fn cycles(ping: &str) -> Package {
+        testing::package(
+            "app",
+            &["uuid", "redis"],
+            &[
+                ("crate", "mod ping; mod tick; mod above;"),
+                ("crate::ping", ping),
+                ("crate::tick", TICK),
+                ("crate::above", ABOVE),
+            ],
+        )
+    }
+
+    #[test]
+    fn an_edit_in_a_call_cycle_walks_again_only_its_cycle_and_what_reads_it() {
+        let settings = crate::Settings::default();
+        let mut package = cycles(PING);
+        let analysis = Analysis::new(&package);
+        analysis.summaries(&package);
+        let mut kept = analysis.retain(&package, &settings);
+        // ping's key becomes deterministic, then random again: each time its summary
+        // changes, so ping, pong and by_ping above them are walked again; tick and tock,
+        // whose cycle reads none of them, and by_tick are not.
+        let deterministic = PING.replace("uuid::Uuid::new_v4().to_string()", "String::from(\"p\")");
+        for edit in [deterministic.as_str(), PING] {
+            package.files[1] = cycles(edit).files[1].clone();
+            let (analysis, reuse) = Analysis::reusing(&package, &settings, Some(kept));
+            assert_eq!(reuse, Reuse::Summaries);
+            let fresh = Analysis::new(&package);
+            let text = |a: &Analysis| {
+                let s = a.summaries(&package);
+                s.ids()
+                    .map(|id| format!("{id:?} {:?} {:?}", s.summary(id), s.flow(id)))
+                    .collect::<Vec<_>>()
+            };
+            assert_eq!(text(&analysis), text(&fresh));
+            assert_eq!(analysis.summaries(&package).rewalked(), 3, "{edit}");
+            kept = analysis.retain(&package, &settings);
+        }
     }
 
     #[test]

@@ -29,6 +29,7 @@ pub mod dominance;
 pub mod effects;
 pub mod entry;
 pub mod field_texts;
+pub(crate) mod file_memo;
 pub mod flow;
 pub mod guards;
 pub mod incremental;
@@ -76,6 +77,8 @@ pub struct Analysis {
     /// Per file, what its fns make entry points ([`Analysis::entry_points`]), kept for
     /// [`Analysis::reusing`].
     entry_parts: OnceCell<entry::EntryParts>,
+    /// Facts of single files that passes asked for ([`Analysis::file_fact`]).
+    file_memos: file_memo::FileMemos,
 }
 
 impl Analysis {
@@ -96,6 +99,7 @@ impl Analysis {
             call_graph: OnceCell::new(),
             summaries: OnceCell::new(),
             entry_parts: OnceCell::new(),
+            file_memos: Default::default(),
         }
     }
 
@@ -118,6 +122,17 @@ impl Analysis {
             return entry::entry_points(package, &self.resolver, graph, configured);
         }
         parts.entry_points()
+    }
+
+    /// A fact computed by `compute` from file `file`'s model and the settings alone (nothing
+    /// of other files, nor of the analysis), once per file; kept for the unchanged files after
+    /// an edit ([`Analysis::reusing`]).
+    pub fn file_fact<T: std::any::Any + Send + Sync>(
+        &self,
+        file: usize,
+        compute: impl FnOnce() -> T,
+    ) -> std::sync::Arc<T> {
+        self.file_memos.get_or_compute(file, compute)
     }
 
     /// Every function's summary and flow facts, computed on first use. `package` must be

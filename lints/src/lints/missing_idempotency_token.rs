@@ -284,44 +284,74 @@ fn find_unset_tokens<'a>(
     catalog: &Catalog<'a>,
 ) -> Vec<Finding<'a>> {
     let mut findings: Vec<Finding<'a>> = Vec::new();
-    for (file, f) in package
-        .fns()
-        .filter(|(file, f)| !is_test_code(package, file, f))
-    {
-        let Some(body) = body_calling_an_operation(f, catalog) else {
-            continue;
-        };
-        let fcx = FnCx {
-            package,
-            analysis,
-            file,
-            f,
-            env: TypeEnv::for_fn(package, &analysis.resolver, &analysis.types, file, f),
-            locals: Locals::of_body(body),
-            catalog,
-        };
-        body.walk(&mut |e| {
-            for finding in fcx.unset_tokens_at(e) {
-                if !findings.iter().any(|g| g.op == finding.op) {
-                    findings.push(finding);
-                }
+    for (fi, file) in package.files.iter().enumerate() {
+        let calling = analysis.file_fact(fi, || OperationCallers::of(file, catalog));
+        for (f, _) in file.fns.iter().zip(&calling.0).filter(|(_, &calls)| calls) {
+            if is_test_code(package, file, f) {
+                continue;
             }
-        });
+            let Some(body) = &f.body else { continue };
+            unset_tokens_in(package, analysis, catalog, file, f, body, &mut findings);
+        }
     }
     findings
 }
 
-/// The body of `f` if it calls a method named like an operation of the catalog, or sends a
-/// request a helper may have built: most do not, and need no further look.
-fn body_calling_an_operation<'f>(f: &'f FnDef, catalog: &Catalog<'_>) -> Option<&'f Block> {
-    let body = f.body.as_ref()?;
+/// Per fn of a file, whether it calls a method named like an operation of the catalog, or
+/// sends a request a helper may have built: most do not, and need no further look.
+struct OperationCallers(Vec<bool>);
+
+impl OperationCallers {
+    fn of(file: &FileModel, catalog: &Catalog<'_>) -> OperationCallers {
+        OperationCallers(
+            file.fns
+                .iter()
+                .map(|f| calls_an_operation(f, catalog))
+                .collect(),
+        )
+    }
+}
+
+/// The findings in `f`'s `body`, added to `findings` unless already there.
+fn unset_tokens_in<'a>(
+    package: &Package,
+    analysis: &Analysis,
+    catalog: &Catalog<'a>,
+    file: &FileModel,
+    f: &FnDef,
+    body: &Block,
+    findings: &mut Vec<Finding<'a>>,
+) {
+    let fcx = FnCx {
+        package,
+        analysis,
+        file,
+        f,
+        env: TypeEnv::for_fn(package, &analysis.resolver, &analysis.types, file, f),
+        locals: Locals::of_body(body),
+        catalog,
+    };
+    body.walk(&mut |e| {
+        for finding in fcx.unset_tokens_at(e) {
+            if !findings.iter().any(|g| g.op == finding.op) {
+                findings.push(finding);
+            }
+        }
+    });
+}
+
+/// Whether `f`'s body calls a method named like an operation of the catalog, or sends.
+fn calls_an_operation(f: &FnDef, catalog: &Catalog<'_>) -> bool {
+    let Some(body) = f.body.as_ref() else {
+        return false;
+    };
     let mut found = false;
     body.walk(&mut |e| {
         if let (false, ExprKind::MethodCall { method, .. }) = (found, &e.kind) {
             found = catalog.is_send(method) || !catalog.operations(method).is_empty();
         }
     });
-    found.then_some(body)
+    found
 }
 
 fn report(cx: &mut LintContext<'_>, f: Finding<'_>) {
