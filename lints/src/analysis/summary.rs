@@ -4,8 +4,10 @@
 //! Public API:
 //! - [`Summaries::compute`] (reached as `cx.analysis().summaries(cx.package)`) walks every
 //!   function with [`crate::analysis::flow::walk`], callees first: fns no call cycle reaches
-//!   bottom-up in parallel layers, then the rest on demand, depth-first; functions in a
-//!   cycle, or that read a summary not final yet, are walked again until no summary changes.
+//!   bottom-up in parallel layers, then the rest a strongly connected component of the call
+//!   graph at a time (independent components in parallel), each to its own fixed point:
+//!   functions in a cycle, or that read a summary not final yet, are walked again until no
+//!   summary changes.
 //! - [`Summaries::summary`]`(id) -> &FnSummary` and [`Summaries::flow`]`(id) -> &FnFlow`
 //!   (the facts of the function's final walk: key uses, store events, decisions, effects,
 //!   resolved calls); [`Summaries::ids`] lists every function.
@@ -227,17 +229,19 @@ impl Summaries {
         graph: &CallGraph,
     ) -> Summaries {
         let cx = FlowCx::new(package, resolver, types, catalog, graph);
-        let b = Builder::new(
+        let mut summaries = shape(package, || Arc::new(FnSummary::default()));
+        let mut flows = shape(package, FnFlow::default);
+        let acyclic = settle_acyclic(&cx, &mut summaries, &mut flows);
+        let components = cyclic_components(graph, &acyclic);
+        let mut differs = vec![false; graph.len()];
+        settle_components(
             &cx,
-            shape(package, || State::NotStarted),
-            shape(package, || Arc::new(FnSummary::default())),
-            shape(package, || None),
+            &components,
+            &mut summaries,
+            &mut flows,
+            &mut differs,
+            |_, _| true,
         );
-        let acyclic = b.settle_acyclic();
-        for component in cyclic_components(graph, &acyclic) {
-            b.settle_component(&component);
-        }
-        let (summaries, flows) = b.into_parts();
         let bound = bound_walks(&cx, &summaries, &flows);
         Summaries {
             summaries,
@@ -258,8 +262,9 @@ impl Summaries {
     /// package, so an unchanged fn whose callees' summaries are unchanged walks as before,
     /// and the fns no call cycle reaches must be the same in both versions. Those
     /// `compute` walks once each with its callees' final summaries, which is what is done
-    /// here for the ones an edit reaches; the fixed point over the others, when an edit
-    /// reaches one of them, is run again as `compute` runs it. `None` when the conditions
+    /// here for the ones an edit reaches; the others' components that an edit reaches (a fn
+    /// of a changed file, or a read of a changed summary) settle again from scratch, as
+    /// `compute` settles them, and the rest keep their summaries. `None` when the conditions
     /// do not hold; the caller computes afresh.
     pub(crate) fn reusing(
         package: &Package,
@@ -332,39 +337,14 @@ impl Summaries {
         // summaries; any other settles again from where `compute` starts it (its callees
         // final, its own fns not started), so it takes the very same steps.
         let components = cyclic_components(graph, &now_acyclic);
-        let dirty: Vec<bool> = components
-            .iter()
-            .map(|c| c.iter().any(|&id| changed[id.file as usize]))
-            .collect();
-        if components
-            .iter()
-            .zip(&dirty)
-            .any(|(c, &d)| d || c.iter().any(|&id| reads_change(id, &differs)))
-        {
-            let flows_in = flows
-                .into_iter()
-                .map(|f| f.into_iter().map(Some).collect())
-                .collect();
-            let state = ids_shape(package, |_| State::Done);
-            let b = Builder::new(&cx, state, summaries, flows_in);
-            for (component, &edited) in components.iter().zip(&dirty) {
-                if !edited && !component.iter().any(|&id| reads_change(id, &differs)) {
-                    continue;
-                }
-                let before: Vec<Arc<FnSummary>> = component.iter().map(|&id| b.get(id)).collect();
-                rewalked += component.len();
-                for &id in component {
-                    b.restart(id);
-                }
-                b.settle_component(component);
-                for (&id, old) in component.iter().zip(&before) {
-                    if !b.get(id).identical(old) {
-                        differs[graph.index(id)] = true;
-                    }
-                }
-            }
-            (summaries, flows) = b.into_parts();
-        }
+        rewalked += settle_components(
+            &cx,
+            &components,
+            &mut summaries,
+            &mut flows,
+            &mut differs,
+            |component, differs| component.iter().any(|&id| reads_change(id, differs)),
+        );
         let bound = if flows.iter().flatten().any(|f| !f.text_calls.is_empty()) {
             bound_walks(&cx, &summaries, &flows)
         } else {
@@ -468,11 +448,17 @@ const MAX_REWALKS: usize = 64;
 /// (and is walked again later): bounds the stack, whatever the call depth of the crate.
 const MAX_DEPTH: usize = 12;
 
-struct Builder<'a, 'c> {
+/// Settles the fixed point of one call-graph component (see [`cyclic_components`]), every
+/// fn it calls outside it final.
+struct Builder<'a, 'c, 's> {
     cx: &'c FlowCx<'a>,
-    state: RefCell<Vec<Vec<State>>>,
-    summaries: RefCell<Vec<Vec<Arc<FnSummary>>>>,
-    flows: RefCell<Vec<Vec<Option<FnFlow>>>>,
+    /// The final summaries of the fns outside the component.
+    done: &'s [Vec<Arc<FnSummary>>],
+    /// The component's fns, sorted: a fn's slot in the tables below is its index here.
+    members: &'s [FnId],
+    state: RefCell<Vec<State>>,
+    summaries: RefCell<Vec<Arc<FnSummary>>>,
+    flows: RefCell<Vec<Option<FnFlow>>>,
     /// callee → functions that read its summary.
     readers: RefCell<HashMap<FnId, Vec<FnId>>>,
     /// callee → functions that read its summary before it was final.
@@ -486,31 +472,23 @@ struct Builder<'a, 'c> {
 
 /// A per-fn table of `package`, every entry `f()`.
 fn shape<T>(package: &Package, f: impl Fn() -> T) -> Vec<Vec<T>> {
-    ids_shape(package, |_| f())
-}
-
-/// A per-fn table of `package`, each fn's entry `f(id)`.
-fn ids_shape<T>(package: &Package, f: impl Fn(FnId) -> T) -> Vec<Vec<T>> {
     package
         .files
         .iter()
-        .enumerate()
-        .map(|(fi, file)| (0..file.fns.len()).map(|ni| f(FnId::new(fi, ni))).collect())
+        .map(|file| (0..file.fns.len()).map(|_| f()).collect())
         .collect()
 }
 
-impl<'a, 'c> Builder<'a, 'c> {
-    fn new(
-        cx: &'c FlowCx<'a>,
-        state: Vec<Vec<State>>,
-        summaries: Vec<Vec<Arc<FnSummary>>>,
-        flows: Vec<Vec<Option<FnFlow>>>,
-    ) -> Self {
+impl<'a, 'c, 's> Builder<'a, 'c, 's> {
+    fn new(cx: &'c FlowCx<'a>, done: &'s [Vec<Arc<FnSummary>>], members: &'s [FnId]) -> Self {
+        let n = members.len();
         Builder {
             cx,
-            state: RefCell::new(state),
-            summaries: RefCell::new(summaries),
-            flows: RefCell::new(flows),
+            done,
+            members,
+            state: RefCell::new(vec![State::NotStarted; n]),
+            summaries: RefCell::new((0..n).map(|_| Arc::default()).collect()),
+            flows: RefCell::new(vec![None; n]),
             readers: RefCell::new(HashMap::new()),
             stale: RefCell::new(HashMap::new()),
             stack: RefCell::new(Vec::new()),
@@ -520,13 +498,13 @@ impl<'a, 'c> Builder<'a, 'c> {
         }
     }
 
-    /// Settles the fns of one call-graph component (see [`cyclic_components`]), every fn it
-    /// calls outside it final: walks its fns in file order, callees on demand, then walks
-    /// again until no summary changes (a cycle, or a read of a summary not final yet).
-    fn settle_component(&self, members: &[FnId]) {
-        for &id in members {
-            if self.state(id) == State::NotStarted {
-                self.compute(id);
+    /// Walks the component's fns in file order, callees on demand, then walks again until
+    /// no summary changes (a cycle, or a read of a summary not final yet); gives each fn's
+    /// final summary and flow.
+    fn settle(self) -> Vec<(FnId, Arc<FnSummary>, FnFlow)> {
+        for slot in 0..self.members.len() {
+            if self.state.borrow()[slot] == State::NotStarted {
+                self.compute(slot);
             }
         }
         // Summaries are meant to only grow within bounds, but some parts are not bounded (a
@@ -549,63 +527,41 @@ impl<'a, 'c> Builder<'a, 'c> {
             }
             rounds += 1;
             if rounds > 50_000 {
-                // Dropped, not left for the next component to walk.
-                self.worklist.borrow_mut().clear();
-                self.queued.borrow_mut().clear();
                 break;
             }
-            self.compute(id);
+            if let Some(slot) = self.slot(id) {
+                self.compute(slot);
+            }
         }
+        let summaries = self.summaries.into_inner();
+        let flows = self.flows.into_inner();
+        self.members
+            .iter()
+            .zip(summaries)
+            .zip(flows)
+            .map(|((&id, summary), flow)| (id, summary, flow.unwrap_or_default()))
+            .collect()
     }
 
-    /// Makes `id` not started again, as `compute` begins it, for its component to settle
-    /// again after an edit.
-    fn restart(&self, id: FnId) {
-        let (fi, ni) = (id.file as usize, id.index as usize);
-        self.set_state(id, State::NotStarted);
-        self.summaries.borrow_mut()[fi][ni] = Arc::new(FnSummary::default());
-        self.flows.borrow_mut()[fi][ni] = None;
-        self.readers.borrow_mut().remove(&id);
+    /// The slot of `id`, when it is a fn of the component.
+    fn slot(&self, id: FnId) -> Option<usize> {
+        self.members.binary_search(&id).ok()
     }
 
-    /// The summaries and flows, a default flow for a fn never walked.
-    fn into_parts(self) -> (Vec<Vec<Arc<FnSummary>>>, Vec<Vec<FnFlow>>) {
-        let flows = self
-            .flows
-            .into_inner()
-            .into_iter()
-            .map(|v| v.into_iter().map(Option::unwrap_or_default).collect())
-            .collect();
-        (self.summaries.into_inner(), flows)
-    }
-}
-
-impl Builder<'_, '_> {
-    fn state(&self, id: FnId) -> State {
-        self.state.borrow()[id.file as usize][id.index as usize]
-    }
-
-    fn set_state(&self, id: FnId, s: State) {
-        self.state.borrow_mut()[id.file as usize][id.index as usize] = s;
-    }
-
-    fn get(&self, id: FnId) -> Arc<FnSummary> {
-        self.summaries.borrow()[id.file as usize][id.index as usize].clone()
-    }
-
-    fn compute(&self, id: FnId) {
-        let was_done = self.state(id) == State::Done;
-        self.set_state(id, State::InProgress);
+    fn compute(&self, slot: usize) {
+        let id = self.members[slot];
+        let was_done = self.state.borrow()[slot] == State::Done;
+        self.state.borrow_mut()[slot] = State::InProgress;
         self.stack.borrow_mut().push(id);
         self.depth.set(self.depth.get() + 1);
         let flow = flow::walk(self.cx, id, self);
         self.depth.set(self.depth.get() - 1);
         self.stack.borrow_mut().pop();
         let summary = FnSummary::from_flow(&flow);
-        let changed = !summary.same(&self.get(id));
-        self.summaries.borrow_mut()[id.file as usize][id.index as usize] = Arc::new(summary);
-        self.flows.borrow_mut()[id.file as usize][id.index as usize] = Some(flow);
-        self.set_state(id, State::Done);
+        let changed = !summary.same(&self.summaries.borrow()[slot]);
+        self.summaries.borrow_mut()[slot] = Arc::new(summary);
+        self.flows.borrow_mut()[slot] = Some(flow);
+        self.state.borrow_mut()[slot] = State::Done;
         let stale = self.stale.borrow_mut().remove(&id).unwrap_or_default();
         if !changed {
             return;
@@ -633,36 +589,131 @@ impl Builder<'_, '_> {
     }
 }
 
-impl Builder<'_, '_> {
-    /// Walks, in parallel and bottom-up, every fn that no call cycle reaches: first the fns
-    /// that call no crate fn, then those whose callees are all walked, and so on. A walk
-    /// reads summaries only of the fn's callees in the call graph, so such a fn's walk
-    /// depends only on its callees' final summaries and gives exactly the flow and summary
-    /// the sequential fixed point ends with. Fns in or above a cycle are left to it.
-    /// Returns, by [`CallGraph::index`], which fns it walked.
-    fn settle_acyclic(&self) -> Vec<bool> {
-        let graph = self.cx.graph;
-        let mut settled = vec![false; graph.len()];
-        for layer in acyclic_layers(graph) {
-            let walked: Vec<(FnId, FnFlow)> = {
-                let done = Settled {
-                    summaries: &self.summaries.borrow(),
-                };
-                layer
-                    .par_iter()
-                    .map(|&id| (id, flow::walk(self.cx, id, &done)))
-                    .collect()
-            };
-            for (id, flow) in walked {
-                let (fi, ni) = (id.file as usize, id.index as usize);
-                self.summaries.borrow_mut()[fi][ni] = Arc::new(FnSummary::from_flow(&flow));
-                self.flows.borrow_mut()[fi][ni] = Some(flow);
-                self.set_state(id, State::Done);
-                settled[graph.index(id)] = true;
+impl Callees for Builder<'_, '_, '_> {
+    fn summary(&self, id: FnId) -> Arc<FnSummary> {
+        let Some(slot) = self.slot(id) else {
+            return self.done[id.file as usize][id.index as usize].clone();
+        };
+        let reader = self.stack.borrow().last().copied();
+        if let Some(r) = reader {
+            let mut readers = self.readers.borrow_mut();
+            let list = readers.entry(id).or_default();
+            if !list.contains(&r) {
+                list.push(r);
             }
         }
-        settled
+        let state = self.state.borrow()[slot];
+        match state {
+            State::Done => {}
+            State::NotStarted if self.depth.get() < MAX_DEPTH => self.compute(slot),
+            State::NotStarted | State::InProgress => {
+                if let Some(r) = reader {
+                    self.stale.borrow_mut().entry(id).or_default().push(r);
+                }
+            }
+        }
+        self.summaries.borrow()[slot].clone()
     }
+}
+
+/// Walks, in parallel and bottom-up, every fn that no call cycle reaches: first the fns that
+/// call no crate fn, then those whose callees are all walked, and so on. A walk reads
+/// summaries only of the fn's callees in the call graph, so such a fn's walk depends only on
+/// its callees' final summaries and gives exactly the flow and summary the fixed point ends
+/// with. Fns in or above a cycle are left to [`settle_components`]. Returns, by
+/// [`CallGraph::index`], which fns it walked.
+fn settle_acyclic(
+    cx: &FlowCx<'_>,
+    summaries: &mut [Vec<Arc<FnSummary>>],
+    flows: &mut [Vec<FnFlow>],
+) -> Vec<bool> {
+    let graph = cx.graph;
+    let mut settled = vec![false; graph.len()];
+    for layer in acyclic_layers(graph) {
+        let walked: Vec<(FnId, FnFlow)> = {
+            let done = Settled {
+                summaries: &*summaries,
+            };
+            layer
+                .par_iter()
+                .map(|&id| (id, flow::walk(cx, id, &done)))
+                .collect()
+        };
+        for (id, flow) in walked {
+            let (fi, ni) = (id.file as usize, id.index as usize);
+            summaries[fi][ni] = Arc::new(FnSummary::from_flow(&flow));
+            flows[fi][ni] = flow;
+            settled[graph.index(id)] = true;
+        }
+    }
+    settled
+}
+
+/// Settles the `components` (callees' first, as [`cyclic_components`] gives them) that
+/// `needed` selects, given by [`CallGraph::index`] which summaries differ from those in
+/// `summaries` before: each from scratch with the final summaries of the fns it calls
+/// outside it, those reading no other component's fns in parallel. Marks in `differs` the
+/// fns whose summary is not identical to the one it replaces; returns how many fns settled.
+fn settle_components(
+    cx: &FlowCx<'_>,
+    components: &[Vec<FnId>],
+    summaries: &mut [Vec<Arc<FnSummary>>],
+    flows: &mut [Vec<FnFlow>],
+    differs: &mut [bool],
+    needed: impl Fn(&[FnId], &[bool]) -> bool,
+) -> usize {
+    let graph = cx.graph;
+    let mut walked = 0;
+    for level in component_levels(graph, components) {
+        let todo: Vec<&[FnId]> = level
+            .iter()
+            .map(|&c| components[c].as_slice())
+            .filter(|c| needed(c, differs))
+            .collect();
+        let settled: Vec<Vec<(FnId, Arc<FnSummary>, FnFlow)>> = {
+            let done = &*summaries;
+            todo.par_iter()
+                .map(|members| Builder::new(cx, done, members).settle())
+                .collect()
+        };
+        for (id, summary, flow) in settled.into_iter().flatten() {
+            walked += 1;
+            let (fi, ni) = (id.file as usize, id.index as usize);
+            if !summary.identical(&summaries[fi][ni]) {
+                differs[graph.index(id)] = true;
+            }
+            summaries[fi][ni] = summary;
+            flows[fi][ni] = flow;
+        }
+    }
+    walked
+}
+
+/// The `components` (callees' first) in levels: first those that call no fn of another
+/// component, then those whose called components are all in earlier levels, and so on.
+fn component_levels(graph: &CallGraph, components: &[Vec<FnId>]) -> Vec<Vec<usize>> {
+    let mut component_of = vec![usize::MAX; graph.len()];
+    for (c, members) in components.iter().enumerate() {
+        for &id in members {
+            component_of[graph.index(id)] = c;
+        }
+    }
+    let mut level = vec![0usize; components.len()];
+    let mut levels: Vec<Vec<usize>> = Vec::new();
+    for (c, members) in components.iter().enumerate() {
+        let callees = members.iter().flat_map(|&id| graph.calls(id));
+        level[c] = callees
+            .map(|call| component_of[graph.index(call.callee)])
+            .filter(|&d| d != usize::MAX && d != c)
+            .map(|d| level[d] + 1)
+            .max()
+            .unwrap_or(0);
+        if levels.len() <= level[c] {
+            levels.resize_with(level[c] + 1, Vec::new);
+        }
+        levels[level[c]].push(c);
+    }
+    levels
 }
 
 /// The fns that no call cycle reaches, in layers: first the fns that call no crate fn, then
@@ -785,29 +836,6 @@ struct Settled<'s> {
 impl Callees for Settled<'_> {
     fn summary(&self, id: FnId) -> Arc<FnSummary> {
         self.summaries[id.file as usize][id.index as usize].clone()
-    }
-}
-
-impl Callees for Builder<'_, '_> {
-    fn summary(&self, id: FnId) -> Arc<FnSummary> {
-        let reader = self.stack.borrow().last().copied();
-        if let Some(r) = reader {
-            let mut readers = self.readers.borrow_mut();
-            let list = readers.entry(id).or_default();
-            if !list.contains(&r) {
-                list.push(r);
-            }
-        }
-        match self.state(id) {
-            State::Done => {}
-            State::NotStarted if self.depth.get() < MAX_DEPTH => self.compute(id),
-            State::NotStarted | State::InProgress => {
-                if let Some(r) = reader {
-                    self.stale.borrow_mut().entry(id).or_default().push(r);
-                }
-            }
-        }
-        self.get(id)
     }
 }
 
