@@ -14,6 +14,7 @@
 //!   that file (a package of one file): what re-analysing one file costs, the floor a
 //!   keystroke in the crate can approach;
 //!
+//! `IDEM_LINT_BENCH_FILE=src/...` edits another file of DIR (it needs a `//` comment line).
 //! `IDEM_LINT_BENCH_BIN=PATH` measures another build of the server (to compare two builds
 //! under the same load, run them in turns). `IDEM_LINT_BENCH_ONE_SERVER=1` opens one server
 //! only, so that a profile of a run with many iterations is mostly keystrokes.
@@ -30,6 +31,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 const BIN: &str = env!("CARGO_BIN_EXE_cargo-idem-lint");
+/// The file edited, relative to DIR, unless `IDEM_LINT_BENCH_FILE` names another.
 const FILE: &str = "src/sync/mutex.rs";
 
 /// The server to measure: this build, unless `IDEM_LINT_BENCH_BIN` names another.
@@ -51,14 +53,15 @@ fn main() {
     };
     let iterations: usize = args.get(1).and_then(|n| n.parse().ok()).unwrap_or(15);
     let dir = dir.canonicalize().expect("the input directory");
-    let file = dir.join(FILE);
+    let edited = std::env::var("IDEM_LINT_BENCH_FILE").unwrap_or_else(|_| FILE.to_string());
+    let file = dir.join(&edited);
     let text = std::fs::read_to_string(&file).expect("the file to edit");
-    println!("input: {} ({FILE}), {iterations} iterations", dir.display());
+    println!("input: {} ({edited}), {iterations} iterations", dir.display());
 
     // The one-file package: the file alone in a plain directory.
     let alone = tempfile::tempdir().expect("tempdir");
     let alone_dir = alone.path().canonicalize().expect("canonical");
-    let alone_file = alone_dir.join("mutex.rs");
+    let alone_file = alone_dir.join(file.file_name().expect("a file name"));
     std::fs::write(&alone_file, &text).expect("write the one-file package");
 
     let mut cold = Vec::new();
