@@ -12,10 +12,15 @@
 //!
 //! What this cannot see: a symlink or directory on the path re-pointed to a *different path
 //! of the same inode* (a hard link, a renamed directory): the text is the same, but the old
-//! resolved path is kept, which is what the workspace-root check and the buffer lookup use.
-//! Both are checked again on every use; the server forgets every kept text when the editor
-//! reports a saved or changed file ([`DiskTexts::forget`]).
+//! resolved path is kept, which is what the workspace-root check, the buffer lookup and the
+//! test for a file reached twice ([`crate::parse`]) use. The first two are checked again on
+//! every use; the server forgets every kept text when the editor reports a saved or changed
+//! file ([`DiskTexts::forget`]).
+//!
+//! With a text go the facts computed from it ([`crate::source::TextFacts`]: its line index,
+//! its digest), so an unchanged file is not scanned or hashed again either.
 
+use crate::source::TextFacts;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -35,6 +40,8 @@ struct Kept {
     stamp: Stamp,
     resolved: PathBuf,
     text: Arc<str>,
+    /// Computed from `text` on first use (its line index, its digest), kept with it.
+    facts: Arc<TextFacts>,
 }
 
 /// What identifies one version of a regular file.
@@ -77,20 +84,34 @@ impl DiskTexts {
         stamp_of(&meta, now)
     }
 
-    /// The text and resolved path kept for `path`, if read when it had `stamp`.
-    pub(crate) fn get(&self, path: &Path, stamp: Stamp) -> Option<(PathBuf, Arc<str>)> {
+    /// The resolved path, text and facts kept for `path`, if read when it had `stamp`.
+    pub(crate) fn get(
+        &self,
+        path: &Path,
+        stamp: Stamp,
+    ) -> Option<(PathBuf, Arc<str>, Arc<TextFacts>)> {
         let kept = lock(&self.kept);
         let k = kept.get(path).filter(|k| k.stamp == stamp)?;
-        Some((k.resolved.clone(), k.text.clone()))
+        Some((k.resolved.clone(), k.text.clone(), k.facts.clone()))
     }
 
-    pub(crate) fn put(&self, path: &Path, stamp: Stamp, resolved: PathBuf, text: Arc<str>) {
+    /// Keeps `text` (with `facts`, made for it) as what `path`, resolved to `resolved`,
+    /// holds while its stamp is `stamp`.
+    pub(crate) fn put(
+        &self,
+        path: &Path,
+        stamp: Stamp,
+        resolved: PathBuf,
+        text: Arc<str>,
+        facts: Arc<TextFacts>,
+    ) {
         lock(&self.kept).insert(
             path.to_path_buf(),
             Kept {
                 stamp,
                 resolved,
                 text,
+                facts,
             },
         );
     }

@@ -9,7 +9,7 @@
 //! that exists; a buffer for a file never saved is not reached through `mod`.
 
 use crate::cache::DiskTexts;
-use crate::source::{read_resolved, read_source, ReadError, ReadPolicy};
+use crate::source::{read_resolved, read_source, ReadError, ReadPolicy, TextFacts};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -55,52 +55,93 @@ impl Overlays {
 
     /// The text of `path`: its overlay when it has one, else the file, both under `policy`.
     pub fn read(&self, path: &Path, policy: &ReadPolicy) -> Result<Arc<str>, ReadError> {
-        let Some(disk) = &self.disk else {
-            return self.read_fresh(path, policy).0;
-        };
-        let Some((stamp, settled)) = DiskTexts::stamp(path) else {
-            return self.read_fresh(path, policy).0;
-        };
-        if let Some((key, text)) = disk.get(path, stamp) {
-            // The same file as last time: only the checks that do not read it again.
-            let text = self.texts.get(&key).unwrap_or(&text);
-            return check_overlay(&key, text, policy).map(|()| text.clone());
-        }
-        let (read, key) = self.read_fresh(path, policy);
-        match (&read, key) {
-            (Ok(text), Some(key)) if settled => disk.put(path, stamp, key, text.clone()),
-            _ => disk.drop_path(path),
-        }
-        read
+        self.fetch(path, policy).text.map(|(text, _)| text)
     }
 
-    /// [`Overlays::read`] without kept texts; with the resolved path when the text is the
-    /// file's own.
-    fn read_fresh(
-        &self,
-        path: &Path,
-        policy: &ReadPolicy,
-    ) -> (Result<Arc<str>, ReadError>, Option<PathBuf>) {
-        if self.texts.is_empty() && self.disk.is_none() {
-            return (read_source(path, policy).map(Arc::from), None);
+    /// [`Overlays::read`], with the path `path` resolves to and what is kept of the text.
+    pub(crate) fn fetch(&self, path: &Path, policy: &ReadPolicy) -> Fetched {
+        let Some(disk) = &self.disk else {
+            return self.fetch_fresh(path, policy).0;
+        };
+        let Some((stamp, settled)) = DiskTexts::stamp(path) else {
+            return self.fetch_fresh(path, policy).0;
+        };
+        if let Some((key, text, facts)) = disk.get(path, stamp) {
+            // The same file as last time: only the checks that do not read it again.
+            let text = match self.texts.get(&key) {
+                Some(buffer) => (buffer.clone(), Arc::default()),
+                None => (text, facts),
+            };
+            return Fetched {
+                text: check_overlay(&key, &text.0, policy).map(|()| text),
+                resolved: Some(key),
+            };
         }
+        let (fetched, own) = self.fetch_fresh(path, policy);
+        match (&fetched.text, &fetched.resolved) {
+            (Ok((text, facts)), Some(key)) if own && settled => {
+                disk.put(path, stamp, key.clone(), text.clone(), facts.clone())
+            }
+            _ => disk.drop_path(path),
+        }
+        fetched
+    }
+
+    /// [`Overlays::fetch`] without kept texts; and whether the text is the file's own.
+    fn fetch_fresh(&self, path: &Path, policy: &ReadPolicy) -> (Fetched, bool) {
+        let fresh = |text: Arc<str>| (text, Arc::default());
         let Ok(key) = std::fs::canonicalize(path) else {
             // Not a file there (yet): an overlay may still name it, else the read fails as
             // it would have.
-            let key = resolved(path);
-            let read = match self.texts.get(&key) {
-                Some(text) => check_overlay(&key, text, policy).map(|()| text.clone()),
-                None => read_source(path, policy).map(Arc::from),
+            let at = resolved(path);
+            let text = match self.texts.get(&at) {
+                Some(text) => check_overlay(&at, text, policy).map(|()| fresh(text.clone())),
+                None => read_source(path, policy).map(|t| fresh(Arc::from(t))),
             };
-            return (read, None);
+            let fetched = Fetched {
+                text,
+                resolved: None,
+            };
+            return (fetched, false);
         };
-        match self.texts.get(&key) {
+        let (text, own) = match self.texts.get(&key) {
             Some(text) => (
-                check_overlay(&key, text, policy).map(|()| text.clone()),
-                None,
+                check_overlay(&key, text, policy).map(|()| fresh(text.clone())),
+                false,
             ),
-            None => (read_resolved(key.clone(), policy).map(Arc::from), Some(key)),
-        }
+            None => (
+                read_resolved(key.clone(), policy).map(|t| fresh(Arc::from(t))),
+                true,
+            ),
+        };
+        let fetched = Fetched {
+            text,
+            resolved: Some(key),
+        };
+        (fetched, own)
+    }
+}
+
+/// A text as [`Overlays::fetch`] found it.
+pub(crate) struct Fetched {
+    /// The text, with what was computed from it when it was kept from an earlier read.
+    pub text: Result<(Arc<str>, Arc<TextFacts>), ReadError>,
+    /// The path `path` resolves to (symlinks and `..` followed), when it resolves: two
+    /// spellings of one file resolve to the same path.
+    pub resolved: Option<PathBuf>,
+}
+
+/// [`read_source`], with the path it resolved to.
+pub(crate) fn fetch_source(path: &Path, policy: &ReadPolicy) -> Fetched {
+    match std::fs::canonicalize(path) {
+        Ok(key) => Fetched {
+            text: read_resolved(key.clone(), policy).map(|t| (Arc::from(t), Arc::default())),
+            resolved: Some(key),
+        },
+        Err(e) => Fetched {
+            text: Err(ReadError::Io(e)),
+            resolved: None,
+        },
     }
 }
 
