@@ -273,4 +273,43 @@ mod tests {
         assert!(matches!(leak, ReadError::OutsideRoot { .. }), "{leak}");
         assert!(disk.is_empty());
     }
+
+    #[test]
+    fn a_kept_text_keeps_its_facts_until_the_file_changes() {
+        use crate::source::SourceFile;
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let root = tmp.path().join("ws");
+        std::fs::create_dir(&root).expect("mkdir");
+        let a = root.join("a.rs");
+        std::fs::write(&a, "fn one() {}\n").expect("write");
+        std::os::unix::fs::symlink(&a, root.join("b.rs")).expect("symlink");
+        let policy = ReadPolicy::inside(&root);
+        let overlays = Overlays::new().remembering(Arc::new(DiskTexts::new()));
+        let fetch = |p: &Path| {
+            let f = overlays.fetch(p, &policy);
+            let (text, facts) = f.text.expect("read");
+            (
+                SourceFile::with_facts(a.clone(), text, facts.clone()),
+                facts,
+                f.resolved,
+            )
+        };
+        std::thread::sleep(crate::cache::texts::SETTLED + Duration::from_millis(100));
+        let (first, facts, resolved) = fetch(&a);
+        assert_eq!(resolved, Some(a.canonicalize().expect("canonical")));
+        assert_eq!(first.line_count(), 2);
+        let digest = first.digest();
+        let (_, kept, kept_at) = fetch(&a);
+        assert!(Arc::ptr_eq(&facts, &kept), "computed once per text");
+        assert_eq!(kept_at, resolved);
+        // Another spelling resolves to the same path, read or kept.
+        assert_eq!(fetch(&root.join("b.rs")).2, resolved);
+        assert_eq!(fetch(&root.join("b.rs")).2, resolved);
+
+        std::fs::write(&a, "fn two() {}\nfn three() {}\n").expect("write");
+        let (changed, changed_facts, _) = fetch(&a);
+        assert!(!Arc::ptr_eq(&facts, &changed_facts));
+        assert_eq!(changed.line_count(), 3);
+        assert_ne!(changed.digest(), digest);
+    }
 }
