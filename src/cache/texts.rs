@@ -78,12 +78,43 @@ impl DiskTexts {
     pub(crate) fn stamp(path: &Path) -> Option<(Stamp, bool)> {
         let now = SystemTime::now();
         let meta = std::fs::metadata(path).ok()?;
-        if !meta.is_file() {
-            return None;
+        Probe { meta, at: now }.stamp()
+    }
+}
+
+/// What the disk said about a path when it was asked whether the path exists (module
+/// resolution asks that of every file), kept so that reading it does not ask again.
+#[derive(Debug, Clone)]
+pub(crate) struct Probe {
+    /// With symlinks followed.
+    meta: std::fs::Metadata,
+    /// When it was asked.
+    at: SystemTime,
+}
+
+impl Probe {
+    /// Whether something is at `path` (a dangling symlink is), with what `stat` says of it
+    /// when that is known: one `lstat` for a file that is not a symlink (whose `lstat` is
+    /// its `stat`), a `stat` more for a symlink.
+    pub(crate) fn of(path: &Path) -> Option<Option<Probe>> {
+        let at = SystemTime::now();
+        let meta = path.symlink_metadata().ok()?;
+        if !meta.file_type().is_symlink() {
+            return Some(Some(Probe { meta, at }));
         }
-        stamp_of(&meta, now)
+        Some(std::fs::metadata(path).ok().map(|meta| Probe { meta, at }))
     }
 
+    /// [`DiskTexts::stamp`] as of when the probe was taken.
+    pub(crate) fn stamp(&self) -> Option<(Stamp, bool)> {
+        if !self.meta.is_file() {
+            return None;
+        }
+        stamp_of(&self.meta, self.at)
+    }
+}
+
+impl DiskTexts {
     /// The resolved path, text and facts kept for `path`, if read when it had `stamp`.
     pub(crate) fn get(
         &self,

@@ -23,6 +23,7 @@ pub use overlay::Overlays;
 use overlay::Fetched;
 pub use worker::STACK_SIZE;
 
+use crate::cache::texts::Probe;
 use crate::cache::{Cache, FileKey, Store};
 use crate::discovery::{PackageSpec, Sources, Workspace};
 use crate::source::{ReadError, ReadPolicy, SourceFile, TextFacts, DEFAULT_MAX_FILE_BYTES};
@@ -127,9 +128,9 @@ impl Inputs<'_> {
     }
 
     /// [`Inputs::read`], with the path `path` resolves to.
-    fn fetch(&self, path: &Path, policy: &ReadPolicy) -> Fetched {
+    fn fetch(&self, path: &Path, policy: &ReadPolicy, probe: Option<&Probe>) -> Fetched {
         match self.overlays {
-            Some(o) => o.fetch(path, policy),
+            Some(o) => o.fetch(path, policy, probe),
             None => overlay::fetch_source(path, policy),
         }
     }
@@ -324,6 +325,8 @@ struct Pending {
     origin: Option<Span>,
     /// Whether to follow its `mod` declarations.
     follow: bool,
+    /// What the disk said of `path` when module resolution found it there.
+    probe: Option<Probe>,
 }
 
 struct Loaded {
@@ -371,6 +374,7 @@ fn load_package_inner(
                 target: i,
                 origin: None,
                 follow: true,
+                probe: None,
             })
             .collect(),
         Sources::Files(files) => {
@@ -386,6 +390,7 @@ fn load_package_inner(
                     origin: None,
                     // Every file is listed already; following `mod` would only find them twice.
                     follow: false,
+                    probe: None,
                 })
                 .collect()
         }
@@ -472,8 +477,18 @@ fn children(
         let test_parent = modpath::inline_parents(model, decl)
             .iter()
             .any(|m| m.cfg_test);
-        match modpath::resolve(&parent.dir, model, decl) {
+        // The answer for the file found is kept for reading it.
+        let mut probed: Option<(PathBuf, Probe)> = None;
+        let mut present = |p: &Path| match Probe::of(p) {
+            Some(found) => {
+                probed = found.map(|f| (p.to_path_buf(), f));
+                true
+            }
+            None => false,
+        };
+        match modpath::resolve(&parent.dir, model, decl, &mut present) {
             Resolved::File { path, dir } => next.push(Pending {
+                probe: probed.filter(|(at, _)| *at == path).map(|(_, p)| p),
                 path,
                 dir,
                 module: decl.module.clone(),
@@ -546,7 +561,7 @@ fn fetch(p: &Pending, policy: &ReadPolicy, inputs: Inputs<'_>) -> Fetch {
             started,
         };
     }
-    let Fetched { text, resolved } = inputs.fetch(&p.path, policy);
+    let Fetched { text, resolved } = inputs.fetch(&p.path, policy, p.probe.as_ref());
     Fetch {
         text: Some(text),
         resolved,

@@ -8,6 +8,7 @@
 //! resolution still asks the disk which file a `mod x;` names, so an overlay replaces a file
 //! that exists; a buffer for a file never saved is not reached through `mod`.
 
+use crate::cache::texts::Probe;
 use crate::cache::DiskTexts;
 use crate::source::{read_resolved, read_source, ReadError, ReadPolicy, TextFacts};
 use std::collections::HashMap;
@@ -55,15 +56,20 @@ impl Overlays {
 
     /// The text of `path`: its overlay when it has one, else the file, both under `policy`.
     pub fn read(&self, path: &Path, policy: &ReadPolicy) -> Result<Arc<str>, ReadError> {
-        self.fetch(path, policy).text.map(|(text, _)| text)
+        self.fetch(path, policy, None).text.map(|(text, _)| text)
     }
 
-    /// [`Overlays::read`], with the path `path` resolves to and what is kept of the text.
-    pub(crate) fn fetch(&self, path: &Path, policy: &ReadPolicy) -> Fetched {
+    /// [`Overlays::read`], with the path `path` resolves to and what is kept of the text;
+    /// `probe` is what the disk said of `path` just before, when it was asked.
+    pub(crate) fn fetch(&self, path: &Path, policy: &ReadPolicy, probe: Option<&Probe>) -> Fetched {
         let Some(disk) = &self.disk else {
             return self.fetch_fresh(path, policy).0;
         };
-        let Some((stamp, settled)) = DiskTexts::stamp(path) else {
+        let stamp = match probe {
+            Some(probe) => probe.stamp(),
+            None => DiskTexts::stamp(path),
+        };
+        let Some((stamp, settled)) = stamp else {
             return self.fetch_fresh(path, policy).0;
         };
         if let Some((key, text, facts)) = disk.get(path, stamp) {
@@ -286,7 +292,7 @@ mod tests {
         let policy = ReadPolicy::inside(&root);
         let overlays = Overlays::new().remembering(Arc::new(DiskTexts::new()));
         let fetch = |p: &Path| {
-            let f = overlays.fetch(p, &policy);
+            let f = overlays.fetch(p, &policy, None);
             let (text, facts) = f.text.expect("read");
             (
                 SourceFile::with_facts(a.clone(), text, facts.clone()),
