@@ -20,13 +20,13 @@ mod worker;
 pub use modpath::{ModDir, Resolved};
 pub use overlay::Overlays;
 
-use overlay::Fetched;
+use overlay::{Fetched, Text};
 pub use worker::STACK_SIZE;
 
 use crate::cache::texts::Probe;
 use crate::cache::{Cache, FileKey, Store};
 use crate::discovery::{PackageSpec, Sources, Workspace};
-use crate::source::{ReadError, ReadPolicy, SourceFile, TextFacts, DEFAULT_MAX_FILE_BYTES};
+use crate::source::{ReadError, ReadPolicy, SourceFile, DEFAULT_MAX_FILE_BYTES};
 use idem_lints::lint::PARSE_ERROR;
 use idem_lints::model::{FileId, FileModel, Package, Span};
 use idem_lints::Diagnostic;
@@ -546,7 +546,7 @@ fn failed(id: FileId, p: &Pending, message: String) -> Loaded {
 /// A file's text as read before its id is given (reading tells which path it resolves to),
 /// and when reading started (its time budget counts from there).
 struct Fetch {
-    text: Option<Result<(Arc<str>, Arc<TextFacts>), ReadError>>,
+    text: Option<Result<Text, ReadError>>,
     resolved: Option<PathBuf>,
     started: Instant,
 }

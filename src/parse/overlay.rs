@@ -128,10 +128,12 @@ impl Overlays {
     }
 }
 
+/// A text, and what is computed from it (kept with it when the text is kept).
+pub(crate) type Text = (Arc<str>, Arc<TextFacts>);
+
 /// A text as [`Overlays::fetch`] found it.
 pub(crate) struct Fetched {
-    /// The text, with what was computed from it when it was kept from an earlier read.
-    pub text: Result<(Arc<str>, Arc<TextFacts>), ReadError>,
+    pub text: Result<Text, ReadError>,
     /// The path `path` resolves to (symlinks and `..` followed), when it resolves: two
     /// spellings of one file resolve to the same path.
     pub resolved: Option<PathBuf>,
