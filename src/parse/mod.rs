@@ -1,11 +1,13 @@
 //! Reads, parses and lowers every file of a package, in parallel on the parse pool
 //! ([`worker`]), following each target's module tree.
 //!
-//! The tree is walked level by level: all files known so far are parsed in parallel, their
-//! `mod x;` declarations give the next level. File ids are handed out in a fixed order (target
-//! order, then declaration order), so a run's output does not depend on thread timing. Every
-//! file is read through [`crate::source::read_source`]: regular files only, under a size cap,
-//! inside the workspace unless the config allows otherwise.
+//! The tree is walked level by level: all files known so far are read in parallel (which
+//! tells the path each resolves to, so a file reached twice is known before it gets an id),
+//! then parsed in parallel, and their `mod x;` declarations give the next level. File ids are
+//! handed out in a fixed order (target order, then declaration order), so a run's output does
+//! not depend on thread timing. Every file is read under the rules of
+//! [`crate::source::read_source`]: regular files only, under a size cap, inside the workspace
+//! unless the config allows otherwise.
 //!
 //! [`Inputs`] adds what an editor or a re-run brings: [`Overlays`] (unsaved buffers that
 //! replace files, read under the same rules) and a [`crate::cache::Store`] of earlier parse
@@ -19,8 +21,6 @@ mod worker;
 
 pub use modpath::{ModDir, Resolved};
 pub use overlay::Overlays;
-
-use overlay::{Fetched, Text};
 pub use worker::STACK_SIZE;
 
 use crate::cache::texts::Probe;
@@ -30,6 +30,7 @@ use crate::source::{ReadError, ReadPolicy, SourceFile, DEFAULT_MAX_FILE_BYTES};
 use idem_lints::lint::PARSE_ERROR;
 use idem_lints::model::{FileId, FileModel, Package, Span};
 use idem_lints::Diagnostic;
+use overlay::{Fetched, Text};
 use rayon::prelude::*;
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -544,28 +545,28 @@ fn failed(id: FileId, p: &Pending, message: String) -> Loaded {
 }
 
 /// A file's text as read before its id is given (reading tells which path it resolves to),
-/// and when reading started (its time budget counts from there).
+/// and how long reading took (part of the file's time budget).
 struct Fetch {
     text: Option<Result<Text, ReadError>>,
     resolved: Option<PathBuf>,
-    started: Instant,
+    took: Duration,
 }
 
 /// Reads the file `p` names, unless the run is cancelled (then `text` is `None`).
 fn fetch(p: &Pending, policy: &ReadPolicy, inputs: Inputs<'_>) -> Fetch {
-    let started = Instant::now();
     if inputs.cancelled() {
         return Fetch {
             text: None,
             resolved: None,
-            started,
+            took: Duration::ZERO,
         };
     }
+    let started = Instant::now();
     let Fetched { text, resolved } = inputs.fetch(&p.path, policy, p.probe.as_ref());
     Fetch {
         text: Some(text),
         resolved,
-        started,
+        took: started.elapsed(),
     }
 }
 
@@ -577,12 +578,16 @@ fn load_file(
     inputs: Inputs<'_>,
     outlines: bool,
 ) -> Loaded {
-    let Some(read) = &fetched.text else {
-        // The run is thrown away; a placeholder keeps the shapes without reading the file.
-        let why = Diagnostic::new(&PARSE_ERROR, Span::new(id, 0, 0), "analysis cancelled");
-        return placeholder(id, p, why, SourceFile::empty(p.path.clone()));
+    let read = match &fetched.text {
+        Some(read) if !inputs.cancelled() => read,
+        _ => {
+            // The run is thrown away; a placeholder keeps the shapes without parsing the file.
+            let why = Diagnostic::new(&PARSE_ERROR, Span::new(id, 0, 0), "analysis cancelled");
+            return placeholder(id, p, why, SourceFile::empty(p.path.clone()));
+        }
     };
-    let deadline = fetched.started + opts.file_timeout;
+    // The budget started when the file was read, not when the batch was.
+    let deadline = Instant::now() + opts.file_timeout.saturating_sub(fetched.took);
     let source = match read {
         Ok((text, facts)) => SourceFile::with_facts(p.path.clone(), text.clone(), facts.clone()),
         Err(ReadError::NotUtf8 { lossy, valid_up_to }) => {
