@@ -203,9 +203,9 @@ fn lint_package(
 }
 
 /// Whether [`finish`] scans the file for suppression comments (and so reads its model's items):
-/// most files have none, and the substring test skips them cheaply.
+/// most files have none, and the substring test (kept with the text) skips them cheaply.
 fn scans_comments(source: &SourceFile) -> bool {
-    source.text.contains("idem-lint:")
+    source.may_suppress()
 }
 
 /// Sets levels, drops suppressed findings, and sorts by file path and position.

@@ -4,7 +4,7 @@
 use std::fmt;
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 /// Default cap on the size of one file: far above any real source file (the largest generated
 /// files of the AWS SDK are a few MiB), far below what would exhaust memory.
@@ -187,8 +187,18 @@ pub struct SourceFile {
     /// Absolute path.
     pub path: PathBuf,
     pub text: Arc<str>,
+    facts: Arc<TextFacts>,
+}
+
+/// What is computed from a text alone, each on first use: most texts of a run are never
+/// asked for a position, and a text kept between runs ([`crate::cache::DiskTexts`]) keeps
+/// these with it, so an unchanged file costs none of them again.
+#[derive(Debug, Default)]
+pub struct TextFacts {
     /// Byte offset of the start of each line.
-    line_starts: Vec<usize>,
+    line_starts: OnceLock<Vec<usize>>,
+    digest: OnceLock<u128>,
+    marked: OnceLock<bool>,
 }
 
 /// A position: 1-based line, 1-based column counted in characters (rustc's convention).
@@ -200,14 +210,38 @@ pub struct Position {
 
 impl SourceFile {
     pub fn new(path: PathBuf, text: Arc<str>) -> SourceFile {
-        let line_starts = std::iter::once(0)
-            .chain(text.match_indices('\n').map(|(i, _)| i + 1))
-            .collect();
-        SourceFile {
-            path,
-            text,
-            line_starts,
-        }
+        SourceFile::with_facts(path, text, Arc::default())
+    }
+
+    /// A file whose text's facts are kept elsewhere: `facts` must have been made for this
+    /// very text (or be fresh).
+    pub(crate) fn with_facts(path: PathBuf, text: Arc<str>, facts: Arc<TextFacts>) -> SourceFile {
+        SourceFile { path, text, facts }
+    }
+
+    fn line_starts(&self) -> &[usize] {
+        self.facts.line_starts.get_or_init(|| {
+            std::iter::once(0)
+                .chain(self.text.match_indices('\n').map(|(i, _)| i + 1))
+                .collect()
+        })
+    }
+
+    /// A 128-bit XXH3 digest of the text: what cache keys hold of it.
+    pub fn digest(&self) -> u128 {
+        *self
+            .facts
+            .digest
+            .get_or_init(|| xxhash_rust::xxh3::xxh3_128(self.text.as_bytes()))
+    }
+
+    /// Whether the text holds a suppression comment's marker: most files do not, and
+    /// [`crate::suppress::scan`] is not run on them.
+    pub(crate) fn may_suppress(&self) -> bool {
+        *self
+            .facts
+            .marked
+            .get_or_init(|| self.text.contains(crate::suppress::MARKER))
     }
 
     /// A file whose text could not be read: findings about it point at its start.
@@ -216,7 +250,7 @@ impl SourceFile {
     }
 
     pub fn line_count(&self) -> usize {
-        self.line_starts.len()
+        self.line_starts().len()
     }
 
     /// `byte` moved back to a character boundary inside the text, so a span from a stale or
@@ -232,14 +266,14 @@ impl SourceFile {
     /// 0-based index of the line holding `byte`.
     pub fn line_index(&self, byte: usize) -> usize {
         let byte = self.clamp(byte);
-        self.line_starts.partition_point(|&s| s <= byte) - 1
+        self.line_starts().partition_point(|&s| s <= byte) - 1
     }
 
     /// Byte range of line `index` (0-based), without its line terminator.
     pub fn line_range(&self, index: usize) -> std::ops::Range<usize> {
-        let start = self.line_starts[index.min(self.line_starts.len() - 1)];
-        let end = self
-            .line_starts
+        let starts = self.line_starts();
+        let start = starts[index.min(starts.len() - 1)];
+        let end = starts
             .get(index + 1)
             .map(|&next| next - 1)
             .unwrap_or(self.text.len());
@@ -259,7 +293,7 @@ impl SourceFile {
     pub fn position(&self, byte: usize) -> Position {
         let byte = self.clamp(byte);
         let line = self.line_index(byte);
-        let start = self.line_starts[line];
+        let start = self.line_starts()[line];
         Position {
             line: line + 1,
             column: self.text[start..byte].chars().count() + 1,

@@ -17,7 +17,7 @@ use idem_lints::model::{FileModel, Span};
 use idem_lints::Lint;
 use std::collections::HashMap;
 
-const MARKER: &str = "idem-lint:";
+pub(crate) const MARKER: &str = "idem-lint:";
 
 /// What one file's comments suppress.
 #[derive(Debug, Default)]

@@ -387,3 +387,49 @@ fn files_without_a_buffer_changed_on_disk_between_keystrokes_are_read_again() {
     assert_eq!(kept.kept_texts(), 0);
     assert_eq!(step(&mut kept, &mut text), before);
 }
+
+#[test]
+fn a_file_reached_twice_is_linted_once_with_kept_texts_too() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().canonicalize().expect("canonical").join("crate");
+    std::fs::create_dir_all(dir.join("src")).expect("mkdir");
+    let write = |rel: &str, text: &str| std::fs::write(dir.join(rel), text).expect("write");
+    write(
+        "Cargo.toml",
+        "[package]\nname = \"twice\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+    );
+    write(
+        "src/lib.rs",
+        "mod keys;\nmod linked;\n#[path = \"keys.rs\"]\nmod again;\n",
+    );
+    write(
+        "src/keys.rs",
+        "pub fn key() -> String { uuid::Uuid::new_v4().to_string() }\n",
+    );
+    std::os::unix::fs::symlink(dir.join("src/keys.rs"), dir.join("src/linked.rs"))
+        .expect("symlink");
+    // Settled, so the second analysis uses kept texts (and the paths they resolved to).
+    std::thread::sleep(std::time::Duration::from_millis(2200));
+    let settings = settings();
+    let no = AtomicBool::new(false);
+    let mut root = Root::new(dir.clone());
+    let lib = dir.join("src/lib.rs");
+    let mut files = Vec::new();
+    for text in ["", "// typed\n", "// typed again\n"] {
+        let buffer = format!("{text}{}", std::fs::read_to_string(&lib).expect("read"));
+        let buffers = vec![(lib.clone(), Arc::from(buffer.as_str()))];
+        let a = analysed(root.analyze(&settings, &buffers, &no));
+        let cold = analysed(Root::new(dir.clone()).analyze(&settings, &buffers, &no));
+        assert_eq!(shown(&a), shown(&cold));
+        let paths: Vec<PathBuf> = a.report.packages[0]
+            .sources
+            .iter()
+            .map(|s| s.path.clone())
+            .collect();
+        files.push(paths);
+    }
+    assert!(root.kept_texts() >= 2, "{}", root.kept_texts());
+    assert_eq!(files[0], [lib.clone(), dir.join("src/keys.rs")]);
+    assert_eq!(files[1], files[0]);
+    assert_eq!(files[2], files[0]);
+}

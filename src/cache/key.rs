@@ -5,19 +5,21 @@
 //! the process (the disk) adds it itself.
 
 use crate::parse::LoadedPackage;
+use crate::source::SourceFile;
 use idem_lints::{Lint, Settings};
 use xxhash_rust::xxh3::Xxh3;
 
-/// What a file's lowered model depends on: its text, module path and whether it is test code.
+/// What a file's lowered model depends on: its text (by its digest, computed once per kept
+/// text), module path and whether it is test code.
 /// (Its path and target are set after lowering, its `include_str!` texts are read again on
 /// every run, and its file id is given when the model is read back.)
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct FileKey(pub u128);
 
 impl FileKey {
-    pub fn of(text: &str, module: &[String], in_test: bool) -> FileKey {
+    pub fn of(source: &SourceFile, module: &[String], in_test: bool) -> FileKey {
         let mut h = Keyer::new("file");
-        h.bytes(text.as_bytes());
+        h.bytes(&source.digest().to_le_bytes());
         h.strs(module);
         h.bytes(&[in_test as u8]);
         FileKey(h.finish())
@@ -48,7 +50,7 @@ impl PackageKey {
             h.strs(&file.module);
             h.bytes(&[file.in_test as u8]);
             h.len(file.target);
-            h.bytes(source.text.as_bytes());
+            h.bytes(&source.digest().to_le_bytes());
             h.len(file.includes.len());
             for inc in &file.includes {
                 h.str(&inc.path);

@@ -99,6 +99,12 @@ pub trait Store: Sync {
 
     fn put_shared(&self, _key: u128, _path: &Path, _model: &Arc<FileModel>) {}
 
+    /// Whether the store keeps outlines ([`Kind::Outline`]): when it does not, none is
+    /// computed for it.
+    fn keeps_outlines(&self) -> bool {
+        true
+    }
+
     /// Whether the store keeps each package's last analysis ([`Store::take_analysis`]), for
     /// a long-lived caller whose next run analyses an edited version of the same package.
     fn keeps_analyses(&self) -> bool {
@@ -148,6 +154,9 @@ impl<'a> Cache<'a> {
 
     /// The outline stored under `key`, with every span placed in file `id`.
     pub fn load_outline(&self, key: FileKey, path: &Path, id: FileId) -> Option<FileModel> {
+        if !self.store.keeps_outlines() {
+            return None;
+        }
         let bytes = self.store.get(Kind::Outline, key.0, Some(path))?;
         let mut model: FileModel = with_file_id(id, || decode(&bytes))?;
         model.id = id;
@@ -156,6 +165,9 @@ impl<'a> Cache<'a> {
 
     /// Stores the outline of `model` (the model itself is [`Cache::store_model`]'s).
     pub fn store_outline(&self, key: FileKey, path: &Path, model: &FileModel) {
+        if !self.store.keeps_outlines() {
+            return;
+        }
         if let Some(bytes) = encode(&outline(model)) {
             self.store.put(Kind::Outline, key.0, Some(path), bytes);
         }

@@ -154,6 +154,10 @@ impl Store for Session {
         lock(&self.shared).insert(path.to_path_buf(), (key, model.clone()));
     }
 
+    fn keeps_outlines(&self) -> bool {
+        false
+    }
+
     fn keeps_analyses(&self) -> bool {
         true
     }

@@ -12,10 +12,15 @@
 //!
 //! What this cannot see: a symlink or directory on the path re-pointed to a *different path
 //! of the same inode* (a hard link, a renamed directory): the text is the same, but the old
-//! resolved path is kept, which is what the workspace-root check and the buffer lookup use.
-//! Both are checked again on every use; the server forgets every kept text when the editor
-//! reports a saved or changed file ([`DiskTexts::forget`]).
+//! resolved path is kept, which is what the workspace-root check, the buffer lookup and the
+//! test for a file reached twice ([`crate::parse`]) use. The first two are checked again on
+//! every use; the server forgets every kept text when the editor reports a saved or changed
+//! file ([`DiskTexts::forget`]).
+//!
+//! With a text go the facts computed from it ([`crate::source::TextFacts`]: its line index,
+//! its digest), so an unchanged file is not scanned or hashed again either.
 
+use crate::source::TextFacts;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -35,6 +40,8 @@ struct Kept {
     stamp: Stamp,
     resolved: PathBuf,
     text: Arc<str>,
+    /// Computed from `text` on first use (its line index, its digest), kept with it.
+    facts: Arc<TextFacts>,
 }
 
 /// What identifies one version of a regular file.
@@ -71,26 +78,71 @@ impl DiskTexts {
     pub(crate) fn stamp(path: &Path) -> Option<(Stamp, bool)> {
         let now = SystemTime::now();
         let meta = std::fs::metadata(path).ok()?;
-        if !meta.is_file() {
+        Probe { meta, at: now }.stamp()
+    }
+}
+
+/// What the disk said about a path when it was asked whether the path exists (module
+/// resolution asks that of every file), kept so that reading it does not ask again.
+#[derive(Debug, Clone)]
+pub(crate) struct Probe {
+    /// With symlinks followed.
+    meta: std::fs::Metadata,
+    /// When it was asked.
+    at: SystemTime,
+}
+
+impl Probe {
+    /// Whether something is at `path` (a dangling symlink is), with what `stat` says of it
+    /// when that is known: one `lstat` for a file that is not a symlink (whose `lstat` is
+    /// its `stat`), a `stat` more for a symlink.
+    pub(crate) fn of(path: &Path) -> Option<Option<Probe>> {
+        let at = SystemTime::now();
+        let meta = path.symlink_metadata().ok()?;
+        if !meta.file_type().is_symlink() {
+            return Some(Some(Probe { meta, at }));
+        }
+        Some(std::fs::metadata(path).ok().map(|meta| Probe { meta, at }))
+    }
+
+    /// [`DiskTexts::stamp`] as of when the probe was taken.
+    pub(crate) fn stamp(&self) -> Option<(Stamp, bool)> {
+        if !self.meta.is_file() {
             return None;
         }
-        stamp_of(&meta, now)
+        stamp_of(&self.meta, self.at)
     }
+}
 
-    /// The text and resolved path kept for `path`, if read when it had `stamp`.
-    pub(crate) fn get(&self, path: &Path, stamp: Stamp) -> Option<(PathBuf, Arc<str>)> {
+impl DiskTexts {
+    /// The resolved path, text and facts kept for `path`, if read when it had `stamp`.
+    pub(crate) fn get(
+        &self,
+        path: &Path,
+        stamp: Stamp,
+    ) -> Option<(PathBuf, Arc<str>, Arc<TextFacts>)> {
         let kept = lock(&self.kept);
         let k = kept.get(path).filter(|k| k.stamp == stamp)?;
-        Some((k.resolved.clone(), k.text.clone()))
+        Some((k.resolved.clone(), k.text.clone(), k.facts.clone()))
     }
 
-    pub(crate) fn put(&self, path: &Path, stamp: Stamp, resolved: PathBuf, text: Arc<str>) {
+    /// Keeps `text` (with `facts`, made for it) as what `path`, resolved to `resolved`,
+    /// holds while its stamp is `stamp`.
+    pub(crate) fn put(
+        &self,
+        path: &Path,
+        stamp: Stamp,
+        resolved: PathBuf,
+        text: Arc<str>,
+        facts: Arc<TextFacts>,
+    ) {
         lock(&self.kept).insert(
             path.to_path_buf(),
             Kept {
                 stamp,
                 resolved,
                 text,
+                facts,
             },
         );
     }

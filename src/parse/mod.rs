@@ -1,11 +1,13 @@
 //! Reads, parses and lowers every file of a package, in parallel on the parse pool
 //! ([`worker`]), following each target's module tree.
 //!
-//! The tree is walked level by level: all files known so far are parsed in parallel, their
-//! `mod x;` declarations give the next level. File ids are handed out in a fixed order (target
-//! order, then declaration order), so a run's output does not depend on thread timing. Every
-//! file is read through [`crate::source::read_source`]: regular files only, under a size cap,
-//! inside the workspace unless the config allows otherwise.
+//! The tree is walked level by level: all files known so far are read in parallel (which
+//! tells the path each resolves to, so a file reached twice is known before it gets an id),
+//! then parsed in parallel, and their `mod x;` declarations give the next level. File ids are
+//! handed out in a fixed order (target order, then declaration order), so a run's output does
+//! not depend on thread timing. Every file is read under the rules of
+//! [`crate::source::read_source`]: regular files only, under a size cap, inside the workspace
+//! unless the config allows otherwise.
 //!
 //! [`Inputs`] adds what an editor or a re-run brings: [`Overlays`] (unsaved buffers that
 //! replace files, read under the same rules) and a [`crate::cache::Store`] of earlier parse
@@ -21,12 +23,14 @@ pub use modpath::{ModDir, Resolved};
 pub use overlay::Overlays;
 pub use worker::STACK_SIZE;
 
+use crate::cache::texts::Probe;
 use crate::cache::{Cache, FileKey, Store};
 use crate::discovery::{PackageSpec, Sources, Workspace};
 use crate::source::{ReadError, ReadPolicy, SourceFile, DEFAULT_MAX_FILE_BYTES};
 use idem_lints::lint::PARSE_ERROR;
 use idem_lints::model::{FileId, FileModel, Package, Span};
 use idem_lints::Diagnostic;
+use overlay::{Fetched, Text};
 use rayon::prelude::*;
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -121,6 +125,14 @@ impl Inputs<'_> {
         match self.overlays {
             Some(o) => o.read(path, policy),
             None => crate::source::read_source(path, policy).map(Arc::from),
+        }
+    }
+
+    /// [`Inputs::read`], with the path `path` resolves to.
+    fn fetch(&self, path: &Path, policy: &ReadPolicy, probe: Option<&Probe>) -> Fetched {
+        match self.overlays {
+            Some(o) => o.fetch(path, policy, probe),
+            None => overlay::fetch_source(path, policy),
         }
     }
 
@@ -314,6 +326,8 @@ struct Pending {
     origin: Option<Span>,
     /// Whether to follow its `mod` declarations.
     follow: bool,
+    /// What the disk said of `path` when module resolution found it there.
+    probe: Option<Probe>,
 }
 
 struct Loaded {
@@ -361,6 +375,7 @@ fn load_package_inner(
                 target: i,
                 origin: None,
                 follow: true,
+                probe: None,
             })
             .collect(),
         Sources::Files(files) => {
@@ -376,6 +391,7 @@ fn load_package_inner(
                     origin: None,
                     // Every file is listed already; following `mod` would only find them twice.
                     follow: false,
+                    probe: None,
                 })
                 .collect()
         }
@@ -388,42 +404,49 @@ fn load_package_inner(
     let mut parsed: Vec<FileId> = Vec::new();
     let mut outlined: Vec<(FileId, FileKey)> = Vec::new();
     while !level.is_empty() {
+        let fetch_all = || level.par_iter().map(|p| fetch(p, policy, inputs)).collect();
+        let fetched: Vec<Fetch> = worker::on_pool(fetch_all)
+            .unwrap_or_else(|_| level.iter().map(|p| fetch(p, policy, inputs)).collect());
         // A file reached twice (two targets sharing a module, a `#[path]` cycle, a symlink to
         // a file already read) is linted once, as part of the first target that reached it.
-        let batch: Vec<(FileId, Pending)> = level
+        let batch: Vec<(FileId, Pending, Fetch)> = level
             .drain(..)
-            .filter(|p| seen.insert(std::fs::canonicalize(&p.path).unwrap_or(p.path.clone())))
+            .zip(fetched)
+            .filter(|(p, f)| seen.insert(f.resolved.clone().unwrap_or_else(|| p.path.clone())))
             .enumerate()
-            .map(|(i, p)| (FileId((files.len() + i) as u32), p))
+            .map(|(i, (p, f))| (FileId((files.len() + i) as u32), p, f))
             .collect();
+        // Each file with the files its `mod` declarations lead to (found on the pool too:
+        // asking the disk for them is most of what an unchanged file costs).
         let parse_all = || {
             batch
                 .par_iter()
-                .map(|(id, p)| load_file(*id, p, opts, policy, inputs, outlines))
+                .map(|(id, p, f)| {
+                    let file = load_file(*id, p, f, opts, inputs, outlines);
+                    let mut next = (Vec::new(), Vec::new());
+                    if p.follow {
+                        children(p, &file.model, package_root, &mut next.0, &mut next.1);
+                    }
+                    (file, next)
+                })
                 .collect()
         };
-        let loaded: Vec<Loaded> = worker::on_pool(parse_all).unwrap_or_else(|e| {
+        let loaded: Vec<(Loaded, _)> = worker::on_pool(parse_all).unwrap_or_else(|e| {
             batch
                 .iter()
-                .map(|(id, p)| failed(*id, p, e.clone()))
+                // A placeholder declares no modules.
+                .map(|(id, p, _)| (failed(*id, p, e.clone()), (Vec::new(), Vec::new())))
                 .collect()
         });
-        for ((id, pending), file) in batch.iter().zip(loaded) {
+        for ((id, _, _), (file, (next, missing))) in batch.iter().zip(loaded) {
             if file.parsed {
                 parsed.push(*id);
             }
             if let Some(key) = file.outline {
                 outlined.push((*id, key));
             }
-            if pending.follow {
-                children(
-                    pending,
-                    &file.model,
-                    package_root,
-                    &mut level,
-                    &mut problems,
-                );
-            }
+            level.extend(next);
+            problems.extend(missing);
             files.push(file.model);
             sources.push(file.source);
             problems.extend(file.problems);
@@ -455,8 +478,18 @@ fn children(
         let test_parent = modpath::inline_parents(model, decl)
             .iter()
             .any(|m| m.cfg_test);
-        match modpath::resolve(&parent.dir, model, decl) {
+        // The answer for the file found is kept for reading it.
+        let mut probed: Option<(PathBuf, Probe)> = None;
+        let mut present = |p: &Path| match Probe::of(p) {
+            Some(found) => {
+                probed = found.map(|f| (p.to_path_buf(), f));
+                true
+            }
+            None => false,
+        };
+        match modpath::resolve(&parent.dir, model, decl, &mut present) {
             Resolved::File { path, dir } => next.push(Pending {
+                probe: probed.filter(|(at, _)| *at == path).map(|(_, p)| p),
                 path,
                 dir,
                 module: decl.module.clone(),
@@ -511,26 +544,57 @@ fn failed(id: FileId, p: &Pending, message: String) -> Loaded {
     placeholder(id, p, d, SourceFile::empty(p.path.clone()))
 }
 
+/// A file's text as read before its id is given (reading tells which path it resolves to),
+/// and how long reading took (part of the file's time budget).
+struct Fetch {
+    text: Option<Result<Text, ReadError>>,
+    resolved: Option<PathBuf>,
+    took: Duration,
+}
+
+/// Reads the file `p` names, unless the run is cancelled (then `text` is `None`).
+fn fetch(p: &Pending, policy: &ReadPolicy, inputs: Inputs<'_>) -> Fetch {
+    if inputs.cancelled() {
+        return Fetch {
+            text: None,
+            resolved: None,
+            took: Duration::ZERO,
+        };
+    }
+    let started = Instant::now();
+    let Fetched { text, resolved } = inputs.fetch(&p.path, policy, p.probe.as_ref());
+    Fetch {
+        text: Some(text),
+        resolved,
+        took: started.elapsed(),
+    }
+}
+
 fn load_file(
     id: FileId,
     p: &Pending,
+    fetched: &Fetch,
     opts: &ParseOptions,
-    policy: &ReadPolicy,
     inputs: Inputs<'_>,
     outlines: bool,
 ) -> Loaded {
-    if inputs.cancelled() {
-        // The run is thrown away; a placeholder keeps the shapes without reading the file.
-        let why = Diagnostic::new(&PARSE_ERROR, Span::new(id, 0, 0), "analysis cancelled");
-        return placeholder(id, p, why, SourceFile::empty(p.path.clone()));
-    }
-    let deadline = Instant::now() + opts.file_timeout;
-    let text: Arc<str> = match inputs.read(&p.path, policy) {
-        Ok(s) => s,
+    let read = match &fetched.text {
+        Some(read) if !inputs.cancelled() => read,
+        _ => {
+            // The run is thrown away; a placeholder keeps the shapes without parsing the file.
+            let why = Diagnostic::new(&PARSE_ERROR, Span::new(id, 0, 0), "analysis cancelled");
+            return placeholder(id, p, why, SourceFile::empty(p.path.clone()));
+        }
+    };
+    // The budget started when the file was read, not when the batch was.
+    let deadline = Instant::now() + opts.file_timeout.saturating_sub(fetched.took);
+    let source = match read {
+        Ok((text, facts)) => SourceFile::with_facts(p.path.clone(), text.clone(), facts.clone()),
         Err(ReadError::NotUtf8 { lossy, valid_up_to }) => {
+            let valid_up_to = *valid_up_to;
             // The lossy text equals the original up to the first bad byte, so the offset is
             // right in both; it lets the finding show the line.
-            let source = SourceFile::new(p.path.clone(), Arc::from(lossy));
+            let source = SourceFile::new(p.path.clone(), Arc::from(lossy.as_str()));
             let lo = source.clamp(valid_up_to);
             let hi = source.clamp(valid_up_to + '\u{fffd}'.len_utf8());
             let mut d = Diagnostic::new(
@@ -545,14 +609,14 @@ fn load_file(
             return placeholder(
                 id,
                 p,
-                unreadable(id, p, &e),
+                unreadable(id, p, e),
                 SourceFile::empty(p.path.clone()),
             )
         }
     };
-    let source = SourceFile::new(p.path.clone(), text.clone());
+    let text = &source.text;
     let cache = inputs.cache.map(Cache::new);
-    let key = FileKey::of(&text, &p.module, p.in_test);
+    let key = FileKey::of(&source, &p.module, p.in_test);
     if let Some(c) = &cache {
         if outlines {
             if let Some(outline) = c.load_outline(key, &p.path, id) {
@@ -568,7 +632,7 @@ fn load_file(
             return parsed_file(model, p, source, false);
         }
     }
-    let outcome = worker::parse(&text, id, p.module.clone(), p.in_test, deadline);
+    let outcome = worker::parse(text, id, p.module.clone(), p.in_test, deadline);
     let problem = match outcome {
         worker::Outcome::Parsed(mut model) => {
             // Placed before it is stored, so a cache that shares it never needs a copy.

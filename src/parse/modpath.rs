@@ -44,8 +44,15 @@ pub enum Resolved {
     Missing { candidates: Vec<PathBuf> },
 }
 
-/// Resolves the out-of-line `decl` found in `file`, whose children resolve in `dir`.
-pub fn resolve(dir: &ModDir, file: &FileModel, decl: &ModDecl) -> Resolved {
+/// Resolves the out-of-line `decl` found in `file`, whose children resolve in `dir`, asking
+/// `present` whether a candidate file exists (in the order rustc tries them, stopping at the
+/// first that does; a dangling symlink should count: reading it reports the problem).
+pub fn resolve(
+    dir: &ModDir,
+    file: &FileModel,
+    decl: &ModDecl,
+    present: &mut dyn FnMut(&Path) -> bool,
+) -> Resolved {
     let mut cur = dir.clone();
     for parent in inline_parents(file, decl) {
         cur = match &parent.path_attr {
@@ -69,8 +76,6 @@ pub fn resolve(dir: &ModDir, file: &FileModel, decl: &ModDecl) -> Resolved {
     let base = cur.pushed();
     let flat = base.join(format!("{}.rs", decl.name));
     let nested = base.join(&decl.name).join("mod.rs");
-    // A dangling symlink still "exists" for this purpose: reading it reports the problem.
-    let present = |p: &Path| p.symlink_metadata().is_ok();
     if present(&flat) {
         Resolved::File {
             path: flat,
@@ -129,7 +134,7 @@ mod tests {
             .iter()
             .find(|m| m.name == name && !m.inline)
             .expect("declared");
-        let r = resolve(&dir, &file, decl);
+        let r = resolve(&dir, &file, decl, &mut |p| p.symlink_metadata().is_ok());
         match r {
             Resolved::File { path, dir } => Resolved::File {
                 path: path.strip_prefix(tmp).unwrap_or(&path).to_path_buf(),

@@ -8,8 +8,9 @@
 //! resolution still asks the disk which file a `mod x;` names, so an overlay replaces a file
 //! that exists; a buffer for a file never saved is not reached through `mod`.
 
+use crate::cache::texts::Probe;
 use crate::cache::DiskTexts;
-use crate::source::{read_resolved, read_source, ReadError, ReadPolicy};
+use crate::source::{read_resolved, read_source, ReadError, ReadPolicy, TextFacts};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -55,52 +56,100 @@ impl Overlays {
 
     /// The text of `path`: its overlay when it has one, else the file, both under `policy`.
     pub fn read(&self, path: &Path, policy: &ReadPolicy) -> Result<Arc<str>, ReadError> {
-        let Some(disk) = &self.disk else {
-            return self.read_fresh(path, policy).0;
-        };
-        let Some((stamp, settled)) = DiskTexts::stamp(path) else {
-            return self.read_fresh(path, policy).0;
-        };
-        if let Some((key, text)) = disk.get(path, stamp) {
-            // The same file as last time: only the checks that do not read it again.
-            let text = self.texts.get(&key).unwrap_or(&text);
-            return check_overlay(&key, text, policy).map(|()| text.clone());
-        }
-        let (read, key) = self.read_fresh(path, policy);
-        match (&read, key) {
-            (Ok(text), Some(key)) if settled => disk.put(path, stamp, key, text.clone()),
-            _ => disk.drop_path(path),
-        }
-        read
+        self.fetch(path, policy, None).text.map(|(text, _)| text)
     }
 
-    /// [`Overlays::read`] without kept texts; with the resolved path when the text is the
-    /// file's own.
-    fn read_fresh(
-        &self,
-        path: &Path,
-        policy: &ReadPolicy,
-    ) -> (Result<Arc<str>, ReadError>, Option<PathBuf>) {
-        if self.texts.is_empty() && self.disk.is_none() {
-            return (read_source(path, policy).map(Arc::from), None);
+    /// [`Overlays::read`], with the path `path` resolves to and what is kept of the text;
+    /// `probe` is what the disk said of `path` just before, when it was asked.
+    pub(crate) fn fetch(&self, path: &Path, policy: &ReadPolicy, probe: Option<&Probe>) -> Fetched {
+        let Some(disk) = &self.disk else {
+            return self.fetch_fresh(path, policy).0;
+        };
+        let stamp = match probe {
+            Some(probe) => probe.stamp(),
+            None => DiskTexts::stamp(path),
+        };
+        let Some((stamp, settled)) = stamp else {
+            return self.fetch_fresh(path, policy).0;
+        };
+        if let Some((key, text, facts)) = disk.get(path, stamp) {
+            // The same file as last time: only the checks that do not read it again.
+            let text = match self.texts.get(&key) {
+                Some(buffer) => (buffer.clone(), Arc::default()),
+                None => (text, facts),
+            };
+            return Fetched {
+                text: check_overlay(&key, &text.0, policy).map(|()| text),
+                resolved: Some(key),
+            };
         }
+        let (fetched, own) = self.fetch_fresh(path, policy);
+        match (&fetched.text, &fetched.resolved) {
+            (Ok((text, facts)), Some(key)) if own && settled => {
+                disk.put(path, stamp, key.clone(), text.clone(), facts.clone())
+            }
+            _ => disk.drop_path(path),
+        }
+        fetched
+    }
+
+    /// [`Overlays::fetch`] without kept texts; and whether the text is the file's own.
+    fn fetch_fresh(&self, path: &Path, policy: &ReadPolicy) -> (Fetched, bool) {
+        let fresh = |text: Arc<str>| (text, Arc::default());
         let Ok(key) = std::fs::canonicalize(path) else {
             // Not a file there (yet): an overlay may still name it, else the read fails as
             // it would have.
-            let key = resolved(path);
-            let read = match self.texts.get(&key) {
-                Some(text) => check_overlay(&key, text, policy).map(|()| text.clone()),
-                None => read_source(path, policy).map(Arc::from),
+            let at = resolved(path);
+            let text = match self.texts.get(&at) {
+                Some(text) => check_overlay(&at, text, policy).map(|()| fresh(text.clone())),
+                None => read_source(path, policy).map(|t| fresh(Arc::from(t))),
             };
-            return (read, None);
+            let fetched = Fetched {
+                text,
+                resolved: None,
+            };
+            return (fetched, false);
         };
-        match self.texts.get(&key) {
+        let (text, own) = match self.texts.get(&key) {
             Some(text) => (
-                check_overlay(&key, text, policy).map(|()| text.clone()),
-                None,
+                check_overlay(&key, text, policy).map(|()| fresh(text.clone())),
+                false,
             ),
-            None => (read_resolved(key.clone(), policy).map(Arc::from), Some(key)),
-        }
+            None => (
+                read_resolved(key.clone(), policy).map(|t| fresh(Arc::from(t))),
+                true,
+            ),
+        };
+        let fetched = Fetched {
+            text,
+            resolved: Some(key),
+        };
+        (fetched, own)
+    }
+}
+
+/// A text, and what is computed from it (kept with it when the text is kept).
+pub(crate) type Text = (Arc<str>, Arc<TextFacts>);
+
+/// A text as [`Overlays::fetch`] found it.
+pub(crate) struct Fetched {
+    pub text: Result<Text, ReadError>,
+    /// The path `path` resolves to (symlinks and `..` followed), when it resolves: two
+    /// spellings of one file resolve to the same path.
+    pub resolved: Option<PathBuf>,
+}
+
+/// [`read_source`], with the path it resolved to.
+pub(crate) fn fetch_source(path: &Path, policy: &ReadPolicy) -> Fetched {
+    match std::fs::canonicalize(path) {
+        Ok(key) => Fetched {
+            text: read_resolved(key.clone(), policy).map(|t| (Arc::from(t), Arc::default())),
+            resolved: Some(key),
+        },
+        Err(e) => Fetched {
+            text: Err(ReadError::Io(e)),
+            resolved: None,
+        },
     }
 }
 
@@ -231,5 +280,44 @@ mod tests {
         let leak = overlays.read(&a, &policy).expect_err("outside");
         assert!(matches!(leak, ReadError::OutsideRoot { .. }), "{leak}");
         assert!(disk.is_empty());
+    }
+
+    #[test]
+    fn a_kept_text_keeps_its_facts_until_the_file_changes() {
+        use crate::source::SourceFile;
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let root = tmp.path().join("ws");
+        std::fs::create_dir(&root).expect("mkdir");
+        let a = root.join("a.rs");
+        std::fs::write(&a, "fn one() {}\n").expect("write");
+        std::os::unix::fs::symlink(&a, root.join("b.rs")).expect("symlink");
+        let policy = ReadPolicy::inside(&root);
+        let overlays = Overlays::new().remembering(Arc::new(DiskTexts::new()));
+        let fetch = |p: &Path| {
+            let f = overlays.fetch(p, &policy, None);
+            let (text, facts) = f.text.expect("read");
+            (
+                SourceFile::with_facts(a.clone(), text, facts.clone()),
+                facts,
+                f.resolved,
+            )
+        };
+        std::thread::sleep(crate::cache::texts::SETTLED + Duration::from_millis(100));
+        let (first, facts, resolved) = fetch(&a);
+        assert_eq!(resolved, Some(a.canonicalize().expect("canonical")));
+        assert_eq!(first.line_count(), 2);
+        let digest = first.digest();
+        let (_, kept, kept_at) = fetch(&a);
+        assert!(Arc::ptr_eq(&facts, &kept), "computed once per text");
+        assert_eq!(kept_at, resolved);
+        // Another spelling resolves to the same path, read or kept.
+        assert_eq!(fetch(&root.join("b.rs")).2, resolved);
+        assert_eq!(fetch(&root.join("b.rs")).2, resolved);
+
+        std::fs::write(&a, "fn two() {}\nfn three() {}\n").expect("write");
+        let (changed, changed_facts, _) = fetch(&a);
+        assert!(!Arc::ptr_eq(&facts, &changed_facts));
+        assert_eq!(changed.line_count(), 3);
+        assert_ne!(changed.digest(), digest);
     }
 }
