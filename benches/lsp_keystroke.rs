@@ -56,7 +56,10 @@ fn main() {
     let edited = std::env::var("IDEM_LINT_BENCH_FILE").unwrap_or_else(|_| FILE.to_string());
     let file = dir.join(&edited);
     let text = std::fs::read_to_string(&file).expect("the file to edit");
-    println!("input: {} ({edited}), {iterations} iterations", dir.display());
+    println!(
+        "input: {} ({edited}), {iterations} iterations",
+        dir.display()
+    );
 
     // The one-file package: the file alone in a plain directory.
     let alone = tempfile::tempdir().expect("tempdir");
