@@ -170,7 +170,7 @@ fn lint_package(
     };
     let mut key = PackageKey::of(pkg, settings, enabled);
     let cached = cache.load_findings(key);
-    let scanned: Vec<bool> = pkg.sources.iter().map(scans_comments).collect();
+    let scanned: Vec<bool> = pkg.sources.iter().map(SourceFile::may_suppress).collect();
     let wanted = |id: FileId| cached.is_none() || scanned[id.0 as usize];
     let same = load.complete(pkg, &wanted);
     match cached {
@@ -202,12 +202,6 @@ fn lint_package(
     (found, reuse)
 }
 
-/// Whether [`finish`] scans the file for suppression comments (and so reads its model's items):
-/// most files have none, and the substring test (kept with the text) skips them cheaply.
-fn scans_comments(source: &SourceFile) -> bool {
-    source.may_suppress()
-}
-
 /// Sets levels, drops suppressed findings, and sorts by file path and position.
 fn finish(
     package: usize,
@@ -221,7 +215,8 @@ fn finish(
         .iter()
         .zip(&pkg.package.files)
         .map(|(src, model)| {
-            if !scans_comments(src) {
+            // Most files hold no suppression comment, and the test is kept with the text.
+            if !src.may_suppress() {
                 return None;
             }
             let (sup, found) = suppress::scan(src, model);
