@@ -2,7 +2,7 @@
 
 use super::ir::{Arm, BinOp, Block, Expr, ExprKind, Lit, MacroCall, Pat, Path, Stmt, Type};
 use super::nesting::{self, MAX_MODULE_NESTING, MAX_NESTING};
-use super::{byte_offsets, expr_span};
+use super::{byte_offsets, doc_text, expr_span};
 use super::{
     Attr, AttrArg, ConstDef, FileId, FileModel, FnDef, GenericParam, ImplDef, Include, ItemKind,
     ItemSpan, ModDecl, NamedItem, Param, SelfKind, Span, StructDef, TypeAliasDef, UseDecl,
@@ -65,6 +65,27 @@ pub fn lower_file_until(
     in_test: bool,
     deadline: Option<Instant>,
 ) -> Result<FileModel, LowerError> {
+    lower_text(text, file, module, in_test, deadline, DocText::Skip)
+}
+
+/// Whether syn reads the text of line doc comments (see [`doc_text`]).
+#[derive(Clone, Copy, PartialEq)]
+enum DocText {
+    /// Written over with bare `#[doc]`; the lowering puts the text back.
+    Skip,
+    /// Read as written, to test that skipping changes nothing.
+    #[cfg(test)]
+    Read,
+}
+
+fn lower_text(
+    text: &str,
+    file: FileId,
+    module: Vec<String>,
+    in_test: bool,
+    deadline: Option<Instant>,
+    doc_text: DocText,
+) -> Result<FileModel, LowerError> {
     let offset = skipped_prefix_len(text);
     let body = &text[offset..];
     let syntax = |message: String, lo: usize, hi: usize| {
@@ -73,18 +94,28 @@ pub fn lower_file_until(
             span: Span::new(file, (offset + lo) as u32, (offset + hi) as u32),
         })
     };
-    if let Err(deep) = nesting::check(body, MAX_NESTING) {
-        let end = body[deep.offset..]
-            .chars()
-            .next()
-            .map_or(deep.offset, |c| deep.offset + c.len_utf8());
-        let message = if deep.modules {
-            format!("modules nested deeper than {MAX_MODULE_NESTING} levels")
-        } else {
-            format!("nested deeper than {MAX_NESTING} levels")
-        };
-        return Err(syntax(message, deep.offset, end));
-    }
+    let docs = match nesting::check(body, MAX_NESTING) {
+        Ok(docs) => docs,
+        Err(deep) => {
+            let end = body[deep.offset..]
+                .chars()
+                .next()
+                .map_or(deep.offset, |c| deep.offset + c.len_utf8());
+            let message = if deep.modules {
+                format!("modules nested deeper than {MAX_MODULE_NESTING} levels")
+            } else {
+                format!("nested deeper than {MAX_NESTING} levels")
+            };
+            return Err(syntax(message, deep.offset, end));
+        }
+    };
+    // Same bytes and lines as `body`, so spans are unchanged (see `doc_text`).
+    let docs = if doc_text == DocText::Skip {
+        docs
+    } else {
+        Vec::new()
+    };
+    let parsed = doc_text::without_doc_text(body, &docs);
     // The spans of this file's tree are only needed until it is lowered: the thread's
     // proc_macro2 source map would otherwise keep every text it parsed (and an offset cache
     // per text) until the thread ends.
@@ -95,7 +126,7 @@ pub fn lower_file_until(
         }
     }
     let _forget = ForgetSpans;
-    byte_offsets::with_index(body, || {
+    byte_offsets::with_index(&parsed.text, || {
         let mut cx = Lowerer {
             file,
             offset: offset as u32,
@@ -105,6 +136,7 @@ pub fn lower_file_until(
             out_of_time: false,
             module: module.as_slice().into(),
             model: FileModel::default(),
+            docs: &parsed,
         };
         // `syn::parse_file` item by item, so the deadline is also checked between top-level items
         // (a generated file of many items stops on time; lexing it is linear and fast).
@@ -121,12 +153,12 @@ pub fn lower_file_until(
             }
             Ok(items)
         };
-        let parsed = syn::parse::Parser::parse_str(parse_items, body);
+        let items = syn::parse::Parser::parse_str(parse_items, &parsed.text);
         if out_of_time.get() {
             return Err(LowerError::OutOfTime);
         }
-        let items = parsed.map_err(|e| {
-            let r = e.span().byte_range();
+        let items = items.map_err(|e| {
+            let r = parsed.file_range(e.span().byte_range());
             // syn points an error at the end of the whole input at `Span::call_site()`, which
             // is 0..0: that is the end of the file, not its first character.
             if r == (0..0) && e.to_string().starts_with("unexpected end of input") {
@@ -211,7 +243,7 @@ fn skip_trivia(mut s: &str) -> &str {
     }
 }
 
-struct Lowerer {
+struct Lowerer<'d> {
     file: FileId,
     offset: u32,
     depth: usize,
@@ -223,6 +255,8 @@ struct Lowerer {
     /// The file's module path (`model.module`), shared with the blocks inside expressions.
     module: std::rc::Rc<[String]>,
     model: FileModel,
+    /// The doc comments syn read as bare `#[doc]`.
+    docs: &'d doc_text::ParsedText<'d>,
 }
 
 /// Context an item is lowered in.
@@ -240,7 +274,7 @@ const NO_IMPL: ImplCx<'static> = ImplCx {
     generics: &[],
 };
 
-impl Lowerer {
+impl Lowerer<'_> {
     /// Whether the deadline has passed. Called once per item and expression; the clock is
     /// read every 256 calls, a few microseconds of work apart.
     fn stop(&mut self) -> bool {
@@ -776,8 +810,33 @@ impl Lowerer {
         }
     }
 
+    /// A doc comment syn read as a bare `#[doc]`, as syn's `#[doc = ".."]` of it lowers:
+    /// every part spans the comment.
+    fn doc_comment(&self, doc: &doc_text::DocComment) -> Attr {
+        let span = self.range((doc.range.start, doc.range.end));
+        let kind = if self.depth >= MAX_DEPTH {
+            ExprKind::Other(vec![])
+        } else {
+            ExprKind::Lit(Lit::Str(doc.value.clone()))
+        };
+        Attr {
+            path: Path {
+                segments: vec!["doc".to_owned()],
+                leading_colon: false,
+                span,
+                qself: None,
+            },
+            args: vec![],
+            value: Some(Expr { kind, span }),
+            span,
+        }
+    }
+
     fn attr(&mut self, a: &syn::Attribute) -> Attr {
         let (lo, hi) = expr_span::attr_bounds(a);
+        if let Some(doc) = self.docs.doc_at(lo) {
+            return self.doc_comment(doc);
+        }
         let span = self.range((lo, hi));
         // A doc comment is lexed as `#[doc = "..."]` whose every token has the comment's
         // span: its name starting where `#` does says so (written out, `doc` comes after `#[`),
@@ -1704,6 +1763,39 @@ mod tests {
         let m = lower("cfg_rt! { mod runtime; pub fn spawn() {} } macro_rules! m { () => {} }");
         assert!(m.mods.iter().any(|d| d.name == "runtime"));
         assert!(m.fns.iter().any(|f| f.name == "spawn"));
+    }
+
+    /// Lowering with the doc text written over gives the very model (spans and doc values
+    /// included) and the very errors that reading it gives.
+    #[test]
+    fn skipping_doc_text_changes_no_model_and_no_error() {
+        let texts = [
+            "//! The crate.\n//! More.\n\n/// Says hi.\n/// Twice é.\npub fn f(\n    /// a param\n    x: u8,\n) {\n    /// a statement\n    let y = x;\n    match y {\n        /// an arm\n        _ => {}\n    }\n}\n",
+            "/// CRLF\r\nfn f() {}\r\nmod m {\r\n    //! inner\r\n    /// item\r\n    pub struct S {\r\n        /// field\r\n        pub a: u8,\r\n    }\r\n}\r\n",
+            "cfg_rt! {\n    /// in an item macro\n    pub fn spawn() {}\n}\nmacro_rules! m {\n    () => {\n        /// in a macro body\n        fn g() {}\n    };\n}\n",
+            "#[doc = \"written\"]\n/// and a comment \"quoted\" \\ back\nfn f() { let s = \"/// not a comment\"; }\n",
+            "/// one\rbare CR\nfn f() {}\n",
+            "/// Documented.\npub fn f() {}\n//! misplaced inner doc\nfn g() {}\n",
+            "fn f() {\n    let x = 1;\n    /// documents nothing\n}\n",
+            "struct S {\n    /// a field\n    a: u8,\n    /// dangling\n}\n",
+            "fn f() {}\n/// at the end of the file\n",
+            "fn f() {}\n/// at the end of a CRLF file\r\n",
+            "impl S {\n    /// documents nothing, then a stray token\n    )\n}\n",
+        ];
+        let lower_with = |text: &str, doc_text| {
+            let module = vec!["crate".to_owned()];
+            format!(
+                "{:?}",
+                lower_text(text, FileId(0), module, false, None, doc_text)
+            )
+        };
+        for text in texts {
+            assert_eq!(
+                lower_with(text, DocText::Skip),
+                lower_with(text, DocText::Read),
+                "{text:?}"
+            );
+        }
     }
 
     #[test]

@@ -4,6 +4,7 @@
 //! each; everything after that reads only these types, which are `Send` and carry byte spans.
 
 mod byte_offsets;
+mod doc_text;
 mod expr_span;
 pub mod ir;
 mod lower;

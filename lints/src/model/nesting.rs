@@ -12,7 +12,10 @@
 //! stack holds.
 //!
 //! The lexer is approximate (it only needs comments, strings and char literals right so their
-//! contents are not counted); it never rejects text, it only measures it.
+//! contents are not counted); it never rejects text, it only measures it. Since it finds the
+//! comments anyway, it also says where the line doc comments are ([`super::doc_text`]).
+
+use std::ops::Range;
 
 /// Deepest nesting score accepted; deeper files are a `parse_error` ("nested deeper than").
 /// The deepest file among the 150,000 of a registry cache with tokio, rust-analyzer and the
@@ -39,15 +42,17 @@ pub fn max_nesting(text: &str) -> (usize, usize) {
     (scan.max, scan.max_at)
 }
 
-/// `Err` at the first token whose nesting score exceeds `limit`.
-pub fn check(text: &str, limit: usize) -> Result<(), TooDeep> {
+/// `Err` at the first token whose nesting score exceeds `limit`; otherwise where the line doc
+/// comments are (`///` and `//!`, from the slashes up to the end of the line), which the same
+/// lexing finds for free (see [`super::doc_text`]).
+pub fn check(text: &str, limit: usize) -> Result<Vec<Range<usize>>, TooDeep> {
     let mut scan = Scan::new(limit);
     match scan.run(text.as_bytes()) {
         Some(offset) => Err(TooDeep {
             offset,
             modules: scan.modules > MAX_MODULE_NESTING,
         }),
-        None => Ok(()),
+        None => Ok(scan.line_docs),
     }
 }
 
@@ -78,6 +83,8 @@ struct Scan {
     modules: usize,
     /// Tokens since `mod`: 1 after `mod`, 2 after its name; a `{` then opens a module body.
     after_mod: u8,
+    /// Line doc comments seen.
+    line_docs: Vec<Range<usize>>,
 }
 
 impl Scan {
@@ -96,6 +103,7 @@ impl Scan {
             prefix: true,
             modules: 0,
             after_mod: 0,
+            line_docs: Vec::new(),
         }
     }
 
@@ -192,6 +200,9 @@ impl Scan {
                 }
                 b'/' if b.get(i + 1) == Some(&b'/') => {
                     i = memchr(b'\n', b, i).unwrap_or(b.len());
+                    if is_line_doc(&b[start..i]) {
+                        self.line_docs.push(start..i);
+                    }
                     false
                 }
                 b'/' if b.get(i + 1) == Some(&b'*') => {
@@ -298,6 +309,11 @@ impl Scan {
         }
         None
     }
+}
+
+/// `///` (not `////`) and `//!` comments are doc comments, as rustc and proc_macro2 lex them.
+fn is_line_doc(comment: &[u8]) -> bool {
+    comment.starts_with(b"//!") || comment.starts_with(b"///") && !comment.starts_with(b"////")
 }
 
 /// Keywords that take a nested expression, type or pattern after them.
