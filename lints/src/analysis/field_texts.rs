@@ -11,6 +11,7 @@ use super::flow::{const_text, format_sql, FlowCx};
 use super::FastMap;
 use crate::model::ir::{Block, Expr, ExprKind, Stmt};
 use crate::model::FileModel;
+use rayon::prelude::*;
 
 /// What every struct literal of the package puts in each field name.
 #[derive(Debug, Default)]
@@ -37,6 +38,17 @@ impl FieldTexts {
             .package
             .files
             .iter()
+            .map(|f| Self::of_file(cx, f))
+            .collect();
+        Self::merged(files)
+    }
+
+    /// [`FieldTexts::new`], the files read in parallel.
+    pub fn new_parallel(cx: &FlowCx<'_>) -> FieldTexts {
+        let files = cx
+            .package
+            .files
+            .par_iter()
             .map(|f| Self::of_file(cx, f))
             .collect();
         Self::merged(files)

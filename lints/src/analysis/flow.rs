@@ -32,6 +32,7 @@ use super::FastMap;
 use crate::catalog::{Catalog, SinkKind, SourceKind};
 use crate::model::ir::{BinOp, Block, Expr, ExprKind, Lit, MacroCall, Pat, Path, Stmt};
 use crate::model::{FileModel, FnDef, Package, Span};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 /// A function of the package: file index and index in [`FileModel::fns`].
@@ -510,8 +511,10 @@ pub struct FlowCx<'a> {
     pub catalog: &'a Catalog,
     /// Which crate fn each call reaches.
     pub graph: &'a CallGraph,
-    /// Texts kept in struct fields, read on first use.
+    /// Texts kept in struct fields, read on first use or ahead ([`FlowCx::read_field_texts`]).
     pub field_texts: std::sync::OnceLock<super::field_texts::FieldTexts>,
+    /// Whether a walk asked for a field text.
+    pub field_texts_asked: std::sync::atomic::AtomicBool,
 }
 
 impl<'a> FlowCx<'a> {
@@ -530,14 +533,33 @@ impl<'a> FlowCx<'a> {
             catalog,
             graph,
             field_texts: Default::default(),
+            field_texts_asked: Default::default(),
         }
     }
 
     /// The one constant text the package puts in struct field `name`.
     pub fn field_text(&self, name: &str) -> Option<&str> {
+        self.field_texts_asked.store(true, Ordering::Relaxed);
         self.field_texts
             .get_or_init(|| super::field_texts::FieldTexts::new(self))
             .text(name)
+    }
+
+    /// Reads the field texts now, the files in parallel. Read on first use instead, they
+    /// cost one thread a read of every body of the package while the walks on the other
+    /// threads that asked too wait for it (tokio and hir-ty ask within their first walks).
+    pub fn read_field_texts(&self) {
+        if self.field_texts.get().is_none() {
+            let _ = self
+                .field_texts
+                .set(super::field_texts::FieldTexts::new_parallel(self));
+        }
+    }
+
+    /// The field texts, when a walk asked for one.
+    pub fn into_field_texts(self) -> Option<super::field_texts::FieldTexts> {
+        let asked = self.field_texts_asked.into_inner();
+        self.field_texts.into_inner().filter(|_| asked)
     }
 }
 
@@ -2397,6 +2419,7 @@ mod tests {
             catalog: &analysis.catalog,
             graph: analysis.call_graph(&package),
             field_texts: Default::default(),
+            field_texts_asked: Default::default(),
         };
         struct NoCallees;
         impl Callees for NoCallees {

@@ -30,6 +30,7 @@ use crate::model::{Package, Span};
 use rayon::prelude::*;
 use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, HashSet};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 /// A store access as a summary states it (and as [`flow::StoreEvent`] records it).
@@ -229,6 +230,7 @@ impl Summaries {
         graph: &CallGraph,
     ) -> Summaries {
         let cx = FlowCx::new(package, resolver, types, catalog, graph);
+        cx.read_field_texts();
         let mut summaries = shape(package, || Arc::new(FnSummary::default()));
         let mut flows = shape(package, FnFlow::default);
         let acyclic = settle_acyclic(&cx, &mut summaries, &mut flows);
@@ -248,7 +250,7 @@ impl Summaries {
             flows,
             bound,
             acyclic,
-            field_texts: cx.field_texts.into_inner(),
+            field_texts: cx.into_field_texts(),
             rewalked: graph.len(),
         }
     }
@@ -291,6 +293,8 @@ impl Summaries {
                 return None;
             }
             let _ = cx.field_texts.set(new);
+            // Kept for the next edit, as they were.
+            cx.field_texts_asked.store(true, Ordering::Relaxed);
         }
         let Summaries {
             mut summaries,
@@ -355,7 +359,7 @@ impl Summaries {
             flows,
             bound,
             acyclic: now_acyclic,
-            field_texts: cx.field_texts.into_inner(),
+            field_texts: cx.into_field_texts(),
             rewalked,
         })
     }
