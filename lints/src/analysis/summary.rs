@@ -30,8 +30,8 @@ use crate::model::{Package, Span};
 use rayon::prelude::*;
 use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::Ordering;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
 
 /// A store access as a summary states it (and as [`flow::StoreEvent`] records it).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -205,8 +205,8 @@ pub struct Summaries {
     /// Walks of functions with the SQL text their callers pass, that decide on a store
     /// read (see [`Summaries::bound_flows`]).
     bound: FastMap<FnId, Vec<FnFlow>>,
-    /// By [`CallGraph::index`]: the fns walked bottom-up before the fixed point (no call
-    /// cycle is below them), each exactly once with its callees' final summaries.
+    /// By [`CallGraph::index`]: the fns no call cycle reaches, each walked exactly once
+    /// with its callees' final summaries.
     acyclic: Vec<bool>,
     /// The package's field texts, when a walk asked for them.
     field_texts: Option<super::field_texts::FieldTexts>,
@@ -233,17 +233,7 @@ impl Summaries {
         cx.read_field_texts();
         let mut summaries = shape(package, || Arc::new(FnSummary::default()));
         let mut flows = shape(package, FnFlow::default);
-        let acyclic = settle_acyclic(&cx, &mut summaries, &mut flows);
-        let components = cyclic_components(graph, &acyclic);
-        let mut differs = vec![false; graph.len()];
-        settle_components(
-            &cx,
-            &components,
-            &mut summaries,
-            &mut flows,
-            &mut differs,
-            |_, _| true,
-        );
+        let acyclic = settle_all(&cx, &mut summaries, &mut flows);
         let bound = bound_walks(&cx, &summaries, &flows);
         Summaries {
             summaries,
@@ -457,7 +447,7 @@ const MAX_DEPTH: usize = 12;
 struct Builder<'a, 'c, 's> {
     cx: &'c FlowCx<'a>,
     /// The final summaries of the fns outside the component.
-    done: &'s [Vec<Arc<FnSummary>>],
+    done: &'s dyn Callees,
     /// The component's fns, sorted: a fn's slot in the tables below is its index here.
     members: &'s [FnId],
     state: RefCell<Vec<State>>,
@@ -484,7 +474,7 @@ fn shape<T>(package: &Package, f: impl Fn() -> T) -> Vec<Vec<T>> {
 }
 
 impl<'a, 'c, 's> Builder<'a, 'c, 's> {
-    fn new(cx: &'c FlowCx<'a>, done: &'s [Vec<Arc<FnSummary>>], members: &'s [FnId]) -> Self {
+    fn new(cx: &'c FlowCx<'a>, done: &'s dyn Callees, members: &'s [FnId]) -> Self {
         let n = members.len();
         Builder {
             cx,
@@ -596,7 +586,7 @@ impl<'a, 'c, 's> Builder<'a, 'c, 's> {
 impl Callees for Builder<'_, '_, '_> {
     fn summary(&self, id: FnId) -> Arc<FnSummary> {
         let Some(slot) = self.slot(id) else {
-            return self.done[id.file as usize][id.index as usize].clone();
+            return self.done.summary(id);
         };
         let reader = self.stack.borrow().last().copied();
         if let Some(r) = reader {
@@ -620,37 +610,160 @@ impl Callees for Builder<'_, '_, '_> {
     }
 }
 
-/// Walks, in parallel and bottom-up, every fn that no call cycle reaches: first the fns that
-/// call no crate fn, then those whose callees are all walked, and so on. A walk reads
-/// summaries only of the fn's callees in the call graph, so such a fn's walk depends only on
-/// its callees' final summaries and gives exactly the flow and summary the fixed point ends
-/// with. Fns in or above a cycle are left to [`settle_components`]. Returns, by
-/// [`CallGraph::index`], which fns it walked.
-fn settle_acyclic(
+/// Settles every fn. A fn that no call cycle reaches is walked once with its callees' final
+/// summaries: a walk reads summaries only of the fn's callees in the call graph, so that is
+/// exactly the flow and summary the fixed point ends with. The others settle by component,
+/// as [`settle_components`] settles them. Either reads only the final summaries of what it
+/// calls, so each starts as soon as those are final, in parallel with everything else that
+/// is ready (in layers, hir-ty's largest component, 102 fns, kept the other thread waiting
+/// at the barrier). Returns, by [`CallGraph::index`], which fns no call cycle reaches.
+fn settle_all(
     cx: &FlowCx<'_>,
     summaries: &mut [Vec<Arc<FnSummary>>],
     flows: &mut [Vec<FnFlow>],
 ) -> Vec<bool> {
     let graph = cx.graph;
-    let mut settled = vec![false; graph.len()];
-    for layer in acyclic_layers(graph) {
-        let walked: Vec<(FnId, FnFlow)> = {
-            let done = Settled {
-                summaries: &*summaries,
-            };
-            layer
-                .par_iter()
-                .map(|&id| (id, flow::walk(cx, id, &done)))
-                .collect()
+    let mut acyclic = vec![false; graph.len()];
+    for &id in acyclic_layers(graph).iter().flatten() {
+        acyclic[graph.index(id)] = true;
+    }
+    let tasks = Tasks::new(graph, &acyclic);
+    let ready = Ready {
+        graph,
+        slots: (0..graph.len()).map(|_| OnceLock::new()).collect(),
+    };
+    let pending: Vec<AtomicUsize> = tasks.callees.iter().map(|&n| n.into()).collect();
+    let run = TaskRun {
+        cx,
+        tasks: &tasks,
+        ready: &ready,
+        pending: &pending,
+    };
+    rayon::scope(|scope| {
+        for (task, &n) in tasks.callees.iter().enumerate() {
+            if n == 0 {
+                scope.spawn(move |scope| run.task(scope, task));
+            }
+        }
+    });
+    for (i, slot) in ready.slots.into_iter().enumerate() {
+        let Some((summary, flow)) = slot.into_inner() else {
+            continue;
         };
-        for (id, flow) in walked {
-            let (fi, ni) = (id.file as usize, id.index as usize);
-            summaries[fi][ni] = Arc::new(FnSummary::from_flow(&flow));
-            flows[fi][ni] = flow;
-            settled[graph.index(id)] = true;
+        let id = tasks.ids[i];
+        let (fi, ni) = (id.file as usize, id.index as usize);
+        summaries[fi][ni] = summary;
+        flows[fi][ni] = flow;
+    }
+    acyclic
+}
+
+/// The fns to settle as tasks: one per fn no call cycle reaches, one per component of the
+/// others; a task runs once the tasks of everything it calls are done.
+struct Tasks {
+    /// Every fn, by [`CallGraph::index`].
+    ids: Vec<FnId>,
+    /// Each task's fns (a component's sorted, as [`Builder`] wants them).
+    members: Vec<Vec<FnId>>,
+    /// Each task's count of distinct other tasks it calls.
+    callees: Vec<usize>,
+    /// Each task's callers among the other tasks, distinct.
+    callers: Vec<Vec<usize>>,
+    /// Whether each task is one fn no call cycle reaches.
+    acyclic: Vec<bool>,
+}
+
+impl Tasks {
+    fn new(graph: &CallGraph, acyclic: &[bool]) -> Tasks {
+        let ids: Vec<FnId> = graph.ids().collect();
+        let mut members: Vec<Vec<FnId>> = ids
+            .iter()
+            .filter(|&&id| acyclic[graph.index(id)])
+            .map(|&id| vec![id])
+            .collect();
+        let acyclic_tasks = members.len();
+        members.extend(cyclic_components(graph, acyclic));
+        let mut task_of = vec![0usize; graph.len()];
+        for (task, fns) in members.iter().enumerate() {
+            for &id in fns {
+                task_of[graph.index(id)] = task;
+            }
+        }
+        let mut callers: Vec<Vec<usize>> = vec![Vec::new(); members.len()];
+        let mut callees = vec![0usize; members.len()];
+        for (task, fns) in members.iter().enumerate() {
+            let mut called: Vec<usize> = fns
+                .iter()
+                .flat_map(|&id| graph.calls(id))
+                .map(|c| task_of[graph.index(c.callee)])
+                .filter(|&t| t != task)
+                .collect();
+            called.sort_unstable();
+            called.dedup();
+            callees[task] = called.len();
+            for t in called {
+                callers[t].push(task);
+            }
+        }
+        let acyclic = (0..members.len()).map(|t| t < acyclic_tasks).collect();
+        Tasks {
+            ids,
+            members,
+            callees,
+            callers,
+            acyclic,
         }
     }
-    settled
+}
+
+/// What the tasks of [`settle_all`] share.
+#[derive(Clone, Copy)]
+struct TaskRun<'r, 'a> {
+    cx: &'r FlowCx<'a>,
+    tasks: &'r Tasks,
+    ready: &'r Ready<'r>,
+    /// Per task, how many of the tasks it calls are not done.
+    pending: &'r [AtomicUsize],
+}
+
+impl<'r> TaskRun<'r, '_> {
+    fn task<'s>(self, scope: &rayon::Scope<'s>, task: usize)
+    where
+        'r: 's,
+    {
+        let settled = if self.tasks.acyclic[task] {
+            let id = self.tasks.members[task][0];
+            let flow = flow::walk(self.cx, id, self.ready);
+            vec![(id, Arc::new(FnSummary::from_flow(&flow)), flow)]
+        } else {
+            Builder::new(self.cx, self.ready, &self.tasks.members[task]).settle()
+        };
+        for (id, summary, flow) in settled {
+            let _ = self.ready.slots[self.cx.graph.index(id)].set((summary, flow));
+        }
+        for &caller in &self.tasks.callers[task] {
+            // The last callee done starts the caller; its results are set above, before.
+            if self.pending[caller].fetch_sub(1, Ordering::AcqRel) == 1 {
+                scope.spawn(move |scope| self.task(scope, caller));
+            }
+        }
+    }
+}
+
+/// The summaries of the fns whose tasks are done, for a task whose callees' all are.
+struct Ready<'g> {
+    graph: &'g CallGraph,
+    /// By [`CallGraph::index`]: each fn's final summary and flow, once settled.
+    slots: Vec<OnceLock<(Arc<FnSummary>, FnFlow)>>,
+}
+
+impl Callees for Ready<'_> {
+    fn summary(&self, id: FnId) -> Arc<FnSummary> {
+        self.slots[self.graph.index(id)]
+            .get()
+            .map(|(summary, _)| summary.clone())
+            .unwrap_or_default()
+    }
 }
 
 /// Settles the `components` (callees' first, as [`cyclic_components`] gives them) that
@@ -675,9 +788,11 @@ fn settle_components(
             .filter(|c| needed(c, differs))
             .collect();
         let settled: Vec<Vec<(FnId, Arc<FnSummary>, FnFlow)>> = {
-            let done = &*summaries;
+            let done = Settled {
+                summaries: &*summaries,
+            };
             todo.par_iter()
-                .map(|members| Builder::new(cx, done, members).settle())
+                .map(|members| Builder::new(cx, &done, members).settle())
                 .collect()
         };
         for (id, summary, flow) in settled.into_iter().flatten() {
