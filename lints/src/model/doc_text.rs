@@ -3,15 +3,17 @@
 //! proc_macro2 lexes `/// text` as `#[doc = "text"]`: it escapes the text into a string
 //! literal, syn parses the attribute, and the lowering unescapes the literal again. No lint
 //! reads doc text, and in a documented crate it is much of the file (46% of tokio's bytes,
-//! a third of its parse time). So syn reads a copy of the file where each line doc comment is
-//! written over with `#[doc]` (`#![doc]` for `//!`) and spaces:
+//! a third of its parse time). So syn reads a copy of the file where each run of line doc
+//! comments (of one kind, one after the other with only whitespace between) is written over
+//! with one `#[doc]` (`#![doc]` for `//!`) and spaces, and the lowering puts back what syn
+//! would have read, one attribute per comment:
 //!
 //! - the same bytes and lines, so every span is where it was in the file;
-//! - the same attribute in the same place, so a doc comment that documents nothing is still
-//!   the parse error rustc and syn report.
+//! - an attribute in the same place, so a doc comment that documents nothing is still the
+//!   parse error rustc and syn report, at the same comment.
 //!
-//! A comment shorter than its replacement, or with a carriage return inside it (a lexing
-//! error proc_macro2 must still see), is left as written.
+//! A comment with a carriage return inside it (a lexing error proc_macro2 must still see),
+//! and a run's first comment when it is shorter than its replacement, are left as written.
 
 use std::borrow::Cow;
 use std::ops::Range;
@@ -23,10 +25,12 @@ const INNER: &str = "#![doc]";
 pub(super) struct ParsedText<'t> {
     pub text: Cow<'t, str>,
     /// In order of `range.start`.
-    pub docs: Vec<DocComment>,
+    docs: Vec<DocComment>,
+    /// Each run of `docs` syn reads as one attribute (at its first comment), in order.
+    runs: Vec<Range<usize>>,
 }
 
-/// A line doc comment syn reads as `#[doc]`.
+/// A line doc comment written over.
 pub(super) struct DocComment {
     /// The comment as proc_macro2 spans it: from the slashes to the end of the line, a CRLF
     /// line's `\r` included.
@@ -36,13 +40,13 @@ pub(super) struct DocComment {
 }
 
 impl ParsedText<'_> {
-    /// The comment written over that starts at `lo`.
-    pub fn doc_at(&self, lo: usize) -> Option<&DocComment> {
+    /// The comments of the run syn read as the attribute starting at `lo`.
+    pub fn docs_at(&self, lo: usize) -> Option<&[DocComment]> {
         let i = self
-            .docs
-            .binary_search_by_key(&lo, |d| d.range.start)
+            .runs
+            .binary_search_by_key(&lo, |run| self.docs[run.start].range.start)
             .ok()?;
-        self.docs.get(i)
+        self.docs.get(self.runs[i].clone())
     }
 
     /// `r` in the text syn read, as syn would have spanned it in the file: every token of a
@@ -64,13 +68,20 @@ impl ParsedText<'_> {
 }
 
 /// `text` with the line doc comments at `docs` (from the slashes to the end of the line, as
-/// [`super::nesting::check`] gives them, in order) written as bare `#[doc]` attributes.
+/// [`super::nesting::check`] gives them, in order) written over, each run as one bare `#[doc]`.
 pub(super) fn without_doc_text<'t>(text: &'t str, docs: &[Range<usize>]) -> ParsedText<'t> {
-    let mut out = String::new();
+    let mut out = ParsedText {
+        text: Cow::Borrowed(text),
+        docs: Vec::new(),
+        runs: Vec::new(),
+    };
+    let mut written = String::new();
     let mut copied = 0;
-    let mut written = Vec::new();
+    // The kind (its replacement) of the run the last comment written over is in.
+    let mut run: Option<&str> = None;
     for doc in docs {
         let Some(comment) = text.get(doc.clone()) else {
+            run = None;
             continue;
         };
         // A CRLF file's comments end in `\r`, which proc_macro2 drops: keep it in place.
@@ -80,33 +91,42 @@ pub(super) fn without_doc_text<'t>(text: &'t str, docs: &[Range<usize>]) -> Pars
         } else {
             OUTER
         };
-        if comment.len() < attr.len() || comment.contains('\r') || doc.start < copied {
+        let goes_on = run == Some(attr)
+            && text[copied..doc.start]
+                .bytes()
+                .all(|b| matches!(b, b' ' | b'\t' | b'\n'));
+        if comment.contains('\r') || doc.start < copied || !goes_on && comment.len() < attr.len() {
+            run = None;
             continue;
         }
-        if out.is_empty() {
-            out.reserve(text.len());
+        if written.is_empty() {
+            written.reserve(text.len());
         }
-        out.push_str(&text[copied..doc.start]);
-        out.push_str(attr);
-        out.extend(std::iter::repeat_n(' ', comment.len() - attr.len()));
+        written.push_str(&text[copied..doc.start]);
+        let blank = if goes_on {
+            comment.len()
+        } else {
+            written.push_str(attr);
+            out.runs.push(out.docs.len()..out.docs.len());
+            comment.len() - attr.len()
+        };
+        written.extend(std::iter::repeat_n(' ', blank));
         copied = doc.start + comment.len();
-        written.push(DocComment {
+        run = Some(attr);
+        out.docs.push(DocComment {
             range: doc.clone(),
             // Both markers are three bytes.
             value: comment[3..].to_owned(),
         });
+        if let Some(last) = out.runs.last_mut() {
+            last.end = out.docs.len();
+        }
     }
-    if written.is_empty() {
-        return ParsedText {
-            text: Cow::Borrowed(text),
-            docs: written,
-        };
+    if !out.docs.is_empty() {
+        written.push_str(&text[copied..]);
+        out.text = Cow::Owned(written);
     }
-    out.push_str(&text[copied..]);
-    ParsedText {
-        text: Cow::Owned(out),
-        docs: written,
-    }
+    out
 }
 
 #[cfg(test)]
@@ -129,6 +149,23 @@ mod tests {
         assert_eq!(
             out,
             format!("#![doc]{}\n#[doc]{}\r\n{rest}", spaces(7), spaces(13))
+        );
+    }
+
+    #[test]
+    fn a_run_of_doc_comments_becomes_one_attribute() {
+        let text = "/// One.\n///\n    /// Two.\n#[inline]\n/// Three.\n//! Inner.\nfn f() {}";
+        let spaces = |n| " ".repeat(n);
+        assert_eq!(
+            plain(text),
+            format!(
+                "#[doc]{}\n{}\n    {}\n#[inline]\n#[doc]{}\n#![doc]{}\nfn f() {{}}",
+                spaces(2),
+                spaces(3),
+                spaces(8),
+                spaces(4),
+                spaces(3)
+            )
         );
     }
 
@@ -156,8 +193,8 @@ mod tests {
 
     #[test]
     fn short_comments_and_a_bare_carriage_return_stay_as_written() {
-        let text = "///\n/// a\n//! ab\n/// one\rtwo\nfn f() {}";
-        assert_eq!(plain(text), "///\n/// a\n//! ab\n/// one\rtwo\nfn f() {}");
+        let text = "///\n/// a\nfn f() {}\n//! ab\nfn g() {}\n/// one\rtwo\nfn h() {}";
+        assert_eq!(plain(text), text);
     }
 
     #[test]

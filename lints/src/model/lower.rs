@@ -802,7 +802,7 @@ impl Lowerer<'_> {
             is_async: sig.asyncness.is_some(),
             vis: visibility(vis),
             generics,
-            attrs: attrs.iter().map(|a| self.attr(a)).collect(),
+            attrs: attrs.iter().flat_map(|a| self.attrs_of(a)).collect(),
             body,
             span,
             in_test,
@@ -810,8 +810,16 @@ impl Lowerer<'_> {
         }
     }
 
-    /// A doc comment syn read as a bare `#[doc]`, as syn's `#[doc = ".."]` of it lowers:
-    /// every part spans the comment.
+    /// `a`, or the doc comments syn read as `a` (see [`doc_text`]).
+    fn attrs_of(&mut self, a: &syn::Attribute) -> Vec<Attr> {
+        let (lo, _) = expr_span::attr_bounds(a);
+        match self.docs.docs_at(lo) {
+            Some(docs) => docs.iter().map(|d| self.doc_comment(d)).collect(),
+            None => vec![self.attr(a)],
+        }
+    }
+
+    /// A doc comment, as syn's `#[doc = ".."]` of it lowers: every part spans the comment.
     fn doc_comment(&self, doc: &doc_text::DocComment) -> Attr {
         let span = self.range((doc.range.start, doc.range.end));
         let kind = if self.depth >= MAX_DEPTH {
@@ -834,9 +842,6 @@ impl Lowerer<'_> {
 
     fn attr(&mut self, a: &syn::Attribute) -> Attr {
         let (lo, hi) = expr_span::attr_bounds(a);
-        if let Some(doc) = self.docs.doc_at(lo) {
-            return self.doc_comment(doc);
-        }
         let span = self.range((lo, hi));
         // A doc comment is lexed as `#[doc = "..."]` whose every token has the comment's
         // span: its name starting where `#` does says so (written out, `doc` comes after `#[`),
@@ -1781,6 +1786,12 @@ mod tests {
             "fn f() {}\n/// at the end of the file\n",
             "fn f() {}\n/// at the end of a CRLF file\r\n",
             "impl S {\n    /// documents nothing, then a stray token\n    )\n}\n",
+            "/// A run\n///\n/// of lines.\n#[inline]\n/// Then one more.\n///\n\t/// And é.\npub fn f() {}\n",
+            "//! Inner\n//! run.\n/// Outer right after.\n/// Run.\nfn f() {\n    //! inner in a body\n    //! twice\n}\n",
+            "/// CRLF\r\n/// run\r\n///\r\nfn f() {}\r\n",
+            "///\n/// Short first line.\nfn f() {}\n/// one\rbare CR\n/// after it\nfn g() {}\n",
+            "fn f() {\n    let x = 1;\n    /// a dangling\n    /// run\n}\n",
+            "fn f() {}\n//! a misplaced\n//! inner run\nfn g() {}\n",
         ];
         let lower_with = |text: &str, doc_text| {
             let module = vec!["crate".to_owned()];
