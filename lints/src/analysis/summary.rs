@@ -615,8 +615,9 @@ impl Callees for Builder<'_, '_, '_> {
 /// exactly the flow and summary the fixed point ends with. The others settle by component,
 /// as [`settle_components`] settles them. Either reads only the final summaries of what it
 /// calls, so each starts as soon as those are final, in parallel with everything else that
-/// is ready (in layers, hir-ty's largest component, 102 fns, kept the other thread waiting
-/// at the barrier). Returns, by [`CallGraph::index`], which fns no call cycle reaches.
+/// is ready, instead of waiting at a barrier per layer for the slowest task of the layer
+/// (hir-ty's largest component, 102 fns). Returns, by [`CallGraph::index`], which fns no
+/// call cycle reaches.
 fn settle_all(
     cx: &FlowCx<'_>,
     summaries: &mut [Vec<Arc<FnSummary>>],
