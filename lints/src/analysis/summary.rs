@@ -670,8 +670,9 @@ struct Tasks {
     callees: Vec<usize>,
     /// Each task's callers among the other tasks, distinct.
     callers: Vec<Vec<usize>>,
-    /// Whether each task is one fn no call cycle reaches.
-    acyclic: Vec<bool>,
+    /// The tasks before this one are each one fn no call cycle reaches; the others are
+    /// components.
+    acyclic: usize,
 }
 
 impl Tasks {
@@ -706,13 +707,12 @@ impl Tasks {
                 callers[t].push(task);
             }
         }
-        let acyclic = (0..members.len()).map(|t| t < acyclic_tasks).collect();
         Tasks {
             ids,
             members,
             callees,
             callers,
-            acyclic,
+            acyclic: acyclic_tasks,
         }
     }
 }
@@ -732,7 +732,7 @@ impl<'r> TaskRun<'r, '_> {
     where
         'r: 's,
     {
-        let settled = if self.tasks.acyclic[task] {
+        let settled = if task < self.tasks.acyclic {
             let id = self.tasks.members[task][0];
             let flow = flow::walk(self.cx, id, self.ready);
             vec![(id, Arc::new(FnSummary::from_flow(&flow)), flow)]

@@ -202,8 +202,7 @@ fn skipped_prefix_len(text: &str) -> usize {
 fn skip_trivia(mut s: &str) -> &str {
     loop {
         let trimmed = s.trim_start();
-        let doc = trimmed.starts_with("///") && !trimmed.starts_with("////")
-            || trimmed.starts_with("//!")
+        let doc = nesting::is_line_doc(trimmed.as_bytes())
             || trimmed.starts_with("/**")
                 && !trimmed.starts_with("/***")
                 && !trimmed.starts_with("/**/")
@@ -812,10 +811,10 @@ impl Lowerer<'_> {
 
     /// `a`, or the doc comments syn read as `a` (see [`doc_text`]).
     fn attrs_of(&mut self, a: &syn::Attribute) -> Vec<Attr> {
-        let (lo, _) = expr_span::attr_bounds(a);
-        match self.docs.docs_at(lo) {
+        let bounds = expr_span::attr_bounds(a);
+        match self.docs.docs_at(bounds.0) {
             Some(docs) => docs.iter().map(|d| self.doc_comment(d)).collect(),
-            None => vec![self.attr(a)],
+            None => vec![self.attr(a, bounds)],
         }
     }
 
@@ -840,8 +839,8 @@ impl Lowerer<'_> {
         }
     }
 
-    fn attr(&mut self, a: &syn::Attribute) -> Attr {
-        let (lo, hi) = expr_span::attr_bounds(a);
+    /// `a`, which spans `lo..hi` ([`expr_span::attr_bounds`]).
+    fn attr(&mut self, a: &syn::Attribute, (lo, hi): (usize, usize)) -> Attr {
         let span = self.range((lo, hi));
         // A doc comment is lexed as `#[doc = "..."]` whose every token has the comment's
         // span: its name starting where `#` does says so (written out, `doc` comes after `#[`),

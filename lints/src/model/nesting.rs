@@ -312,7 +312,7 @@ impl Scan {
 }
 
 /// `///` (not `////`) and `//!` comments are doc comments, as rustc and proc_macro2 lex them.
-fn is_line_doc(comment: &[u8]) -> bool {
+pub(super) fn is_line_doc(comment: &[u8]) -> bool {
     comment.starts_with(b"//!") || comment.starts_with(b"///") && !comment.starts_with(b"////")
 }
 
