@@ -19,7 +19,7 @@ use super::resolve::{DefPath, Krate, Resolver};
 use super::types::{TypeEnv, Types};
 use super::{FastMap, FastSet};
 use crate::model::ir::{Expr, ExprKind, Path};
-use crate::model::{FileModel, FnDef, Package, Span};
+use crate::model::{FileModel, FnDef, ImplDef, Package, Span};
 use rayon::prelude::*;
 use std::cell::OnceCell;
 use std::collections::HashSet;
@@ -282,39 +282,87 @@ fn is_test_double(ty: &DefPath) -> bool {
             .is_some_and(|rest| rest.starts_with(|c: char| c.is_ascii_uppercase()))
 }
 
+/// One fn as [`Index`] files it: its path, what it belongs to, whether it is test code.
+struct PlacedFn {
+    path: DefPath,
+    owner: Owner,
+    test: bool,
+}
+
+enum Owner {
+    /// A free fn, or a trait's own declaration (which has the trait as its `Self`).
+    Free,
+    /// A method of an `impl Type` block.
+    Inherent,
+    /// A method of `impl Trait for Type`: the trait.
+    Trait(DefPath),
+}
+
+impl PlacedFn {
+    fn new(package: &Package, resolver: &Resolver, id: FnId) -> PlacedFn {
+        let (file, f) = id.def(package);
+        let path = resolver.fn_path(file, f);
+        let in_test = f.in_test || file.in_test;
+        let Some(ty) = &f.self_ty else {
+            return PlacedFn {
+                path,
+                owner: Owner::Free,
+                test: in_test,
+            };
+        };
+        let self_ty = resolver.resolve_type(file.target, &f.module, ty, None);
+        let test = in_test || self_ty.as_ref().is_some_and(is_test_double);
+        let owner = match &f.trait_path {
+            None => Owner::Inherent,
+            Some(tp) => {
+                let tr = resolver.resolve(file.target, &f.module, tp, None);
+                if self_ty.as_ref() == Some(&tr) {
+                    Owner::Free
+                } else {
+                    Owner::Trait(tr)
+                }
+            }
+        };
+        PlacedFn { path, owner, test }
+    }
+}
+
+/// The (trait, `Self` type) of an `impl Trait for Type` block whose type resolves.
+fn trait_impl(resolver: &Resolver, file: &FileModel, imp: &ImplDef) -> Option<(DefPath, DefPath)> {
+    let trait_path = imp.trait_path.as_ref()?;
+    let tr = resolver.resolve(file.target, &imp.module, trait_path, None);
+    let ty = resolver.resolve_type(file.target, &imp.module, &imp.self_ty, None)?;
+    Some((tr, ty))
+}
+
 impl Index {
     fn new(package: &Package, resolver: &Resolver, fns: &[FnId]) -> Index {
+        // Resolving is most of the cost and reads only shared tables: resolve on every core,
+        // then fill the maps in fn order, so they are the same as one thread would make.
+        let placed: Vec<PlacedFn> = fns
+            .par_iter()
+            .map(|&id| PlacedFn::new(package, resolver, id))
+            .collect();
         let mut by_path: FastMap<DefPath, Vec<FnId>> = FastMap::default();
         let mut inherent = FastMap::default();
         let mut trait_methods = FastMap::default();
         let mut test_fns = FastSet::default();
         let mut names = FastSet::default();
-        for &id in fns {
-            let (file, f) = id.def(package);
-            let path = resolver.fn_path(file, f);
-            if let Some(ty) = &f.self_ty {
-                let self_ty = resolver.resolve_type(file.target, &f.module, ty, None);
-                let test_double = self_ty.as_ref().is_some_and(is_test_double);
-                if f.in_test || file.in_test || test_double {
-                    test_fns.insert(id);
-                }
-                match &f.trait_path {
-                    None => {
-                        inherent.insert(path.clone(), id);
-                    }
-                    Some(tp) => {
-                        let tr = resolver.resolve(file.target, &f.module, tp, None);
-                        // A trait's own declaration has the trait as its `Self`.
-                        if self_ty.as_ref() != Some(&tr) {
-                            trait_methods.insert((tr, path.clone()), id);
-                        }
-                    }
-                }
-            } else if f.in_test || file.in_test {
+        for (&id, placed) in fns.iter().zip(placed) {
+            if placed.test {
                 test_fns.insert(id);
             }
-            by_path.entry(path).or_default().push(id);
-            names.insert(f.name.clone());
+            match placed.owner {
+                Owner::Free => {}
+                Owner::Inherent => {
+                    inherent.insert(placed.path.clone(), id);
+                }
+                Owner::Trait(tr) => {
+                    trait_methods.insert((tr, placed.path.clone()), id);
+                }
+            }
+            by_path.entry(placed.path).or_default().push(id);
+            names.insert(id.def(package).1.name.clone());
         }
         // `use send::do_send as deliver;` calls the fn by another name.
         names.extend(
@@ -324,21 +372,20 @@ impl Index {
                 .flat_map(|f| &f.uses)
                 .map(|u| u.alias.clone()),
         );
+        let impls: Vec<(&FileModel, &ImplDef)> = package
+            .files
+            .iter()
+            .flat_map(|file| file.impls.iter().map(move |imp| (&**file, imp)))
+            .collect();
+        let trait_impls: Vec<(DefPath, DefPath)> = impls
+            .par_iter()
+            .filter_map(|&(file, imp)| trait_impl(resolver, file, imp))
+            .collect();
         let mut implementors: FastMap<DefPath, Vec<DefPath>> = FastMap::default();
         let mut traits_of: FastMap<DefPath, Vec<DefPath>> = FastMap::default();
-        for file in &package.files {
-            for imp in &file.impls {
-                let Some(trait_path) = &imp.trait_path else {
-                    continue;
-                };
-                let tr = resolver.resolve(file.target, &imp.module, trait_path, None);
-                let Some(ty) = resolver.resolve_type(file.target, &imp.module, &imp.self_ty, None)
-                else {
-                    continue;
-                };
-                implementors.entry(tr.clone()).or_default().push(ty.clone());
-                traits_of.entry(ty).or_default().push(tr);
-            }
+        for (tr, ty) in trait_impls {
+            implementors.entry(tr.clone()).or_default().push(ty.clone());
+            traits_of.entry(ty).or_default().push(tr);
         }
         Index {
             by_path,
