@@ -145,7 +145,7 @@ impl Fact {
 }
 
 /// Facts kept per value; beyond this a value is already known to be tainted.
-const MAX_FACTS: usize = 8;
+pub(super) const MAX_FACTS: usize = 8;
 
 /// What a value is derived from, with per-field values for struct and tuple literals.
 #[derive(Debug, Clone, Default)]

@@ -168,6 +168,42 @@ impl FnSummary {
         s
     }
 
+    /// `prev` with what this summary adds to it, each list within its bound: for a fn whose
+    /// summary keeps changing in a fixed point ([`JOIN_AFTER`]), so that it only grows.
+    fn grown_from(self, prev: &FnSummary) -> FnSummary {
+        let mut out = prev.clone();
+        for (src, trail) in self.ret_nondet {
+            let known = out.ret_nondet.iter().any(|(s, _)| s.span == src.span);
+            if !known && out.ret_nondet.len() < flow::MAX_FACTS {
+                out.ret_nondet.push((src, trail));
+            }
+        }
+        for p in self.ret_params {
+            if !out.ret_params.contains(&p) && out.ret_params.len() < flow::MAX_FACTS {
+                out.ret_params.push(p);
+            }
+        }
+        out.ret_access = out.ret_access.or(self.ret_access);
+        for ps in self.param_sinks {
+            if !out.param_sinks.contains(&ps) {
+                out.param_sinks.push(ps);
+            }
+        }
+        for a in self.accesses {
+            if !out.accesses.contains(&a) && out.accesses.len() < MAX_ACCESSES {
+                out.accesses.push(a);
+            }
+        }
+        out.guard = out.guard.or(self.guard);
+        out.has_effects |= self.has_effects;
+        for tp in self.text_params {
+            if !out.text_params.contains(&tp) {
+                out.text_params.push(tp);
+            }
+        }
+        out
+    }
+
     /// Equality in everything a caller's walk can read (trails included), for deciding
     /// whether callers must be walked again after an edit ([`Summaries::reusing`]).
     fn identical(&self, other: &FnSummary) -> bool {
@@ -435,8 +471,17 @@ enum State {
 }
 
 /// How many times the fixed point walks one fn again after its first walk. Code whose
-/// summaries settle needs a handful (at most 8 walks in all on rust-analyzer's hir-ty).
+/// summaries settle needs a handful (at most 15 walks of one fn on rust-analyzer's hir-ty).
 const MAX_REWALKS: usize = 64;
+
+/// Walks of one fn in a fixed point after which each new summary is joined with the one
+/// before ([`FnSummary::grown_from`]) instead of replacing it. Facts past a bound (eight per
+/// value) are dropped in the order they come, so in a cycle the kept ones can swap on every
+/// walk and never settle: hir-ty's `render_const_scalar` trio swapped two of its eight
+/// return facts until [`MAX_REWALKS`], the last 40 ms of its run. Joined, summaries only
+/// grow, every list is bounded, and the walks stop. A fn that settles sooner is untouched:
+/// on tokio, hir-ty and the fixtures, three fns of hir-ty are walked more often.
+const JOIN_AFTER: usize = 16;
 
 /// How deep summaries are computed on demand before a caller settles for a partial one
 /// (and is walked again later): bounds the stack, whatever the call depth of the crate.
@@ -453,6 +498,8 @@ struct Builder<'a, 'c, 's> {
     state: RefCell<Vec<State>>,
     summaries: RefCell<Vec<Arc<FnSummary>>>,
     flows: RefCell<Vec<Option<FnFlow>>>,
+    /// How many times each fn was walked.
+    walks: RefCell<Vec<usize>>,
     /// callee → functions that read its summary.
     readers: RefCell<HashMap<FnId, Vec<FnId>>>,
     /// callee → functions that read its summary before it was final.
@@ -483,6 +530,7 @@ impl<'a, 'c, 's> Builder<'a, 'c, 's> {
             state: RefCell::new(vec![State::NotStarted; n]),
             summaries: RefCell::new((0..n).map(|_| Arc::default()).collect()),
             flows: RefCell::new(vec![None; n]),
+            walks: RefCell::new(vec![0; n]),
             readers: RefCell::new(HashMap::new()),
             stale: RefCell::new(HashMap::new()),
             stack: RefCell::new(Vec::new()),
@@ -495,7 +543,7 @@ impl<'a, 'c, 's> Builder<'a, 'c, 's> {
     /// Walks the component's fns in file order, callees on demand, then walks again until
     /// no summary changes (a cycle, or a read of a summary not final yet); gives each fn's
     /// final summary and flow.
-    fn settle(self) -> Vec<(FnId, Arc<FnSummary>, FnFlow)> {
+    fn settle(self) -> (Vec<(FnId, Arc<FnSummary>, FnFlow)>, usize) {
         for slot in 0..self.members.len() {
             if self.state.borrow()[slot] == State::NotStarted {
                 self.compute(slot);
@@ -527,14 +575,17 @@ impl<'a, 'c, 's> Builder<'a, 'c, 's> {
                 self.compute(slot);
             }
         }
+        let walks = self.walks.into_inner().iter().sum();
         let summaries = self.summaries.into_inner();
         let flows = self.flows.into_inner();
-        self.members
+        let settled = self
+            .members
             .iter()
             .zip(summaries)
             .zip(flows)
             .map(|((&id, summary), flow)| (id, summary, flow.unwrap_or_default()))
-            .collect()
+            .collect();
+        (settled, walks)
     }
 
     /// The slot of `id`, when it is a fn of the component.
@@ -551,7 +602,15 @@ impl<'a, 'c, 's> Builder<'a, 'c, 's> {
         let flow = flow::walk(self.cx, id, self);
         self.depth.set(self.depth.get() - 1);
         self.stack.borrow_mut().pop();
-        let summary = FnSummary::from_flow(&flow);
+        let walks = {
+            let mut walks = self.walks.borrow_mut();
+            walks[slot] += 1;
+            walks[slot]
+        };
+        let mut summary = FnSummary::from_flow(&flow);
+        if walks > JOIN_AFTER {
+            summary = summary.grown_from(&self.summaries.borrow()[slot]);
+        }
         let changed = !summary.same(&self.summaries.borrow()[slot]);
         self.summaries.borrow_mut()[slot] = Arc::new(summary);
         self.flows.borrow_mut()[slot] = Some(flow);
@@ -737,7 +796,9 @@ impl<'r> TaskRun<'r, '_> {
             let flow = flow::walk(self.cx, id, self.ready);
             vec![(id, Arc::new(FnSummary::from_flow(&flow)), flow)]
         } else {
-            Builder::new(self.cx, self.ready, &self.tasks.members[task]).settle()
+            Builder::new(self.cx, self.ready, &self.tasks.members[task])
+                .settle()
+                .0
         };
         for (id, summary, flow) in settled {
             let _ = self.ready.slots[self.cx.graph.index(id)].set((summary, flow));
@@ -793,7 +854,7 @@ fn settle_components(
                 summaries: &*summaries,
             };
             todo.par_iter()
-                .map(|members| Builder::new(cx, &done, members).settle())
+                .map(|members| Builder::new(cx, &done, members).settle().0)
                 .collect()
         };
         for (id, summary, flow) in settled.into_iter().flatten() {
@@ -1140,6 +1201,45 @@ mod tests {
                 1,
                 "{name}"
             );
+        }
+    }
+
+    #[test]
+    fn facts_dropped_at_a_bound_do_not_keep_a_cycle_walking() {
+        // Each fn returns its callee's facts first, then its own nine (one over the bound):
+        // the two rotations make the eight kept shift on every walk, for ever unless joined.
+        let body = "if c { return CALLEE(y, z, x, c); }
+                    (x.a, x.b, x.c, y.a, y.b, y.c, z.a, z.b, z.c)";
+        let sig = "(x: S, y: S, z: S, c: bool) -> (u8, u8, u8, u8, u8, u8, u8, u8, u8)";
+        let src = format!(
+            "struct S {{ a: u8, b: u8, c: u8 }}
+             fn f{sig} {{ {} }}
+             fn g{sig} {{ {} }}",
+            body.replace("CALLEE", "g"),
+            body.replace("CALLEE", "f"),
+        );
+        let package = testing::package("app", &[], &[("crate", &src)]);
+        let analysis = Analysis::new(&package);
+        let graph = analysis.call_graph(&package);
+        let catalog = Catalog::default();
+        let cx = FlowCx::new(
+            &package,
+            &analysis.resolver,
+            &analysis.types,
+            &catalog,
+            graph,
+        );
+        let members: Vec<FnId> = graph.ids().collect();
+        let nothing_else = shape(&package, || Arc::new(FnSummary::default()));
+        let done = Settled {
+            summaries: &nothing_else,
+        };
+        let (settled, walks) = Builder::new(&cx, &done, &members).settle();
+        // Settled, not stopped by the cap: without the join each fn is walked
+        // MAX_REWALKS + 1 times (130 walks); with it, 33.
+        assert!(walks < 2 * MAX_REWALKS, "{walks} walks");
+        for (_, summary, _) in settled {
+            assert_eq!(summary.ret_params.len(), flow::MAX_FACTS, "{summary:?}");
         }
     }
 }
