@@ -160,7 +160,7 @@ fn lint_package(
     pkg: &mut LoadedPackage,
     load: &Reload<'_>,
     settings: &idem_lints::Settings,
-    enabled: &dyn Fn(&'static idem_lints::Lint) -> bool,
+    enabled: &idem_lints::Enabled<'_>,
 ) -> (Vec<Diagnostic>, Option<Reuse>) {
     let Some(cache) = load.inputs.cache.map(Cache::new) else {
         return (

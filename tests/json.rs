@@ -153,3 +153,45 @@ fn labels_and_suggestions_take_rustc_shape() {
         .as_deref()
         .is_some_and(|r| r.starts_with("error[idem::parse_error]")));
 }
+
+/// The passes run side by side and share the analysis: what each lint finds with every lint
+/// on must be what it finds alone, in the same order.
+#[test]
+fn each_lint_finds_with_the_others_on_what_it_finds_alone() {
+    let fixture = common::repo().join("fixtures/demo");
+    let lints = idem_lints::lints::ALL;
+    let compiler_lines = |extra: &[&str]| -> Vec<String> {
+        let mut args = vec![s(&fixture), "--message-format", "json", "--no-cache"];
+        args.extend_from_slice(extra);
+        let out = run(&args);
+        assert!(out.code == 0 || out.code == 1, "{}", out.stderr);
+        out.stdout
+            .lines()
+            .filter(|l| l.contains("\"reason\":\"compiler-message\""))
+            .map(str::to_owned)
+            .collect()
+    };
+    let all = compiler_lines(&[]);
+    let mut alone_codes = 0;
+    for lint in lints {
+        let code = format!("\"code\":\"idem::{}\"", lint.name);
+        let mut allow = Vec::new();
+        for other in lints.iter().filter(|o| o.name != lint.name) {
+            allow.extend(["-A", other.name]);
+        }
+        let alone = compiler_lines(&allow);
+        let with_others: Vec<&String> = all.iter().filter(|l| l.contains(&code)).collect();
+        assert_eq!(
+            alone.iter().collect::<Vec<_>>(),
+            with_others,
+            "{}",
+            lint.name
+        );
+        alone_codes += usize::from(!alone.is_empty());
+    }
+    // The fixture exercises most lints, so the comparison is not between empty lists.
+    assert!(
+        alone_codes >= 4,
+        "{alone_codes} lints with findings on the demo"
+    );
+}

@@ -5,39 +5,45 @@ use crate::analysis::Analysis;
 use crate::catalog::Catalog;
 use crate::diagnostic::Diagnostic;
 use crate::lint::Lint;
-use crate::lints::PASSES;
+use crate::lints::{LintPass, PASSES};
 use crate::model::{Package, Span};
 use crate::settings::Settings;
-use std::cell::OnceCell;
+use rayon::prelude::*;
+use std::sync::OnceLock;
 
+/// Which lints are on: findings of the others are not shown.
+pub type Enabled<'a> = dyn Fn(&'static Lint) -> bool + Sync + 'a;
+
+/// What one pass sees: the package, the settings and the analysis, shared with the passes
+/// running beside it, and the findings it reported.
 pub struct LintContext<'a> {
     pub package: &'a Package,
     pub settings: &'a Settings,
-    enabled: &'a dyn Fn(&'static Lint) -> bool,
+    enabled: &'a Enabled<'a>,
     diagnostics: Vec<Diagnostic>,
-    analysis: OnceCell<Analysis>,
+    analysis: &'a OnceLock<Analysis>,
 }
 
 impl<'a> LintContext<'a> {
-    pub fn new(
+    fn new(
         package: &'a Package,
         settings: &'a Settings,
-        enabled: &'a dyn Fn(&'static Lint) -> bool,
+        enabled: &'a Enabled<'a>,
+        analysis: &'a OnceLock<Analysis>,
     ) -> Self {
         LintContext {
             package,
             settings,
             enabled,
             diagnostics: Vec::new(),
-            analysis: OnceCell::new(),
+            analysis,
         }
     }
 
     /// The package's analysis, built on first use and shared by every pass.
     pub fn analysis(&self) -> &Analysis {
-        self.analysis.get_or_init(|| {
-            Analysis::with_catalog(self.package, Catalog::from_settings(self.settings))
-        })
+        self.analysis
+            .get_or_init(|| fresh_analysis(self.package, self.settings))
     }
 
     /// Whether findings of `lint` would be shown; passes skip work for disabled lints.
@@ -72,10 +78,9 @@ impl<'a> LintContext<'a> {
 pub fn check_package(
     package: &Package,
     settings: &Settings,
-    enabled: &dyn Fn(&'static Lint) -> bool,
+    enabled: &Enabled<'_>,
 ) -> Vec<Diagnostic> {
-    let cx = LintContext::new(package, settings, enabled);
-    run_passes(cx, enabled).0
+    run_passes(package, settings, enabled, OnceLock::new()).0
 }
 
 /// [`check_package`] for a caller that analyses version after version of a package (the
@@ -85,30 +90,54 @@ pub fn check_package(
 pub fn check_package_retaining(
     package: &Package,
     settings: &Settings,
-    enabled: &dyn Fn(&'static Lint) -> bool,
+    enabled: &Enabled<'_>,
     prev: Option<Retained>,
 ) -> (Vec<Diagnostic>, Retained, Reuse) {
     let (analysis, reuse) = Analysis::reusing(package, settings, prev);
-    let cx = LintContext::new(package, settings, enabled);
-    let _ = cx.analysis.set(analysis);
-    let (diags, analysis) = run_passes(cx, enabled);
-    let analysis = analysis
-        .unwrap_or_else(|| Analysis::with_catalog(package, Catalog::from_settings(settings)));
+    let (diags, analysis) = run_passes(package, settings, enabled, OnceLock::from(analysis));
+    let analysis = analysis.unwrap_or_else(|| fresh_analysis(package, settings));
     (diags, analysis.retain(package, settings), reuse)
 }
 
+/// Runs the enabled passes side by side, each with its own findings, and gives the findings
+/// in order with the analysis they shared (`analysis`, when set, is one to start from).
 fn run_passes(
-    mut cx: LintContext<'_>,
-    enabled: &dyn Fn(&'static Lint) -> bool,
+    package: &Package,
+    settings: &Settings,
+    enabled: &Enabled<'_>,
+    analysis: OnceLock<Analysis>,
 ) -> (Vec<Diagnostic>, Option<Analysis>) {
-    for pass in PASSES {
-        if pass.lints.iter().any(|l| enabled(l)) {
-            (pass.check)(&mut cx);
-        }
+    let passes: Vec<&LintPass> = PASSES
+        .iter()
+        .filter(|pass| pass.lints.iter().any(|l| enabled(l)))
+        .collect();
+    if passes.len() > 1 {
+        build_shared_parts(package, settings, &analysis);
     }
-    let analysis = cx.analysis.take();
-    let mut diags = cx.into_diagnostics();
+    let found: Vec<Vec<Diagnostic>> = passes
+        .par_iter()
+        .map(|pass| {
+            let mut cx = LintContext::new(package, settings, enabled, &analysis);
+            (pass.check)(&mut cx);
+            cx.into_diagnostics()
+        })
+        .collect();
+    let mut diags: Vec<Diagnostic> = found.into_iter().flatten().collect();
     diags.sort_by(|a, b| (a.span, a.lint.name).cmp(&(b.span, b.lint.name)));
     diags.dedup_by(|a, b| a.span == b.span && a.lint == b.lint && a.message == b.message);
-    (diags, analysis)
+    (diags, analysis.into_inner())
+}
+
+/// Builds, before passes run side by side, the parts of the analysis whose building uses the
+/// thread pool: a pass waiting there could run another pass that asks for the same part,
+/// on the same thread, inside its `OnceLock`, and wait for itself. Every pass but
+/// `missing_idempotency_token` reads the summaries, so with two passes on they would be
+/// built anyway.
+fn build_shared_parts(package: &Package, settings: &Settings, analysis: &OnceLock<Analysis>) {
+    let analysis = analysis.get_or_init(|| fresh_analysis(package, settings));
+    analysis.summaries(package);
+}
+
+fn fresh_analysis(package: &Package, settings: &Settings) -> Analysis {
+    Analysis::with_catalog(package, Catalog::from_settings(settings))
 }

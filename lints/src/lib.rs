@@ -19,7 +19,7 @@ pub mod settings;
 #[doc(hidden)]
 pub mod testing;
 
-pub use context::{check_package, check_package_retaining, LintContext};
+pub use context::{check_package, check_package_retaining, Enabled, LintContext};
 pub use diagnostic::{Applicability, Diagnostic, Label, Suggestion};
 pub use lint::{Level, Lint};
 pub use settings::Settings;

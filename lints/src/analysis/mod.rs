@@ -55,8 +55,8 @@ pub use summary::{FnSummary, StoreAccess, Summaries};
 
 use crate::catalog::Catalog;
 use crate::model::Package;
-use std::cell::OnceCell;
 use std::collections::{HashMap, HashSet};
+use std::sync::OnceLock;
 pub use types::{TypeEnv, Types};
 
 /// A map keyed by names and paths. The analysis hashes short strings millions of times on a
@@ -72,11 +72,11 @@ pub struct Analysis {
     pub resolver: Resolver,
     pub types: Types,
     pub catalog: Catalog,
-    call_graph: OnceCell<CallGraph>,
-    summaries: OnceCell<Summaries>,
+    call_graph: OnceLock<CallGraph>,
+    summaries: OnceLock<Summaries>,
     /// Per file, what its fns make entry points ([`Analysis::entry_points`]), kept for
     /// [`Analysis::reusing`].
-    entry_parts: OnceCell<entry::EntryParts>,
+    entry_parts: OnceLock<entry::EntryParts>,
     /// Facts of single files that passes asked for ([`Analysis::file_fact`]).
     file_memos: file_memo::FileMemos,
 }
@@ -96,9 +96,9 @@ impl Analysis {
             resolver,
             types,
             catalog,
-            call_graph: OnceCell::new(),
-            summaries: OnceCell::new(),
-            entry_parts: OnceCell::new(),
+            call_graph: OnceLock::new(),
+            summaries: OnceLock::new(),
+            entry_parts: OnceLock::new(),
             file_memos: Default::default(),
         }
     }
