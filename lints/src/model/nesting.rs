@@ -396,10 +396,7 @@ fn char_len(first: u8) -> usize {
 }
 
 fn memchr(needle: u8, b: &[u8], from: usize) -> Option<usize> {
-    b[from..]
-        .iter()
-        .position(|&c| c == needle)
-        .map(|p| from + p)
+    memchr::memchr(needle, &b[from..]).map(|p| from + p)
 }
 
 /// Past a (nestable) block comment starting at `i`.
