@@ -478,7 +478,7 @@ const MAX_REWALKS: usize = 64;
 /// before ([`FnSummary::grown_from`]) instead of replacing it. Facts past a bound (eight per
 /// value) are dropped in the order they come, so in a cycle the kept ones can swap on every
 /// walk and never settle: hir-ty's `render_const_scalar` trio swapped two of its eight
-/// return facts until [`MAX_REWALKS`], the last 40 ms of its run. Joined, summaries only
+/// return facts until [`MAX_REWALKS`], the last 38 ms of its run. Joined, summaries only
 /// grow, every list is bounded, and the walks stop. A fn that settles sooner is untouched:
 /// on tokio, hir-ty and the fixtures, three fns of hir-ty are walked more often.
 const JOIN_AFTER: usize = 16;
@@ -542,7 +542,7 @@ impl<'a, 'c, 's> Builder<'a, 'c, 's> {
 
     /// Walks the component's fns in file order, callees on demand, then walks again until
     /// no summary changes (a cycle, or a read of a summary not final yet); gives each fn's
-    /// final summary and flow.
+    /// final summary and flow, and how many walks that took.
     fn settle(self) -> (Vec<(FnId, Arc<FnSummary>, FnFlow)>, usize) {
         for slot in 0..self.members.len() {
             if self.state.borrow()[slot] == State::NotStarted {
@@ -609,6 +609,8 @@ impl<'a, 'c, 's> Builder<'a, 'c, 's> {
         };
         let mut summary = FnSummary::from_flow(&flow);
         if walks > JOIN_AFTER {
+            // Only what callers read is joined; the flow (the fn's own findings) stays the
+            // last walk's.
             summary = summary.grown_from(&self.summaries.borrow()[slot]);
         }
         let changed = !summary.same(&self.summaries.borrow()[slot]);
