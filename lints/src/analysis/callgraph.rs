@@ -372,14 +372,15 @@ impl Index {
                 .flat_map(|f| &f.uses)
                 .map(|u| u.alias.clone()),
         );
-        let impls: Vec<(&FileModel, &ImplDef)> = package
+        let trait_impls: Vec<(DefPath, DefPath)> = package
             .files
-            .iter()
-            .flat_map(|file| file.impls.iter().map(move |imp| (&**file, imp)))
-            .collect();
-        let trait_impls: Vec<(DefPath, DefPath)> = impls
             .par_iter()
-            .filter_map(|&(file, imp)| trait_impl(resolver, file, imp))
+            .flat_map_iter(|file| {
+                let file: &FileModel = file;
+                file.impls
+                    .iter()
+                    .filter_map(move |imp| trait_impl(resolver, file, imp))
+            })
             .collect();
         let mut implementors: FastMap<DefPath, Vec<DefPath>> = FastMap::default();
         let mut traits_of: FastMap<DefPath, Vec<DefPath>> = FastMap::default();

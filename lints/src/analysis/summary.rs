@@ -555,25 +555,24 @@ impl<'a, 'c, 's> Builder<'a, 'c, 's> {
         // walks, not the whole budget (rust-analyzer's hir-ty spent 50,000 walks on one
         // such pair).
         let mut rounds = 0;
-        let mut rewalks: FastMap<FnId, usize> = FastMap::default();
         loop {
             let next = self.worklist.borrow_mut().pop();
             let Some(id) = next else {
                 break;
             };
             self.queued.borrow_mut().remove(&id);
-            let walks = rewalks.entry(id).or_default();
-            *walks += 1;
-            if *walks > MAX_REWALKS {
+            let Some(slot) = self.slot(id) else {
+                continue;
+            };
+            // Only started fns are queued: their first walk and the walks again so far.
+            if self.walks.borrow()[slot] > MAX_REWALKS {
                 continue;
             }
             rounds += 1;
             if rounds > 50_000 {
                 break;
             }
-            if let Some(slot) = self.slot(id) {
-                self.compute(slot);
-            }
+            self.compute(slot);
         }
         let walks = self.walks.into_inner().iter().sum();
         let summaries = self.summaries.into_inner();
