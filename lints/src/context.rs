@@ -1,7 +1,7 @@
 //! What a lint pass sees ([`LintContext`]) and the entry point that runs every pass.
 
 use crate::analysis::incremental::{Retained, Reuse};
-use crate::analysis::Analysis;
+use crate::analysis::{relevance, Analysis};
 use crate::catalog::Catalog;
 use crate::diagnostic::Diagnostic;
 use crate::lint::Lint;
@@ -100,17 +100,21 @@ pub fn check_package_retaining(
 }
 
 /// Runs the enabled passes side by side, each with its own findings, and gives the findings
-/// in order with the analysis they shared (`analysis`, when set, is one to start from).
+/// in order with the analysis they shared (`analysis`, when set, is one to start from). The
+/// passes that start from store operations and keys are skipped where there are none.
 fn run_passes(
     package: &Package,
     settings: &Settings,
     enabled: &Enabled<'_>,
     analysis: OnceLock<Analysis>,
 ) -> (Vec<Diagnostic>, Option<Analysis>) {
-    let passes: Vec<&LintPass> = PASSES
+    let mut passes: Vec<&LintPass> = PASSES
         .iter()
         .filter(|pass| pass.lints.iter().any(|l| enabled(l)))
         .collect();
+    if passes.iter().any(|pass| pass.seeded) && !relevance::may_find(package, settings) {
+        passes.retain(|pass| !pass.seeded);
+    }
     if passes.len() > 1 {
         build_shared_parts(package, settings, &analysis);
     }

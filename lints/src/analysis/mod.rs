@@ -19,6 +19,7 @@
 //!   [`read_index`]: the reads its decisions test, by key.
 //! - [`summary`]: every function's [`FnSummary`] to a fixed point ([`Summaries`]), reached
 //!   with [`Analysis::summaries`].
+//! - [`relevance`]: whether a package has anything the store and key lints could find.
 //! - [`incremental`]: the next version's analysis from the previous one's, after an edit of
 //!   fn bodies ([`Analysis::reusing`]).
 
@@ -38,6 +39,7 @@ pub mod message_key;
 pub mod origin;
 pub mod query_builders;
 pub mod read_index;
+pub mod relevance;
 pub mod resolve;
 pub mod session_store;
 pub mod sql;

@@ -8,7 +8,7 @@ use crate::model::ir::Expr;
 use crate::model::Span;
 
 /// Crates whose `Session` is a key-value store (crate names as in `use`).
-const SESSION_CRATES: &[&str] = &[
+pub(crate) const SESSION_CRATES: &[&str] = &[
     "tower_sessions",
     "tower_sessions_core",
     "actix_session",

@@ -128,7 +128,7 @@ pub trait OpEnv<'a> {
     }
 }
 
-const REDIS_CRATES: &[&str] = &[
+pub(crate) const REDIS_CRATES: &[&str] = &[
     "redis",
     "deadpool_redis",
     "bb8_redis",
@@ -139,7 +139,7 @@ const REDIS_CRATES: &[&str] = &[
     "rustis",
 ];
 
-const SQL_CRATES: &[&str] = &[
+pub(crate) const SQL_CRATES: &[&str] = &[
     "sqlx",
     "scylla",
     "tokio_postgres",
@@ -260,7 +260,7 @@ pub fn named_op<'a>(
 }
 
 /// `msg.id`, `&event_id`, `key.as_str()`, `job.id.to_string()`: a value named like a key.
-fn is_key_like(e: &Expr) -> bool {
+pub(crate) fn is_key_like(e: &Expr) -> bool {
     let name = match &e.peel().kind {
         ExprKind::Path(p) => p.as_ident(),
         ExprKind::Field { member, .. } => Some(member.as_str()),

@@ -40,3 +40,13 @@ impl Catalog {
         }
     }
 }
+
+/// Whether `hay` holds `needle`, ASCII case ignored (`needle` in lower case).
+pub(crate) fn contains_ignore_ascii_case(hay: &[u8], needle: &[u8]) -> bool {
+    let Some((&first, rest)) = needle.split_first() else {
+        return true;
+    };
+    memchr::memchr2_iter(first, first.to_ascii_uppercase(), hay).any(|i| {
+        hay.len() - i > rest.len() && hay[i + 1..i + 1 + rest.len()].eq_ignore_ascii_case(rest)
+    })
+}

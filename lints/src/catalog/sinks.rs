@@ -98,17 +98,21 @@ impl SinkCatalog {
     /// that ends in `key`, `id` or `token` (`dedupe_key`, `idempotencyKey`,
     /// `deduplication_id`). `created_at`, `dedup_window` and `id` are not keys.
     pub fn is_key_name(&self, name: &str) -> bool {
-        let lower = name.trim_start_matches('_').to_ascii_lowercase();
+        // Case-insensitive without lowering a copy: every name of the package is asked.
+        let name = name.trim_start_matches('_').as_bytes();
         if self
             .key_names
             .iter()
-            .any(|k| k.eq_ignore_ascii_case(&lower))
+            .any(|k| k.as_bytes().eq_ignore_ascii_case(name))
         {
             return true;
         }
-        let family = lower.contains("idempoten") || lower.starts_with("dedup");
-        let tail = lower.ends_with("key") || lower.ends_with("id") || lower.ends_with("token");
-        family && tail
+        let ends = |tail: &[u8]| {
+            name.len() >= tail.len() && name[name.len() - tail.len()..].eq_ignore_ascii_case(tail)
+        };
+        let family = name.len() >= 5 && name[..5].eq_ignore_ascii_case(b"dedup")
+            || super::contains_ignore_ascii_case(name, b"idempoten");
+        family && (ends(b"key") || ends(b"id") || ends(b"token"))
     }
 
     /// Whether method `name` (`client_request_token`, `set_client_token`) sets an

@@ -9,6 +9,7 @@ use crate::declare_lint;
 use crate::diagnostic::Applicability;
 use crate::model::ir::{Block, Expr, ExprKind};
 use crate::model::{FileModel, FnDef, Package, Span};
+use rayon::prelude::*;
 use serde::Deserialize;
 
 declare_lint! {
@@ -283,15 +284,28 @@ fn find_unset_tokens<'a>(
     analysis: &Analysis,
     catalog: &Catalog<'a>,
 ) -> Vec<Finding<'a>> {
-    let mut findings: Vec<Finding<'a>> = Vec::new();
-    for (fi, file) in package.files.iter().enumerate() {
-        let calling = analysis.file_fact(fi, || OperationCallers::of(file, catalog));
-        for (f, _) in file.fns.iter().zip(&calling.0).filter(|(_, &calls)| calls) {
-            if is_test_code(package, file, f) {
-                continue;
+    // The files on the pool, their findings in file order.
+    let per_file: Vec<Vec<Finding<'a>>> = package
+        .files
+        .par_iter()
+        .enumerate()
+        .map(|(fi, file)| {
+            let mut findings = Vec::new();
+            let calling = analysis.file_fact(fi, || OperationCallers::of(file, catalog));
+            for (f, _) in file.fns.iter().zip(&calling.0).filter(|(_, &calls)| calls) {
+                if is_test_code(package, file, f) {
+                    continue;
+                }
+                let Some(body) = &f.body else { continue };
+                unset_tokens_in(package, analysis, catalog, file, f, body, &mut findings);
             }
-            let Some(body) = &f.body else { continue };
-            unset_tokens_in(package, analysis, catalog, file, f, body, &mut findings);
+            findings
+        })
+        .collect();
+    let mut findings: Vec<Finding<'a>> = Vec::new();
+    for finding in per_file.into_iter().flatten() {
+        if !findings.iter().any(|g| g.op == finding.op) {
+            findings.push(finding);
         }
     }
     findings

@@ -19,6 +19,9 @@ pub use unguarded_entry_point::UNGUARDED_ENTRY_POINT;
 pub struct LintPass {
     pub lints: &'static [&'static Lint],
     pub check: fn(&mut LintContext<'_>),
+    /// Whether the pass reports only where a store operation or an idempotency key is: it is
+    /// skipped in a package that has neither ([`crate::analysis::relevance::may_find`]).
+    pub seeded: bool,
 }
 
 /// Every lint, the input lints first, then the idempotency lints in DESIGN.md's order.
@@ -35,22 +38,27 @@ pub static PASSES: &[LintPass] = &[
     LintPass {
         lints: &[&NONDETERMINISTIC_KEY],
         check: nondeterministic_key::check,
+        seeded: true,
     },
     LintPass {
         lints: &[&CHECK_THEN_ACT],
         check: check_then_act::check,
+        seeded: true,
     },
     LintPass {
         lints: &[&MISSING_IDEMPOTENCY_TOKEN],
         check: missing_idempotency_token::check,
+        seeded: false,
     },
     LintPass {
         lints: &[&UNGUARDED_ENTRY_POINT],
         check: unguarded_entry_point::check,
+        seeded: true,
     },
     LintPass {
         lints: &[&MARK_OUTSIDE_TRANSACTION],
         check: mark_outside_transaction::check,
+        seeded: true,
     },
 ];
 

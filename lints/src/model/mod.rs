@@ -198,6 +198,14 @@ pub struct FileModel {
     /// The `include_str!` paths written in this file, with the text the driver read for
     /// each (the analysis never reads files itself).
     pub includes: Vec<Include>,
+    /// The store crates the text names where a path can start
+    /// ([`crate::analysis::relevance::store_crates_named`]).
+    #[serde(default)]
+    pub store_crates: Vec<String>,
+    /// Whether a fn may hold an idempotency key or a store operation known by name, or a
+    /// constant header text ([`crate::analysis::relevance::lowered_file_may_find`]).
+    #[serde(default)]
+    pub may_find: bool,
     /// Inner attributes and their arguments are rarely useful; only the file span is kept.
     pub span: Span,
 }
