@@ -7,6 +7,9 @@
 //!   else): the floor a syntax-only linter cannot go below;
 //! - **load**: our parse stage (read, parse, lower to the model, follow module trees);
 //! - **full**: the whole pipeline with every lint enabled (or those `BENCH_LINTS=a,b` names);
+//! - **analysed**: the same with a configured guard name no code calls, which makes every
+//!   package relevant ([`idem_lints::analysis::relevance`]): the call graph and summaries are
+//!   built even where nothing could be found, so their cost stays measured;
 //!
 //! and prints medians and the ratios to bare. Inputs default to tokio and rust-analyzer's
 //! `hir-ty` (the registry crate `ra_ap_hir_ty`), the newest versions under
@@ -20,11 +23,12 @@
 //! `/proc/self/status` `VmHWM`) on each input and on rust-analyzer's workspace: every
 //! `ra_ap_*` crate found in the registry, copied as members of one workspace.
 
-use cargo_idem_lint::config::Config;
+use cargo_idem_lint::config::{Config, LintSettings, Origin};
 use cargo_idem_lint::discovery::{self, Selection, Workspace};
 use cargo_idem_lint::levels::LevelFlag;
 use cargo_idem_lint::parse::{self, ParseOptions};
 use cargo_idem_lint::report;
+use idem_lints::lints::UNGUARDED_ENTRY_POINT;
 use idem_lints::Level;
 use rayon::prelude::*;
 use std::path::{Path, PathBuf};
@@ -42,6 +46,8 @@ struct Input {
     dir: PathBuf,
     ws: Workspace,
     config: Config,
+    /// `config` with a guard name nobody calls: the analysis runs in full.
+    analysed: Config,
     files: Vec<PathBuf>,
     lines: usize,
 }
@@ -51,6 +57,7 @@ struct Times {
     bare: Vec<Duration>,
     load: Vec<Duration>,
     full: Vec<Duration>,
+    analysed: Vec<Duration>,
     findings: usize,
 }
 
@@ -133,22 +140,40 @@ fn main() {
                 report::check(&input.ws, &opts, &input.config, &flags).expect("levels are valid");
             t.full.push(start.elapsed());
             t.findings = report.findings.len();
+
+            let start = Instant::now();
+            let analysed =
+                report::check(&input.ws, &opts, &input.analysed, &flags).expect("levels are valid");
+            t.analysed.push(start.elapsed());
+            assert_eq!(
+                analysed.findings.len(),
+                t.findings,
+                "a guard name nobody calls changes no finding"
+            );
         }
     }
     println!("load average after:  {}", load_average());
     println!();
     println!(
-        "{:<16} {:>6} {:>8} {:>10} {:>18} {:>18} {:>9}",
-        "input", "files", "lines", "bare ms", "load ms (x bare)", "full ms (x bare)", "findings"
+        "{:<16} {:>6} {:>8} {:>10} {:>18} {:>18} {:>22} {:>9}",
+        "input",
+        "files",
+        "lines",
+        "bare ms",
+        "load ms (x bare)",
+        "full ms (x bare)",
+        "analysed ms (x bare)",
+        "findings"
     );
     for (input, t) in inputs.iter().zip(&mut times) {
-        let (bare, load, full) = (
+        let (bare, load, full, analysed) = (
             median(&mut t.bare),
             median(&mut t.load),
             median(&mut t.full),
+            median(&mut t.analysed),
         );
         println!(
-            "{:<16} {:>6} {:>8} {:>10.1} {:>10.1} ({:>4.2}x) {:>10.1} ({:>4.2}x) {:>9}",
+            "{:<16} {:>6} {:>8} {:>10.1} {:>10.1} ({:>4.2}x) {:>10.1} ({:>4.2}x) {:>14.1} ({:>4.2}x) {:>9}",
             input.name,
             input.files.len(),
             input.lines,
@@ -157,22 +182,28 @@ fn main() {
             ratio(load, bare),
             ms(full),
             ratio(full, bare),
+            ms(analysed),
+            ratio(analysed, bare),
             t.findings
         );
     }
     if let Some(&one) = growth_inputs.first() {
         println!();
-        println!("growth (median full pipeline and bare parse, relative to 1x):");
+        println!("growth (median full pipeline, analysed and bare parse, relative to 1x):");
         let full1 = median(&mut times[one].full);
+        let analysed1 = median(&mut times[one].analysed);
         let bare1 = median(&mut times[one].bare);
         for &i in &growth_inputs {
             let full = median(&mut times[i].full);
+            let analysed = median(&mut times[i].analysed);
             let bare = median(&mut times[i].bare);
             println!(
-                "  {:<16} full {:>10.1} ms ({:>4.2}x)   bare {:>8.1} ms ({:>4.2}x)",
+                "  {:<16} full {:>10.1} ms ({:>4.2}x)   analysed {:>10.1} ms ({:>4.2}x)   bare {:>8.1} ms ({:>4.2}x)",
                 inputs[i].name,
                 ms(full),
                 ratio(full, full1),
+                ms(analysed),
+                ratio(analysed, analysed1),
                 ms(bare),
                 ratio(bare, bare1)
             );
@@ -222,6 +253,7 @@ fn input(name: &str, dir: &Path) -> Input {
         }
     };
     let config = Config::load(&ws).unwrap_or_default();
+    let analysed = with_unused_guard(&config);
     // The bare parse reads exactly the files the pipeline reads.
     let loaded = parse::load_workspace(&ws, &ParseOptions::default());
     let sources = loaded.iter().flat_map(|p| &p.sources);
@@ -232,9 +264,29 @@ fn input(name: &str, dir: &Path) -> Input {
         dir: dir.to_path_buf(),
         ws,
         config,
+        analysed,
         files,
         lines,
     }
+}
+
+/// `config` with `[lints.unguarded_entry_point] guards = [..]` naming a fn no code calls: a
+/// configured name makes every package relevant, and a guard nobody calls guards nothing.
+fn with_unused_guard(config: &Config) -> Config {
+    let origin = Origin {
+        file: PathBuf::from("lint_vs_parse"),
+        line: 1,
+        column: 1,
+        key: "lints.unguarded_entry_point".to_owned(),
+    };
+    let mut analysed = config.clone();
+    analysed.workspace.settings.push(LintSettings {
+        lint: &UNGUARDED_ENTRY_POINT,
+        value: serde_json::json!({ "guards": ["bench_guard_no_code_calls"] }),
+        keys: vec![("guards".to_owned(), origin.clone())],
+        origin,
+    });
+    analysed
 }
 
 /// Read and `syn::parse_file` every file on rayon's pool: the floor.
