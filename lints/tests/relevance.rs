@@ -33,25 +33,7 @@ fn every_fact_of_the_fixtures_is_one_the_test_sees() {
     .flat_map(|d| testing::fixture_crates(&Path::new("../fixtures").join(d)))
     .collect();
     for dir in &crates {
-        let (package, _) = testing::fixture_package(dir);
-        // Without its dependencies too: then only paths and types written in the code make
-        // store operations, and only the text test can see them.
-        let bare = Package {
-            dependencies: Vec::new(),
-            ..package.clone()
-        };
-        for package in [package, bare] {
-            let analysis = Analysis::new(&package);
-            let summaries = analysis.summaries(&package);
-            for id in summaries.ids() {
-                let (_, f) = id.def(&package);
-                let flows = std::iter::once(summaries.flow(id)).chain(summaries.bound_flows(id));
-                for flow in flows {
-                    check_flow(&package, f, flow, &catalog, &mut seen)
-                        .unwrap_or_else(|fact| panic!("{}: `{}`: {fact}", dir.display(), f.name));
-                }
-            }
-        }
+        check_crate(dir, &catalog, &mut seen);
     }
     // Every kind of fact was met, so no assertion above held for want of cases.
     assert!(crates.len() >= 60, "fixture crates: {}", crates.len());
@@ -66,6 +48,29 @@ fn every_fact_of_the_fixtures_is_one_the_test_sees() {
         seen.named_ops
     );
     assert!(seen.key_uses >= 300, "key uses: {}", seen.key_uses);
+}
+
+/// Checks every fact of the crate at `dir`, as it is and without its dependencies: then only
+/// paths and types written in the code make store operations, and only the text test can
+/// see them.
+fn check_crate(dir: &Path, catalog: &Catalog, seen: &mut Seen) {
+    let (package, _) = testing::fixture_package(dir);
+    let bare = Package {
+        dependencies: Vec::new(),
+        ..package.clone()
+    };
+    for package in [package, bare] {
+        let analysis = Analysis::new(&package);
+        let summaries = analysis.summaries(&package);
+        for id in summaries.ids() {
+            let (_, f) = id.def(&package);
+            let flows = std::iter::once(summaries.flow(id)).chain(summaries.bound_flows(id));
+            for flow in flows {
+                check_flow(&package, f, flow, catalog, seen)
+                    .unwrap_or_else(|fact| panic!("{}: `{}`: {fact}", dir.display(), f.name));
+            }
+        }
+    }
 }
 
 /// The facts of `f`'s own walk (not those of callees), each against the condition that
@@ -105,4 +110,27 @@ fn check_flow(
         }
     }
     Ok(())
+}
+
+/// The same check on real crates: `IDEM_RELEVANCE_DIRS=dir:dir cargo test -p idem-lints --test
+/// relevance -- --ignored` (each dir a crate with `Cargo.toml` and `src/`, such as the
+/// lintcheck crates under `$CARGO_HOME/registry/src`).
+#[test]
+#[ignore = "needs crates on disk: set IDEM_RELEVANCE_DIRS"]
+fn every_fact_of_real_crates_is_one_the_test_sees() {
+    let dirs = std::env::var("IDEM_RELEVANCE_DIRS").expect("IDEM_RELEVANCE_DIRS is set");
+    let catalog = Catalog::default();
+    let mut seen = Seen::default();
+    let mut crates = 0;
+    for dir in dirs.split(':').filter(|d| !d.is_empty()) {
+        check_crate(Path::new(dir), &catalog, &mut seen);
+        crates += 1;
+    }
+    eprintln!(
+        "{crates} crates: {} store operations ({} named), {} key uses, each seen",
+        seen.crate_ops + seen.named_ops,
+        seen.named_ops,
+        seen.key_uses
+    );
+    assert!(crates > 0 && seen.crate_ops + seen.key_uses > 0);
 }
