@@ -36,6 +36,7 @@ use super::session_store::SESSION_CRATES;
 use super::store_ops::{is_key_like, REDIS_CRATES, SQL_CRATES};
 use crate::catalog::{contains_ignore_ascii_case, Catalog};
 use crate::model::ir::{Expr, ExprKind, Lit, Pat};
+use crate::model::nesting::is_ident_byte;
 use crate::model::{FileModel, FnDef, Package};
 use crate::settings::Settings;
 use aho_corasick::{AhoCorasick, MatchKind};
@@ -214,10 +215,6 @@ fn starts_path(rest: &[u8]) -> bool {
         // The word continues (`redis_pool` holds `redis`): not this name.
         _ => false,
     }
-}
-
-fn is_ident_byte(c: u8) -> bool {
-    c.is_ascii_alphanumeric() || c == b'_' || c >= 0x80
 }
 
 #[cfg(test)]

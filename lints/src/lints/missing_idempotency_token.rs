@@ -284,7 +284,8 @@ fn find_unset_tokens<'a>(
     analysis: &Analysis,
     catalog: &Catalog<'a>,
 ) -> Vec<Finding<'a>> {
-    // The files on the pool, their findings in file order.
+    // The files on the pool, their findings in file order (an operation's span names its
+    // file, so no two files report the same one).
     let per_file: Vec<Vec<Finding<'a>>> = package
         .files
         .par_iter()
@@ -302,13 +303,7 @@ fn find_unset_tokens<'a>(
             findings
         })
         .collect();
-    let mut findings: Vec<Finding<'a>> = Vec::new();
-    for finding in per_file.into_iter().flatten() {
-        if !findings.iter().any(|g| g.op == finding.op) {
-            findings.push(finding);
-        }
-    }
-    findings
+    per_file.into_iter().flatten().collect()
 }
 
 /// Per fn of a file, whether it calls a method named like an operation of the catalog, or

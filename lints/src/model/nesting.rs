@@ -448,7 +448,7 @@ fn skip_char_or_lifetime(b: &[u8], i: usize) -> usize {
     }
 }
 
-fn is_ident_byte(c: u8) -> bool {
+pub(crate) fn is_ident_byte(c: u8) -> bool {
     c == b'_' || c.is_ascii_alphanumeric() || c >= 0x80
 }
 
