@@ -86,6 +86,16 @@ pub struct Args {
     #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(1..))]
     pub file_timeout_ms: Option<u64>,
 
+    /// Larger files are reported as `idem::parse_error` and not read (default: the built-in
+    /// cap, or the config's `max-file-bytes` when smaller).
+    #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_file_bytes: Option<u64>,
+
+    /// Read modules whose path resolves outside the workspace root (`#[path = "../.."]` in a
+    /// monorepo). Only a flag: a checkout cannot grant itself this.
+    #[arg(long)]
+    pub allow_outside_workspace: bool,
+
     /// Do not read or write the re-run cache (`target/idem-lint/`, or `$IDEM_LINT_CACHE_DIR`).
     #[arg(long)]
     pub no_cache: bool,

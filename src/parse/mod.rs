@@ -667,9 +667,7 @@ fn load_file(
                     opts.file_timeout.as_millis()
                 ),
             );
-            d.help(
-                "raise the budget with `--file-timeout-ms` or `file-timeout-ms` in idem-lint.toml",
-            );
+            d.help("raise the budget with `--file-timeout-ms`");
             d
         }
         worker::Outcome::Failed(msg) => Diagnostic::new(&PARSE_ERROR, Span::new(id, 0, 0), msg),
@@ -703,7 +701,7 @@ fn unreadable(id: FileId, p: &Pending, e: &ReadError) -> Diagnostic {
             let mut d = Diagnostic::new(&PARSE_ERROR, span, "module path leaves the workspace");
             d.primary_label(format!("`{}` resolves to `{}`", p.path.display(), resolved.display()))
                 .note("files outside the workspace are not read, so a checkout cannot make the linter print them")
-                .help("set `allow-outside-workspace = true` in idem-lint.toml to lint them");
+                .help("pass `--allow-outside-workspace` to lint them");
             d
         }
         e => Diagnostic::new(
