@@ -294,17 +294,29 @@ pub fn write_fix(path: &Path, root: &Path, original: &str, new: &str) -> Result<
     crate::replace::replace(&resolved, new.as_bytes()).map_err(NotWritten::Failed)
 }
 
-/// `diff` with every control character of the checkout made visible, line by line; each
-/// line's own terminator (`\n`, `\r\n`) stays, so the patch of an ordinary file is unchanged
-/// and still applies.
+/// `diff` with every control character of the checkout made visible, line by line. A line's
+/// own `\n` or `\r\n` stays, so the patch of an ordinary file is unchanged and still applies;
+/// a lone CR, which the diff also ends a line at, is shown as `␍` and ends the line with `\n`.
 pub fn visible_diff(diff: &str) -> String {
-    diff.split_inclusive('\n')
-        .map(|line| {
-            let body = line.strip_suffix('\n').unwrap_or(line);
-            let body = body.strip_suffix('\r').unwrap_or(body);
-            format!("{}{}", escape(body), &line[body.len()..])
-        })
-        .collect()
+    let mut out = String::with_capacity(diff.len());
+    let mut rest = diff;
+    while !rest.is_empty() {
+        let end = rest.find(['\r', '\n']).unwrap_or(rest.len());
+        out.push_str(&escape(&rest[..end]));
+        rest = &rest[end..];
+        let (terminator, len) = if rest.starts_with("\r\n") {
+            ("\r\n", 2)
+        } else if rest.starts_with('\n') {
+            ("\n", 1)
+        } else if rest.starts_with('\r') {
+            ("␍\n", 1)
+        } else {
+            ("", 0)
+        };
+        out.push_str(terminator);
+        rest = &rest[len..];
+    }
+    out
 }
 
 /// A unified diff (`--- a/path`, `+++ b/path`) of `old` and `new`, 3 lines of context: what
@@ -376,7 +388,7 @@ mod tests {
         let new = "a\r\nB \x1b[2J\rc\n";
         let d = visible_diff(&unified_diff("x.rs", old, new));
         assert!(!d.contains(['\x1b']), "{d:?}");
-        assert!(d.contains("-b ␛[2J␍c\n+B ␛[2J␍c\n"), "{d:?}");
+        assert!(d.contains("\n-b ␛[2J␍\n+B ␛[2J␍\n c\n"), "{d:?}");
         assert!(d.contains(" a\r\n"), "{d:?}");
     }
 
