@@ -265,31 +265,24 @@ pub enum NotWritten {
 /// Writes `new` over the file at `path` if it lies inside `root` once symlinks are resolved
 /// and still holds `original`, through a temporary file and a rename.
 pub fn write_fix(path: &Path, root: &Path, original: &str, new: &str) -> Result<(), NotWritten> {
-    let refused = |why: String| NotWritten::Refused(why);
+    const CHANGED: &str = "it changed since it was read; run again to fix the new text";
     let resolved = std::fs::canonicalize(path)
-        .map_err(|e| refused(format!("could not read it again: {e}")))?;
+        .map_err(|e| NotWritten::Refused(format!("could not read it again: {e}")))?;
     let mut policy = ReadPolicy::inside(root);
-    // A file that grew past this since it was read has changed anyway.
     policy.max_bytes = policy.max_bytes.max(original.len() as u64);
     match read_source(&resolved, &policy) {
         Ok(now) if now == original => {}
-        Ok(_) => {
-            return Err(refused(
-                "it changed since it was read; run again to fix the new text".to_string(),
-            ))
+        // Past the cap it has grown since it was read, so it changed too.
+        Ok(_) | Err(ReadError::TooLarge { .. }) => {
+            return Err(NotWritten::Refused(CHANGED.to_string()))
         }
         Err(ReadError::OutsideRoot { resolved }) => {
-            return Err(refused(format!(
+            return Err(NotWritten::Refused(format!(
                 "it resolves to `{}`, outside the workspace, and `--fix` writes only inside it",
                 resolved.display()
             )))
         }
-        Err(ReadError::TooLarge { .. }) => {
-            return Err(refused(
-                "it changed since it was read; run again to fix the new text".to_string(),
-            ))
-        }
-        Err(e) => return Err(refused(format!("could not read it again: {e}"))),
+        Err(e) => return Err(NotWritten::Refused(format!("could not read it again: {e}"))),
     }
     crate::replace::replace(&resolved, new.as_bytes()).map_err(NotWritten::Failed)
 }
