@@ -82,7 +82,8 @@ pub struct Args {
     pub deny: Vec<String>,
 
     /// Time budget for parsing one file, in milliseconds (default 10000, or the config's
-    /// `file-timeout-ms`). A file over budget is reported as `idem::parse_error` and skipped.
+    /// smaller `file-timeout-ms`). A file over budget is reported as `idem::parse_error` and
+    /// skipped.
     #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(1..))]
     pub file_timeout_ms: Option<u64>,
 

@@ -522,6 +522,20 @@ fn a_checkout_cannot_widen_what_the_linter_reads() {
         "{}",
         out.stdout
     );
+    std::fs::remove_file(dir.path().join("idem-lint.toml")).expect("rm");
+    let out = run(&[
+        s(dir.path()),
+        "--message-format",
+        "json",
+        "--max-file-bytes",
+        "12",
+    ]);
+    out.assert_code(0);
+    assert!(
+        out.stdout.contains("over the limit of 12 bytes"),
+        "{}",
+        out.stdout
+    );
 }
 
 #[test]

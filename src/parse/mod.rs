@@ -7,7 +7,7 @@
 //! handed out in a fixed order (target order, then declaration order), so a run's output does
 //! not depend on thread timing. Every file is read under the rules of
 //! [`crate::source::read_source`]: regular files only, under a size cap, inside the workspace
-//! unless the config allows otherwise.
+//! unless `--allow-outside-workspace` allows otherwise.
 //!
 //! [`Inputs`] adds what an editor or a re-run brings: [`Overlays`] (unsaved buffers that
 //! replace files, read under the same rules) and a [`crate::cache::Store`] of earlier parse
