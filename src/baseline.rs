@@ -7,12 +7,19 @@
 //! removed elsewhere in the file leaves the entry matching. Entries are a multiset: two
 //! identical findings need two entries. An entry of a linted file that matched nothing is
 //! stale (the code was fixed or changed) and is counted in the summary.
+//!
+//! The file may be the checkout's, so it is read as sources are ([`read_source`]): a regular
+//! file under the size cap, inside the workspace when its path is, and an error never quotes
+//! what it holds. It is written through a temporary file and a rename, so a symlink planted
+//! at its path is replaced, not followed.
 
 use crate::emit::fingerprint::{hash_parts, normalize};
 use crate::emit::relative_path;
 use crate::report::{Finding, Report};
-use anyhow::{bail, Context, Result};
+use crate::source::{read_source, ReadPolicy};
+use anyhow::{anyhow, bail, Context, Result};
 use serde::{Deserialize, Serialize};
+use serde_json::error::Category;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
@@ -102,8 +109,28 @@ pub fn write(report: &Report, root: &Path, path: &Path) -> Result<()> {
         findings,
     })
     .context("could not serialize the baseline")?;
-    std::fs::write(path, text + "\n")
+    crate::replace::replace(path, (text + "\n").as_bytes())
         .with_context(|| format!("could not write the baseline `{}`", path.display()))
+}
+
+/// What a baseline may be read under: inside `root` when its path lies there, as written or
+/// with its directory resolved (the checkout wrote it, and its symlinks must not lead out),
+/// anywhere when the user named a file elsewhere; a regular file, under the cap.
+fn read_policy(root: &Path, path: &Path) -> ReadPolicy {
+    let inside = ReadPolicy::inside(root);
+    let written = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let resolved_dir = written
+        .parent()
+        .and_then(|dir| std::fs::canonicalize(dir).ok())
+        .zip(written.file_name())
+        .map(|(dir, name)| dir.join(name));
+    let roots = [Some(root), inside.root.as_deref()];
+    let in_root = |p: &Path| roots.iter().flatten().any(|r| p.starts_with(r));
+    if in_root(&written) || resolved_dir.as_deref().is_some_and(in_root) {
+        inside
+    } else {
+        ReadPolicy::anywhere()
+    }
 }
 
 /// Drops from `report` the findings `path` records, and says how many, and how many of its
@@ -115,10 +142,21 @@ pub fn apply(
     path: &Path,
     in_scope: &dyn Fn(&Path) -> bool,
 ) -> Result<Summary> {
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("could not read the baseline `{}`", path.display()))?;
-    let file: File = serde_json::from_str(&text)
-        .with_context(|| format!("`{}` is not a baseline", path.display()))?;
+    let text = read_source(path, &read_policy(root, path))
+        .map_err(|e| anyhow!("could not read the baseline `{}`: {e}", path.display()))?;
+    // serde's message quotes the file (`invalid type: string "..."`): say where, not what.
+    let file: File = serde_json::from_str(&text).map_err(|e| {
+        let what = match e.classify() {
+            Category::Data => "not the baseline format",
+            Category::Io | Category::Syntax | Category::Eof => "invalid JSON",
+        };
+        anyhow!(
+            "`{}` is not a baseline ({what} at line {}, column {})",
+            path.display(),
+            e.line(),
+            e.column()
+        )
+    })?;
     if file.version != VERSION {
         bail!(
             "`{}` is a baseline of version {}, and this idem-lint reads version {VERSION}",

@@ -107,17 +107,43 @@ pub fn selected_files(
     }
     if let Some(git_ref) = changed_since {
         let top = git(ws_root, &["rev-parse", "--show-toplevel"])?;
-        let top = PathBuf::from(top.trim_end_matches(['\n', '\r']));
-        let diff = git(&top, &["diff", "--name-only", "-z", git_ref, "--"])
-            .with_context(|| format!("could not list the files changed since `{git_ref}`"))?;
+        let top = path_of(top.strip_suffix(b"\n").unwrap_or(&top));
+        // `--end-of-options`: the ref is never read as an option, so `--output=FILE`
+        // (truncate FILE, hide the list) is only a ref that does not exist.
+        let diff = git(
+            &top,
+            &[
+                "diff",
+                "--name-only",
+                "-z",
+                "--no-ext-diff",
+                "--end-of-options",
+                git_ref,
+                "--",
+            ],
+        )
+        .with_context(|| format!("could not list the files changed since `{git_ref}`"))?;
         let untracked = git(&top, &["ls-files", "--others", "--exclude-standard", "-z"])?;
-        for name in diff.split('\0').chain(untracked.split('\0')) {
+        for name in diff.split(|&b| b == 0).chain(untracked.split(|&b| b == 0)) {
             if !name.is_empty() {
-                set.add(&top, Path::new(name));
+                set.add(&top, &path_of(name));
             }
         }
     }
     Ok(Some(set))
+}
+
+/// A path git printed, byte for byte: a name that is not UTF-8 is still a file with
+/// findings.
+#[cfg(unix)]
+fn path_of(bytes: &[u8]) -> PathBuf {
+    use std::os::unix::ffi::OsStrExt;
+    PathBuf::from(std::ffi::OsStr::from_bytes(bytes))
+}
+
+#[cfg(not(unix))]
+fn path_of(bytes: &[u8]) -> PathBuf {
+    PathBuf::from(String::from_utf8_lossy(bytes).into_owned())
 }
 
 /// Keeps the findings of `report` that lie in `files`.
@@ -131,8 +157,8 @@ pub fn retain(report: &mut Report, files: &FileSet) {
     report.findings.retain(|_| keep.next().unwrap_or(true));
 }
 
-/// Runs `git ARGS` in `dir`; its first stderr line is the error.
-fn git(dir: &Path, args: &[&str]) -> Result<String> {
+/// Runs `git ARGS` in `dir` and returns its stdout; its first stderr line is the error.
+fn git(dir: &Path, args: &[&str]) -> Result<Vec<u8>> {
     let out = Command::new("git")
         .args(args)
         .current_dir(dir)
@@ -151,5 +177,5 @@ fn git(dir: &Path, args: &[&str]) -> Result<String> {
             first.trim()
         );
     }
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    Ok(out.stdout)
 }

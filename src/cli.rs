@@ -82,9 +82,20 @@ pub struct Args {
     pub deny: Vec<String>,
 
     /// Time budget for parsing one file, in milliseconds (default 10000, or the config's
-    /// `file-timeout-ms`). A file over budget is reported as `idem::parse_error` and skipped.
+    /// smaller `file-timeout-ms`). A file over budget is reported as `idem::parse_error` and
+    /// skipped.
     #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(1..))]
     pub file_timeout_ms: Option<u64>,
+
+    /// Larger files are reported as `idem::parse_error` and not read (default: the built-in
+    /// cap, or the config's `max-file-bytes` when smaller).
+    #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_file_bytes: Option<u64>,
+
+    /// Read modules whose path resolves outside the workspace root (`#[path = "../.."]` in a
+    /// monorepo). Only a flag: a checkout cannot grant itself this.
+    #[arg(long)]
+    pub allow_outside_workspace: bool,
 
     /// Do not read or write the re-run cache (`target/idem-lint/`, or `$IDEM_LINT_CACHE_DIR`).
     #[arg(long)]

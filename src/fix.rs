@@ -9,16 +9,25 @@
 //! source order; one that overlaps an edit already taken is left out (the next run offers
 //! it again on the changed code), and the same edit offered by two findings is made once.
 //! A file whose fixed text would not parse is not written, and said so.
+//!
+//! Writing is careful because the checkout is not the only writer and may be hostile: a file
+//! is written only when it resolves inside the workspace root (whatever
+//! `--allow-outside-workspace` let the run read) and still holds the text the fixes were
+//! made for (an edit made while the run went is kept, and the file is said to be skipped);
+//! the new text goes to a temporary file beside it and is renamed into place
+//! ([`crate::replace`]), so a full disk never leaves it cut.
 
 use crate::cli::Args;
+use crate::emit::snippet::escape;
 use crate::report::Report;
+use crate::source::{read_source, ReadError, ReadPolicy};
 use crate::{stderr_line, Linted, Outcome};
 use anyhow::{Context, Result};
 use idem_lints::{Applicability, Level};
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::ops::Range;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// One replacement in one file.
@@ -197,10 +206,19 @@ pub fn run(args: &Args, linted: &Linted) -> Result<Outcome> {
             }
         };
         if args.diff {
-            out.write_all(unified_diff(&shown, &plan.original, &new).as_bytes())?;
+            let diff = unified_diff(&shown, &plan.original, &new);
+            out.write_all(visible_diff(&diff).as_bytes())?;
         } else {
-            std::fs::write(path, &new)
-                .with_context(|| format!("could not write the fix to `{shown}`"))?;
+            match write_fix(path, &linted.ws.root, &plan.original, &new) {
+                Ok(()) => {}
+                Err(NotWritten::Refused(why)) => {
+                    stderr_line(&format!("warning: {shown}: not fixed: {why}"));
+                    continue;
+                }
+                Err(NotWritten::Failed(e)) => {
+                    return Err(e).with_context(|| format!("could not write the fix to `{shown}`"))
+                }
+            }
         }
         fixed += plan.fixed;
         files += 1;
@@ -235,7 +253,65 @@ pub fn run(args: &Args, linted: &Linted) -> Result<Outcome> {
     })
 }
 
-/// Lines of `text`, each with its terminator.
+/// Why a fixed text was not written.
+#[derive(Debug)]
+pub enum NotWritten {
+    /// The file is left as it is, and the run goes on (a `warning:` line).
+    Refused(String),
+    /// Writing failed; the file is left as it was.
+    Failed(std::io::Error),
+}
+
+/// Writes `new` over the file at `path` if it lies inside `root` once symlinks are resolved
+/// and still holds `original`, through a temporary file and a rename.
+pub fn write_fix(path: &Path, root: &Path, original: &str, new: &str) -> Result<(), NotWritten> {
+    const CHANGED: &str = "it changed since it was read; run again to fix the new text";
+    let resolved = std::fs::canonicalize(path)
+        .map_err(|e| NotWritten::Refused(format!("could not read it again: {e}")))?;
+    let mut policy = ReadPolicy::inside(root);
+    policy.max_bytes = policy.max_bytes.max(original.len() as u64);
+    match read_source(&resolved, &policy) {
+        Ok(now) if now == original => {}
+        // Past the cap it has grown since it was read, so it changed too.
+        Ok(_) | Err(ReadError::TooLarge { .. }) => {
+            return Err(NotWritten::Refused(CHANGED.to_string()))
+        }
+        Err(ReadError::OutsideRoot { resolved }) => {
+            return Err(NotWritten::Refused(format!(
+                "it resolves to `{}`, outside the workspace, and `--fix` writes only inside it",
+                resolved.display()
+            )))
+        }
+        Err(e) => return Err(NotWritten::Refused(format!("could not read it again: {e}"))),
+    }
+    crate::replace::replace(&resolved, new.as_bytes()).map_err(NotWritten::Failed)
+}
+
+/// `diff` with every control character of the checkout made visible, line by line. A line's
+/// own `\n` or `\r\n` stays, so the patch of an ordinary file is unchanged and still applies;
+/// a lone CR, which the diff also ends a line at, is shown as `␍` and ends the line with `\n`.
+pub fn visible_diff(diff: &str) -> String {
+    let mut out = String::with_capacity(diff.len());
+    let mut rest = diff;
+    while !rest.is_empty() {
+        let end = rest.find(['\r', '\n']).unwrap_or(rest.len());
+        out.push_str(&escape(&rest[..end]));
+        rest = &rest[end..];
+        let (terminator, len) = if rest.starts_with("\r\n") {
+            ("\r\n", 2)
+        } else if rest.starts_with('\n') {
+            ("\n", 1)
+        } else if rest.starts_with('\r') {
+            ("␍\n", 1)
+        } else {
+            ("", 0)
+        };
+        out.push_str(terminator);
+        rest = &rest[len..];
+    }
+    out
+}
+
 /// A unified diff (`--- a/path`, `+++ b/path`) of `old` and `new`, 3 lines of context: what
 /// `patch -p1` and `git apply` take.
 pub fn unified_diff(path: &str, old: &str, new: &str) -> String {
@@ -297,6 +373,16 @@ mod tests {
         assert!(overlaps(&edit(2..6, "a"), &edit(5..8, "b")));
         assert!(!overlaps(&edit(2..5, "a"), &edit(5..8, "b")));
         assert!(overlaps(&edit(2..5, "a"), &edit(2..2, "b")));
+    }
+
+    #[test]
+    fn a_diff_shows_control_characters_and_keeps_line_ends() {
+        let old = "a\r\nb \x1b[2J\rc\n";
+        let new = "a\r\nB \x1b[2J\rc\n";
+        let d = visible_diff(&unified_diff("x.rs", old, new));
+        assert!(!d.contains(['\x1b']), "{d:?}");
+        assert!(d.contains("\n-b ␛[2J␍\n+B ␛[2J␍\n c\n"), "{d:?}");
+        assert!(d.contains(" a\r\n"), "{d:?}");
     }
 
     #[test]

@@ -19,6 +19,7 @@ mod info;
 pub mod levels;
 pub mod lsp;
 pub mod parse;
+pub mod replace;
 pub mod report;
 pub mod source;
 pub mod suppress;
@@ -188,10 +189,14 @@ pub fn lint_workspace(
     Ok(Linted { ws, report, cwd })
 }
 
-/// Writes one line to stderr. A stderr that cannot be written (`2>/dev/full`, a closed
-/// pipe) must not cost the findings on stdout, so the failure is ignored, where
-/// `eprintln!` would panic (and abort inside the panic hook).
+/// Writes one line to stderr, every control character in it made visible
+/// ([`emit::snippet::escape`]): warnings and errors quote the checkout (lint names of
+/// suppression comments, config keys, file and symlink names), and a CR, LF or ESC of
+/// theirs must not start a workflow command or drive a terminal. A stderr that cannot be
+/// written (`2>/dev/full`, a closed pipe) must not cost the findings on stdout, so the
+/// failure is ignored, where `eprintln!` would panic (and abort inside the panic hook).
 pub fn stderr_line(line: &str) {
+    let line = emit::snippet::escape(line);
     let mut err = std::io::stderr().lock();
     let _ = writeln!(err, "{line}");
 }
@@ -204,8 +209,14 @@ fn quiet_broken_pipe(e: anyhow::Error) -> Result<()> {
     }
 }
 
-/// How files are read and parsed: the per-file time budget from the flag, else the config,
-/// else the default; the size cap and the outside-workspace opt-in from the config.
+/// How files are read and parsed: the per-file time budget and the size cap from the flag,
+/// else the config (which may only narrow them, see [`config`]), else the default; files
+/// outside the workspace only with `--allow-outside-workspace`.
 pub fn parse_options(args: &Args, config: &config::Config) -> parse::ParseOptions {
-    parse::ParseOptions::from_config(config, args.file_timeout_ms)
+    let mut opts = parse::ParseOptions::from_config(config, args.file_timeout_ms);
+    if let Some(bytes) = args.max_file_bytes {
+        opts.max_file_bytes = bytes;
+    }
+    opts.allow_outside_workspace |= args.allow_outside_workspace;
+    opts
 }

@@ -34,8 +34,15 @@ fn repository() -> tempfile::TempDir {
 
 /// `PATH` with the built binary's directory first, so `cargo idem-lint` runs it. A fresh
 /// `CARGO_HOME` keeps an installed `cargo-idem-lint` in `~/.cargo/bin` out of the way
-/// (cargo looks there before `PATH`); nothing here needs the registry.
+/// (cargo looks there before `PATH`); nothing here needs the registry. `RUSTUP_TOOLCHAIN`
+/// (set when the tests run under a rustup proxy) is removed, as on a runner, so rustup
+/// picks the toolchain from the current directory.
 fn shell(script: &str, cwd: &Path, cargo_home: &Path) -> Output {
+    shell_env(script, cwd, cargo_home, &[])
+}
+
+/// [`shell`] with more environment variables.
+fn shell_env(script: &str, cwd: &Path, cargo_home: &Path, env: &[(&str, &Path)]) -> Output {
     let bin_dir = PathBuf::from(common::BIN)
         .parent()
         .expect("bin dir")
@@ -50,6 +57,8 @@ fn shell(script: &str, cwd: &Path, cargo_home: &Path) -> Output {
         .current_dir(cwd)
         .env("PATH", path)
         .env("CARGO_HOME", cargo_home)
+        .env_remove("RUSTUP_TOOLCHAIN")
+        .envs(env.iter().copied())
         .env_remove("NO_COLOR")
         .env("CARGO_TERM_COLOR", "always")
         .output()
@@ -83,21 +92,63 @@ fn the_workflow_runs_the_linter_and_uploads_its_sarif() {
             .is_some_and(|r| r.starts_with("cargo install"))),
         "an install step"
     );
+    // Every cargo step runs outside the checkout: inside it, rustup would take the pull
+    // request's `rust-toolchain.toml`.
+    let runner_temp = "${{ runner.temp }}";
     let runs: Vec<(&str, &str)> = steps
         .iter()
-        .filter_map(|s| Some((s["name"].as_str()?, s["run"].as_str()?)))
-        .filter(|(_, run)| run.contains("cargo idem-lint"))
+        .filter_map(|s| Some((s["run"].as_str()?, s["working-directory"].as_str())))
+        .filter(|(run, _)| run.starts_with("cargo"))
+        .map(|(run, dir)| (run, dir.unwrap_or("the checkout")))
+        .collect();
+    assert_eq!(runs.len(), 3, "{runs:?}");
+    for (run, dir) in &runs {
+        assert_eq!(*dir, runner_temp, "`{run}` runs in the checkout");
+    }
+    let runs: Vec<&str> = runs
+        .iter()
+        .map(|(run, _)| *run)
+        .filter(|run| run.contains("cargo idem-lint"))
         .collect();
     assert_eq!(runs.len(), 2, "{runs:?}");
 
     let repo = repository();
     let svc = repo.path().join("rust-svc");
     let home = tempfile::tempdir().expect("cargo home");
-    let (_, gate) = runs
+    let temp = tempfile::tempdir().expect("runner temp");
+    // The pull request ships a toolchain of its own and names it in `rust-toolchain.toml`
+    // (rustup takes an absolute `path`, and a runner's checkout path is known in advance).
+    let ran = temp.path().join("the pull request's toolchain ran");
+    let evil = repo.path().join("toolchain");
+    for bin in ["cargo", "rustc"] {
+        let script = format!("#!/bin/sh\ntouch '{}'\nexit 42\n", ran.display());
+        let path = evil.join("bin").join(bin);
+        std::fs::create_dir_all(path.parent().expect("bin")).expect("mkdir");
+        std::fs::write(&path, script).expect("write");
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    }
+    std::fs::write(
+        repo.path().join("rust-toolchain.toml"),
+        format!("[toolchain]\npath = \"{}\"\n", evil.display()),
+    )
+    .expect("write");
+    // The workflow names `$GITHUB_WORKSPACE/Cargo.toml`; this checkout is a monorepo whose
+    // crate is one level down, so the variable names the crate's directory (the `.git` of the
+    // repository root stays one level up).
+    let step = |script: &str| {
+        shell_env(
+            script,
+            temp.path(),
+            home.path(),
+            &[("GITHUB_WORKSPACE", &svc)],
+        )
+    };
+    let gate = runs
         .iter()
-        .find(|(_, r)| r.contains("github"))
+        .find(|r| r.contains("github"))
         .expect("the annotation step");
-    let out = shell(gate, &svc, home.path());
+    let out = step(gate);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(
         out.status.code(),
@@ -116,19 +167,19 @@ fn the_workflow_runs_the_linter_and_uploads_its_sarif() {
         );
     }
 
-    let (_, sarif) = runs
+    let sarif = runs
         .iter()
-        .find(|(_, r)| r.contains("sarif"))
+        .find(|r| r.contains("sarif"))
         .expect("the SARIF step");
-    let out = shell(sarif, &svc, home.path());
+    let out = step(sarif);
     assert!(
         out.status.success(),
         "findings do not fail the SARIF step: {}",
         String::from_utf8_lossy(&out.stderr)
     );
+    let sarif_file = sarif_file.replace(runner_temp, &temp.path().to_string_lossy());
     let doc: Value = serde_json::from_str(
-        &std::fs::read_to_string(svc.join(sarif_file))
-            .expect("the step wrote the file upload reads"),
+        &std::fs::read_to_string(sarif_file).expect("the step wrote the file upload reads"),
     )
     .expect("SARIF is JSON");
     let results = doc["runs"][0]["results"].as_array().expect("results");
@@ -149,9 +200,10 @@ fn the_workflow_runs_the_linter_and_uploads_its_sarif() {
         "[lints]\nno_such_lint = \"deny\"\n",
     )
     .expect("write");
-    let out = shell(sarif, &svc, home.path());
+    let out = step(sarif);
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("unknown lint `no_such_lint`"));
+    assert!(!ran.exists(), "a step ran the pull request's toolchain");
 }
 
 #[test]

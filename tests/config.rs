@@ -39,7 +39,7 @@ fn table_form_with_level() {
         ("Cargo.toml", &manifest("cfg", "")),
         (
             "idem-lint.toml",
-            "file-timeout-ms = 20_000\n[lints.parse_error]\nlevel = \"allow\"\n",
+            "file-timeout-ms = 5_000\n[lints.parse_error]\nlevel = \"allow\"\n",
         ),
         ("src/lib.rs", BROKEN),
     ]);

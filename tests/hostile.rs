@@ -346,17 +346,13 @@ fn special_files_are_not_read() {
 fn devices_and_oversized_files_are_not_read_even_when_outside_reads_are_allowed() {
     let base = baseline(1);
     let c = Crate::new(1, &["big"], "#[path = \"/dev/zero\"]\npub mod zero;\n");
-    write(
-        c.path(),
-        "idem-lint.toml",
-        b"allow-outside-workspace = true\nmax-file-bytes = 100000\n",
-    );
+    write(c.path(), "idem-lint.toml", b"max-file-bytes = 100000\n");
     write(
         c.path(),
         "src/big.rs",
         format!("// {}\n", "x".repeat(200_000)).as_bytes(),
     );
-    let out = c.lint(&[]);
+    let out = c.lint(&["--allow-outside-workspace"]);
     assert_contained(
         &c,
         &out,
@@ -419,12 +415,7 @@ fn files_outside_the_workspace_are_never_read_or_quoted() {
         ],
     );
     // The opt-in reads them (a monorepo sharing sources through `#[path]`).
-    write(
-        c.path(),
-        "idem-lint.toml",
-        b"allow-outside-workspace = true\n",
-    );
-    let allowed = run(c.path(), &[s(c.path()), "--message-format", "json"], &[]);
+    let allowed = c.lint(&["--allow-outside-workspace"]);
     assert_eq!(allowed.code, 0, "{}", allowed.stderr);
     assert!(
         !allowed.stdout.contains("leaves the workspace"),

@@ -374,3 +374,437 @@ fn findings_on_one_long_line_print_a_window_of_it() {
     assert_eq!(highlighted, "c.set(&k7, 1)");
     assert_eq!(span["column_start"].as_u64(), Some(col as u64));
 }
+
+// ---- issue 24: a checkout must not configure, inject or poison the driver ----
+
+/// A `check_then_act` finding whose fix (`--unsafe-fixes`) makes the file longer: the `exists`
+/// check becomes a `set_nx` claim.
+const FIXABLE: &str = "use redis::AsyncCommands;
+
+pub async fn on_paid(conn: &mut redis::aio::MultiplexedConnection, order_id: &str) -> Result<(), String> {
+    let key = format!(\"charged:{order_id}\");
+    let seen: bool = conn.exists(&key).await.map_err(|e| e.to_string())?;
+    if seen {
+        return Ok(());
+    }
+    conn.set(&key, \"done\").await.map_err(|e| e.to_string())
+}
+";
+
+/// Runs `cmd` with piped output, every byte as written; a run that has not ended after two
+/// minutes is killed and fails the test (a hang is what some of these inputs caused).
+fn output_within(cmd: &mut Command) -> std::process::Output {
+    let child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("runs");
+    let pid = child.id() as libc::pid_t;
+    let waiter = std::thread::spawn(move || child.wait_with_output());
+    let started = std::time::Instant::now();
+    while !waiter.is_finished() {
+        if started.elapsed() > std::time::Duration::from_secs(120) {
+            // SAFETY: kill(2) on the pid of a child this test spawned and has not reaped.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+            panic!("no result after two minutes: the run hangs");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    waiter.join().expect("waiter").expect("output")
+}
+
+/// Control bytes a checkout could use to start a workflow command (CR, LF inside a line) or
+/// drive a terminal (ESC, BEL, NUL, C1 CSI/OSC, a bidi override) are absent from `bytes`.
+fn assert_no_raw_controls(what: &str, bytes: &[u8]) {
+    let text = String::from_utf8_lossy(bytes);
+    for bad in ['\r', '\x1b', '\x07', '\0', '\u{9b}', '\u{9d}', '\u{202e}'] {
+        assert!(!text.contains(bad), "{what}: raw {bad:?} in {text:?}");
+    }
+}
+
+fn git_in(dir: &std::path::Path, args: &[&str]) {
+    let out = Command::new("git")
+        .args([
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "-c",
+            "init.defaultBranch=main",
+        ])
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("git runs");
+    assert!(out.status.success(), "git {args:?}: {out:?}");
+}
+
+#[test]
+fn a_checkout_cannot_widen_what_the_linter_reads() {
+    // Item 1: `allow-outside-workspace = true` in the checkout printed `/etc/passwd` and
+    // `/proc/self/environ` through `#[path]`.
+    let marker = "idem-secdrv-outside-7a3e";
+    let outside = tree(&[(
+        "secret.rs",
+        &format!("fn leaked() {{ let k = \"{marker}\"; let = ; }}\n"),
+    )]);
+    let lib = format!(
+        "#[path = \"{}\"]\nmod pw;\n",
+        outside.path().join("secret.rs").display()
+    );
+    let cases: &[(&str, &str, &str)] = &[
+        (
+            "idem-lint.toml",
+            "allow-outside-workspace = true\n",
+            "idem-lint.toml:1:1: key `allow-outside-workspace`",
+        ),
+        (
+            "Cargo.toml",
+            "[workspace]\n[workspace.metadata.idem-lint]\nallow-outside-workspace = true\n",
+            "key `workspace.metadata.idem-lint.allow-outside-workspace`",
+        ),
+        (
+            "Cargo.toml",
+            "[package.metadata.idem-lint]\nallow-outside-workspace = true\n",
+            "key `package.metadata.idem-lint.allow-outside-workspace`",
+        ),
+        (
+            "idem-lint.toml",
+            "max-file-bytes = 1073741824\n",
+            "pass `--max-file-bytes 1073741824` on the command line",
+        ),
+        (
+            "idem-lint.toml",
+            "file-timeout-ms = 600000\n",
+            "pass `--file-timeout-ms 600000` on the command line",
+        ),
+    ];
+    for (file, text, expected) in cases {
+        let cargo_toml = match *file {
+            "Cargo.toml" => manifest("ws", text),
+            _ => manifest("ws", ""),
+        };
+        let mut files = vec![("Cargo.toml", cargo_toml.as_str()), ("src/lib.rs", &lib)];
+        if *file == "idem-lint.toml" {
+            files.push(("idem-lint.toml", text));
+        }
+        let dir = tree(&files);
+        let out = run(&[s(dir.path()), "--color", "never"]);
+        assert!(
+            !out.stdout.contains(marker),
+            "{text}: leaked {}",
+            out.stdout
+        );
+        out.assert_one_line_error(expected);
+        assert!(
+            out.stderr
+                .contains("a checkout cannot widen what the linter reads"),
+            "{}",
+            out.stderr
+        );
+    }
+    // The flags still widen, and a narrowing setting of the checkout still holds.
+    let dir = tree(&[("Cargo.toml", &manifest("ws", "")), ("src/lib.rs", &lib)]);
+    let out = run(&[
+        s(dir.path()),
+        "--color",
+        "never",
+        "--allow-outside-workspace",
+    ]);
+    out.assert_code(0);
+    assert!(out.stdout.contains(marker), "{}", out.stdout);
+    common::write(dir.path(), "idem-lint.toml", b"max-file-bytes = 10\n");
+    let out = run(&[s(dir.path()), "--message-format", "json"]);
+    out.assert_code(0);
+    assert!(
+        out.stdout.contains("over the limit of 10 bytes"),
+        "{}",
+        out.stdout
+    );
+    std::fs::remove_file(dir.path().join("idem-lint.toml")).expect("rm");
+    let out = run(&[
+        s(dir.path()),
+        "--message-format",
+        "json",
+        "--max-file-bytes",
+        "12",
+    ]);
+    out.assert_code(0);
+    assert!(
+        out.stdout.contains("over the limit of 12 bytes"),
+        "{}",
+        out.stdout
+    );
+}
+
+#[test]
+fn fix_never_writes_outside_the_workspace() {
+    // Item 1: with reading outside allowed, `--fix --unsafe-fixes` rewrote the file a
+    // `#[path]` pointed to. Its name also carries a CR and an ESC (item 3: the warning
+    // naming it is escaped).
+    let outside = tempfile::tempdir().expect("tempdir");
+    let name = "sh\r::error::x\x1b[2Jared.rs";
+    std::fs::write(outside.path().join(name), FIXABLE).expect("write");
+    let lib = format!(
+        "mod inside;\n#[path = {:?}]\nmod shared;\n",
+        outside.path().join(name).to_str().expect("utf-8")
+    );
+    let dir = tree(&[
+        ("Cargo.toml", &manifest("ws", "")),
+        ("src/lib.rs", &lib),
+        ("src/inside.rs", FIXABLE),
+    ]);
+    let out = output_within(Command::new(BIN).args([
+        s(dir.path()),
+        "--allow-outside-workspace",
+        "--fix",
+        "--unsafe-fixes",
+        "--no-cache",
+    ]));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let read = |p: &std::path::Path| std::fs::read_to_string(p).expect("read");
+    assert_eq!(read(&outside.path().join(name)), FIXABLE, "{stderr}");
+    assert!(
+        read(&dir.path().join("src/inside.rs")).contains("set_nx"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("not fixed: it resolves to `") && stderr.contains("outside the workspace"),
+        "{stderr}"
+    );
+    assert_no_raw_controls("stderr", &out.stderr);
+    assert!(stderr.contains("sh␍::error::x␛[2Jared.rs"), "{stderr}");
+}
+
+#[test]
+fn checkout_text_reaches_no_stream_raw() {
+    // Item 3: a lone CR let the pull request write `::error` (or `::stop-commands::`) as a
+    // line of its own on stderr; ESC, OSC, bidi controls and NUL reached it raw, and ESC
+    // reached the github format's annotation path.
+    let outside = tempfile::tempdir().expect("tempdir");
+    let src = format!(
+        "{RACY}// idem-lint: allow(foo\r::error title=x::y)\n// idem-lint: allow(bar\x1b]0;t\x07\u{202e}\u{9d}z)\n"
+    );
+    let dir = tree(&[("a.rs", &src), ("a\x1b[31m\u{202e}.rs", RACY)]);
+    std::os::unix::fs::symlink(
+        outside.path(),
+        dir.path().join("ext\r::stop-commands::x\x1b[2J"),
+    )
+    .expect("symlink");
+    for format in ["github", "short", "human"] {
+        let out = output_within(Command::new(BIN).args([
+            s(dir.path()),
+            "--message-format",
+            format,
+            "--color",
+            "never",
+        ]));
+        assert_eq!(out.status.code(), Some(0), "{out:?}");
+        assert_no_raw_controls(&format!("{format} stderr"), &out.stderr);
+        assert_no_raw_controls(&format!("{format} stdout"), &out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        // Two unknown names, one symlink: three lines, each one whole.
+        assert_eq!(stderr.lines().count(), 3, "{stderr}");
+        assert!(stderr.contains("foo␍::error title=x::y"), "{stderr}");
+        assert!(stderr.contains("bar␛]0;t␇"), "{stderr}");
+        assert!(stderr.contains("ext␍::stop-commands::x␛[2J"), "{stderr}");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(stdout.contains("a␛[31m"), "{format}: {stdout}");
+    }
+    // A config key and an error on stderr: one line, escaped.
+    let cfg = tree(&[
+        ("Cargo.toml", &manifest("cfg", "")),
+        ("src/lib.rs", ""),
+        (
+            "idem-lint.toml",
+            "\"k\\r::error::x\\u001b[2J\\u0000\" = 1\n",
+        ),
+    ]);
+    let out = output_within(Command::new(BIN).arg(cfg.path()));
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert_no_raw_controls("config error", &out.stderr);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("k␍::error::x␛[2J␀"), "{stderr}");
+}
+
+#[test]
+fn changed_since_is_never_read_as_an_option() {
+    // Item 6: `--changed-since=--output=FILE` truncated FILE, and with `--output=/dev/null
+    // -D warnings` nothing was reported and the exit code was 0.
+    let outer = tempfile::tempdir().expect("tempdir");
+    let ws = outer.path().join("ws");
+    common::write(&ws, "a.rs", RACY.as_bytes());
+    git_in(&ws, &["init", "-q"]);
+    let victim = outer.path().join("victim.txt");
+    std::fs::write(&victim, "keep").expect("write");
+    let before = snapshot(outer.path(), &ws);
+    let flag = format!("--changed-since=--output={}", victim.display());
+    let out = run(&[s(&ws), &flag, "-D", "warnings"]);
+    assert_eq!(snapshot(outer.path(), &ws), before, "{}", out.stderr);
+    out.assert_one_line_error("could not list the files changed since `--output=");
+}
+
+/// Every file below `dir` outside `skip`, with its contents.
+fn snapshot(dir: &std::path::Path, skip: &std::path::Path) -> Vec<(std::path::PathBuf, Vec<u8>)> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).expect("read_dir").flatten() {
+        let path = entry.path();
+        if path == skip {
+            continue;
+        }
+        if path.is_dir() {
+            out.extend(snapshot(&path, skip));
+        } else {
+            out.push((path.clone(), std::fs::read(&path).expect("read")));
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn changed_since_keeps_file_names_that_are_not_utf8() {
+    // Item 6: names were read with `from_utf8_lossy`, so a changed `b\xff.rs` lost its findings.
+    use std::os::unix::ffi::OsStrExt;
+    let dir = tree(&[("a.rs", RACY)]);
+    git_in(dir.path(), &["init", "-q"]);
+    git_in(dir.path(), &["add", "a.rs"]);
+    git_in(dir.path(), &["commit", "-q", "-m", "a"]);
+    let bad = dir.path().join(std::ffi::OsStr::from_bytes(b"b\xff.rs"));
+    std::fs::write(&bad, RACY).expect("write");
+    let out = run(&[
+        s(dir.path()),
+        "--changed-since",
+        "HEAD",
+        "--message-format",
+        "json",
+    ]);
+    out.assert_code(0);
+    let messages = out.messages();
+    assert_eq!(messages.len(), 1, "{}", out.stdout);
+    let file = messages[0]["message"]["spans"][0]["file_name"]
+        .as_str()
+        .expect("file_name");
+    assert!(file.ends_with(".rs") && !file.ends_with("a.rs"), "{file}");
+}
+
+#[test]
+fn fix_refuses_a_file_changed_since_it_was_read() {
+    // Item 7: an edit made while the run went was overwritten by the fixed old text.
+    use cargo_idem_lint::{cli::Args, fix};
+    let dir = tree(&[("Cargo.toml", &manifest("ws", "")), ("src/lib.rs", FIXABLE)]);
+    let lib = dir.path().join("src/lib.rs");
+    let args = Args::parse_from_env(
+        [
+            "cargo-idem-lint",
+            s(dir.path()),
+            "--fix",
+            "--unsafe-fixes",
+            "--no-cache",
+        ]
+        .map(std::ffi::OsString::from),
+    )
+    .expect("args");
+    let linted = cargo_idem_lint::lint(&args).expect("lints");
+    let edited = format!("{FIXABLE}// edited while the run went\n");
+    std::fs::write(&lib, &edited).expect("write");
+    fix::run(&args, &linted).expect("runs");
+    assert_eq!(std::fs::read_to_string(&lib).expect("read"), edited);
+    // Unchanged, the same file is fixed.
+    let linted = cargo_idem_lint::lint(&args).expect("lints");
+    fix::run(&args, &linted).expect("runs");
+    assert!(std::fs::read_to_string(&lib)
+        .expect("read")
+        .contains("set_nx"));
+}
+
+#[test]
+fn a_failed_fix_write_leaves_the_file_whole() {
+    // Item 7: `--fix` wrote in place, so a full disk left the file cut. A file size limit
+    // at the original's size makes the longer fixed text fail to write the same way.
+    use std::os::unix::process::CommandExt;
+    let dir = tree(&[("Cargo.toml", &manifest("ws", "")), ("src/lib.rs", FIXABLE)]);
+    let limit = FIXABLE.len() as libc::rlim_t;
+    let mut cmd = Command::new(BIN);
+    cmd.args([s(dir.path()), "--fix", "--unsafe-fixes", "--no-cache"]);
+    // SAFETY: setrlimit(2) and signal(2) are async-signal-safe; they only change this child.
+    unsafe {
+        cmd.pre_exec(move || {
+            let lim = libc::rlimit {
+                rlim_cur: limit,
+                rlim_max: limit,
+            };
+            libc::setrlimit(libc::RLIMIT_FSIZE, &lim);
+            // EFBIG from write(2) instead of a signal killing the process.
+            libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+            Ok(())
+        });
+    }
+    let out = output_within(&mut cmd);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("could not write the fix to `"), "{stderr}");
+    let src = dir.path().join("src");
+    assert_eq!(
+        std::fs::read_to_string(src.join("lib.rs")).expect("read"),
+        FIXABLE
+    );
+    let left: Vec<_> = std::fs::read_dir(&src)
+        .expect("read_dir")
+        .flatten()
+        .collect();
+    assert_eq!(left.len(), 1, "the temporary file is removed: {left:?}");
+}
+
+#[test]
+fn the_baseline_is_read_like_a_source() {
+    // Item 8: a baseline linked to /dev/zero grew until the OOM killer, a FIFO hung, and an
+    // outside JSON file's string values appeared in the error.
+    let outside = tree(&[("secret.json", "{\"version\": \"idem-secdrv-baseline-1\"}\n")]);
+    let dir = tree(&[
+        ("a.rs", RACY),
+        ("inside.json", "{\"version\": \"idem-secdrv-baseline-2\"}\n"),
+    ]);
+    let ws = dir.path();
+    std::os::unix::fs::symlink(outside.path().join("secret.json"), ws.join("linked.json"))
+        .expect("symlink");
+    std::os::unix::fs::symlink("/dev/zero", ws.join("zero.json")).expect("symlink");
+    let fifo = std::ffi::CString::new(s(&ws.join("fifo.json"))).expect("c string");
+    // SAFETY: mkfifo(2) with a NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0, "mkfifo");
+    let cases = [
+        ("linked.json", "resolves to `"),
+        (
+            "zero.json",
+            "resolves to `/dev/zero`, outside the workspace",
+        ),
+        ("fifo.json", "it is a FIFO, not a regular file"),
+        (
+            "inside.json",
+            "is not a baseline (not the baseline format at line 1",
+        ),
+        ("/dev/zero", "it is a character device, not a regular file"),
+    ];
+    for (name, expected) in cases {
+        let path = ws.join(name);
+        let out = output_within(Command::new(BIN).args([s(ws), "--baseline", s(&path)]));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{name}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{name}: {stderr}");
+        assert!(stderr.contains(expected), "{name}: {stderr}");
+        assert!(!stderr.contains("idem-secdrv-baseline"), "{name}: {stderr}");
+    }
+    // Written through a planted symlink, the baseline replaces the link, not its target.
+    let keep = outside.path().join("keep.txt");
+    std::fs::write(&keep, "keep").expect("write");
+    std::os::unix::fs::symlink(&keep, ws.join("planted.json")).expect("symlink");
+    let out = run(&[s(ws), "--write-baseline", s(&ws.join("planted.json"))]);
+    out.assert_code(0);
+    assert_eq!(std::fs::read_to_string(&keep).expect("read"), "keep");
+    assert!(std::fs::read_to_string(ws.join("planted.json"))
+        .expect("read")
+        .contains("check_then_act"));
+}

@@ -362,9 +362,9 @@ fn any_buffer_content_gets_diagnostics_and_no_crash() {
 
 /// A copy of `fixtures/lsp` with `src/big.rs`, a module of `fns` small functions calling
 /// each other: a file whose every version takes a while to parse and analyse (a generated
-/// file, a large module), so edits can come while its analysis runs. It gets a generous
-/// per-file budget (`idem-lint.toml`): these tests are about cancellation, and a debug build
-/// on a loaded machine can take longer than the default 10 s to parse it.
+/// file, a large module), so edits can come while its analysis runs. Its server gets a
+/// generous per-file budget ([`BIG_BUDGET`]): these tests are about cancellation, and a debug
+/// build on a loaded machine can take longer than the default 10 s to parse it.
 fn big_fixture(fns: usize) -> (tempfile::TempDir, std::path::PathBuf, String) {
     let (tmp, root) = fixture_copy();
     let lib = root.join("src/lib.rs");
@@ -380,9 +380,12 @@ fn big_fixture(fns: usize) -> (tempfile::TempDir, std::path::PathBuf, String) {
         ));
     }
     std::fs::write(root.join("src/big.rs"), &big).expect("write");
-    std::fs::write(root.join("idem-lint.toml"), "file-timeout-ms = 600000\n").expect("write");
     (tmp, root, big)
 }
+
+/// The flags a server linting [`big_fixture`] starts with (only the command line may raise
+/// the budget, never the checkout's `idem-lint.toml`).
+const BIG_BUDGET: &[&str] = &["--file-timeout-ms", "600000"];
 
 /// The `publishDiagnostics` for `uri` among what was received so far, in order.
 fn published_for(c: &Client, uri: &str) -> Vec<Value> {
@@ -400,7 +403,7 @@ fn published_for(c: &Client, uri: &str) -> Vec<Value> {
 fn shutdown_is_answered_while_an_analysis_runs() {
     let (_tmp, root, big_text) = big_fixture(6000);
     let big = root.join("src/big.rs");
-    let mut c = Client::start(BIN, &["--debounce-ms", "0"], &root);
+    let mut c = Client::start_with(BIN, BIG_BUDGET, &["--debounce-ms", "0"], &root);
     initialize(&mut c, &[&root], json!({}));
     open(&mut c, &big, &big_text);
     std::thread::sleep(Duration::from_millis(150));
@@ -428,7 +431,7 @@ fn rapid_edits_publish_only_the_latest_version_and_hovers_answer_meanwhile() {
     let big = root.join("src/big.rs");
     let lib = root.join("src/lib.rs");
     let lib_text = std::fs::read_to_string(&lib).expect("read");
-    let mut c = Client::start(BIN, &["--debounce-ms", "0"], &root);
+    let mut c = Client::start_with(BIN, BIG_BUDGET, &["--debounce-ms", "0"], &root);
     initialize(&mut c, &[&root], json!({}));
     open(&mut c, &lib, &lib_text);
     open(&mut c, &big, &big_text);

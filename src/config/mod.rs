@@ -3,15 +3,20 @@
 //! `[package.metadata.idem-lint]` per package, each with the same keys:
 //!
 //! ```toml
-//! file-timeout-ms = 10000          # workspace level only
-//! max-file-bytes = 67108864        # workspace level only
-//! allow-outside-workspace = false  # workspace level only
+//! file-timeout-ms = 5000           # workspace level only, at most the default
+//! max-file-bytes = 1048576         # workspace level only, at most the default
+//! allow-outside-workspace = false  # workspace level only, never `true`
 //! [lints]
 //! check_then_act = "deny"
 //! missing_idempotency_token = { level = "warn", extra-apis = [] }
 //! ```
 //!
 //! Every error names the file, the position and the key, on one line.
+//!
+//! The checkout under review writes these files, so they may only narrow what the linter
+//! reads: a larger `file-timeout-ms` or `max-file-bytes` than the default, or
+//! `allow-outside-workspace = true`, is an error that names the command-line flag to use
+//! instead (a pull request must not switch off the sandbox that reviews it).
 
 mod toml_value;
 
@@ -282,6 +287,9 @@ impl Cx<'_> {
                                     self.origin(at, "file-timeout-ms")
                                 )
                             })?;
+                        if ms > crate::parse::DEFAULT_FILE_TIMEOUT.as_millis() as u64 {
+                            self.widens(at, "file-timeout-ms", &format!("--file-timeout-ms {ms}"))?;
+                        }
                         layer.file_timeout_ms = Some(ms);
                         layer.file_timeout_at = Some(self.origin(at, "file-timeout-ms"));
                     }
@@ -302,10 +310,16 @@ impl Cx<'_> {
                                 self.origin(at, "max-file-bytes")
                             )
                         })?;
+                    if bytes > crate::source::DEFAULT_MAX_FILE_BYTES {
+                        self.widens(at, "max-file-bytes", &format!("--max-file-bytes {bytes}"))?;
+                    }
                     layer.max_file_bytes = Some(bytes);
                 }
                 "allow-outside-workspace" => match value.get_ref().as_bool() {
-                    Some(b) => layer.allow_outside_workspace = Some(b),
+                    Some(true) => {
+                        self.widens(at, "allow-outside-workspace", "--allow-outside-workspace")?
+                    }
+                    Some(false) => layer.allow_outside_workspace = Some(false),
                     None => bail!(
                         "{}: expected `true` or `false`",
                         self.origin(at, "allow-outside-workspace")
@@ -318,6 +332,15 @@ impl Cx<'_> {
             }
         }
         Ok(layer)
+    }
+
+    /// The error for a setting that would widen what the linter reads: only the command line
+    /// (`flag`) may do that, never the checkout being linted.
+    fn widens(&self, at: usize, key: &str, flag: &str) -> Result<()> {
+        bail!(
+            "{}: a checkout cannot widen what the linter reads (the pull request under review could set it); pass `{flag}` on the command line instead",
+            self.origin(at, key)
+        )
     }
 
     fn lints(&self, lints: &DeTable, layer: &mut Layer) -> Result<()> {

@@ -5,9 +5,10 @@
 //! Paths are relative to the repository root, as the runner resolves them against the
 //! checkout. Escaping follows the runner's rules (actions/toolkit's `command.ts`): in the
 //! message (the command's data) `%`, CR and LF become `%25`, `%0D`, `%0A`; in a property
-//! value `:` and `,` also become `%3A` and `%2C`, since they end a property.
+//! value `:` and `,` also become `%3A` and `%2C`, since they end a property. Before that,
+//! the path and the texts get [`super::snippet::escape`], as on every other stream.
 
-use super::{relative_path, repository_root, Input};
+use super::{relative_path, repository_root, snippet::escape, Input};
 use crate::report::Finding;
 use idem_lints::Level;
 use std::io::{self, Write};
@@ -31,7 +32,9 @@ fn command(input: &Input, f: &Finding, root: &Path) -> String {
         Level::Deny => "error",
         Level::Warn | Level::Allow => "warning",
     };
-    let mut path = relative_path(&src.path, root);
+    // A file name is the checkout's: its ESC must reach neither the log viewer nor the
+    // annotation (the runner's own escapes below cover only `%`, CR, LF, `:` and `,`).
+    let mut path = escape(&relative_path(&src.path, root));
     if cfg!(windows) {
         path = path.replace('\\', "/");
     }
@@ -50,10 +53,10 @@ fn command(input: &Input, f: &Finding, root: &Path) -> String {
         .iter()
         .map(|(k, v)| format!("{k}={}", escape_property(v)))
         .collect();
-    let mut message = d.message.clone();
+    let mut message = escape(&d.message);
     for h in &d.help {
         message.push_str("\nhelp: ");
-        message.push_str(h);
+        message.push_str(&escape(h));
     }
     format!("::{name} {}::{}", props.join(","), escape_data(&message))
 }

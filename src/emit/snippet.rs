@@ -8,9 +8,15 @@ use std::ops::Range;
 /// Most characters of one line printed around a span.
 pub const MAX_LINE_CHARS: usize = 140;
 
-/// `s` with every control character shown as a visible symbol: C0 controls as the
-/// Unicode control pictures (`␛`, `␇`), DEL as `␡`, C1 controls and bidi controls as `�`.
-/// Tabs stay (the renderer expands them).
+/// `s` with every control character shown as a visible symbol: C0 controls (NUL, CR, LF,
+/// ESC, so also OSC sequences) as the Unicode control pictures (`␀`, `␍`, `␊`, `␛`), DEL as
+/// `␡`, C1 controls, bidi controls and the Unicode line separators as `�`. Tabs stay (the
+/// renderer expands them).
+///
+/// Every text that comes from the checkout goes through it before it is printed: source
+/// lines, paths, and every line on stderr ([`crate::stderr_line`]), so a pull request can
+/// neither start a line of its own (an Actions runner splits on CR and reads `::error`,
+/// `::stop-commands::` at a line's start) nor drive the terminal of whoever reads the log.
 pub fn escape(s: &str) -> String {
     if !s.chars().any(needs_escape) {
         return s.to_string();
@@ -32,7 +38,9 @@ fn escape_char(c: char) -> char {
         | '\u{200e}'
         | '\u{200f}'
         | '\u{202a}'..='\u{202e}'
-        | '\u{2066}'..='\u{2069}' => '\u{fffd}',
+        | '\u{2066}'..='\u{2069}'
+        | '\u{2028}'
+        | '\u{2029}' => '\u{fffd}',
         _ => c,
     }
 }
@@ -104,6 +112,7 @@ mod tests {
             "let s = \"\u{fffd}evil\";"
         );
         assert_eq!(escape("tab\tok λ"), "tab\tok λ");
+        assert_eq!(escape("a\rb\nc\0d\u{9d}e\u{2028}"), "a␍b␊c␀d�e�");
     }
 
     #[test]

@@ -7,7 +7,7 @@
 //! handed out in a fixed order (target order, then declaration order), so a run's output does
 //! not depend on thread timing. Every file is read under the rules of
 //! [`crate::source::read_source`]: regular files only, under a size cap, inside the workspace
-//! unless the config allows otherwise.
+//! unless `--allow-outside-workspace` allows otherwise.
 //!
 //! [`Inputs`] adds what an editor or a re-run brings: [`Overlays`] (unsaved buffers that
 //! replace files, read under the same rules) and a [`crate::cache::Store`] of earlier parse
@@ -667,9 +667,7 @@ fn load_file(
                     opts.file_timeout.as_millis()
                 ),
             );
-            d.help(
-                "raise the budget with `--file-timeout-ms` or `file-timeout-ms` in idem-lint.toml",
-            );
+            d.help("raise the budget with `--file-timeout-ms`");
             d
         }
         worker::Outcome::Failed(msg) => Diagnostic::new(&PARSE_ERROR, Span::new(id, 0, 0), msg),
@@ -703,7 +701,7 @@ fn unreadable(id: FileId, p: &Pending, e: &ReadError) -> Diagnostic {
             let mut d = Diagnostic::new(&PARSE_ERROR, span, "module path leaves the workspace");
             d.primary_label(format!("`{}` resolves to `{}`", p.path.display(), resolved.display()))
                 .note("files outside the workspace are not read, so a checkout cannot make the linter print them")
-                .help("set `allow-outside-workspace = true` in idem-lint.toml to lint them");
+                .help("pass `--allow-outside-workspace` to lint them");
             d
         }
         e => Diagnostic::new(

@@ -22,8 +22,16 @@ pub struct Client {
 impl Client {
     /// Starts `bin` as cargo would for `cargo idem-lint lsp ARGS`.
     pub fn start(bin: &str, args: &[&str], cwd: &Path) -> Client {
+        Client::start_with(bin, &[], args, cwd)
+    }
+
+    /// Starts `bin` as cargo would for `cargo idem-lint FLAGS lsp ARGS` (the time budget and
+    /// the levels go before `lsp`).
+    pub fn start_with(bin: &str, flags: &[&str], args: &[&str], cwd: &Path) -> Client {
         let mut child = Command::new(bin)
-            .args(["idem-lint", "lsp"])
+            .arg("idem-lint")
+            .args(flags)
+            .arg("lsp")
             .args(args)
             .current_dir(cwd)
             // Where the server writes the lint pages its diagnostics link to; not the
