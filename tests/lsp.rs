@@ -242,11 +242,13 @@ fn config_errors_are_diagnostics_where_they_are_written() {
             .is_some_and(|m| m.contains("unknown lint `no_such_lint`")),
         "{d}"
     );
+    // The range covers the key, and the code says what kind of problem it is.
     assert_eq!(
-        d["range"]["start"],
-        json!({"line": 2, "character": 2}),
+        d["range"],
+        json!({"start": {"line": 2, "character": 2}, "end": {"line": 2, "character": 14}}),
         "{d}"
     );
+    assert_eq!(d["code"], "idem::config_error", "{d}");
     assert_eq!(d["severity"], 1);
 
     // Fixed and saved: the error is cleared and the findings come.
@@ -271,6 +273,35 @@ fn config_errors_are_diagnostics_where_they_are_written() {
         denied["diagnostics"][0]["code"],
         "idem::nondeterministic_key"
     );
+
+    // Broken again: the error shows on the config, and the findings of the last good
+    // configuration stay (nothing is published that clears them).
+    std::fs::write(&config, "[lints]\nnondeterministic_key = \"sometimes\"\n").expect("write");
+    c.notify(
+        "textDocument/didSave",
+        json!({"textDocument": {"uri": uri(&config)}}),
+    );
+    let bad = c.diagnostics_where(&uri(&config), |p| p["diagnostics"] != json!([]));
+    assert_eq!(
+        bad["diagnostics"][0]["range"],
+        json!({"start": {"line": 1, "character": 0}, "end": {"line": 1, "character": 20}}),
+        "{bad}"
+    );
+    assert!(
+        c.try_wait_message(
+            |m| m["params"]["uri"] == uri(&lib) && m["params"]["diagnostics"] == json!([]),
+            Duration::from_millis(500)
+        )
+        .is_none(),
+        "the findings of lib.rs were cleared"
+    );
+    std::fs::write(&config, "[lints]\nnondeterministic_key = \"deny\"\n").expect("write");
+    c.notify(
+        "textDocument/didSave",
+        json!({"textDocument": {"uri": uri(&config)}}),
+    );
+    let cleared = c.diagnostics_where(&uri(&config), |p| p["diagnostics"] == json!([]));
+    assert_eq!(cleared["diagnostics"], json!([]));
 
     // A broken Cargo.toml: cargo's error, on the manifest.
     let manifest = root.join("Cargo.toml");

@@ -649,7 +649,12 @@ impl Server {
                 diags
             }
             Some(Outcome::Failed(problem)) => {
-                drop_elsewhere(self.roots[i].last.take());
+                // The findings of the last good configuration stay: a half-edited config
+                // must not blank every file while it is being fixed.
+                let mut kept = match &self.roots[i].last {
+                    Some(a) => convert::diagnostics(a, self.enc, &*self),
+                    None => BTreeMap::new(),
+                };
                 match &problem.file {
                     Some(file) => {
                         let text = self
@@ -658,13 +663,11 @@ impl Server {
                             .map(|d| d.text.to_string())
                             .or_else(|| std::fs::read_to_string(file).ok());
                         let d = convert::problem_diagnostic(&problem, text.as_deref(), self.enc);
-                        BTreeMap::from([(file.clone(), vec![d])])
+                        kept.entry(file.clone()).or_default().push(d);
                     }
-                    None => {
-                        self.show_error(&problem.message);
-                        BTreeMap::new()
-                    }
+                    None => self.show_error(&problem.message),
                 }
+                kept
             }
             // Cancelled only when a newer change came, which made this result stale.
             Some(Outcome::Cancelled) => return,
