@@ -63,28 +63,43 @@ fn is_source_file(path: &Path) -> bool {
     path.is_file() && path.extension().is_some_and(|e| e == "rs")
 }
 
-/// Where to look for the packages when only files say it: the directory of the first
-/// file's package (the closest directory above it holding a `Cargo.toml`). Files given as
-/// PATH always say it; `--only` files only when the current directory is inside no package.
-pub fn workspace_dir_for(files: &[PathBuf], only: &[PathBuf]) -> Result<Option<PathBuf>> {
+/// Where to look for the packages when only files say it: the directory of each file's
+/// package (the closest directory above it holding a `Cargo.toml`), each once, in the order
+/// the files came. Files given as PATH always say it; `--only` files only when the current
+/// directory is inside no package. A file in no package is named to `warn` and left out: a
+/// pre-commit hook passes every staged `.rs` file, and a script beside the crates is not one
+/// of them.
+pub fn package_dirs_for(
+    files: &[PathBuf],
+    only: &[PathBuf],
+    warn: &mut dyn FnMut(String),
+) -> Result<Vec<PathBuf>> {
     let cwd = std::env::current_dir().context("could not read the current directory")?;
     let from_only = !cwd.ancestors().any(|d| d.join("Cargo.toml").is_file());
     let candidates = files
         .iter()
         .chain(only.iter().filter(|_| from_only))
         .filter(|f| is_source_file(f));
-    Ok(candidates.map(|f| package_dir(f)).next().flatten())
+    let mut dirs: Vec<PathBuf> = Vec::new();
+    for file in candidates {
+        match package_dir(file) {
+            Some(dir) if !dirs.contains(&dir) => dirs.push(dir),
+            Some(_) => {}
+            None => warn(format!(
+                "`{}` belongs to no package (no `Cargo.toml` in a directory above it); not linted",
+                file.display()
+            )),
+        }
+    }
+    Ok(dirs)
 }
 
 fn package_dir(file: &Path) -> Option<PathBuf> {
     let abs = std::path::absolute(file).ok()?;
-    let dir = abs.parent()?;
-    Some(
-        dir.ancestors()
-            .find(|d| d.join("Cargo.toml").is_file())
-            .unwrap_or(dir)
-            .to_path_buf(),
-    )
+    abs.parent()?
+        .ancestors()
+        .find(|d| d.join("Cargo.toml").is_file())
+        .map(Path::to_path_buf)
 }
 
 /// The files `--only`, `--changed-since` and a file PATH name, or `None` when none was

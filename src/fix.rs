@@ -237,6 +237,15 @@ pub fn run(args: &Args, linted: &Linted) -> Result<Outcome> {
             if deferred == 1 { "" } else { "es" }
         ));
     }
+    let maybe = unsafe_only(&linted.report, unsafe_fixes);
+    if maybe > 0 {
+        let flag = if args.diff { "--diff" } else { "--fix" };
+        summary.push_str(&format!(
+            "; {maybe} more finding{} {} a fix that may be incorrect: review with `--diff --unsafe-fixes`, apply with `{flag} --unsafe-fixes`",
+            if maybe == 1 { "" } else { "s" },
+            if maybe == 1 { "has" } else { "have" },
+        ));
+    }
     stderr_line(&format!("note: {summary}"));
     let unfixed_deny = linted.report.findings.iter().any(|f| {
         f.diag.level == Level::Deny
@@ -310,6 +319,25 @@ pub fn visible_diff(diff: &str) -> String {
         rest = &rest[len..];
     }
     out
+}
+
+/// How many findings have a fix only `--unsafe-fixes` applies (none without the flag, when
+/// the flag is given).
+fn unsafe_only(report: &Report, unsafe_fixes: bool) -> usize {
+    if unsafe_fixes {
+        return 0;
+    }
+    let by = |f: &crate::report::Finding, unsafe_fixes| {
+        f.diag
+            .suggestions
+            .iter()
+            .any(|s| accepts(s.applicability, unsafe_fixes))
+    };
+    report
+        .findings
+        .iter()
+        .filter(|f| !by(f, false) && by(f, true))
+        .count()
 }
 
 /// A unified diff (`--- a/path`, `+++ b/path`) of `old` and `new`, 3 lines of context: what

@@ -100,6 +100,18 @@ pub struct Linted {
 }
 
 impl Linted {
+    /// Adds the run of another workspace: its packages after these, so the report and the
+    /// emitters see one run. The root becomes the deepest directory holding both roots (what
+    /// SARIF and GitHub paths start from, unless `--sarif-root` says).
+    fn absorb(&mut self, other: Linted) {
+        self.ws.root = common_ancestor(&self.ws.root, &other.ws.root);
+        let offset = self.report.packages.len();
+        self.ws.packages.extend(other.ws.packages);
+        self.ws.warnings.extend(other.ws.warnings);
+        self.ws.unselected.extend(other.ws.unselected);
+        self.report.absorb(other.report, offset);
+    }
+
     pub fn input(&self) -> emit::Input<'_> {
         emit::Input {
             ws: &self.ws,
@@ -117,17 +129,56 @@ pub fn lint(args: &Args) -> Result<Linted> {
     let named = changed::split_paths(args.path.iter().chain(&args.more_paths))?;
     selection.path = named.dir;
     only.extend(named.files.iter().cloned());
-    // Files without a directory: the workspace around the first one (a pre-commit hook at a
-    // monorepo's root). `--only` alone keeps cargo's choice when run inside a package.
+    // Files without a directory: the workspace around each (a pre-commit hook passes the
+    // staged files of every crate of a repository at once). `--only` alone keeps cargo's
+    // choice when run inside a package.
     if selection.path.is_none() && selection.manifest_path.is_none() {
-        if let Some(dir) = changed::workspace_dir_for(&named.files, &args.only)? {
-            selection.path = Some(dir);
+        let dirs = changed::package_dirs_for(&named.files, &args.only, &mut |w| {
+            stderr_line(&format!("warning: {w}"))
+        })?;
+        if !named.files.is_empty() && dirs.is_empty() {
+            anyhow::bail!("no package to lint: none of the files given is inside a package");
+        }
+        if !dirs.is_empty() {
             selection.workspace = selection.packages.is_empty();
+            return lint_dirs(args, &selection, &dirs, &only);
         }
     }
     let mut ws = discovery::discover(&selection)?;
     ws.report_root = args.sarif_root.clone();
     lint_workspace(args, ws, &only)
+}
+
+/// Lints the workspace around each of `dirs` once (two files of one workspace are one run)
+/// and reports them as one run.
+fn lint_dirs(
+    args: &Args,
+    selection: &discovery::Selection,
+    dirs: &[std::path::PathBuf],
+    only: &[std::path::PathBuf],
+) -> Result<Linted> {
+    let mut merged: Option<Linted> = None;
+    let mut roots = Vec::new();
+    for dir in dirs {
+        let mut ws = discovery::discover(&discovery::Selection {
+            path: Some(dir.clone()),
+            ..selection.clone()
+        })?;
+        if roots.contains(&ws.root) {
+            continue;
+        }
+        roots.push(ws.root.clone());
+        ws.report_root = args.sarif_root.clone();
+        let linted = lint_workspace(args, ws, only)?;
+        merged = Some(match merged {
+            None => linted,
+            Some(mut all) => {
+                all.absorb(linted);
+                all
+            }
+        });
+    }
+    merged.ok_or_else(|| anyhow::anyhow!("no package to lint"))
 }
 
 /// [`lint`] after discovery.
@@ -187,6 +238,13 @@ pub fn lint_workspace(
         report.baseline = Some(baseline::apply(&mut report, &ws.root, path, &in_scope)?);
     }
     Ok(Linted { ws, report, cwd })
+}
+
+fn common_ancestor(a: &std::path::Path, b: &std::path::Path) -> std::path::PathBuf {
+    a.ancestors()
+        .find(|d| b.starts_with(d))
+        .unwrap_or(a)
+        .to_path_buf()
 }
 
 /// Writes one line to stderr, every control character in it made visible

@@ -47,6 +47,27 @@ impl Report {
         &self.packages[package].sources[file.0 as usize]
     }
 
+    /// Appends the report of another workspace whose packages come after the
+    /// `package_offset` packages of this one; findings stay sorted by package.
+    pub fn absorb(&mut self, other: Report, package_offset: usize) {
+        self.packages.extend(other.packages);
+        self.findings
+            .extend(other.findings.into_iter().map(|mut f| {
+                f.package += package_offset;
+                f
+            }));
+        self.warnings.extend(other.warnings);
+        self.reuse.extend(other.reuse);
+        self.baseline = match (self.baseline.take(), other.baseline) {
+            (Some(mut a), Some(b)) => {
+                a.hidden += b.hidden;
+                a.stale += b.stale;
+                Some(a)
+            }
+            (a, b) => a.or(b),
+        };
+    }
+
     /// Whether a finding is at `deny` (exit code 1).
     pub fn has_errors(&self) -> bool {
         self.findings.iter().any(|f| f.diag.level == Level::Deny)

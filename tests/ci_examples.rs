@@ -260,3 +260,93 @@ fn the_pre_commit_hook_reports_the_staged_files_only() {
         String::from_utf8_lossy(&out.stdout)
     );
 }
+
+/// The hook's command on a commit that touches two independent crates (no `[workspace]`):
+/// each crate is linted once and every staged file's findings are reported, whatever the
+/// order of the files (issue 25, item 1). A `.rs` file in no crate is named on stderr.
+#[test]
+fn the_pre_commit_hook_lints_every_crate_its_files_belong_to() {
+    let hooks = load(".pre-commit-hooks.yaml");
+    let entry = hooks
+        .as_vec()
+        .expect("a list of hooks")
+        .iter()
+        .find(|h| h["id"].as_str() == Some("idem-lint"))
+        .and_then(|h| h["entry"].as_str())
+        .expect("the idem-lint hook's entry")
+        .to_string();
+    let repo = repository();
+    // A second, independent crate: the demo under another name.
+    let other = repo.path().join("billing-svc");
+    common::copy_dir(&common::repo().join("fixtures/demo"), &other);
+    let manifest = other.join("Cargo.toml");
+    let text = std::fs::read_to_string(&manifest).expect("manifest");
+    std::fs::write(
+        &manifest,
+        text.replace("name = \"demo-transcoder\"", "name = \"billing-svc\""),
+    )
+    .expect("write");
+    std::fs::write(repo.path().join("build_helper.rs"), "fn main() {}\n").expect("write");
+    let home = tempfile::tempdir().expect("cargo home");
+    let run = |files: &[&str]| {
+        shell(
+            &format!(
+                "{entry} -D warnings --message-format json {}",
+                files.join(" ")
+            ),
+            repo.path(),
+            home.path(),
+        )
+    };
+    let findings = |out: &Output| {
+        common::Run {
+            code: out.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::new(),
+        }
+        .findings(repo.path())
+    };
+    let clean = "rust-svc/src/lib.rs";
+    let notify = "billing-svc/src/notify.rs";
+    let full = |dir: &Path| {
+        common::run_in(dir, &["-D", "warnings", "--message-format", "json"]).findings(repo.path())
+    };
+    let expected: Vec<_> = full(&other).into_iter().filter(|f| f.0 == notify).collect();
+    assert!(expected.len() >= 3, "{expected:?}");
+    for files in [[clean, notify], [notify, clean]] {
+        let out = run(&files);
+        assert_eq!(
+            out.status.code(),
+            Some(1),
+            "{files:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(findings(&out), expected, "{files:?}");
+    }
+    // Both crates' files: each crate's findings in its file, each crate linted once.
+    let own = "rust-svc/src/notify.rs";
+    let out = run(&[own, notify, "rust-svc/src/billing.rs"]);
+    let reported = findings(&out);
+    let mut want = expected.clone();
+    want.extend(
+        full(&repo.path().join("rust-svc"))
+            .into_iter()
+            .filter(|f| f.0 == own || f.0 == "rust-svc/src/billing.rs"),
+    );
+    want.sort();
+    let mut sorted = reported.clone();
+    sorted.sort();
+    assert_eq!(sorted, want);
+    // A file in no crate is named, and the crates' files are still linted.
+    let out = run(&["build_helper.rs", notify]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("`build_helper.rs` belongs to no package"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("--workspace"), "{stderr}");
+    assert_eq!(findings(&out), expected);
+    let out = run(&["build_helper.rs"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no package to lint"));
+}

@@ -60,6 +60,33 @@ fn fixes_match_the_fixed_files_and_a_second_run_changes_nothing() {
         // Safe fixes only: these are all `MaybeIncorrect`, so nothing changes.
         let safe = run_in(&dir, &["--fix"]);
         safe.assert_code(0);
+        // ... and the summary says how many `--unsafe-fixes` would apply, and how.
+        let unsafe_count = run_in(&dir, &["--message-format", "json"])
+            .messages()
+            .iter()
+            .filter(|m| {
+                m["message"]["children"].as_array().is_some_and(|c| {
+                    c.iter().any(|c| {
+                        c["spans"].as_array().is_some_and(|s| {
+                            s.iter()
+                                .any(|s| s["suggestion_applicability"] == "MaybeIncorrect")
+                        })
+                    })
+                })
+            })
+            .count();
+        assert!(unsafe_count > 0, "{}", fixture.display());
+        let hint = format!(
+            "fixed 0 findings in 0 files; {unsafe_count} more finding{} {} a fix that may be incorrect: review with `--diff --unsafe-fixes`, apply with `--fix --unsafe-fixes`",
+            if unsafe_count == 1 { "" } else { "s" },
+            if unsafe_count == 1 { "has" } else { "have" },
+        );
+        assert!(
+            safe.stderr.contains(&hint),
+            "{}\n{}",
+            fixture.display(),
+            safe.stderr
+        );
         for (p, text) in &originals {
             assert_eq!(
                 &read(p),

@@ -108,6 +108,105 @@ fn neovim_receives_diagnostics_before_and_after_an_unsaved_edit_and_applies_a_fi
     );
 }
 
+/// The README's own Neovim configuration, three files of one crate open: one server for
+/// the three buffers, and every finding shown once (issue 25, item 2).
+#[test]
+fn the_readme_configuration_starts_one_server_for_every_buffer_of_a_project() {
+    let nvim = which("nvim").expect("`nvim` is not installed (`.ci/run` installs it)");
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let root = tmp.path().canonicalize().expect("canonical").join("svc");
+    common::copy_dir(&common::repo().join("fixtures/demo"), &root);
+    let init = tmp.path().join("init.lua");
+    std::fs::write(&init, readme_neovim_config()).expect("write init.lua");
+    let files = ["src/notify.rs", "src/billing.rs", "src/thumbnail_stage.rs"];
+    let mut expected: Vec<(String, u64, String)> =
+        common::run_in(&root, &["--message-format", "json"])
+            .findings(&root)
+            .into_iter()
+            .filter(|f| files.contains(&f.0.as_str()))
+            .map(|(file, line, _, code)| (file, line, code))
+            .collect();
+    expected.sort();
+    assert!(expected.len() >= 5, "{expected:?}");
+
+    // `cargo idem-lint` finds the built binary first on PATH (a fresh CARGO_HOME keeps an
+    // installed one out of the way).
+    let bin_dir = std::path::Path::new(common::BIN).parent().expect("bin dir");
+    let path = std::env::join_paths(std::iter::once(bin_dir.to_path_buf()).chain(
+        std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()),
+    ))
+    .expect("PATH");
+    let out = tmp.path().join("report.json");
+    let script = common::repo().join("tests/nvim/readme_config.lua");
+    let mut child = Command::new(nvim)
+        .args(["--headless", "-n", "-u"])
+        .arg(&init)
+        .arg("-c")
+        .arg(format!("luafile {}", script.display()))
+        .env("PATH", path)
+        .env("CARGO_HOME", tmp.path().join("cargo-home"))
+        .env("IDEM_FILES", files.join("\n"))
+        .env("IDEM_WANT", expected.len().to_string())
+        .env("IDEM_NVIM_OUT", &out)
+        .current_dir(&root)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("start nvim");
+    let status = wait_or_kill(&mut child, Duration::from_secs(180));
+    let text = std::fs::read_to_string(&out)
+        .unwrap_or_else(|e| panic!("nvim wrote no report ({status}): {e}"));
+    let report: Value = serde_json::from_str(&text).expect("JSON report");
+    assert!(
+        report["error"].is_null(),
+        "the Lua script failed: {}",
+        report["error"]
+    );
+    assert!(status.success(), "nvim exited with {status}");
+    assert_eq!(report["clients"], 1, "one server for the project: {report}");
+    let mut shown = Vec::new();
+    for buffer in report["buffers"].as_array().expect("buffers") {
+        assert_eq!(buffer["attached"], 1, "{buffer}");
+        let file = buffer["file"].as_str().expect("file").to_string();
+        for d in buffer["diagnostics"].as_array().expect("diagnostics") {
+            shown.push((
+                file.clone(),
+                d["line"].as_u64().expect("line"),
+                d["code"].as_str().expect("code").to_string(),
+            ));
+        }
+    }
+    shown.sort();
+    assert_eq!(shown, expected, "each finding shown once");
+}
+
+/// The first Lua block after the README's "**Neovim**" heading.
+fn readme_neovim_config() -> String {
+    let readme = std::fs::read_to_string(common::repo().join("README.md")).expect("README");
+    let from = readme
+        .find("**Neovim**")
+        .expect("the README's Neovim section");
+    let block = &readme[from..];
+    let start = block.find("```lua\n").expect("a lua block") + "```lua\n".len();
+    let end = block[start..].find("```").expect("the block's end");
+    block[start..start + end].to_string()
+}
+
+fn wait_or_kill(child: &mut std::process::Child, limit: Duration) -> std::process::ExitStatus {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(status) = child.try_wait().expect("wait for nvim") {
+            return status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("nvim did not finish within {} s", limit.as_secs());
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 fn which(name: &str) -> Option<std::path::PathBuf> {
     let path = std::env::var_os("PATH")?;
     std::env::split_paths(&path)

@@ -105,25 +105,52 @@ fn span_range(src: &SourceFile, span: Span, enc: Encoding) -> Range {
 /// A config or manifest problem as a diagnostic on the file it names (the position converted
 /// from rustc-style line and character column).
 pub fn problem_diagnostic(problem: &Problem, text: Option<&str>, enc: Encoding) -> Diagnostic {
-    let at = match text {
+    let range = match text {
         Some(text) => {
             let src = SourceFile::new(PathBuf::new(), Arc::from(text));
             let line = problem.line.saturating_sub(1).min(src.line_count() - 1);
-            let range = src.line_range(line);
-            let byte = src.text[range.clone()]
+            let line = src.line_range(line);
+            let start = src.text[line.clone()]
                 .char_indices()
                 .nth(problem.column.saturating_sub(1))
-                .map_or(range.end, |(i, _)| range.start + i);
-            position::position(&src, byte, enc)
+                .map_or(line.end, |(i, _)| line.start + i);
+            let end = start + token_len(&src.text[start..line.end]);
+            Range::new(
+                position::position(&src, start, enc),
+                position::position(&src, end, enc),
+            )
         }
-        None => Position::new(0, 0),
+        None => Range::default(),
     };
     Diagnostic {
-        range: Range::new(at, at),
+        range,
         severity: Some(DiagnosticSeverity::ERROR),
+        code: Some(NumberOrString::String(PROBLEM_CODE.to_string())),
         source: Some(SOURCE.to_string()),
         message: problem.message.clone(),
         ..Diagnostic::default()
+    }
+}
+
+/// The code of a config or manifest error (not a lint: it cannot be allowed).
+pub const PROBLEM_CODE: &str = "idem::config_error";
+
+/// The length of the TOML token `rest` starts with: a quoted string, a bare key or value
+/// (dotted keys included), else the rest of the line without trailing blanks, so the editor
+/// underlines what the message is about.
+fn token_len(rest: &str) -> usize {
+    if let Some(quote) = rest.chars().next().filter(|c| *c == '"' || *c == '\'') {
+        return rest[1..]
+            .find(quote)
+            .map_or(rest.trim_end().len(), |i| i + 2);
+    }
+    let bare = rest
+        .find(|c: char| !(c.is_alphanumeric() || matches!(c, '_' | '-' | '.')))
+        .unwrap_or(rest.len());
+    if bare > 0 {
+        bare
+    } else {
+        rest.trim_end().len()
     }
 }
 

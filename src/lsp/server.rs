@@ -418,16 +418,11 @@ impl Server {
                 }
             }
             note::DidChangeWorkspaceFolders::METHOD => {
-                let p: DidChangeWorkspaceFoldersParams = params(n.params).map_err(fail)?;
-                for removed in &p.event.removed {
-                    if let Ok(dir) = path_of(&removed.uri) {
-                        self.remove_folder(&dir);
-                    }
+                for dir in folder_paths(&n.params, "removed") {
+                    self.remove_folder(&dir);
                 }
-                for added in &p.event.added {
-                    if let Ok(dir) = path_of(&added.uri) {
-                        self.add_folder(dir);
-                    }
+                for dir in folder_paths(&n.params, "added") {
+                    self.add_folder(dir);
                 }
             }
             // Nothing to do for the rest (`initialized`, `$/cancelRequest`, `$/setTrace`,
@@ -472,7 +467,10 @@ impl Server {
             return;
         }
         if !self.roots.iter().any(|r| r.dir == dir) {
-            self.add_root(dir);
+            // Linted now, not when a file in it is first opened: the folder's findings are
+            // what the user added it for.
+            let i = self.add_root(dir);
+            self.roots[i].changed(Instant::now());
         }
     }
 
@@ -651,7 +649,12 @@ impl Server {
                 diags
             }
             Some(Outcome::Failed(problem)) => {
-                drop_elsewhere(self.roots[i].last.take());
+                // The findings of the last good configuration stay: a half-edited config
+                // must not blank every file while it is being fixed.
+                let mut kept = match &self.roots[i].last {
+                    Some(a) => convert::diagnostics(a, self.enc, &*self),
+                    None => BTreeMap::new(),
+                };
                 match &problem.file {
                     Some(file) => {
                         let text = self
@@ -660,13 +663,11 @@ impl Server {
                             .map(|d| d.text.to_string())
                             .or_else(|| std::fs::read_to_string(file).ok());
                         let d = convert::problem_diagnostic(&problem, text.as_deref(), self.enc);
-                        BTreeMap::from([(file.clone(), vec![d])])
+                        kept.entry(file.clone()).or_default().push(d);
                     }
-                    None => {
-                        self.show_error(&problem.message);
-                        BTreeMap::new()
-                    }
+                    None => self.show_error(&problem.message),
                 }
+                kept
             }
             // Cancelled only when a newer change came, which made this result stale.
             Some(Outcome::Cancelled) => return,
@@ -822,6 +823,45 @@ fn capabilities(enc: Encoding) -> ServerCapabilities {
             file_operations: None,
         }),
         ..ServerCapabilities::default()
+    }
+}
+
+/// The folders of a `workspace/didChangeWorkspaceFolders` list (`added` or `removed`), each
+/// read on its own: Neovim 0.7's `add_workspace_folder()` sends `removed: [[]]`, and one
+/// malformed entry must not cost the valid ones.
+fn folder_paths(params: &Value, list: &str) -> Vec<PathBuf> {
+    let entries = params
+        .get("event")
+        .and_then(|e| e.get(list))
+        .and_then(Value::as_array);
+    let mut dirs = Vec::new();
+    for entry in entries.into_iter().flatten() {
+        match serde_json::from_value::<WorkspaceFolder>(entry.clone()) {
+            Ok(folder) => match path_of(&folder.uri) {
+                Ok(dir) => dirs.push(dir),
+                Err(e) => log(&format!(
+                    "workspace folder `{}`: {}",
+                    folder.uri.as_str(),
+                    e.message
+                )),
+            },
+            // An empty placeholder is what a client sends for "none"; anything else is worth
+            // a line in the log.
+            Err(_) if is_empty_entry(entry) => {}
+            Err(e) => log(&format!(
+                "a `{list}` workspace folder was not understood: {e}"
+            )),
+        }
+    }
+    dirs
+}
+
+fn is_empty_entry(entry: &Value) -> bool {
+    match entry {
+        Value::Null => true,
+        Value::Array(a) => a.is_empty(),
+        Value::Object(o) => o.is_empty(),
+        _ => false,
     }
 }
 
