@@ -4,6 +4,7 @@ use crate::cache::{Cache, PackageKey};
 use crate::config::Config;
 use crate::discovery::{PackageSpec, Workspace};
 use crate::levels::LevelFlag;
+use crate::link::{Links, PackageLinks};
 use crate::parse::{self, Inputs, LoadedPackage, ParseOptions};
 use crate::source::{ReadPolicy, SourceFile};
 use crate::suppress::{self, CommentWarning};
@@ -95,6 +96,7 @@ pub fn check_with(
         return Err(Cancelled.into());
     }
     let policy = opts.read_policy(ws);
+    let links = Links::load(ws, opts, inputs);
     let per_package: Vec<(Vec<Finding>, Vec<FileWarning>, Option<Reuse>)> = loaded
         .par_iter_mut()
         .zip(configs.par_iter())
@@ -109,6 +111,7 @@ pub fn check_with(
                 opts,
                 policy: &policy,
                 inputs,
+                links: links.of(index),
             };
             let (mut diags, reuse) = lint_package(pkg, &load, &cfg.settings, &enabled);
             diags.extend(pkg.problems.iter().filter(|d| enabled(d.lint)).cloned());
@@ -142,6 +145,8 @@ struct Reload<'a> {
     opts: &'a ParseOptions,
     policy: &'a ReadPolicy,
     inputs: Inputs<'a>,
+    /// The workspace members' libraries the package is analysed with.
+    links: PackageLinks<'a>,
 }
 
 impl Reload<'_> {
@@ -162,13 +167,14 @@ fn lint_package(
     settings: &idem_lints::Settings,
     enabled: &idem_lints::Enabled<'_>,
 ) -> (Vec<Diagnostic>, Option<Reuse>) {
+    let links = &load.links;
     let Some(cache) = load.inputs.cache.map(Cache::new) else {
-        return (
-            idem_lints::check_package(&pkg.package, settings, enabled),
-            None,
-        );
+        let found = linked(&pkg.package, links, |p| {
+            (idem_lints::check_package(p, settings, enabled), ())
+        });
+        return (found.0, None);
     };
-    let mut key = PackageKey::of(pkg, settings, enabled);
+    let mut key = PackageKey::of(pkg, settings, enabled).with_links(links);
     let cached = cache.load_findings(key);
     let scanned: Vec<bool> = pkg.sources.iter().map(SourceFile::may_suppress).collect();
     let wanted = |id: FileId| cached.is_none() || scanned[id.0 as usize];
@@ -177,7 +183,7 @@ fn lint_package(
         Some(found) if same => return (found, None),
         _ if !same => {
             // Loaded again from scratch: the key is the new load's.
-            key = PackageKey::of(pkg, settings, enabled);
+            key = PackageKey::of(pkg, settings, enabled).with_links(links);
             if let Some(found) = cache.load_findings(key) {
                 return (found, None);
             }
@@ -188,18 +194,35 @@ fn lint_package(
     let (found, reuse) = if let Some(store) = session {
         // A long-lived session: start from the package's last analysis, keep this one.
         let prev = store.take_analysis(&load.spec.id);
-        let (found, retained, reuse) =
-            idem_lints::check_package_retaining(&pkg.package, settings, enabled, prev);
+        let (found, (retained, reuse)) = linked(&pkg.package, links, |p| {
+            let (found, retained, reuse) =
+                idem_lints::check_package_retaining(p, settings, enabled, prev);
+            (found, (retained, reuse))
+        });
         store.put_analysis(&load.spec.id, retained);
         (found, Some(reuse))
     } else {
-        (
-            idem_lints::check_package(&pkg.package, settings, enabled),
-            None,
-        )
+        let found = linked(&pkg.package, links, |p| {
+            (idem_lints::check_package(p, settings, enabled), ())
+        });
+        (found.0, None)
     };
     cache.store_findings(key, &found);
     (found, reuse)
+}
+
+/// `analyse` run on `package` joined with its linked libraries, and the findings of its own
+/// files ([`PackageLinks::own_findings`]); on `package` alone when nothing is linked.
+fn linked<T>(
+    package: &idem_lints::model::Package,
+    links: &PackageLinks<'_>,
+    analyse: impl FnOnce(&idem_lints::model::Package) -> (Vec<Diagnostic>, T),
+) -> (Vec<Diagnostic>, T) {
+    if links.is_empty() {
+        return analyse(package);
+    }
+    let (found, rest) = analyse(&links.join(package));
+    (links.own_findings(found, package.files.len()), rest)
 }
 
 /// Sets levels, drops suppressed findings, and sorts by file path and position.

@@ -180,6 +180,16 @@ fn load_all(
         .collect()
 }
 
+/// A linked library ([`crate::link`]): loaded in full, with its `include_str!` texts.
+pub(crate) fn load_linked(
+    spec: &PackageSpec,
+    opts: &ParseOptions,
+    policy: &ReadPolicy,
+    inputs: Inputs<'_>,
+) -> LoadedPackage {
+    load_with_includes(spec, opts, policy, inputs, false)
+}
+
 fn load_with_includes(
     spec: &PackageSpec,
     opts: &ParseOptions,

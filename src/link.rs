@@ -1,0 +1,171 @@
+//! Workspace members analysed together: a package's path dependencies inside the workspace
+//! ([`LinkSpec`]) are loaded once each and their library files joined to the package's
+//! model as linked targets ([`TargetInfo::linked`]), so the call graph and the summaries
+//! follow a call into `common::generate_id` as they follow one into `crate::ids::generate_id`.
+//!
+//! The linked files are analysed as part of the package but never reported in it: a finding
+//! inside them is the member's own (its own run reports it), and a label pointing into them
+//! becomes a note naming the place, since the package's output only holds its own files.
+
+use crate::discovery::{LinkSpec, Workspace};
+use crate::parse::{self, Inputs, LoadedPackage, ParseOptions};
+use idem_lints::model::{with_file_id, FileId, FileModel, Package, TargetInfo};
+use idem_lints::Diagnostic;
+use rayon::prelude::*;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// The linked libraries of a run, each loaded once however many packages link it.
+pub struct Links {
+    loaded: Vec<LoadedPackage>,
+    /// Per package of the workspace: (crate name, index in `loaded`), nearest first.
+    per_package: Vec<Vec<(String, usize)>>,
+    /// The workspace root, which notes name linked files relative to.
+    root: PathBuf,
+}
+
+/// One package's linked libraries, as [`Links::of`] gives them.
+pub struct PackageLinks<'a> {
+    pub libs: Vec<(&'a str, &'a LoadedPackage)>,
+    root: &'a Path,
+}
+
+impl Links {
+    /// Loads every library some package of `ws` links (models in full: the analysis of a
+    /// package that links it reads all of it).
+    pub fn load(ws: &Workspace, opts: &ParseOptions, inputs: Inputs<'_>) -> Links {
+        let mut specs: Vec<&LinkSpec> = Vec::new();
+        let mut index: HashMap<&str, usize> = HashMap::new();
+        let per_package = ws
+            .packages
+            .iter()
+            .map(|p| {
+                p.links
+                    .iter()
+                    .map(|link| {
+                        let i = *index.entry(&link.spec.id).or_insert_with(|| {
+                            specs.push(link);
+                            specs.len() - 1
+                        });
+                        (link.krate.clone(), i)
+                    })
+                    .collect()
+            })
+            .collect();
+        let policy = opts.read_policy(ws);
+        let loaded = specs
+            .par_iter()
+            .map(|link| parse::load_linked(&link.spec, opts, &policy, inputs))
+            .collect();
+        Links {
+            loaded,
+            per_package,
+            root: ws.root.clone(),
+        }
+    }
+
+    /// What package `index` of the workspace links.
+    pub fn of(&self, index: usize) -> PackageLinks<'_> {
+        let libs = self
+            .per_package
+            .get(index)
+            .into_iter()
+            .flatten()
+            .map(|(krate, i)| (krate.as_str(), &self.loaded[*i]))
+            .collect();
+        PackageLinks {
+            libs,
+            root: &self.root,
+        }
+    }
+}
+
+impl PackageLinks<'_> {
+    pub fn is_empty(&self) -> bool {
+        self.libs.is_empty()
+    }
+
+    /// `own` with the linked libraries' files after its own, each library a linked target,
+    /// and their dependencies added to its (a store crate used only in `common` is still the
+    /// store crate the joined code calls). `own` itself when nothing is linked.
+    pub fn join(&self, own: &Package) -> Package {
+        let mut package = own.clone();
+        for (krate, lib) in &self.libs {
+            let target = package.targets.len();
+            let root = lib
+                .package
+                .targets
+                .first()
+                .map(|t| t.root.clone())
+                .unwrap_or_default();
+            package.targets.push(TargetInfo::linked(krate, root));
+            for file in &lib.package.files {
+                let id = FileId(package.files.len() as u32);
+                let Some(model) = renumbered(file, id, target) else {
+                    continue;
+                };
+                package.files.push(Arc::new(model));
+            }
+            for dep in &lib.package.dependencies {
+                if !package.depends_on(dep) {
+                    package.dependencies.push(dep.clone());
+                }
+            }
+        }
+        package
+    }
+
+    /// The findings of the joined package that belong to the package's own `own_files`
+    /// files: those inside linked files dropped, labels pointing into them made notes, and
+    /// suggestions editing them dropped (the package's output cannot apply them).
+    pub fn own_findings(&self, diags: Vec<Diagnostic>, own_files: usize) -> Vec<Diagnostic> {
+        let own = |file: FileId| (file.0 as usize) < own_files;
+        diags
+            .into_iter()
+            .filter(|d| own(d.span.file))
+            .map(|mut d| {
+                let (kept, linked): (Vec<_>, Vec<_>) =
+                    d.labels.drain(..).partition(|l| own(l.span.file));
+                d.labels = kept;
+                for label in linked {
+                    let at = self.place(label.span.file.0 as usize - own_files, label.span.lo);
+                    d.notes.push(format!("{}: {}", at, label.message));
+                }
+                d.suggestions.retain(|s| {
+                    s.edits.iter().all(|(span, _)| own(span.file))
+                        && s.moves.iter().all(|m| own(m.from.file) && own(m.to.file))
+                });
+                d
+            })
+            .collect()
+    }
+
+    /// `path:line:column` of byte `lo` in the `nth` linked file (counted across libraries).
+    fn place(&self, nth: usize, lo: u32) -> String {
+        let mut nth = nth;
+        for (krate, lib) in &self.libs {
+            if let Some(source) = lib.sources.get(nth) {
+                let p = source.position(lo as usize);
+                let path = source.path.strip_prefix(self.root).unwrap_or(&source.path);
+                return format!("in `{krate}`, {}:{}:{}", path.display(), p.line, p.column);
+            }
+            nth -= lib.sources.len();
+        }
+        "in a linked crate".to_owned()
+    }
+}
+
+/// `file` as file `id` of the joined package, in linked target `target`: its spans placed in
+/// `id` by a round trip through the cache's encoding (the one way to move every span of a
+/// model). `None` when the model does not encode.
+fn renumbered(file: &FileModel, id: FileId, target: usize) -> Option<FileModel> {
+    let bytes = postcard::to_allocvec(file).ok()?;
+    let mut model: FileModel = with_file_id(id, || postcard::from_bytes(&bytes).ok())?;
+    model.id = id;
+    model.target = target;
+    model.path = file.path.clone();
+    // Read by the driver, not stored: carried over as they are.
+    model.includes = file.includes.clone();
+    Some(model)
+}
