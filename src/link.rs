@@ -117,13 +117,21 @@ impl PackageLinks<'_> {
     }
 
     /// The findings of the joined package that belong to the package's own `own_files`
-    /// files: those inside linked files dropped, labels pointing into them made notes, and
-    /// suggestions editing them dropped (the package's output cannot apply them).
+    /// files: labels pointing into linked files made notes, and suggestions editing them
+    /// dropped (the package's output cannot apply them). A finding inside a linked file is
+    /// the member's own and dropped, unless one of its labels is in the package: then the
+    /// package's code made it (a request built in `common` without its token, sent here),
+    /// and it is reported at that label.
     pub fn own_findings(&self, diags: Vec<Diagnostic>, own_files: usize) -> Vec<Diagnostic> {
         let own = |file: FileId| (file.0 as usize) < own_files;
         diags
             .into_iter()
-            .filter(|d| own(d.span.file))
+            .filter_map(|d| {
+                if own(d.span.file) {
+                    return Some(d);
+                }
+                self.moved_to_own_label(d, own_files)
+            })
             .map(|mut d| {
                 let (kept, linked): (Vec<_>, Vec<_>) =
                     d.labels.drain(..).partition(|l| own(l.span.file));
@@ -139,6 +147,24 @@ impl PackageLinks<'_> {
                 d
             })
             .collect()
+    }
+
+    /// `d`, whose primary span is in a linked file, at its first label in the package's
+    /// own files (the old primary span becomes a label, made a note with the others).
+    fn moved_to_own_label(&self, mut d: Diagnostic, own_files: usize) -> Option<Diagnostic> {
+        let i = d
+            .labels
+            .iter()
+            .position(|l| (l.span.file.0 as usize) < own_files)?;
+        let label = d.labels.remove(i);
+        let old = idem_lints::Label {
+            span: d.span,
+            message: d.label.take().unwrap_or_else(|| d.message.clone()),
+        };
+        d.labels.insert(0, old);
+        d.span = label.span;
+        d.label = Some(label.message);
+        Some(d)
     }
 
     /// `path:line:column` of byte `lo` in the `nth` linked file (counted across libraries).
