@@ -1,0 +1,158 @@
+//! Workspace members analysed together (`src/link.rs`): a package is analysed with the
+//! libraries of the members it depends on by path, so its findings follow what they do; an
+//! edit in such a member is an edit of every package linking it (its cached findings and the
+//! language server's kept analysis), and an edit elsewhere leaves the member alone.
+//!
+//! The fixtures under `fixtures/cross_member/` hold the per-lint cases (run by `tests/ui.rs`);
+//! these tests edit one of them in a session, as the language server does.
+
+mod common;
+
+use cargo_idem_lint::cache::Session;
+use cargo_idem_lint::config::Config;
+use cargo_idem_lint::discovery::{self, Selection, Workspace};
+use cargo_idem_lint::parse::Overlays;
+use cargo_idem_lint::report::Report;
+use std::path::{Path, PathBuf};
+
+/// A copy of `fixtures/cross_member/nondeterministic_key` (the key helpers in `common`, the
+/// claims in `service`), canonical.
+fn copy_of_fixture() -> (tempfile::TempDir, PathBuf) {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let from = common::repo().join("fixtures/cross_member/nondeterministic_key");
+    for rel in [
+        "Cargo.toml",
+        "common/Cargo.toml",
+        "common/src/lib.rs",
+        "common/src/ids.rs",
+        "service/Cargo.toml",
+        "service/src/lib.rs",
+    ] {
+        let to = tmp.path().join(rel);
+        std::fs::create_dir_all(to.parent().expect("parent")).expect("mkdir");
+        std::fs::copy(from.join(rel), to).expect("copy");
+    }
+    let root = tmp.path().canonicalize().expect("canonical");
+    (tmp, root)
+}
+
+fn workspace(dir: &Path) -> (Workspace, Config) {
+    let ws = discovery::discover(&Selection {
+        path: Some(dir.to_path_buf()),
+        workspace: true,
+        ..Selection::default()
+    })
+    .expect("discovers");
+    let config = Config::load(&ws).expect("config");
+    (ws, config)
+}
+
+fn index(ws: &Workspace, name: &str) -> usize {
+    ws.packages
+        .iter()
+        .position(|p| p.name == name)
+        .unwrap_or_else(|| panic!("no package {name}"))
+}
+
+/// Lines of package `package`'s findings, by lint.
+fn findings(report: &Report, package: usize) -> Vec<(u32, &'static str)> {
+    report
+        .findings
+        .iter()
+        .filter(|f| f.package == package)
+        .map(|f| {
+            let src = report.source(package, f.diag.span.file);
+            (
+                src.position(f.diag.span.lo as usize).line as u32,
+                f.diag.lint.name,
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn discovery_links_a_members_path_dependencies_by_their_crate_name() {
+    let (_tmp, dir) = copy_of_fixture();
+    let (ws, _) = workspace(&dir);
+    let service = &ws.packages[index(&ws, "service")];
+    let links: Vec<(&str, &str)> = service
+        .links
+        .iter()
+        .map(|l| (l.krate.as_str(), l.spec.name.as_str()))
+        .collect();
+    assert_eq!(links, [("common", "common")]);
+    // Only the library target is linked: the member's tests and binaries are its own.
+    let kinds: Vec<&Vec<String>> = service.links[0]
+        .spec
+        .targets
+        .iter()
+        .map(|t| &t.info.kind)
+        .collect();
+    assert_eq!(kinds, [&vec!["lib".to_owned()]]);
+    assert!(ws.packages[index(&ws, "common")].links.is_empty());
+}
+
+#[test]
+fn an_edit_upstream_reanalyses_the_dependent_and_an_edit_downstream_leaves_upstream_alone() {
+    let (_tmp, dir) = copy_of_fixture();
+    let (ws, config) = workspace(&dir);
+    let (common, service) = (index(&ws, "common"), index(&ws, "service"));
+    let session = Session::new();
+    let mut buffers = Overlays::new();
+    let first = session.check(&ws, &config, &[], &buffers).expect("checks");
+    let keys = vec![(13, "nondeterministic_key"), (23, "nondeterministic_key")];
+    assert_eq!(findings(&first, service), keys);
+    assert!(findings(&first, common).is_empty());
+
+    // An edit in the service only: the common package's findings come from the session (it
+    // is not analysed), the service's are analysed again and stay.
+    let service_lib = dir.join("service/src/lib.rs");
+    let text = std::fs::read_to_string(&service_lib).expect("read");
+    buffers.insert(&service_lib, format!("{text}\n// edited\n").as_str());
+    let downstream = session.check(&ws, &config, &[], &buffers).expect("checks");
+    assert_eq!(
+        downstream.reuse[common], None,
+        "upstream not analysed again"
+    );
+    assert!(downstream.reuse[service].is_some(), "the edited package is");
+    assert_eq!(findings(&downstream, service), keys);
+
+    // The id helper made deterministic in `common`: the service's cached findings must not be
+    // served, and its keys are no longer findings.
+    let ids = dir.join("common/src/ids.rs");
+    let text = std::fs::read_to_string(&ids).expect("read");
+    let fixed = text.replace("Uuid::new_v4()", "prefix.len()");
+    assert_ne!(fixed, text);
+    buffers.insert(&ids, fixed.as_str());
+    let upstream = session.check(&ws, &config, &[], &buffers).expect("checks");
+    assert!(
+        upstream.reuse[service].is_some(),
+        "the dependent is analysed again"
+    );
+    assert!(findings(&upstream, service).is_empty());
+
+    // And back: the findings return.
+    buffers.remove(&ids);
+    let back = session.check(&ws, &config, &[], &buffers).expect("checks");
+    assert_eq!(findings(&back, service), keys);
+}
+
+#[test]
+fn a_package_selected_alone_is_still_analysed_with_the_members_it_links() {
+    let (_tmp, dir) = copy_of_fixture();
+    let ws = discovery::discover(&Selection {
+        path: Some(dir.clone()),
+        packages: vec!["service".to_owned()],
+        ..Selection::default()
+    })
+    .expect("discovers");
+    let config = Config::load(&ws).expect("config");
+    assert_eq!(ws.packages.len(), 1);
+    let report = Session::new()
+        .check(&ws, &config, &[], &Overlays::new())
+        .expect("checks");
+    assert_eq!(
+        findings(&report, 0),
+        [(13, "nondeterministic_key"), (23, "nondeterministic_key")]
+    );
+}
