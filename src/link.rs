@@ -9,6 +9,7 @@
 
 use crate::discovery::{LinkSpec, Workspace};
 use crate::parse::{self, Inputs, LoadedPackage, ParseOptions};
+use crate::source::ReadPolicy;
 use idem_lints::model::{with_file_id, FileId, FileModel, Package, TargetInfo};
 use idem_lints::Diagnostic;
 use rayon::prelude::*;
@@ -16,25 +17,61 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-/// The linked libraries of a run, each loaded once however many packages link it.
-pub struct Links {
-    loaded: Vec<LoadedPackage>,
-    /// Per package of the workspace: (crate name, index in `loaded`), nearest first.
+/// The linked libraries of a run, each loaded once however many packages link it: first as
+/// a package is loaded for its findings key (outlines where the cache has them), and in full
+/// only for the packages analysed ([`Links::complete`]), so an unchanged re-run decodes no
+/// model of them.
+pub struct Links<'a> {
+    specs: Vec<&'a LinkSpec>,
+    /// As loaded for keys: every file's text, place and `include_str!` texts.
+    keyed: Vec<LoadedPackage>,
+    /// Loaded in full, for the analysis of a package that links it.
+    full: Vec<Option<LoadedPackage>>,
+    /// Per package of the workspace: (crate name, index in `specs`), nearest first.
     per_package: Vec<Vec<(String, usize)>>,
     /// The workspace root, which notes name linked files relative to.
     root: PathBuf,
+    load: LinkLoad<'a>,
+}
+
+/// How a linked library is loaded.
+#[derive(Clone, Copy)]
+struct LinkLoad<'a> {
+    opts: &'a ParseOptions,
+    policy: &'a ReadPolicy,
+    inputs: Inputs<'a>,
+}
+
+impl LinkLoad<'_> {
+    fn load(&self, link: &LinkSpec, outlines: bool) -> LoadedPackage {
+        parse::load_linked(&link.spec, self.opts, self.policy, self.inputs, outlines)
+    }
 }
 
 /// One package's linked libraries, as [`Links::of`] gives them.
 pub struct PackageLinks<'a> {
-    pub libs: Vec<(&'a str, &'a LoadedPackage)>,
+    /// Crate name, the library as loaded for keys, and in full when it was.
+    pub libs: Vec<LinkedLib<'a>>,
     root: &'a Path,
+    load: LinkLoad<'a>,
 }
 
-impl Links {
-    /// Loads every library some package of `ws` links (models in full: the analysis of a
-    /// package that links it reads all of it).
-    pub fn load(ws: &Workspace, opts: &ParseOptions, inputs: Inputs<'_>) -> Links {
+/// One library a package links.
+pub struct LinkedLib<'a> {
+    pub krate: &'a str,
+    pub keyed: &'a LoadedPackage,
+    full: Option<&'a LoadedPackage>,
+    spec: &'a LinkSpec,
+}
+
+impl<'a> Links<'a> {
+    /// Loads every library some package of `ws` links, for keys.
+    pub fn load(
+        ws: &'a Workspace,
+        opts: &'a ParseOptions,
+        policy: &'a ReadPolicy,
+        inputs: Inputs<'a>,
+    ) -> Links<'a> {
         let mut specs: Vec<&LinkSpec> = Vec::new();
         let mut index: HashMap<&str, usize> = HashMap::new();
         let per_package = ws
@@ -53,15 +90,40 @@ impl Links {
                     .collect()
             })
             .collect();
-        let policy = opts.read_policy(ws);
-        let loaded = specs
-            .par_iter()
-            .map(|link| parse::load_linked(&link.spec, opts, &policy, inputs))
-            .collect();
+        let load = LinkLoad {
+            opts,
+            policy,
+            inputs,
+        };
+        let keyed = specs.par_iter().map(|link| load.load(link, true)).collect();
         Links {
-            loaded,
+            full: specs.iter().map(|_| None).collect(),
+            specs,
+            keyed,
             per_package,
             root: ws.root.clone(),
+            load,
+        }
+    }
+
+    /// Loads in full the libraries linked by the packages `wanted` selects (by index in the
+    /// workspace): those whose findings are to be computed.
+    pub fn complete(&mut self, wanted: &[bool]) {
+        let mut todo = vec![false; self.specs.len()];
+        for (links, _) in self.per_package.iter().zip(wanted).filter(|(_, w)| **w) {
+            for (_, i) in links {
+                todo[*i] = self.full[*i].is_none();
+            }
+        }
+        let load = self.load;
+        let loaded: Vec<(usize, LoadedPackage)> = todo
+            .par_iter()
+            .enumerate()
+            .filter(|(_, t)| **t)
+            .map(|(i, _)| (i, load.load(self.specs[i], false)))
+            .collect();
+        for (i, lib) in loaded {
+            self.full[i] = Some(lib);
         }
     }
 
@@ -72,11 +134,17 @@ impl Links {
             .get(index)
             .into_iter()
             .flatten()
-            .map(|(krate, i)| (krate.as_str(), &self.loaded[*i]))
+            .map(|(krate, i)| LinkedLib {
+                krate,
+                keyed: &self.keyed[*i],
+                full: self.full[*i].as_ref(),
+                spec: self.specs[*i],
+            })
             .collect();
         PackageLinks {
             libs,
             root: &self.root,
+            load: self.load,
         }
     }
 }
@@ -91,7 +159,17 @@ impl PackageLinks<'_> {
     /// store crate the joined code calls). `own` itself when nothing is linked.
     pub fn join(&self, own: &Package) -> Package {
         let mut package = own.clone();
-        for (krate, lib) in &self.libs {
+        for linked in &self.libs {
+            let loaded_here;
+            let lib = match linked.full {
+                Some(full) => full,
+                None => {
+                    // Not foreseen by [`Links::complete`] (the package was loaded again).
+                    loaded_here = self.load.load(linked.spec, false);
+                    &loaded_here
+                }
+            };
+            let krate = linked.krate;
             let target = package.targets.len();
             let root = lib
                 .package
@@ -170,7 +248,8 @@ impl PackageLinks<'_> {
     /// `path:line:column` of byte `lo` in the `nth` linked file (counted across libraries).
     fn place(&self, nth: usize, lo: u32) -> String {
         let mut nth = nth;
-        for (krate, lib) in &self.libs {
+        for linked in &self.libs {
+            let (krate, lib) = (linked.krate, linked.keyed);
             if let Some(source) = lib.sources.get(nth) {
                 let p = source.position(lo as usize);
                 let path = source.path.strip_prefix(self.root).unwrap_or(&source.path);

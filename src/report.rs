@@ -96,7 +96,17 @@ pub fn check_with(
         return Err(Cancelled.into());
     }
     let policy = opts.read_policy(ws);
-    let links = Links::load(ws, opts, inputs);
+    let mut links = Links::load(ws, opts, &policy, inputs);
+    let analysed: Vec<bool> = loaded
+        .iter()
+        .zip(&configs)
+        .enumerate()
+        .map(|(i, (pkg, cfg))| {
+            let enabled = |lint: &'static idem_lints::Lint| cfg.levels.get(lint) != Level::Allow;
+            !links.of(i).is_empty() && !cached(pkg, &cfg.settings, &enabled, &links.of(i), inputs)
+        })
+        .collect();
+    links.complete(&analysed);
     let per_package: Vec<(Vec<Finding>, Vec<FileWarning>, Option<Reuse>)> = loaded
         .par_iter_mut()
         .zip(configs.par_iter())
@@ -209,6 +219,21 @@ fn lint_package(
     };
     cache.store_findings(key, &found);
     (found, reuse)
+}
+
+/// Whether the findings of `pkg` (as loaded, with `links`) are in the cache.
+fn cached(
+    pkg: &LoadedPackage,
+    settings: &idem_lints::Settings,
+    enabled: &idem_lints::Enabled<'_>,
+    links: &PackageLinks<'_>,
+    inputs: Inputs<'_>,
+) -> bool {
+    let Some(cache) = inputs.cache.map(Cache::new) else {
+        return false;
+    };
+    let key = PackageKey::of(pkg, settings, enabled).with_links(links);
+    cache.load_findings(key).is_some()
 }
 
 /// `analyse` run on `package` joined with its linked libraries, and the findings of its own

@@ -8,12 +8,14 @@
 
 mod common;
 
-use cargo_idem_lint::cache::Session;
+use cargo_idem_lint::cache::{DiskCache, Kind, Session, Store};
 use cargo_idem_lint::config::Config;
 use cargo_idem_lint::discovery::{self, Selection, Workspace};
-use cargo_idem_lint::parse::Overlays;
-use cargo_idem_lint::report::Report;
+use cargo_idem_lint::parse::{Inputs, Overlays, ParseOptions};
+use cargo_idem_lint::report::{self, Report};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 
 /// A copy of `fixtures/cross_member/nondeterministic_key` (the key helpers in `common`, the
 /// claims in `service`), canonical.
@@ -155,4 +157,50 @@ fn a_package_selected_alone_is_still_analysed_with_the_members_it_links() {
         findings(&report, 0),
         [(13, "nondeterministic_key"), (23, "nondeterministic_key")]
     );
+}
+
+/// A disk cache that counts the models read back.
+struct CountingModels {
+    inner: DiskCache,
+    models: AtomicUsize,
+}
+
+impl Store for CountingModels {
+    fn get(&self, kind: Kind, key: u128, path: Option<&Path>) -> Option<Arc<[u8]>> {
+        let got = self.inner.get(kind, key, path)?;
+        if kind == Kind::Model {
+            self.models.fetch_add(1, Ordering::SeqCst);
+        }
+        Some(got)
+    }
+
+    fn put(&self, kind: Kind, key: u128, path: Option<&Path>, bytes: Arc<[u8]>) {
+        self.inner.put(kind, key, path, bytes);
+    }
+}
+
+#[test]
+fn an_unchanged_rerun_reads_no_model_of_a_linked_member() {
+    let (_tmp, dir) = copy_of_fixture();
+    let (ws, config) = workspace(&dir);
+    let service = index(&ws, "service");
+    let cache_dir = tempfile::tempdir().expect("tempdir");
+    let store = CountingModels {
+        inner: DiskCache::open_build(cache_dir.path(), 11).expect("opens"),
+        models: AtomicUsize::new(0),
+    };
+    let run = || {
+        let inputs = Inputs {
+            cache: Some(&store),
+            ..Inputs::default()
+        };
+        report::check_with(&ws, &ParseOptions::default(), &config, &[], inputs).expect("checks")
+    };
+    let keys = vec![(13, "nondeterministic_key"), (23, "nondeterministic_key")];
+    assert_eq!(findings(&run(), service), keys);
+    store.models.store(0, Ordering::SeqCst);
+    // Every package's findings are cached: `common` is loaded for the key only, as the
+    // packages themselves are (no file here holds a suppression comment).
+    assert_eq!(findings(&run(), service), keys);
+    assert_eq!(store.models.load(Ordering::SeqCst), 0);
 }

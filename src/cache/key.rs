@@ -78,8 +78,9 @@ impl PackageKey {
         }
         let mut h = Keyer::new("linked");
         h.bytes(&self.0.to_le_bytes());
-        for (krate, lib) in &links.libs {
-            h.str(krate);
+        for linked in &links.libs {
+            let lib = linked.keyed;
+            h.str(linked.krate);
             h.len(lib.package.files.len());
             for (file, source) in lib.package.files.iter().zip(&lib.sources) {
                 h.str(&file.path.to_string_lossy());
