@@ -180,10 +180,10 @@ impl PackageLinks<'_> {
             package.targets.push(TargetInfo::linked(krate, root));
             for file in &lib.package.files {
                 let id = FileId(package.files.len() as u32);
-                let Some(model) = renumbered(file, id, target) else {
+                let Some(model) = self.placed(file, id, target) else {
                     continue;
                 };
-                package.files.push(Arc::new(model));
+                package.files.push(model);
             }
             for dep in &lib.package.dependencies {
                 if !package.depends_on(dep) {
@@ -192,6 +192,20 @@ impl PackageLinks<'_> {
             }
         }
         package
+    }
+
+    /// `file` as file `id` of linked target `target`: the one the cache kept when it was made
+    /// from this very model, else made now (and kept).
+    fn placed(&self, file: &Arc<FileModel>, id: FileId, target: usize) -> Option<Arc<FileModel>> {
+        let cache = self.load.inputs.cache;
+        if let Some(kept) = cache.and_then(|c| c.get_linked(file, id, target)) {
+            return Some(kept);
+        }
+        let model = Arc::new(renumbered(file, id, target)?);
+        if let Some(c) = cache {
+            c.put_linked(file, &model);
+        }
+        Some(model)
     }
 
     /// The findings of the joined package that belong to the package's own `own_files`

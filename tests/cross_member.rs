@@ -11,7 +11,8 @@ mod common;
 use cargo_idem_lint::cache::{DiskCache, Kind, Session, Store};
 use cargo_idem_lint::config::Config;
 use cargo_idem_lint::discovery::{self, Selection, Workspace};
-use cargo_idem_lint::parse::{Inputs, Overlays, ParseOptions};
+use cargo_idem_lint::link::Links;
+use cargo_idem_lint::parse::{self, Inputs, Overlays, ParseOptions};
 use cargo_idem_lint::report::{self, Report};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -203,4 +204,61 @@ fn an_unchanged_rerun_reads_no_model_of_a_linked_member() {
     // packages themselves are (no file here holds a suppression comment).
     assert_eq!(findings(&run(), service), keys);
     assert_eq!(store.models.load(Ordering::SeqCst), 0);
+}
+
+/// The language server keeps each package's analysis and re-walks only the files that
+/// changed: the member's files joined to the package must be the same models from one
+/// analysis to the next (not copies), and new ones once the member's file is edited.
+#[test]
+fn a_session_gives_a_package_the_same_linked_models_until_the_member_changes() {
+    let (_tmp, dir) = copy_of_fixture();
+    let (ws, _) = workspace(&dir);
+    let service = index(&ws, "service");
+    let session = Session::new();
+    let opts = ParseOptions::default();
+    let policy = opts.read_policy(&ws);
+    let joined = |buffers: &Overlays| {
+        let inputs = Inputs {
+            overlays: Some(buffers),
+            cache: Some(&session),
+            ..Inputs::default()
+        };
+        let mut links = Links::load(&ws, &opts, &policy, inputs);
+        links.complete(&vec![true; ws.packages.len()]);
+        let own = parse::load_package_with(&ws.packages[service], &opts, &policy, inputs);
+        (
+            own.package.files.len(),
+            links.of(service).join(&own.package),
+        )
+    };
+    let mut buffers = Overlays::new();
+    let (own, first) = joined(&buffers);
+    let (_, second) = joined(&buffers);
+    assert_eq!(first.files.len(), own + 2, "common's lib.rs and ids.rs");
+    let same = |a: &idem_lints::model::Package, b: &idem_lints::model::Package| -> Vec<bool> {
+        a.files[own..]
+            .iter()
+            .zip(&b.files[own..])
+            .map(|(x, y)| Arc::ptr_eq(x, y))
+            .collect()
+    };
+    assert_eq!(same(&first, &second), [true, true]);
+
+    let ids = dir.join("common/src/ids.rs");
+    let text = std::fs::read_to_string(&ids).expect("read");
+    buffers.insert(&ids, format!("{text}\npub fn added() {{}}\n").as_str());
+    let (_, edited) = joined(&buffers);
+    let at = |p: &idem_lints::model::Package| {
+        p.files[own..]
+            .iter()
+            .position(|f| f.path.ends_with("ids.rs"))
+            .expect("ids.rs linked")
+    };
+    let i = at(&edited);
+    assert!(!Arc::ptr_eq(
+        &edited.files[own + i],
+        &second.files[own + at(&second)]
+    ));
+    assert!(edited.files[own + i].fns.iter().any(|f| f.name == "added"));
+    assert_eq!(edited.files[own + i].id.0 as usize, own + i);
 }
