@@ -264,3 +264,29 @@ fn a_session_gives_a_package_the_same_linked_models_until_the_member_changes() {
     assert!(edited.files[own + i].fns.iter().any(|f| f.name == "added"));
     assert_eq!(edited.files[own + i].id.0 as usize, own + i);
 }
+
+#[test]
+fn a_renamed_path_dependency_is_linked_under_its_new_name() {
+    let (_tmp, dir) = copy_of_fixture();
+    let manifest = dir.join("service/Cargo.toml");
+    let text = std::fs::read_to_string(&manifest).expect("read");
+    let renamed = text.replace(
+        "common = { path = \"../common\" }",
+        "shared = { package = \"common\", path = \"../common\" }",
+    );
+    assert_ne!(renamed, text);
+    std::fs::write(&manifest, renamed).expect("write");
+    let lib = dir.join("service/src/lib.rs");
+    let text = std::fs::read_to_string(&lib).expect("read");
+    std::fs::write(&lib, text.replace("common::", "shared::")).expect("write");
+    let (ws, config) = workspace(&dir);
+    let service = index(&ws, "service");
+    assert_eq!(ws.packages[service].links[0].krate, "shared");
+    let report = Session::new()
+        .check(&ws, &config, &[], &Overlays::new())
+        .expect("checks");
+    assert_eq!(
+        findings(&report, service),
+        [(13, "nondeterministic_key"), (23, "nondeterministic_key")]
+    );
+}
