@@ -17,6 +17,7 @@ pub mod emit;
 pub mod fix;
 mod info;
 pub mod levels;
+pub mod link;
 pub mod lsp;
 pub mod parse;
 pub mod replace;

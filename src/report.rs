@@ -4,6 +4,7 @@ use crate::cache::{Cache, PackageKey};
 use crate::config::Config;
 use crate::discovery::{PackageSpec, Workspace};
 use crate::levels::LevelFlag;
+use crate::link::{Links, PackageLinks};
 use crate::parse::{self, Inputs, LoadedPackage, ParseOptions};
 use crate::source::{ReadPolicy, SourceFile};
 use crate::suppress::{self, CommentWarning};
@@ -116,6 +117,17 @@ pub fn check_with(
         return Err(Cancelled.into());
     }
     let policy = opts.read_policy(ws);
+    let mut links = Links::load(ws, opts, &policy, inputs);
+    let analysed: Vec<bool> = loaded
+        .iter()
+        .zip(&configs)
+        .enumerate()
+        .map(|(i, (pkg, cfg))| {
+            let enabled = |lint: &'static idem_lints::Lint| cfg.levels.get(lint) != Level::Allow;
+            !links.of(i).is_empty() && !cached(pkg, &cfg.settings, &enabled, &links.of(i), inputs)
+        })
+        .collect();
+    links.complete(&analysed);
     let per_package: Vec<(Vec<Finding>, Vec<FileWarning>, Option<Reuse>)> = loaded
         .par_iter_mut()
         .zip(configs.par_iter())
@@ -130,6 +142,7 @@ pub fn check_with(
                 opts,
                 policy: &policy,
                 inputs,
+                links: links.of(index),
             };
             let (mut diags, reuse) = lint_package(pkg, &load, &cfg.settings, &enabled);
             diags.extend(pkg.problems.iter().filter(|d| enabled(d.lint)).cloned());
@@ -163,6 +176,8 @@ struct Reload<'a> {
     opts: &'a ParseOptions,
     policy: &'a ReadPolicy,
     inputs: Inputs<'a>,
+    /// The workspace members' libraries the package is analysed with.
+    links: PackageLinks<'a>,
 }
 
 impl Reload<'_> {
@@ -183,13 +198,14 @@ fn lint_package(
     settings: &idem_lints::Settings,
     enabled: &idem_lints::Enabled<'_>,
 ) -> (Vec<Diagnostic>, Option<Reuse>) {
+    let links = &load.links;
     let Some(cache) = load.inputs.cache.map(Cache::new) else {
-        return (
-            idem_lints::check_package(&pkg.package, settings, enabled),
-            None,
-        );
+        let found = linked(&pkg.package, links, |p| {
+            (idem_lints::check_package(p, settings, enabled), ())
+        });
+        return (found.0, None);
     };
-    let mut key = PackageKey::of(pkg, settings, enabled);
+    let mut key = PackageKey::of(pkg, settings, enabled).with_links(links);
     let cached = cache.load_findings(key);
     let scanned: Vec<bool> = pkg.sources.iter().map(SourceFile::may_suppress).collect();
     let wanted = |id: FileId| cached.is_none() || scanned[id.0 as usize];
@@ -198,7 +214,7 @@ fn lint_package(
         Some(found) if same => return (found, None),
         _ if !same => {
             // Loaded again from scratch: the key is the new load's.
-            key = PackageKey::of(pkg, settings, enabled);
+            key = PackageKey::of(pkg, settings, enabled).with_links(links);
             if let Some(found) = cache.load_findings(key) {
                 return (found, None);
             }
@@ -209,18 +225,50 @@ fn lint_package(
     let (found, reuse) = if let Some(store) = session {
         // A long-lived session: start from the package's last analysis, keep this one.
         let prev = store.take_analysis(&load.spec.id);
-        let (found, retained, reuse) =
-            idem_lints::check_package_retaining(&pkg.package, settings, enabled, prev);
+        let (found, (retained, reuse)) = linked(&pkg.package, links, |p| {
+            let (found, retained, reuse) =
+                idem_lints::check_package_retaining(p, settings, enabled, prev);
+            (found, (retained, reuse))
+        });
         store.put_analysis(&load.spec.id, retained);
         (found, Some(reuse))
     } else {
-        (
-            idem_lints::check_package(&pkg.package, settings, enabled),
-            None,
-        )
+        let found = linked(&pkg.package, links, |p| {
+            (idem_lints::check_package(p, settings, enabled), ())
+        });
+        (found.0, None)
     };
     cache.store_findings(key, &found);
     (found, reuse)
+}
+
+/// Whether the findings of `pkg` (as loaded, with `links`) are in the cache.
+fn cached(
+    pkg: &LoadedPackage,
+    settings: &idem_lints::Settings,
+    enabled: &idem_lints::Enabled<'_>,
+    links: &PackageLinks<'_>,
+    inputs: Inputs<'_>,
+) -> bool {
+    let Some(cache) = inputs.cache.map(Cache::new) else {
+        return false;
+    };
+    let key = PackageKey::of(pkg, settings, enabled).with_links(links);
+    cache.load_findings(key).is_some()
+}
+
+/// `analyse` run on `package` joined with its linked libraries, and the findings of its own
+/// files ([`PackageLinks::own_findings`]); on `package` alone when nothing is linked.
+fn linked<T>(
+    package: &idem_lints::model::Package,
+    links: &PackageLinks<'_>,
+    analyse: impl FnOnce(&idem_lints::model::Package) -> (Vec<Diagnostic>, T),
+) -> (Vec<Diagnostic>, T) {
+    if links.is_empty() {
+        return analyse(package);
+    }
+    let (found, rest) = analyse(&links.join(package));
+    (links.own_findings(found, package.files.len()), rest)
 }
 
 /// Sets levels, drops suppressed findings, and sorts by file path and position.

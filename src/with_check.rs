@@ -311,6 +311,7 @@ mod tests {
                 dependencies: Vec::new(),
                 targets: Vec::new(),
                 sources: discovery::Sources::Files(Vec::new()),
+                links: Vec::new(),
             }],
             warnings: Vec::new(),
             unselected: Vec::new(),

@@ -68,6 +68,33 @@ impl PackageKey {
         }
         PackageKey(h.finish())
     }
+
+    /// This key, for findings computed with `links` joined to the package: they depend on
+    /// every linked file as the package's own findings depend on its files, so an edit in a
+    /// member invalidates the findings of the packages that link it, and only theirs.
+    pub fn with_links(self, links: &crate::link::PackageLinks<'_>) -> PackageKey {
+        if links.is_empty() {
+            return self;
+        }
+        let mut h = Keyer::new("linked");
+        h.bytes(&self.0.to_le_bytes());
+        for linked in &links.libs {
+            let lib = linked.keyed;
+            h.str(linked.krate);
+            h.len(lib.package.files.len());
+            for (file, source) in lib.package.files.iter().zip(&lib.sources) {
+                h.str(&file.path.to_string_lossy());
+                h.strs(&file.module);
+                h.bytes(&source.digest().to_le_bytes());
+                for inc in &file.includes {
+                    h.str(&inc.path);
+                    h.bytes(inc.text.as_deref().unwrap_or("\u{0}none").as_bytes());
+                }
+            }
+            h.bytes(&postcard::to_allocvec(&lib.problems).unwrap_or_default());
+        }
+        PackageKey(h.finish())
+    }
 }
 
 /// A streaming hasher over length-prefixed fields.

@@ -117,6 +117,21 @@ pub trait Store: Sync {
     }
 
     fn put_analysis(&self, _package: &str, _analysis: Retained) {}
+
+    /// The model of a linked member's file as file `id` of target `target` of a package
+    /// ([`crate::link`]), made from `from` and kept by [`Store::put_linked`]: a store that
+    /// keeps analyses gives the same one back while `from` is the same, so the package's
+    /// next analysis sees that file unchanged. The default keeps none.
+    fn get_linked(
+        &self,
+        _from: &Arc<FileModel>,
+        _id: FileId,
+        _target: usize,
+    ) -> Option<Arc<FileModel>> {
+        None
+    }
+
+    fn put_linked(&self, _from: &Arc<FileModel>, _linked: &Arc<FileModel>) {}
 }
 
 /// Typed access to a [`Store`].

@@ -27,7 +27,7 @@ use crate::parse::{Inputs, Overlays, ParseOptions};
 use crate::report::{self, Report};
 use anyhow::Result;
 use idem_lints::analysis::incremental::Retained;
-use idem_lints::model::FileModel;
+use idem_lints::model::{FileId, FileModel};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
@@ -53,7 +53,12 @@ pub struct Session {
     /// By cargo package id: the package's last analysis, which the next one after an edit
     /// starts from.
     analyses: Mutex<HashMap<String, Retained>>,
+    /// Linked members' models as placed in the packages that link them ([`Store::get_linked`]),
+    /// by path, file id and target, with the model each was made from.
+    linked: Mutex<LinkedModels>,
 }
+
+type LinkedModels = HashMap<(PathBuf, FileId, usize), (Arc<FileModel>, Arc<FileModel>)>;
 
 impl Session {
     pub fn new() -> Session {
@@ -168,6 +173,23 @@ impl Store for Session {
 
     fn put_analysis(&self, package: &str, analysis: Retained) {
         lock(&self.analyses).insert(package.to_owned(), analysis);
+    }
+
+    fn get_linked(
+        &self,
+        from: &Arc<FileModel>,
+        id: FileId,
+        target: usize,
+    ) -> Option<Arc<FileModel>> {
+        lock(&self.linked)
+            .get(&(from.path.clone(), id, target))
+            .filter(|(made_from, _)| Arc::ptr_eq(made_from, from))
+            .map(|(_, linked)| linked.clone())
+    }
+
+    fn put_linked(&self, from: &Arc<FileModel>, linked: &Arc<FileModel>) {
+        let key = (from.path.clone(), linked.id, linked.target);
+        lock(&self.linked).insert(key, (from.clone(), linked.clone()));
     }
 }
 

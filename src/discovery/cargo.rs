@@ -1,9 +1,9 @@
 //! Packages and targets from `cargo metadata --no-deps`.
 
 use super::pkgid::PackageIdSpec;
-use super::{absolute, PackageSpec, Selection, Sources, TargetSpec, Workspace};
+use super::{absolute, LinkSpec, PackageSpec, Selection, Sources, TargetSpec, Workspace};
 use anyhow::{anyhow, bail, Context, Result};
-use cargo_metadata::{Metadata, MetadataCommand, Package, Target, TargetKind};
+use cargo_metadata::{DependencyKind, Metadata, MetadataCommand, Package, Target, TargetKind};
 use idem_lints::model::TargetInfo;
 use std::io::Read;
 use std::path::Path;
@@ -38,6 +38,7 @@ pub(super) fn discover(manifest: Option<&Path>, sel: &Selection) -> Result<Works
         .filter(|m| implicit && !selected.iter().any(|s| s.id == m.id))
         .map(|m| m.name.to_string())
         .collect();
+    let members = metadata.workspace_packages();
     let root = metadata.workspace_root.clone().into_std_path_buf();
     let root_manifest = root.join("Cargo.toml");
     Ok(Workspace {
@@ -48,7 +49,11 @@ pub(super) fn discover(manifest: Option<&Path>, sel: &Selection) -> Result<Works
         report_root: None,
         packages: selected
             .into_iter()
-            .map(package_spec)
+            .map(|p| {
+                let mut spec = package_spec(p)?;
+                spec.links = links(p, &members)?;
+                Ok(spec)
+            })
             .collect::<Result<_>>()?,
         warnings: Vec::new(),
     })
@@ -242,6 +247,56 @@ fn package_spec(p: &Package) -> Result<PackageSpec> {
         dependencies,
         targets,
         sources: Sources::ModuleTrees,
+        links: Vec::new(),
+    })
+}
+
+/// The libraries of the members `p` depends on by path (normal and dev dependencies, and
+/// theirs in turn), nearest first, each once: `cargo metadata --no-deps` lists only members,
+/// so a path dependency is one of them when its directory is a member's.
+fn links(p: &Package, members: &[&Package]) -> Result<Vec<LinkSpec>> {
+    let mut out: Vec<LinkSpec> = Vec::new();
+    let mut seen = vec![p.id.clone()];
+    let mut queue: std::collections::VecDeque<&Package> = [p].into();
+    while let Some(from) = queue.pop_front() {
+        for dep in &from.dependencies {
+            if dep.kind == DependencyKind::Build {
+                continue;
+            }
+            let Some(dir) = &dep.path else {
+                continue;
+            };
+            let member = members
+                .iter()
+                .find(|m| m.manifest_path.parent() == Some(dir.as_path()));
+            let Some(&member) = member else {
+                continue;
+            };
+            if seen.contains(&member.id) {
+                continue;
+            }
+            seen.push(member.id.clone());
+            queue.push_back(member);
+            let Some(lib) = member.targets.iter().find(|t| is_lib(t)) else {
+                continue;
+            };
+            let mut spec = package_spec(member)?;
+            spec.targets
+                .retain(|t| t.info.root == lib.src_path.as_std_path());
+            let krate = dep.rename.as_deref().unwrap_or(&lib.name).replace('-', "_");
+            out.push(LinkSpec { krate, spec });
+        }
+    }
+    Ok(out)
+}
+
+/// A library target another crate can call into (not a proc macro: its fns run at build time).
+fn is_lib(t: &Target) -> bool {
+    t.kind.iter().any(|k| {
+        matches!(
+            k,
+            TargetKind::Lib | TargetKind::RLib | TargetKind::DyLib | TargetKind::StaticLib
+        )
     })
 }
 

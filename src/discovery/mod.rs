@@ -73,6 +73,18 @@ pub struct PackageSpec {
     pub dependencies: Vec<String>,
     pub targets: Vec<TargetSpec>,
     pub sources: Sources,
+    /// The libraries of the workspace members it depends on by path, directly or through
+    /// other members: analysed with it, so what their fns do reaches its calls.
+    pub links: Vec<LinkSpec>,
+}
+
+/// A workspace member's library that a package depends on by path.
+#[derive(Debug, Clone)]
+pub struct LinkSpec {
+    /// The crate name the depending code calls it by (its rename, `-` as `_`).
+    pub krate: String,
+    /// The member with its library target only, and no links of its own.
+    pub spec: PackageSpec,
 }
 
 /// How a package's files are found.

@@ -73,6 +73,7 @@ pub(super) fn discover(dir: &Path) -> Result<Workspace> {
             dependencies: Vec::new(),
             targets: vec![target],
             sources: Sources::Files(files),
+            links: Vec::new(),
         }],
         warnings,
     })

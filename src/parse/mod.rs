@@ -180,6 +180,18 @@ fn load_all(
         .collect()
 }
 
+/// A linked library ([`crate::link`]), with its `include_str!` texts; with `outlines`, as
+/// [`load_workspace_outlined`] loads a package.
+pub(crate) fn load_linked(
+    spec: &PackageSpec,
+    opts: &ParseOptions,
+    policy: &ReadPolicy,
+    inputs: Inputs<'_>,
+    outlines: bool,
+) -> LoadedPackage {
+    load_with_includes(spec, opts, policy, inputs, outlines)
+}
+
 fn load_with_includes(
     spec: &PackageSpec,
     opts: &ParseOptions,

@@ -171,6 +171,11 @@ pub struct Resolver {
     scopes: Vec<FastMap<Vec<String>, Scope>>,
     /// The library target's index and crate name, which other targets import by name.
     lib: Option<(usize, String)>,
+    /// Linked libraries of other workspace members ([`TargetInfo::linked`]): target index and
+    /// the crate name the package's code calls them by.
+    ///
+    /// [`TargetInfo::linked`]: crate::model::TargetInfo::linked
+    linked: Vec<(usize, String)>,
 }
 
 /// How deep `use` chains are followed (`use a::b; use b::c as d;` ...) before giving up.
@@ -199,7 +204,18 @@ impl Resolver {
                     .any(|k| k.contains("lib") || k == "proc-macro")
             })
             .map(|i| (i, package.targets[i].name.replace('-', "_")));
-        let mut resolver = Resolver { scopes, lib };
+        let linked = package
+            .targets
+            .iter()
+            .enumerate()
+            .filter(|(_, t)| t.is_linked())
+            .map(|(i, t)| (i, t.name.replace('-', "_")))
+            .collect();
+        let mut resolver = Resolver {
+            scopes,
+            lib,
+            linked,
+        };
         let bases: Vec<Vec<(Vec<String>, Vec<GlobBase>)>> = resolver
             .scopes
             .iter()
@@ -523,11 +539,16 @@ impl Resolver {
         }
     }
 
-    /// `first::rest` where `first` names a crate: the package's own library, or external.
+    /// `first::rest` where `first` names a crate: the package's own library, a linked
+    /// member's library, or external.
     fn crate_path(&self, target: usize, first: &str, rest: &[String], depth: usize) -> DefPath {
-        match &self.lib {
-            Some((lib_target, name)) if name == first && *lib_target != target => {
+        let linked = self.linked.iter().find(|(_, name)| name == first);
+        match (&self.lib, linked) {
+            (Some((lib_target, name)), _) if name == first && *lib_target != target => {
                 self.local_path(*lib_target, rest, depth + 1)
+            }
+            (_, Some((linked_target, _))) if *linked_target != target => {
+                self.local_path(*linked_target, rest, depth + 1)
             }
             _ => DefPath {
                 krate: Krate::Extern(first.to_owned()),

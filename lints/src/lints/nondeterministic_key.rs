@@ -43,8 +43,9 @@ declare_lint! {
     /// (the message), not from the execution.
     ///
     /// ### Known problems
-    /// Values are followed through the crate's own code but not through other crates: a
-    /// key built by a dependency from a random value is not seen. A timestamp stored as
+    /// Values are followed through the crate's own code and the workspace members it
+    /// depends on by path, but not through other crates: a key built by a registry or git
+    /// dependency from a random value is not seen. A timestamp stored as
     /// data, an expiry computed from `now()` and a fresh id for a new record are not keys
     /// and are not reported; neither is test code, nor a random default used only when no
     /// key was given (`given.unwrap_or_else(|| Uuid::new_v4().to_string())`), which is

@@ -132,9 +132,29 @@ pub struct TargetInfo {
 }
 
 impl TargetInfo {
+    /// The kind of a [`TargetInfo::linked`] target. Not a cargo kind, and not containing
+    /// "lib": the checks for the package's own library pass it by.
+    pub const LINKED: &'static str = "linked-dependency";
+
     /// Tests and benches: code whose keys are test data, not production keys.
     pub fn is_test_like(&self) -> bool {
         self.kind.iter().any(|k| k == "test" || k == "bench")
+    }
+
+    /// The library of another workspace member this package depends on, added to the
+    /// package so calls into it reach its fns (`name` is the crate name the package's code
+    /// uses for it). Its files are analysed with the package, never reported in it.
+    pub fn linked(name: &str, root: std::path::PathBuf) -> TargetInfo {
+        TargetInfo {
+            name: name.to_owned(),
+            kind: vec![Self::LINKED.to_owned()],
+            root,
+        }
+    }
+
+    /// Whether this is a [`TargetInfo::linked`] target.
+    pub fn is_linked(&self) -> bool {
+        self.kind.iter().any(|k| k == Self::LINKED)
     }
 }
 

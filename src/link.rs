@@ -1,0 +1,290 @@
+//! Workspace members analysed together: a package's path dependencies inside the workspace
+//! ([`LinkSpec`]) are loaded once each and their library files joined to the package's
+//! model as linked targets ([`TargetInfo::linked`]), so the call graph and the summaries
+//! follow a call into `common::generate_id` as they follow one into `crate::ids::generate_id`.
+//!
+//! The linked files are analysed as part of the package but never reported in it: a finding
+//! inside them is the member's own (its own run reports it), and a label pointing into them
+//! becomes a note naming the place, since the package's output only holds its own files.
+
+use crate::discovery::{LinkSpec, Workspace};
+use crate::parse::{self, Inputs, LoadedPackage, ParseOptions};
+use crate::source::ReadPolicy;
+use idem_lints::model::{with_file_id, FileId, FileModel, Package, TargetInfo};
+use idem_lints::Diagnostic;
+use rayon::prelude::*;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// The linked libraries of a run, each loaded once however many packages link it: first as
+/// a package is loaded for its findings key (outlines where the cache has them), and in full
+/// only for the packages analysed ([`Links::complete`]), so an unchanged re-run decodes no
+/// model of them.
+pub struct Links<'a> {
+    specs: Vec<&'a LinkSpec>,
+    /// As loaded for keys: every file's text, place and `include_str!` texts.
+    keyed: Vec<LoadedPackage>,
+    /// Loaded in full, for the analysis of a package that links it.
+    full: Vec<Option<LoadedPackage>>,
+    /// Per package of the workspace: (crate name, index in `specs`), nearest first.
+    per_package: Vec<Vec<(String, usize)>>,
+    /// The workspace root, which notes name linked files relative to.
+    root: PathBuf,
+    load: LinkLoad<'a>,
+}
+
+/// How a linked library is loaded.
+#[derive(Clone, Copy)]
+struct LinkLoad<'a> {
+    opts: &'a ParseOptions,
+    policy: &'a ReadPolicy,
+    inputs: Inputs<'a>,
+}
+
+impl LinkLoad<'_> {
+    fn load(&self, link: &LinkSpec, outlines: bool) -> LoadedPackage {
+        parse::load_linked(&link.spec, self.opts, self.policy, self.inputs, outlines)
+    }
+}
+
+/// One package's linked libraries, as [`Links::of`] gives them.
+pub struct PackageLinks<'a> {
+    /// Crate name, the library as loaded for keys, and in full when it was.
+    pub libs: Vec<LinkedLib<'a>>,
+    root: &'a Path,
+    load: LinkLoad<'a>,
+}
+
+/// One library a package links.
+pub struct LinkedLib<'a> {
+    pub krate: &'a str,
+    pub keyed: &'a LoadedPackage,
+    full: Option<&'a LoadedPackage>,
+    spec: &'a LinkSpec,
+}
+
+impl<'a> Links<'a> {
+    /// Loads every library some package of `ws` links, for keys.
+    pub fn load(
+        ws: &'a Workspace,
+        opts: &'a ParseOptions,
+        policy: &'a ReadPolicy,
+        inputs: Inputs<'a>,
+    ) -> Links<'a> {
+        let mut specs: Vec<&LinkSpec> = Vec::new();
+        let mut index: HashMap<&str, usize> = HashMap::new();
+        let per_package = ws
+            .packages
+            .iter()
+            .map(|p| {
+                p.links
+                    .iter()
+                    .map(|link| {
+                        let i = *index.entry(&link.spec.id).or_insert_with(|| {
+                            specs.push(link);
+                            specs.len() - 1
+                        });
+                        (link.krate.clone(), i)
+                    })
+                    .collect()
+            })
+            .collect();
+        let load = LinkLoad {
+            opts,
+            policy,
+            inputs,
+        };
+        let keyed = specs.par_iter().map(|link| load.load(link, true)).collect();
+        Links {
+            full: specs.iter().map(|_| None).collect(),
+            specs,
+            keyed,
+            per_package,
+            root: ws.root.clone(),
+            load,
+        }
+    }
+
+    /// Loads in full the libraries linked by the packages `wanted` selects (by index in the
+    /// workspace): those whose findings are to be computed.
+    pub fn complete(&mut self, wanted: &[bool]) {
+        let mut todo = vec![false; self.specs.len()];
+        for (links, _) in self.per_package.iter().zip(wanted).filter(|(_, w)| **w) {
+            for (_, i) in links {
+                todo[*i] = self.full[*i].is_none();
+            }
+        }
+        let load = self.load;
+        let loaded: Vec<(usize, LoadedPackage)> = todo
+            .par_iter()
+            .enumerate()
+            .filter(|(_, t)| **t)
+            .map(|(i, _)| (i, load.load(self.specs[i], false)))
+            .collect();
+        for (i, lib) in loaded {
+            self.full[i] = Some(lib);
+        }
+    }
+
+    /// What package `index` of the workspace links.
+    pub fn of(&self, index: usize) -> PackageLinks<'_> {
+        let libs = self
+            .per_package
+            .get(index)
+            .into_iter()
+            .flatten()
+            .map(|(krate, i)| LinkedLib {
+                krate,
+                keyed: &self.keyed[*i],
+                full: self.full[*i].as_ref(),
+                spec: self.specs[*i],
+            })
+            .collect();
+        PackageLinks {
+            libs,
+            root: &self.root,
+            load: self.load,
+        }
+    }
+}
+
+impl PackageLinks<'_> {
+    pub fn is_empty(&self) -> bool {
+        self.libs.is_empty()
+    }
+
+    /// `own` with the linked libraries' files after its own, each library a linked target,
+    /// and their dependencies added to its (a store crate used only in `common` is still the
+    /// store crate the joined code calls). `own` itself when nothing is linked.
+    pub fn join(&self, own: &Package) -> Package {
+        let mut package = own.clone();
+        for linked in &self.libs {
+            let loaded_here;
+            let lib = match linked.full {
+                Some(full) => full,
+                None => {
+                    // Not foreseen by [`Links::complete`] (the package was loaded again).
+                    loaded_here = self.load.load(linked.spec, false);
+                    &loaded_here
+                }
+            };
+            let krate = linked.krate;
+            let target = package.targets.len();
+            let root = lib
+                .package
+                .targets
+                .first()
+                .map(|t| t.root.clone())
+                .unwrap_or_default();
+            package.targets.push(TargetInfo::linked(krate, root));
+            for file in &lib.package.files {
+                let id = FileId(package.files.len() as u32);
+                let Some(model) = self.placed(file, id, target) else {
+                    continue;
+                };
+                package.files.push(model);
+            }
+            for dep in &lib.package.dependencies {
+                if !package.depends_on(dep) {
+                    package.dependencies.push(dep.clone());
+                }
+            }
+        }
+        package
+    }
+
+    /// `file` as file `id` of linked target `target`: the one the cache kept when it was made
+    /// from this very model, else made now (and kept).
+    fn placed(&self, file: &Arc<FileModel>, id: FileId, target: usize) -> Option<Arc<FileModel>> {
+        let cache = self.load.inputs.cache;
+        if let Some(kept) = cache.and_then(|c| c.get_linked(file, id, target)) {
+            return Some(kept);
+        }
+        let model = Arc::new(renumbered(file, id, target)?);
+        if let Some(c) = cache {
+            c.put_linked(file, &model);
+        }
+        Some(model)
+    }
+
+    /// The findings of the joined package that belong to the package's own `own_files`
+    /// files: labels pointing into linked files made notes, and suggestions editing them
+    /// dropped (the package's output cannot apply them). A finding inside a linked file is
+    /// the member's own and dropped, unless one of its labels is in the package: then the
+    /// package's code made it (a request built in `common` without its token, sent here),
+    /// and it is reported at that label.
+    pub fn own_findings(&self, diags: Vec<Diagnostic>, own_files: usize) -> Vec<Diagnostic> {
+        let own = |file: FileId| (file.0 as usize) < own_files;
+        diags
+            .into_iter()
+            .filter_map(|d| {
+                if own(d.span.file) {
+                    return Some(d);
+                }
+                self.moved_to_own_label(d, own_files)
+            })
+            .map(|mut d| {
+                let (kept, linked): (Vec<_>, Vec<_>) =
+                    d.labels.drain(..).partition(|l| own(l.span.file));
+                d.labels = kept;
+                for label in linked {
+                    let at = self.place(label.span.file.0 as usize - own_files, label.span.lo);
+                    d.notes.push(format!("{}: {}", at, label.message));
+                }
+                d.suggestions.retain(|s| {
+                    s.edits.iter().all(|(span, _)| own(span.file))
+                        && s.moves.iter().all(|m| own(m.from.file) && own(m.to.file))
+                });
+                d
+            })
+            .collect()
+    }
+
+    /// `d`, whose primary span is in a linked file, at its first label in the package's
+    /// own files (the old primary span becomes a label, made a note with the others).
+    fn moved_to_own_label(&self, mut d: Diagnostic, own_files: usize) -> Option<Diagnostic> {
+        let i = d
+            .labels
+            .iter()
+            .position(|l| (l.span.file.0 as usize) < own_files)?;
+        let label = d.labels.remove(i);
+        let old = idem_lints::Label {
+            span: d.span,
+            message: d.label.take().unwrap_or_else(|| d.message.clone()),
+        };
+        d.labels.insert(0, old);
+        d.span = label.span;
+        d.label = Some(label.message);
+        Some(d)
+    }
+
+    /// `path:line:column` of byte `lo` in the `nth` linked file (counted across libraries).
+    fn place(&self, nth: usize, lo: u32) -> String {
+        let mut nth = nth;
+        for linked in &self.libs {
+            let (krate, lib) = (linked.krate, linked.keyed);
+            if let Some(source) = lib.sources.get(nth) {
+                let p = source.position(lo as usize);
+                let path = source.path.strip_prefix(self.root).unwrap_or(&source.path);
+                return format!("in `{krate}`, {}:{}:{}", path.display(), p.line, p.column);
+            }
+            nth -= lib.sources.len();
+        }
+        "in a linked crate".to_owned()
+    }
+}
+
+/// `file` as file `id` of the joined package, in linked target `target`: its spans placed in
+/// `id` by a round trip through the cache's encoding (the one way to move every span of a
+/// model). `None` when the model does not encode.
+fn renumbered(file: &FileModel, id: FileId, target: usize) -> Option<FileModel> {
+    let bytes = postcard::to_allocvec(file).ok()?;
+    let mut model: FileModel = with_file_id(id, || postcard::from_bytes(&bytes).ok())?;
+    model.id = id;
+    model.target = target;
+    model.path = file.path.clone();
+    // Read by the driver, not stored: carried over as they are.
+    model.includes = file.includes.clone();
+    Some(model)
+}
