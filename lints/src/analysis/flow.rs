@@ -421,6 +421,14 @@ pub struct StoreEvent {
     pub checked: bool,
 }
 
+impl StoreEvent {
+    /// An atomic claim whose answer is tested: only then does it tell one delivery it won
+    /// (an untested `SET NX`, `HSETNX` or `SADD` is a plain write).
+    pub fn won_claim(&self) -> bool {
+        self.access.access == Access::Claim && self.checked
+    }
+}
+
 /// One branch of a [`Decision`].
 #[derive(Debug, Clone)]
 pub struct Branch {
@@ -819,6 +827,14 @@ const LOCAL_MUTATIONS: &[&str] = &[
 /// Constructors that wrap a marker without making it data: `Some(1)`,
 /// `AttributeValue::Bool(true)`, `AttributeValue::N(now.to_string())`.
 const MARKER_WRAPPERS: &[&str] = &["Some", "Ok", "S", "N", "Bool", "from", "new"];
+
+/// Reads of the process environment: the worker's host or region, not a computed result.
+const ENV_READS: &[&str] = &["std::env::var", "std::env::var_os", "dotenvy::var"];
+
+/// A value derived from the function's parameters only.
+fn is_param_value(v: &Value) -> bool {
+    !v.facts.is_empty() && v.facts.iter().all(|f| matches!(f, Fact::Param { .. }))
+}
 
 /// Methods that append their arguments to the receiver.
 const APPENDERS: &[&str] = &[
@@ -1818,7 +1834,17 @@ impl<'a> Walker<'a, '_> {
                 self.key_use(SinkKind::GuardKey(op.command.clone()), k.span, v, None);
             }
         }
-        let value_is_marker = op.values.iter().all(|v| self.is_marker(v));
+        // A DynamoDB marker item may carry who or where beside its marker attributes (the
+        // account, the worker's host); a computed result among them makes the item a cache.
+        // (A SQL row's other columns are business data: a job queue's payload.)
+        let context_too = op.store == Store::DynamoDb;
+        let value_is_marker = op.values.iter().all(|v| self.is_marker(v))
+            || context_too
+                && op.values.iter().any(|v| self.is_marker(v))
+                && op
+                    .values
+                    .iter()
+                    .all(|v| self.is_marker(v) || self.is_context(v, 0));
         let access = StoreAccess {
             store: op.store,
             access: op.access,
@@ -1879,6 +1905,36 @@ impl<'a> Walker<'a, '_> {
             }
             ExprKind::Macro(m) => {
                 m.path.last() == "format" && m.args.iter().all(|a| self.is_marker(a))
+            }
+            _ => false,
+        }
+    }
+
+    /// A value that says who or where rather than what was computed: a parameter, `self` or
+    /// one of their fields, a local bound to one, an environment variable (not a local bound
+    /// to a call's result).
+    fn is_context(&self, e: &Expr, depth: usize) -> bool {
+        match &e.peel().kind {
+            ExprKind::Lit(_) => true,
+            ExprKind::Path(p) => match p.as_ident() {
+                Some(name) => match self.local_init(name) {
+                    Some(init) => depth < 4 && self.is_context(init, depth + 1),
+                    None => name == "self" || self.vals.get(name).is_some_and(is_param_value),
+                },
+                None => true,
+            },
+            ExprKind::Field { base, .. } => self.is_context(base, depth),
+            ExprKind::MethodCall {
+                receiver, method, ..
+            } => CONVERSIONS.contains(&method.as_str()) && self.is_context(receiver, depth),
+            ExprKind::Call { func, args } => func.as_path().is_some_and(|path| {
+                let def = self.resolve(path);
+                ENV_READS.iter().any(|r| def.matches(r))
+                    || MARKER_WRAPPERS.contains(&path.last())
+                        && args.iter().all(|a| self.is_context(a, depth))
+            }),
+            ExprKind::Macro(m) => {
+                m.path.last() == "format" && m.args.iter().all(|a| self.is_context(a, depth))
             }
             _ => false,
         }
@@ -1999,6 +2055,16 @@ impl<'a> Walker<'a, '_> {
         match &cond.kind {
             ExprKind::Unary { not: true, expr } => self.presence(expr).map(|p| !p),
             ExprKind::Let { pat, .. } => pat_presence(pat),
+            // `if other || seen { return }`: the branch runs whenever the key was there, so
+            // what follows runs only when it was not.
+            ExprKind::Binary {
+                op: BinOp::Or,
+                lhs,
+                rhs,
+            } => match (self.presence(lhs), self.presence(rhs)) {
+                (Some(true), other) | (other, Some(true)) if other != Some(false) => Some(true),
+                _ => None,
+            },
             // `count > 0` and `count == 0` are folded into one comparison operator by the IR,
             // so a comparison claims no polarity.
             ExprKind::Binary { .. } => None,

@@ -119,6 +119,11 @@ fn diesel_op<'a>(env: &dyn OpEnv<'a>, receiver: &'a Expr, span: Span) -> Option<
     // `diesel::insert_into(t)`, `diesel::update(t.filter(..))`, `diesel::delete(..)`.
     if let ExprKind::Call { func, args } = &root.kind {
         let resolved = env.resolve(func.as_path()?);
+        // `diesel::select(exists(t.filter(..)))`: a read of `t`.
+        if resolved.matches("diesel::select") && steps.is_empty() {
+            let (inner, table_root) = exists_query(env, args.first()?)?;
+            return diesel_read(inner, table_root, span);
+        }
         let verb = [
             "insert_into",
             "replace_into",
@@ -178,7 +183,24 @@ fn diesel_op<'a>(env: &dyn OpEnv<'a>, receiver: &'a Expr, span: Span) -> Option<
         };
         return Some(op(command, table, access, keys, values, span));
     }
-    // `t.filter(col.eq(x)).first(conn)`: a read of table `t`.
+    diesel_read(steps, root, span)
+}
+
+/// The query inside `exists(q)` / `diesel::dsl::exists(q)`: its chain and root.
+fn exists_query<'a>(env: &dyn OpEnv<'a>, e: &'a Expr) -> Option<(Steps<'a>, &'a Expr)> {
+    let ExprKind::Call { func, args } = &e.peel().kind else {
+        return None;
+    };
+    let resolved = env.resolve(func.as_path()?);
+    let is_exists = ["diesel::dsl::exists", "diesel::expression::exists::exists"]
+        .iter()
+        .any(|p| resolved.matches(p));
+    let query = args.first().filter(|_| is_exists)?;
+    Some(chain(env, query))
+}
+
+/// `t.filter(col.eq(x)).first(conn)`: a read of table `t`, given the chain below the runner.
+fn diesel_read<'a>(steps: Steps<'a>, root: &'a Expr, span: Span) -> Option<StoreOp<'a>> {
     let filters: Vec<&Expr> = steps
         .iter()
         .filter(|(m, _)| *m == "filter")

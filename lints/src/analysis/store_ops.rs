@@ -304,7 +304,17 @@ const REDIS_METHODS: &[(&str, Access, usize, Option<usize>)] = &[
     ("setex", Access::Write, 0, Some(1)),
     ("hset", Access::Write, 0, Some(2)),
     ("hset_multiple", Access::Write, 0, Some(1)),
-    ("sadd", Access::Write, 0, Some(1)),
+    ("incr", Access::Write, 0, Some(1)),
+    ("decr", Access::Write, 0, Some(1)),
+    ("hincr", Access::Write, 0, Some(2)),
+    ("zincr", Access::Write, 0, Some(2)),
+    ("rpush", Access::Write, 0, Some(1)),
+    ("lpush", Access::Write, 0, Some(1)),
+    ("xadd", Access::Write, 0, Some(2)),
+    ("append", Access::Write, 0, Some(1)),
+    // `SADD`'s answer is how many members it added: a claim when it is tested, a plain
+    // write when not (the consumers ask [`super::flow::StoreEvent::won_claim`]).
+    ("sadd", Access::Claim, 0, Some(1)),
     ("set_nx", Access::Claim, 0, Some(1)),
     ("setnx", Access::Claim, 0, Some(1)),
     ("hset_nx", Access::Claim, 0, Some(2)),
@@ -327,12 +337,45 @@ const REDIS_ONLY: &[&str] = &[
     "hget",
     "hset_multiple",
     "sadd",
+    "hincr",
+    "rpush",
+    "lpush",
+    "xadd",
     "set_nx",
     "setnx",
     "hset_nx",
     "hsetnx",
     "set_options",
 ];
+
+/// Commands that add to what is stored (a counter, a list, a stream): repeating one changes
+/// the result, in the method spelling and the raw one.
+const REDIS_INCREMENTS: &[&str] = &[
+    "incr",
+    "incrby",
+    "incrbyfloat",
+    "decr",
+    "decrby",
+    "hincr",
+    "hincrby",
+    "hincrbyfloat",
+    "zincr",
+    "zincrby",
+    "rpush",
+    "lpush",
+    "xadd",
+    "append",
+];
+
+/// What a Redis write records: a done value, or an increment.
+fn redis_shape(env: &dyn OpEnv<'_>, command: &str, value: Option<&Expr>) -> WriteShape {
+    WriteShape {
+        increments: REDIS_INCREMENTS
+            .iter()
+            .any(|c| c.eq_ignore_ascii_case(command)),
+        ..WriteShape::of_redis_value(env, value)
+    }
+}
 
 /// Receiver names that say "a Redis connection" in a crate that depends on Redis.
 const REDIS_RECEIVER_NAMES: &[&str] = &[
@@ -387,7 +430,7 @@ fn redis_method<'a>(
         locking: false,
         dedupe_table: false,
         keys_certain: true,
-        shape: WriteShape::of_redis_value(env, value_idx.and_then(|i| args.get(i))),
+        shape: redis_shape(env, name, value_idx.and_then(|i| args.get(i))),
     })
 }
 
@@ -505,11 +548,13 @@ fn cmd_op<'a>(
     let (access, value) = match upper.as_str() {
         "GET" | "EXISTS" | "HGET" | "HEXISTS" | "SISMEMBER" | "HGETALL" => (Access::Read, None),
         "SET" if nx => (Access::Claim, Some(1)),
-        "SETNX" | "HSETNX" => (Access::Claim, Some(1)),
-        "SET" | "SETEX" | "PSETEX" | "HSET" | "SADD" | "MSET" => (Access::Write, Some(1)),
+        "SETNX" | "HSETNX" | "SADD" => (Access::Claim, Some(1)),
+        "SET" | "SETEX" | "PSETEX" | "HSET" | "MSET" => (Access::Write, Some(1)),
+        c if REDIS_INCREMENTS.iter().any(|i| i.eq_ignore_ascii_case(c)) => (Access::Write, Some(1)),
         "DEL" | "UNLINK" => (Access::Delete, None),
         _ => return None,
     };
+    let shape = redis_shape(env, &upper, value.and_then(|i| args.get(i).copied()));
     Some(StoreOp {
         store: Store::Redis,
         access,
@@ -528,7 +573,7 @@ fn cmd_op<'a>(
         locking: false,
         dedupe_table: false,
         keys_certain: true,
-        shape: WriteShape::of_redis_value(env, value.and_then(|i| args.get(i).copied())),
+        shape,
     })
 }
 
@@ -589,7 +634,7 @@ fn redis_pipe<'a>(env: &dyn OpEnv<'a>, receiver: &'a Expr, span: Span) -> Option
                     locking: false,
                     dedupe_table: false,
                     keys_certain: true,
-                    shape: WriteShape::of_redis_value(env, value),
+                    shape: redis_shape(env, name, value),
                 });
             }
         }
@@ -697,8 +742,11 @@ fn dynamodb<'a>(env: &dyn OpEnv<'a>, receiver: &'a Expr, span: Span) -> Option<S
             let mut key_idx: Vec<usize> = (0..items.len())
                 .filter(|&i| items[i].0.as_deref().is_some_and(tested))
                 .collect();
+            // Of several key-like names (`file_id`, `owner_id`), the key is written first:
+            // the others are data beside it.
             if key_idx.is_empty() {
                 key_idx = (0..items.len())
+                    .rev()
                     .filter(|&i| items[i].0.as_deref().is_some_and(keyish))
                     .take(1)
                     .collect();

@@ -240,6 +240,9 @@ fn fn_findings(summaries: &Summaries, f: &FnDef, flow: &FnFlow, guard_fn: bool) 
                 let effects = effects.get_or_insert_with(|| EffectsByPosition::new(flow));
                 match effects.between(flow, decision, write.span) {
                     Some(e) => Some(e),
+                    // A claim made here whose answer nobody tests decides nothing: the
+                    // check did.
+                    None if untested_claim(write) => None,
                     // An atomic write right after the check is the claim: the check is
                     // only a shortcut.
                     None => continue,
@@ -256,6 +259,12 @@ fn fn_findings(summaries: &Summaries, f: &FnDef, flow: &FnFlow, guard_fn: bool) 
         }
     }
     out
+}
+
+/// An atomic claim made in this function whose answer is dropped (`let _: bool =
+/// conn.hset_nx(..)`): a plain write. Through a helper, the answer may be tested inside it.
+fn untested_claim(write: &StoreEvent) -> bool {
+    write.via.is_none() && write.access.access == Access::Claim && !write.won_claim()
 }
 
 /// A read whose answer can be stale by the time of the write: not a locking read.
