@@ -1,0 +1,535 @@
+//! The rewrites, one function each: a source file in, the same program written another way
+//! out (`None` when the file has nothing the rewrite applies to). Each finds its places with
+//! a `syn` visitor and edits the text there ([`Edits`]), keeping lines, so the `//~`
+//! annotations still sit on the line of the finding. To add one: write `fn(&str) ->
+//! Option<String>` and list it in [`ALL`].
+
+use crate::edit::Edits;
+use proc_macro2::{Span, TokenStream, TokenTree};
+use std::collections::HashSet;
+use syn::spanned::Spanned;
+use syn::visit::{self, Visit};
+
+pub struct Rewrite {
+    pub name: &'static str,
+    pub apply: fn(&str) -> Option<String>,
+}
+
+pub const ALL: &[Rewrite] = &[
+    Rewrite {
+        name: "rename_bindings",
+        apply: rename_bindings,
+    },
+    Rewrite {
+        name: "alias_imports",
+        apply: alias_imports,
+    },
+    Rewrite {
+        name: "full_paths",
+        apply: full_paths,
+    },
+    Rewrite {
+        name: "logging_between_steps",
+        apply: logging_between_steps,
+    },
+    Rewrite {
+        name: "async_move_body",
+        apply: async_move_body,
+    },
+    Rewrite {
+        name: "check_in_a_bool",
+        apply: check_in_a_bool,
+    },
+    Rewrite {
+        name: "if_as_match",
+        apply: if_as_match,
+    },
+    Rewrite {
+        name: "map_err_after_await",
+        apply: map_err_after_await,
+    },
+];
+
+/// Runs `visit` over the parsed file with fresh edits; the result only if it parses.
+fn rewrite(text: &str, visit: impl FnOnce(&syn::File, &mut Edits<'_>)) -> Option<String> {
+    let file = syn::parse_file(text).ok()?;
+    let mut edits = Edits::new(text);
+    visit(&file, &mut edits);
+    edits.finish().filter(|out| syn::parse_file(out).is_ok())
+}
+
+// ------------------------------------------------------------------ rename_bindings
+
+/// Every local and parameter `x` becomes `my_x` (patterns, uses, shorthand fields, macro
+/// arguments, inline format arguments, `#[idempotent]`/`#[instrument]` arguments). Names
+/// that are also items or imports are left alone, so a call of a fn is never renamed.
+pub fn rename_bindings(text: &str) -> Option<String> {
+    rewrite(text, |file, edits| {
+        let mut names = Names::default();
+        names.visit_file(file);
+        let renamed: HashSet<String> = names.bindings.difference(&names.items).cloned().collect();
+        Renamer {
+            names: &renamed,
+            edits,
+        }
+        .visit_file(file);
+    })
+}
+
+#[derive(Default)]
+struct Names {
+    bindings: HashSet<String>,
+    items: HashSet<String>,
+}
+
+impl<'ast> Visit<'ast> for Names {
+    fn visit_pat_ident(&mut self, p: &'ast syn::PatIdent) {
+        let name = p.ident.to_string();
+        if name != "self" && name.starts_with(|c: char| c.is_lowercase()) {
+            self.bindings.insert(name);
+        }
+        visit::visit_pat_ident(self, p);
+    }
+
+    fn visit_item(&mut self, i: &'ast syn::Item) {
+        let ident = match i {
+            syn::Item::Fn(f) => Some(&f.sig.ident),
+            syn::Item::Const(c) => Some(&c.ident),
+            syn::Item::Static(s) => Some(&s.ident),
+            syn::Item::Mod(m) => Some(&m.ident),
+            syn::Item::Macro(m) => m.ident.as_ref(),
+            _ => None,
+        };
+        self.items.extend(ident.map(|i| i.to_string()));
+        visit::visit_item(self, i);
+    }
+
+    fn visit_impl_item_fn(&mut self, f: &'ast syn::ImplItemFn) {
+        self.items.insert(f.sig.ident.to_string());
+        visit::visit_impl_item_fn(self, f);
+    }
+
+    fn visit_use_name(&mut self, u: &'ast syn::UseName) {
+        self.items.insert(u.ident.to_string());
+    }
+
+    fn visit_use_rename(&mut self, u: &'ast syn::UseRename) {
+        self.items.insert(u.rename.to_string());
+    }
+}
+
+struct Renamer<'n, 'e, 't> {
+    names: &'n HashSet<String>,
+    edits: &'e mut Edits<'t>,
+}
+
+fn renamed(name: &str) -> String {
+    format!("my_{name}")
+}
+
+impl Renamer<'_, '_, '_> {
+    /// Idents of a macro's or attribute's tokens that are bindings: not a field or method
+    /// after `.`, not a path segment after `::`, not a field label before a single `:`.
+    fn tokens(&mut self, tokens: TokenStream) {
+        let tts: Vec<TokenTree> = tokens.into_iter().collect();
+        for (i, tt) in tts.iter().enumerate() {
+            match tt {
+                TokenTree::Ident(id) => {
+                    let punct = |j: Option<usize>| match j.and_then(|j| tts.get(j)) {
+                        Some(TokenTree::Punct(p)) => Some(p.as_char()),
+                        _ => None,
+                    };
+                    let after_dot_or_path = matches!(punct(i.checked_sub(1)), Some('.' | ':'));
+                    let label = punct(Some(i + 1)) == Some(':')
+                        && punct(Some(i + 2)) != Some(':')
+                        && !matches!(punct(i.checked_sub(1)), Some(':'));
+                    if self.names.contains(&id.to_string()) && !after_dot_or_path && !label {
+                        self.edits.replace(id.span(), renamed(&id.to_string()));
+                    }
+                }
+                TokenTree::Group(g) => self.tokens(g.stream()),
+                TokenTree::Literal(l) => self.inline_format_args(l.span(), &l.to_string()),
+                TokenTree::Punct(_) => {}
+            }
+        }
+    }
+
+    /// `"processed:{key}"`: inline format arguments name bindings too.
+    fn inline_format_args(&mut self, span: Span, lit: &str) {
+        if !lit.starts_with('"') {
+            return;
+        }
+        let mut out = lit.to_owned();
+        for name in self.names {
+            for close in ['}', ':'] {
+                out = out.replace(
+                    &format!("{{{name}{close}"),
+                    &format!("{{{}{close}", renamed(name)),
+                );
+            }
+        }
+        if out != lit {
+            self.edits.replace(span, out);
+        }
+    }
+}
+
+impl<'ast> Visit<'ast> for Renamer<'_, '_, '_> {
+    fn visit_pat_ident(&mut self, p: &'ast syn::PatIdent) {
+        if self.names.contains(&p.ident.to_string()) {
+            self.edits
+                .replace(p.ident.span(), renamed(&p.ident.to_string()));
+        }
+        visit::visit_pat_ident(self, p);
+    }
+
+    fn visit_expr_path(&mut self, e: &'ast syn::ExprPath) {
+        if let (None, Some(id)) = (&e.qself, e.path.get_ident()) {
+            if self.names.contains(&id.to_string()) {
+                self.edits.replace(id.span(), renamed(&id.to_string()));
+                return;
+            }
+        }
+        visit::visit_expr_path(self, e);
+    }
+
+    fn visit_field_value(&mut self, f: &'ast syn::FieldValue) {
+        if let (None, syn::Member::Named(id)) = (&f.colon_token, &f.member) {
+            if self.names.contains(&id.to_string()) {
+                self.edits
+                    .replace(f.span(), format!("{id}: {}", renamed(&id.to_string())));
+                return;
+            }
+        }
+        visit::visit_field_value(self, f);
+    }
+
+    fn visit_field_pat(&mut self, f: &'ast syn::FieldPat) {
+        if let (None, syn::Member::Named(id), syn::Pat::Ident(p)) =
+            (&f.colon_token, &f.member, &*f.pat)
+        {
+            if self.names.contains(&id.to_string()) {
+                let binding = self.edits.source(p.span()).to_owned();
+                let (before, _) = binding.rsplit_once(&id.to_string()).unwrap_or(("", ""));
+                self.edits.replace(
+                    f.span(),
+                    format!("{id}: {before}{}", renamed(&id.to_string())),
+                );
+                return;
+            }
+        }
+        visit::visit_field_pat(self, f);
+    }
+
+    fn visit_macro(&mut self, m: &'ast syn::Macro) {
+        self.tokens(m.tokens.clone());
+    }
+
+    fn visit_attribute(&mut self, a: &'ast syn::Attribute) {
+        let last = a.path().segments.last().map(|s| s.ident.to_string());
+        if matches!(last.as_deref(), Some("idempotent" | "instrument")) {
+            if let syn::Meta::List(list) = &a.meta {
+                self.tokens(list.tokens.clone());
+            }
+        }
+    }
+}
+
+// ------------------------------------------------------------------ imports
+
+/// An imported type or trait `Name` (`use a::b::Name;`).
+struct Import {
+    name: String,
+    /// `a::b::Name`.
+    full: String,
+    /// The `Name` in the use tree.
+    leaf: Span,
+    /// The whole `use` item, when it imports nothing else.
+    item: Option<Span>,
+}
+
+#[derive(Default)]
+struct Imports {
+    found: Vec<Import>,
+}
+
+impl Imports {
+    fn tree(&mut self, prefix: &mut Vec<String>, tree: &syn::UseTree, item: Option<Span>) {
+        match tree {
+            syn::UseTree::Path(p) => {
+                prefix.push(p.ident.to_string());
+                self.tree(prefix, &p.tree, item);
+                prefix.pop();
+            }
+            syn::UseTree::Name(n) => {
+                let name = n.ident.to_string();
+                if name.starts_with(|c: char| c.is_uppercase()) && !prefix.is_empty() {
+                    self.found.push(Import {
+                        full: format!("{}::{name}", prefix.join("::")),
+                        name,
+                        leaf: n.ident.span(),
+                        item,
+                    });
+                }
+            }
+            syn::UseTree::Group(g) => {
+                for t in &g.items {
+                    self.tree(prefix, t, None);
+                }
+            }
+            syn::UseTree::Rename(_) | syn::UseTree::Glob(_) => {}
+        }
+    }
+}
+
+impl<'ast> Visit<'ast> for Imports {
+    fn visit_item_use(&mut self, u: &'ast syn::ItemUse) {
+        let prefix = &mut u.leading_colon.map(|_| String::new()).into_iter().collect();
+        self.tree(prefix, &u.tree, Some(u.span()));
+    }
+}
+
+/// Where a name is mentioned as the first segment of a path (types, calls, patterns, trait
+/// bounds) or as a macro token not after `::`.
+struct Mentions<'n> {
+    name: &'n str,
+    spans: Vec<Span>,
+}
+
+impl Mentions<'_> {
+    fn tokens(&mut self, tokens: TokenStream) {
+        let mut after_colon = false;
+        for tt in tokens {
+            match &tt {
+                TokenTree::Ident(id) if id == self.name && !after_colon => {
+                    self.spans.push(id.span())
+                }
+                TokenTree::Group(g) => self.tokens(g.stream()),
+                _ => {}
+            }
+            after_colon = matches!(&tt, TokenTree::Punct(p) if p.as_char() == ':');
+        }
+    }
+}
+
+impl<'ast> Visit<'ast> for Mentions<'_> {
+    fn visit_path(&mut self, p: &'ast syn::Path) {
+        if p.leading_colon.is_none() {
+            if let Some(first) = p.segments.first() {
+                if first.ident == self.name {
+                    self.spans.push(first.ident.span());
+                }
+            }
+        }
+        visit::visit_path(self, p);
+    }
+
+    fn visit_macro(&mut self, m: &'ast syn::Macro) {
+        visit::visit_macro(self, m);
+        self.tokens(m.tokens.clone());
+    }
+
+    fn visit_item_use(&mut self, _: &'ast syn::ItemUse) {}
+}
+
+fn mentions(file: &syn::File, name: &str) -> Vec<Span> {
+    let mut m = Mentions {
+        name,
+        spans: Vec::new(),
+    };
+    m.visit_file(file);
+    m.spans
+}
+
+/// `use aws_sdk_dynamodb::Client;` becomes `use aws_sdk_dynamodb::Client as ClientRenamed;`
+/// and every mention follows; a trait imported for its methods only becomes `as _`.
+pub fn alias_imports(text: &str) -> Option<String> {
+    rewrite(text, |file, edits| {
+        let mut imports = Imports::default();
+        imports.visit_file(file);
+        for import in imports.found {
+            let uses = mentions(file, &import.name);
+            if uses.is_empty() {
+                edits.insert_after(import.leaf, " as _");
+                continue;
+            }
+            let alias = format!("{}Renamed", import.name);
+            edits.insert_after(import.leaf, format!(" as {alias}"));
+            for span in uses {
+                edits.replace(span, alias.clone());
+            }
+        }
+    })
+}
+
+/// `use a::b::Name;` is dropped and every mention is written `a::b::Name`.
+pub fn full_paths(text: &str) -> Option<String> {
+    rewrite(text, |file, edits| {
+        let mut imports = Imports::default();
+        imports.visit_file(file);
+        for import in imports.found {
+            let Some(item) = import.item else {
+                continue;
+            };
+            let uses = mentions(file, &import.name);
+            if uses.is_empty() || import.full.starts_with("self::") {
+                continue;
+            }
+            edits.replace(item, "");
+            for span in uses {
+                edits.replace(span, import.full.clone());
+            }
+        }
+    })
+}
+
+// ------------------------------------------------------------------ noise and wrapping
+
+/// Visits the bodies of fns only (not consts, statics or item macros).
+struct InFns<F> {
+    depth: usize,
+    on_block: F,
+}
+
+impl<'ast, F: FnMut(&'ast syn::Block)> Visit<'ast> for InFns<F> {
+    fn visit_item_fn(&mut self, f: &'ast syn::ItemFn) {
+        self.depth += 1;
+        visit::visit_item_fn(self, f);
+        self.depth -= 1;
+    }
+
+    fn visit_impl_item_fn(&mut self, f: &'ast syn::ImplItemFn) {
+        self.depth += 1;
+        visit::visit_impl_item_fn(self, f);
+        self.depth -= 1;
+    }
+
+    fn visit_trait_item_fn(&mut self, f: &'ast syn::TraitItemFn) {
+        self.depth += 1;
+        visit::visit_trait_item_fn(self, f);
+        self.depth -= 1;
+    }
+
+    fn visit_block(&mut self, b: &'ast syn::Block) {
+        if self.depth > 0 {
+            (self.on_block)(b);
+        }
+        visit::visit_block(self, b);
+    }
+}
+
+fn each_fn_block(file: &syn::File, on_block: impl FnMut(&syn::Block)) {
+    InFns { depth: 0, on_block }.visit_file(file);
+}
+
+/// A log line before every statement of every fn body, on the statement's own line.
+pub fn logging_between_steps(text: &str) -> Option<String> {
+    rewrite(text, |file, edits| {
+        each_fn_block(file, |b| {
+            for stmt in &b.stmts {
+                if !matches!(stmt, syn::Stmt::Item(_)) {
+                    edits.insert_before(stmt.span(), "tracing::debug!(\"next step\"); ");
+                }
+            }
+        });
+    })
+}
+
+/// The body of every `async fn` runs in an `async move` block awaited at once.
+pub fn async_move_body(text: &str) -> Option<String> {
+    rewrite(text, |file, edits| {
+        let mut wrap = |sig: &syn::Signature, block: &syn::Block| {
+            if sig.asyncness.is_some() && !block.stmts.is_empty() {
+                let braces = block.brace_token.span;
+                edits.insert_after(braces.open(), " async move {");
+                edits.insert_before(braces.close(), "}.await ");
+            }
+        };
+        let mut fns = AllFns { on_fn: &mut wrap };
+        fns.visit_file(file);
+    })
+}
+
+struct AllFns<'f> {
+    on_fn: &'f mut dyn FnMut(&syn::Signature, &syn::Block),
+}
+
+impl<'ast> Visit<'ast> for AllFns<'_> {
+    fn visit_item_fn(&mut self, f: &'ast syn::ItemFn) {
+        (self.on_fn)(&f.sig, &f.block);
+        visit::visit_item_fn(self, f);
+    }
+
+    fn visit_impl_item_fn(&mut self, f: &'ast syn::ImplItemFn) {
+        (self.on_fn)(&f.sig, &f.block);
+        visit::visit_impl_item_fn(self, f);
+    }
+}
+
+// ------------------------------------------------------------------ control flow
+
+/// The `if` statements of fn bodies whose condition is an expression (not `if let`) and whose
+/// `else`, if any, is a block (not `else if`).
+fn plain_ifs(b: &syn::Block) -> impl Iterator<Item = &syn::ExprIf> {
+    b.stmts.iter().filter_map(|s| match s {
+        syn::Stmt::Expr(syn::Expr::If(i), _)
+            if !matches!(*i.cond, syn::Expr::Let(_))
+                && !matches!(&i.else_branch, Some((_, e)) if matches!(**e, syn::Expr::If(_))) =>
+        {
+            Some(i)
+        }
+        _ => None,
+    })
+}
+
+/// `if conn.exists(&key).await? {` becomes `let check_answer = conn.exists(&key).await?; if
+/// check_answer {` for conditions that wait on something (a store call).
+pub fn check_in_a_bool(text: &str) -> Option<String> {
+    rewrite(text, |file, edits| {
+        each_fn_block(file, |b| {
+            for i in plain_ifs(b) {
+                if edits.source(i.cond.span()).contains(".await") {
+                    edits.replace(i.if_token.span(), "let check_answer =");
+                    edits.insert_after(i.cond.span(), "; if check_answer");
+                }
+            }
+        });
+    })
+}
+
+/// `if c { a } else { b }` becomes `match c { true => { a } false => { b } }`.
+pub fn if_as_match(text: &str) -> Option<String> {
+    rewrite(text, |file, edits| {
+        each_fn_block(file, |b| {
+            for i in plain_ifs(b) {
+                edits.replace(i.if_token.span(), "match");
+                edits.insert_after(i.cond.span(), " { true =>");
+                match &i.else_branch {
+                    Some((else_token, els)) => {
+                        edits.replace(else_token.span(), "false =>");
+                        edits.insert_after(els.span(), " }");
+                    }
+                    None => edits.insert_after(i.then_branch.span(), " false => {} }"),
+                }
+            }
+        });
+    })
+}
+
+/// `.await?` becomes `.await.map_err(|e| e)?`: an unrelated call between the operation and
+/// its `?`.
+pub fn map_err_after_await(text: &str) -> Option<String> {
+    struct Tries<'e, 't> {
+        edits: &'e mut Edits<'t>,
+    }
+    impl<'ast> Visit<'ast> for Tries<'_, '_> {
+        fn visit_expr_try(&mut self, t: &'ast syn::ExprTry) {
+            if matches!(*t.expr, syn::Expr::Await(_)) {
+                self.edits
+                    .insert_before(t.question_token.span(), ".map_err(|e| e)");
+            }
+            visit::visit_expr_try(self, t);
+        }
+    }
+    rewrite(text, |file, edits| Tries { edits }.visit_file(file))
+}
