@@ -12,7 +12,7 @@
 //! Callers choose the facts (small integers) and say, per expression, which facts it
 //! establishes once evaluated: "the guard ran", "the transaction committed".
 
-use crate::model::ir::{BinOp, Block, Expr, ExprKind, Stmt};
+use crate::model::ir::{BinOp, Block, Expr, ExprKind, Lit, Pat, Stmt};
 
 /// A set of facts, each a small integer chosen by the caller.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -97,6 +97,11 @@ struct Walker<'e, E> {
     loops: Vec<State>,
     /// In a closure body run during the call, the join of the states at its `return`s.
     returns: State,
+}
+
+/// `true` or `false`.
+fn bool_pat(p: &Pat) -> bool {
+    matches!(p, Pat::Lit(Lit::Bool(_)))
 }
 
 /// Macros that never return.
@@ -205,6 +210,23 @@ impl<E: Events> Walker<'_, E> {
                     self.expr(els, &mut no);
                 }
                 *st = join(yes, no);
+            }
+            // `match skip || seen(id) { true => .., false => .. }` is an `if`.
+            ExprKind::Match { scrutinee, arms } if arms.iter().all(|a| bool_pat(&a.pat)) => {
+                let (yes, no) = self.condition(scrutinee, st);
+                let mut out = None;
+                for arm in arms {
+                    let mut s = match arm.pat {
+                        Pat::Lit(Lit::Bool(true)) => yes.clone(),
+                        _ => no.clone(),
+                    };
+                    if let Some(g) = &arm.guard {
+                        self.expr(g, &mut s);
+                    }
+                    self.expr(&arm.body, &mut s);
+                    out = join(out, s);
+                }
+                *st = out;
             }
             ExprKind::Match { scrutinee, arms } => {
                 self.expr(scrutinee, st);

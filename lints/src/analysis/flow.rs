@@ -1302,6 +1302,17 @@ impl<'a> Walker<'a, '_> {
             | ExprKind::Deref(expr)
             | ExprKind::Ref { expr, .. }
             | ExprKind::Cast { expr, .. } => self.eval(expr),
+            // `async move { .. }.await` runs its block now, exactly once: its assignments
+            // replace values as the function body's do.
+            ExprKind::Await(inner) if matches!(inner.kind, ExprKind::Async { .. }) => {
+                let ExprKind::Async { block, .. } = &inner.kind else {
+                    return Value::default();
+                };
+                self.bodies.push(block.span);
+                let v = self.eval_block(block);
+                self.bodies.pop();
+                v
+            }
             ExprKind::Await(inner) => {
                 let mut v = self.eval(inner);
                 let call = inner.peel();
@@ -2031,7 +2042,13 @@ impl<'a> Walker<'a, '_> {
                 span: arm.body.span,
                 diverges: expr_diverges(&arm.body),
                 returns: expr_leaves(&arm.body, Leaves::Body),
-                when_present: pat_presence(&arm.pat),
+                // `match !done { true => .. }`: a bool pattern takes the scrutinee's polarity.
+                when_present: match &arm.pat {
+                    Pat::Lit(Lit::Bool(b)) => {
+                        self.presence(scrutinee).map(|p| p == *b).or(Some(*b))
+                    }
+                    pat => pat_presence(pat),
+                },
             });
         }
         self.branch_depth -= 1;
@@ -2052,8 +2069,16 @@ impl<'a> Walker<'a, '_> {
 
     /// Whether `cond` is true when the store had the key.
     fn presence(&self, cond: &Expr) -> Option<bool> {
+        self.presence_at(cond, 0)
+    }
+
+    fn presence_at(&self, cond: &Expr, depth: usize) -> Option<bool> {
+        if depth > MAX_DESC_DEPTH {
+            return None;
+        }
+        let d = depth + 1;
         match &cond.kind {
-            ExprKind::Unary { not: true, expr } => self.presence(expr).map(|p| !p),
+            ExprKind::Unary { not: true, expr } => self.presence_at(expr, d).map(|p| !p),
             ExprKind::Let { pat, .. } => pat_presence(pat),
             // `if other || seen { return }`: the branch runs whenever the key was there, so
             // what follows runs only when it was not.
@@ -2061,7 +2086,7 @@ impl<'a> Walker<'a, '_> {
                 op: BinOp::Or,
                 lhs,
                 rhs,
-            } => match (self.presence(lhs), self.presence(rhs)) {
+            } => match (self.presence_at(lhs, d), self.presence_at(rhs, d)) {
                 (Some(true), other) | (other, Some(true)) if other != Some(false) => Some(true),
                 _ => None,
             },
@@ -2073,12 +2098,25 @@ impl<'a> Walker<'a, '_> {
             } => match method.as_str() {
                 "is_some" | "is_ok" => Some(true),
                 "is_none" | "is_empty" => Some(false),
-                "unwrap_or" | "unwrap_or_default" | "unwrap" | "expect" => self.presence(receiver),
+                "unwrap_or" | "unwrap_or_default" | "unwrap" | "expect" => {
+                    self.presence_at(receiver, d)
+                }
                 m => Some(!negative_name(m)),
             },
-            ExprKind::Path(p) => Some(!negative_name(p.last())),
+            // `let skip = !conn.exists(&k).await?; if skip {..}`: a local holding a negated
+            // or combined check has that check's polarity, not its name's.
+            ExprKind::Path(p) => match p.as_ident().and_then(|n| self.local_init(n)) {
+                Some(
+                    init @ Expr {
+                        kind:
+                            ExprKind::Unary { not: true, .. } | ExprKind::Binary { op: BinOp::Or, .. },
+                        ..
+                    },
+                ) => self.presence_at(init, d),
+                _ => Some(!negative_name(p.last())),
+            },
             ExprKind::Call { func, .. } => Some(!negative_name(func.as_path()?.last())),
-            ExprKind::Try(e) | ExprKind::Await(e) => self.presence(e),
+            ExprKind::Try(e) | ExprKind::Await(e) => self.presence_at(e, d),
             _ => None,
         }
     }

@@ -488,10 +488,10 @@ pub fn sea_query_sql<'a>(env: &dyn OpEnv<'a>, e: &'a Expr) -> Option<String> {
                 .or_else(|| args.first().and_then(|a| env.string_of(a)));
         }
     }
-    statement_sql(e)
+    statement_sql(env, e)
 }
 
-fn statement_sql(e: &Expr) -> Option<String> {
+fn statement_sql<'a>(env: &dyn OpEnv<'a>, e: &'a Expr) -> Option<String> {
     // One expression only: a local holding a statement is read where it is bound (its text
     // kept unless the binding is `mut`, since `q.on_conflict(..);` may follow).
     let mut steps: Steps<'_> = Vec::new();
@@ -509,7 +509,8 @@ fn statement_sql(e: &Expr) -> Option<String> {
     let ExprKind::Call { func, args } = &root.kind else {
         return None;
     };
-    let path = func.as_path()?;
+    // Resolved, so `use sea_query::Query as Q;` and a full path read the same.
+    let path = env.resolve(func.as_path()?);
     let [.., query, verb] = path.segments.as_slice() else {
         return None;
     };

@@ -127,6 +127,13 @@ impl Transactions {
     /// Finds the transactions of `f`. Empty unless the package depends on a database client
     /// (for SQL shapes), DynamoDB or Redis.
     pub fn of_fn(package: &Package, f: &FnDef) -> Transactions {
+        // The `use` renames of f's file: `use sqlx::PgPool as Db;` makes `&Db` a pool.
+        let uses: &[crate::model::UseDecl] = package
+            .files
+            .iter()
+            .find(|file| file.fns.as_ptr_range().contains(&(f as *const FnDef)))
+            .map_or(&[], |file| &file.uses);
+        let is_pool_type = |ty: &crate::model::ir::Type| is_pool_type(ty, uses);
         let mut out = Transactions {
             txs: Vec::new(),
             // A pool parameter hands out autocommit connections, whatever the caller has: a
@@ -295,11 +302,17 @@ pub fn is_named_one_of(name: &str, words: &[&str]) -> bool {
         .any(|w| n == *w || n.starts_with(&format!("{w}_")) || n.ends_with(&format!("_{w}")))
 }
 
-/// `&PgPool`, `Pool<Postgres>`, `&DatabaseConnection` (sea-orm's pool), `deadpool_postgres::Pool`.
-fn is_pool_type(ty: &crate::model::ir::Type) -> bool {
+/// `&PgPool`, `Pool<Postgres>`, `&DatabaseConnection` (sea-orm's pool), `deadpool_postgres::Pool`,
+/// also under the name a `use .. as ..` of the file gives it.
+fn is_pool_type(ty: &crate::model::ir::Type, uses: &[crate::model::UseDecl]) -> bool {
+    let pool = |last: &str| last.ends_with("Pool") || last == "DatabaseConnection";
     ty.core_path().is_some_and(|p| {
         let last = p.last();
-        last.ends_with("Pool") || last == "DatabaseConnection"
+        pool(last)
+            || p.segments.len() == 1
+                && uses
+                    .iter()
+                    .any(|u| u.alias == last && u.path.last().is_some_and(|l| pool(l)))
     })
 }
 

@@ -5,6 +5,7 @@
 //! Option<String>` and list it in [`ALL`].
 
 use crate::edit::Edits;
+use idem_lints::catalog::sinks::SinkCatalog;
 use proc_macro2::{Span, TokenStream, TokenTree};
 use std::collections::HashSet;
 use syn::spanned::Spanned;
@@ -62,12 +63,20 @@ fn rewrite(text: &str, visit: impl FnOnce(&syn::File, &mut Edits<'_>)) -> Option
 
 /// Every local and parameter `x` becomes `my_x` (patterns, uses, shorthand fields, macro
 /// arguments, inline format arguments, `#[idempotent]`/`#[instrument]` arguments). Names
-/// that are also items or imports are left alone, so a call of a fn is never renamed.
+/// that are also items or imports are left alone, so a call of a fn is never renamed, and so
+/// are names that are a key sink by their name (`request_token`, `idempotency_key`): there
+/// the name is what the code says.
 pub fn rename_bindings(text: &str) -> Option<String> {
     rewrite(text, |file, edits| {
         let mut names = Names::default();
         names.visit_file(file);
-        let renamed: HashSet<String> = names.bindings.difference(&names.items).cloned().collect();
+        let sinks = SinkCatalog::default();
+        let renamed: HashSet<String> = names
+            .bindings
+            .difference(&names.items)
+            .filter(|n| !sinks.is_key_name(n))
+            .cloned()
+            .collect();
         Renamer {
             names: &renamed,
             edits,
@@ -140,8 +149,11 @@ impl Renamer<'_, '_, '_> {
                         _ => None,
                     };
                     let after_dot_or_path = matches!(punct(i.checked_sub(1)), Some('.' | ':'));
-                    let label = punct(Some(i + 1)) == Some(':')
-                        && punct(Some(i + 2)) != Some(':')
+                    // `field: value`, `key = expr` (an attribute's or a named format
+                    // argument's label), not `a::b` or `a == b`.
+                    let next = punct(Some(i + 1));
+                    let label = matches!(next, Some(':' | '='))
+                        && punct(Some(i + 2)) != next
                         && !matches!(punct(i.checked_sub(1)), Some(':'));
                     if self.names.contains(&id.to_string()) && !after_dot_or_path && !label {
                         self.edits.replace(id.span(), renamed(&id.to_string()));
@@ -156,7 +168,7 @@ impl Renamer<'_, '_, '_> {
 
     /// `"processed:{key}"`: inline format arguments name bindings too.
     fn inline_format_args(&mut self, span: Span, lit: &str) {
-        if !lit.starts_with('"') {
+        if !(lit.starts_with('"') || lit.starts_with("r\"") || lit.starts_with("r#")) {
             return;
         }
         let mut out = lit.to_owned();
@@ -330,6 +342,13 @@ impl<'ast> Visit<'ast> for Mentions<'_> {
     }
 
     fn visit_item_use(&mut self, _: &'ast syn::ItemUse) {}
+
+    /// `#[derive(Iden)]` names an imported derive macro.
+    fn visit_attribute(&mut self, a: &'ast syn::Attribute) {
+        if let syn::Meta::List(list) = &a.meta {
+            self.tokens(list.tokens.clone());
+        }
+    }
 }
 
 fn mentions(file: &syn::File, name: &str) -> Vec<Span> {
@@ -342,12 +361,18 @@ fn mentions(file: &syn::File, name: &str) -> Vec<Span> {
 }
 
 /// `use aws_sdk_dynamodb::Client;` becomes `use aws_sdk_dynamodb::Client as ClientRenamed;`
-/// and every mention follows; a trait imported for its methods only becomes `as _`.
+/// and every mention follows; a trait imported for its methods only becomes `as _`. The
+/// standard library's names (`Arc`, `OnceLock`) keep theirs: nobody renames them.
 pub fn alias_imports(text: &str) -> Option<String> {
     rewrite(text, |file, edits| {
         let mut imports = Imports::default();
         imports.visit_file(file);
-        for import in imports.found {
+        let std = |full: &str| {
+            ["std::", "core::", "alloc::"]
+                .iter()
+                .any(|s| full.starts_with(s))
+        };
+        for import in imports.found.into_iter().filter(|i| !std(&i.full)) {
             let uses = mentions(file, &import.name);
             if uses.is_empty() {
                 edits.insert_after(import.leaf, " as _");
