@@ -49,7 +49,8 @@ declare_lint! {
     ///   anywhere else (`VALUES ({list})`, `WHERE {cond}`, a spliced `{on_conflict}`) could
     ///   change the statement, and the text is not read;
     /// - diesel chains (`insert_into(t).values(..)`, `.on_conflict(..).do_nothing()`,
-    ///   `t.filter(..).first(conn)`/`.load(conn)`, `update(..).set(..)`) and sea-orm
+    ///   `t.filter(..).first(conn)`/`.load(conn)`, `select(exists(t.filter(..)))`,
+    ///   `update(..).set(..)`) and sea-orm
     ///   (`Entity::find_by_id(..).one(db)`, `Entity::insert(..).on_conflict(..).exec(db)`,
     ///   `ActiveModel { .. }.insert(db)`);
     /// - sea-query statements written as one chain (`Query::insert().into_table(T)
@@ -58,7 +59,14 @@ declare_lint! {
     ///   `Query::update()`, `Query::delete()`), run through `.build_sqlx(..)` and sqlx's
     ///   `query_with`, `.to_string(..)`, or sea-orm's `backend.build(&stmt)`;
     /// - Redis commands as methods, `redis::cmd("SET").arg(..)` and `redis::pipe()`, with
-    ///   `NX` read from the arguments;
+    ///   `NX` read from the arguments, on any connection (a pooled one from bb8 or
+    ///   deadpool-redis: `pool.get().await?`); `SETNX`, `HSETNX` and `SADD` claim only when
+    ///   their answer is tested (`let _: bool = conn.hset_nx(..)` right after a check is a
+    ///   plain write), and `SISMEMBER`/`HEXISTS` are checks;
+    /// - DynamoDB `get_item`/`query` and `put_item`/`update_item`; attributes written beside
+    ///   the marker that say who or where (a parameter such as the account or owner, an
+    ///   environment variable such as the worker's host) keep it a marker, and of several
+    ///   key-like attribute names the first written is the key;
     /// - web framework session stores used as key-value stores (`tower_sessions`,
     ///   `actix_session`, `ruts`, ... : `session.get(k)`, `session.insert(k, v)`,
     ///   `session.set(k, ..)`), where idempotency middleware caches responses; they have
