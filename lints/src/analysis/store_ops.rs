@@ -669,7 +669,12 @@ fn dynamodb<'a>(env: &dyn OpEnv<'a>, receiver: &'a Expr, span: Span) -> Option<S
                 if args.is_empty()
                     && matches!(
                         method.as_str(),
-                        "get_item" | "put_item" | "update_item" | "query" | "delete_item"
+                        "get_item"
+                            | "put_item"
+                            | "update_item"
+                            | "query"
+                            | "delete_item"
+                            | "transact_write_items"
                     )
                 {
                     break receiver;
@@ -700,6 +705,9 @@ fn dynamodb<'a>(env: &dyn OpEnv<'a>, receiver: &'a Expr, span: Span) -> Option<S
             _ => None,
         })
     };
+    if op == "transact_write_items" {
+        return Some(transact_write(env, &calls, table, span));
+    }
     let (access, keys, values): (Access, Vec<&Expr>, Vec<&Expr>) = match op {
         "get_item" => (Access::Read, pairs("key").map(|(_, v)| v).collect(), vec![]),
         "query" => (
@@ -769,7 +777,8 @@ fn dynamodb<'a>(env: &dyn OpEnv<'a>, receiver: &'a Expr, span: Span) -> Option<S
     };
     let update_text = setter("update_expression")
         .chain(setter("set_update_expression"))
-        .find_map(|(_, a)| a.first().and_then(|e| env.string_of(e)));
+        .find_map(|(_, a)| a.first().and_then(|e| env.string_of(e)))
+        .map(|text| with_attribute_names(env, &calls, &text));
     let attributes: Vec<(Option<String>, &Expr)> = pairs("item")
         .chain(pairs("expression_attribute_values"))
         .collect();
@@ -787,6 +796,95 @@ fn dynamodb<'a>(env: &dyn OpEnv<'a>, receiver: &'a Expr, span: Span) -> Option<S
         keys_certain: true,
         shape,
     })
+}
+
+/// `SET #s = :done` with `.expression_attribute_names("#s", "status")`: the text with the
+/// names put back, so the update reads as `SET status = :done`.
+fn with_attribute_names(env: &dyn OpEnv<'_>, calls: &[(&str, &[Expr])], text: &str) -> String {
+    let mut out = text.to_owned();
+    for (_, args) in calls
+        .iter()
+        .filter(|(m, _)| *m == "expression_attribute_names")
+    {
+        if let [placeholder, name] = args {
+            if let (Some(p), Some(n)) = (env.string_of(placeholder), env.string_of(name)) {
+                out = out.replace(&p, &n);
+            }
+        }
+    }
+    out
+}
+
+/// `client.transact_write_items().transact_items(item)..send()`: one request that writes
+/// every item or none. What it records is read from the items built in the chain or in
+/// locals (`Update::builder()..build()?`, a few deep): an increment among them makes it a
+/// business write, a done status a mark. Items handed over whole (`set_transact_items(items)`)
+/// are not read, and the request is then taken for an overwrite.
+fn transact_write<'a>(
+    env: &dyn OpEnv<'a>,
+    calls: &[(&'a str, &'a [Expr])],
+    table: Option<String>,
+    span: Span,
+) -> StoreOp<'a> {
+    let mut updates = Vec::new();
+    let mut attributes: Vec<(Option<String>, &'a Expr)> = Vec::new();
+    let items: Vec<&'a Expr> = calls
+        .iter()
+        .filter(|(m, _)| *m == "transact_items")
+        .filter_map(|(_, a)| a.first())
+        .collect();
+    for item in &items {
+        transact_item(env, item, 0, &mut updates, &mut attributes);
+    }
+    let text = updates.join(", ");
+    let shape = WriteShape::of_dynamodb(env, Some(&text), &attributes);
+    StoreOp {
+        store: Store::DynamoDb,
+        access: Access::Write,
+        command: "transact_write_items".to_owned(),
+        table,
+        keys: Vec::new(),
+        // The items: data, so a check before the request never reads it as a marker.
+        values: items,
+        span,
+        locking: false,
+        dedupe_table: false,
+        keys_certain: false,
+        shape,
+    }
+}
+
+/// The update texts and attributes of one transaction item, following the builders
+/// (`TransactWriteItem::builder().update(u)`) and the locals holding them.
+fn transact_item<'a>(
+    env: &dyn OpEnv<'a>,
+    e: &'a Expr,
+    depth: usize,
+    updates: &mut Vec<String>,
+    attributes: &mut Vec<(Option<String>, &'a Expr)>,
+) {
+    if depth > 4 {
+        return;
+    }
+    let (steps, _) = super::query_builders::chain(env, e);
+    for &(method, args) in &steps {
+        match (method, args) {
+            ("update_expression" | "set_update_expression", [text]) => {
+                let calls: Vec<(&str, &[Expr])> = steps.clone();
+                updates.extend(
+                    env.string_of(text)
+                        .map(|t| with_attribute_names(env, &calls, &t)),
+                );
+            }
+            ("item" | "expression_attribute_values", [name, value]) => {
+                attributes.push((env.string_of(name), value));
+            }
+            ("update" | "put" | "set_update" | "set_put", [inner]) => {
+                transact_item(env, inner, depth + 1, updates, attributes);
+            }
+            _ => {}
+        }
+    }
 }
 
 // ---------------------------------------------------------------- SQL
