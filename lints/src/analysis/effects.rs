@@ -9,6 +9,7 @@
 //! store deletes) and acknowledgements (SQS `delete_message`).
 
 use super::callgraph::CallGraph;
+use super::chain::Locals;
 use super::entry::names_fn;
 use super::flow::FnId;
 use super::resolve::{DefPath, Resolver};
@@ -236,6 +237,7 @@ fn direct_effect(
         f,
         configured,
         env: None,
+        locals: None,
     };
     body.walk(&mut |e| {
         if found.as_ref().is_some_and(|x| x.span.lo <= e.span.lo) {
@@ -257,6 +259,8 @@ struct CallCx<'a> {
     f: &'a FnDef,
     configured: &'a [String],
     env: Option<TypeEnv<'a>>,
+    /// The fn's `let` bindings, built on first need: a request builder kept in a local.
+    locals: Option<Locals<'a>>,
 }
 
 impl<'a> CallCx<'a> {
@@ -268,8 +272,29 @@ impl<'a> CallCx<'a> {
             .type_of(e)
     }
 
+    /// `request` of `request.send()` when it is a local bound once (`let request =
+    /// ses.send_email()..;`): its initializer, a few deep; else `e`.
+    fn builder(&mut self, e: &'a Expr) -> &'a Expr {
+        let f = self.f;
+        let mut cur = e;
+        for _ in 0..4 {
+            let Some(name) = cur.peel().as_path().and_then(|p| p.as_ident()) else {
+                break;
+            };
+            let Some(body) = f.body.as_ref() else {
+                break;
+            };
+            let locals = self.locals.get_or_insert_with(|| Locals::of_body(body));
+            match locals.defs(name) {
+                [one] => cur = one,
+                _ => break,
+            }
+        }
+        cur
+    }
+
     /// Whether `e` is a call that changes something outside: what it is, for a label.
-    fn external_call(&mut self, e: &Expr) -> Option<String> {
+    fn external_call(&mut self, e: &'a Expr) -> Option<String> {
         match &e.kind {
             ExprKind::MethodCall {
                 receiver,
@@ -282,6 +307,7 @@ impl<'a> CallCx<'a> {
                 }
                 if method == "send" && args.is_empty() {
                     let http = HTTP_CLIENTS.iter().any(|c| self.package.depends_on(c));
+                    let receiver = self.builder(receiver);
                     return aws_operation(self.package, receiver)
                         .or_else(|| http.then(|| http_request(receiver)).flatten());
                 }

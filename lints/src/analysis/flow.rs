@@ -1333,22 +1333,9 @@ impl<'a> Walker<'a, '_> {
                 }
                 v
             }
-            ExprKind::Try(inner) => {
-                let v = self.eval(inner);
-                // A conditional DynamoDB write fails when the item exists, and so does a
-                // key-only insert into a dedupe table: `?` stops there.
-                let dynamo_claims: Vec<usize> = v
-                    .ops()
-                    .filter(|&i| {
-                        let a = &self.out.store_events[i].access;
-                        a.store == Store::DynamoDb && a.access == Access::Claim || a.shape.key_only
-                    })
-                    .collect();
-                for i in dynamo_claims {
-                    self.out.store_events[i].checked = true;
-                }
-                v
-            }
+            ExprKind::Try(inner) => self.eval_try(inner),
+            // `match x { Ok(v) => v, Err(e) => return Err(e.into()) }` is `x?` written out.
+            ExprKind::Match { scrutinee, arms } if is_try_match(arms) => self.eval_try(scrutinee),
             ExprKind::Binary { op, lhs, rhs } => {
                 let l = self.eval(lhs);
                 let r = self.eval(rhs);
@@ -1921,6 +1908,23 @@ impl<'a> Walker<'a, '_> {
         }
     }
 
+    /// `inner?`: a conditional DynamoDB write fails when the item exists, and so does a
+    /// key-only insert into a dedupe table: `?` stops there.
+    fn eval_try(&mut self, inner: &'a Expr) -> Value {
+        let v = self.eval(inner);
+        let dynamo_claims: Vec<usize> = v
+            .ops()
+            .filter(|&i| {
+                let a = &self.out.store_events[i].access;
+                a.store == Store::DynamoDb && a.access == Access::Claim || a.shape.key_only
+            })
+            .collect();
+        for i in dynamo_claims {
+            self.out.store_events[i].checked = true;
+        }
+        v
+    }
+
     /// A value that says who or where rather than what was computed: a parameter, `self` or
     /// one of their fields, a local bound to one, an environment variable (not a local bound
     /// to a call's result).
@@ -2117,6 +2121,9 @@ impl<'a> Walker<'a, '_> {
             },
             ExprKind::Call { func, .. } => Some(!negative_name(func.as_path()?.last())),
             ExprKind::Try(e) | ExprKind::Await(e) => self.presence_at(e, d),
+            ExprKind::Match { scrutinee, arms } if is_try_match(arms) => {
+                self.presence_at(scrutinee, d)
+            }
             _ => None,
         }
     }
@@ -2401,6 +2408,23 @@ fn block_leaves(b: &Block, how: Leaves) -> bool {
         Stmt::Expr { expr, .. } => expr_leaves(expr, how),
         Stmt::Let { .. } | Stmt::Item { .. } => false,
     })
+}
+
+/// The arms of `?` written out: `Ok(v) => v` and an `Err(..)` arm that leaves.
+fn is_try_match(arms: &[crate::model::ir::Arm]) -> bool {
+    let [ok, err] = arms else {
+        return false;
+    };
+    let ok_arm = match &ok.pat {
+        Pat::TupleStruct { path, elems } if path.last() == "Ok" => match elems.as_slice() {
+            [Pat::Ident { name, .. }] => ok.body.as_path().and_then(Path::as_ident) == Some(name),
+            _ => false,
+        },
+        _ => false,
+    };
+    let err_arm = matches!(&err.pat, Pat::TupleStruct { path, .. } if path.last() == "Err")
+        && expr_diverges(&err.body);
+    ok_arm && err_arm && ok.guard.is_none() && err.guard.is_none()
 }
 
 fn expr_diverges(e: &Expr) -> bool {

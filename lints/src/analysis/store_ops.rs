@@ -128,6 +128,9 @@ pub trait OpEnv<'a> {
     }
 }
 
+/// How many locals a request builder is followed through (`let b = ..; let b2 = b.x(); b2.send()`).
+const MAX_BUILDER_LOCALS: usize = 4;
+
 pub(crate) const REDIS_CRATES: &[&str] = &[
     "redis",
     "deadpool_redis",
@@ -403,7 +406,7 @@ fn redis_method<'a>(
     if name == "get" && args.len() != 1 || name == "set" && !(2..=5).contains(&args.len()) {
         return None;
     }
-    if !is_redis_receiver(env, receiver, name) {
+    if !is_redis_receiver(env, receiver, name) || builds_pipeline(env, receiver) {
         return None;
     }
     // `set_options(k, v, SetOptions::default().conditional_set(ExistenceCheck::NX))` and
@@ -431,6 +434,19 @@ fn redis_method<'a>(
         dedupe_table: false,
         keys_certain: true,
         shape: redis_shape(env, name, value_idx.and_then(|i| args.get(i))),
+    })
+}
+
+/// `redis::pipe().atomic().rpush(..)`: a step that adds a command to a pipeline, run (and
+/// classified) where the pipeline is.
+fn builds_pipeline<'a>(env: &dyn OpEnv<'a>, receiver: &'a Expr) -> bool {
+    let (_, root) = super::query_builders::chain(env, receiver);
+    let ExprKind::Call { func, .. } = &root.kind else {
+        return false;
+    };
+    func.as_path().is_some_and(|p| {
+        let resolved = env.resolve(p);
+        resolved.matches("redis::pipe") || resolved.matches("redis::Pipeline::new")
     })
 }
 
@@ -505,6 +521,7 @@ fn mentions_nx(env: &dyn OpEnv<'_>, e: &Expr, depth: usize) -> bool {
 fn redis_cmd<'a>(env: &dyn OpEnv<'a>, receiver: &'a Expr, span: Span) -> Option<StoreOp<'a>> {
     let mut args: Vec<&'a Expr> = Vec::new();
     let mut cur = receiver.peel();
+    let mut locals = 0;
     let name = loop {
         match &cur.kind {
             ExprKind::MethodCall {
@@ -525,6 +542,10 @@ fn redis_cmd<'a>(env: &dyn OpEnv<'a>, receiver: &'a Expr, span: Span) -> Option<
                     return None;
                 }
                 break env.string_of(a.first()?)?;
+            }
+            ExprKind::Path(p) if locals < MAX_BUILDER_LOCALS => {
+                cur = env.local_init(p.as_ident()?)?.peel();
+                locals += 1;
             }
             _ => return None,
         }
@@ -657,6 +678,7 @@ fn dynamodb<'a>(env: &dyn OpEnv<'a>, receiver: &'a Expr, span: Span) -> Option<S
     // The chain from `.send()` down to the operation method on the client.
     let mut calls: Vec<(&'a str, &'a [Expr])> = Vec::new();
     let mut cur = receiver.peel();
+    let mut locals = 0;
     let client = loop {
         match &cur.kind {
             ExprKind::MethodCall {
@@ -680,6 +702,11 @@ fn dynamodb<'a>(env: &dyn OpEnv<'a>, receiver: &'a Expr, span: Span) -> Option<S
                     break receiver;
                 }
                 cur = receiver.peel();
+            }
+            // `let request = ddb.put_item()..; request.send()`: the builder in a local.
+            ExprKind::Path(p) if locals < MAX_BUILDER_LOCALS => {
+                cur = env.local_init(p.as_ident()?)?.peel();
+                locals += 1;
             }
             _ => return None,
         }

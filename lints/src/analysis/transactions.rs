@@ -161,7 +161,7 @@ impl Transactions {
         // Handles bound by `let`, with their aliases.
         let mut lets: Vec<(&Pat, &Expr)> = Vec::new();
         body.walk_lets(&mut |pat, init| lets.extend(init.map(|i| (pat, i))));
-        for (pat, init) in lets {
+        for &(pat, init) in &lets {
             let Some(name) = pat.simple_name() else {
                 continue;
             };
@@ -195,7 +195,7 @@ impl Transactions {
                     });
                 }
             }
-            if let Some(kind) = request_tx(e, dynamo, redis) {
+            if let Some(kind) = request_tx(e, &lets, dynamo, redis) {
                 out.txs.push(Tx {
                     kind,
                     begin: e.span,
@@ -360,12 +360,28 @@ fn closure_tx(e: &Expr) -> Option<(Option<String>, Span)> {
 }
 
 /// The `.send()` of a `transact_write_items()` chain, or the `query_async`/`query` of a
-/// `pipe().atomic()` chain.
-fn request_tx(e: &Expr, dynamo: bool, redis: bool) -> Option<TxKind> {
+/// `pipe().atomic()` chain, also when the chain was begun in a local (`let p =
+/// redis::pipe().atomic()..; p.query_async(conn)`).
+fn request_tx(e: &Expr, lets: &[(&Pat, &Expr)], dynamo: bool, redis: bool) -> Option<TxKind> {
     let ExprKind::MethodCall { method, .. } = &e.kind else {
         return None;
     };
-    let chain = e.method_chain();
+    let mut chain = e.method_chain();
+    let mut root = e.peel();
+    for _ in 0..4 {
+        while let ExprKind::MethodCall { receiver, .. } = &root.kind {
+            root = receiver.peel();
+        }
+        let Some(name) = root.as_path().and_then(|p| p.as_ident()) else {
+            break;
+        };
+        let mut defs = lets.iter().filter(|(p, _)| p.simple_name() == Some(name));
+        let (Some((_, init)), None) = (defs.next(), defs.next()) else {
+            break;
+        };
+        chain.extend(init.method_chain());
+        root = init.peel();
+    }
     if dynamo && method == "send" && chain.contains(&"transact_write_items") {
         return Some(TxKind::DynamoTransactWrite);
     }

@@ -38,6 +38,17 @@ impl<'t> Edits<'t> {
         &self.text[self.offset(span.start())..self.offset(span.end())]
     }
 
+    /// The source text from the start of `from` to the end of `to`.
+    pub fn source_between(&self, from: Span, to: Span) -> &'t str {
+        &self.text[self.offset(from.start())..self.offset(to.end())]
+    }
+
+    /// Replaces the text from the start of `from` to the end of `to`.
+    pub fn replace_between(&mut self, from: Span, to: Span, with: impl Into<String>) {
+        let (start, end) = (self.offset(from.start()), self.offset(to.end()));
+        self.edits.push((start, end, with.into()));
+    }
+
     pub fn replace(&mut self, span: Span, with: impl Into<String>) {
         let (start, end) = (self.offset(span.start()), self.offset(span.end()));
         self.edits.push((start, end, with.into()));

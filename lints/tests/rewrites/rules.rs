@@ -49,6 +49,18 @@ pub const ALL: &[Rewrite] = &[
         name: "map_err_after_await",
         apply: map_err_after_await,
     },
+    Rewrite {
+        name: "negated_if",
+        apply: negated_if,
+    },
+    Rewrite {
+        name: "try_as_match",
+        apply: try_as_match,
+    },
+    Rewrite {
+        name: "split_builder_chain",
+        apply: split_builder_chain,
+    },
 ];
 
 /// Runs `visit` over the parsed file with fresh edits; the result only if it parses.
@@ -557,4 +569,176 @@ pub fn map_err_after_await(text: &str) -> Option<String> {
         }
     }
     rewrite(text, |file, edits| Tries { edits }.visit_file(file))
+}
+
+/// `if c { a }` becomes `if !(c) {} else { a }`.
+pub fn negated_if(text: &str) -> Option<String> {
+    rewrite(text, |file, edits| {
+        each_fn_block(file, |b| {
+            for i in plain_ifs(b).filter(|i| i.else_branch.is_none()) {
+                edits.insert_before(i.cond.span(), "!(");
+                edits.insert_after(i.cond.span(), ") {} else");
+            }
+        });
+    })
+}
+
+/// `x.await?` becomes `(match x.await { Ok(v) => v, Err(e) => return Err(e.into()) })`.
+pub fn try_as_match(text: &str) -> Option<String> {
+    struct Tries<'e, 't> {
+        edits: &'e mut Edits<'t>,
+        /// Inside a closure or an async block, where `return` would leave that instead.
+        nested: usize,
+    }
+    impl<'ast> Visit<'ast> for Tries<'_, '_> {
+        fn visit_expr_try(&mut self, t: &'ast syn::ExprTry) {
+            if self.nested == 0 && matches!(*t.expr, syn::Expr::Await(_)) {
+                self.edits.insert_before(t.expr.span(), "(match ");
+                self.edits.replace(
+                    t.question_token.span(),
+                    " { Ok(v) => v, Err(e) => return Err(e.into()) })",
+                );
+                // The operand's own `?`s are left alone: one edit per expression.
+                return;
+            }
+            visit::visit_expr_try(self, t);
+        }
+
+        fn visit_expr_closure(&mut self, c: &'ast syn::ExprClosure) {
+            self.nested += 1;
+            visit::visit_expr_closure(self, c);
+            self.nested -= 1;
+        }
+
+        fn visit_expr_async(&mut self, a: &'ast syn::ExprAsync) {
+            self.nested += 1;
+            visit::visit_expr_async(self, a);
+            self.nested -= 1;
+        }
+    }
+    rewrite(text, |file, edits| {
+        Tries { edits, nested: 0 }.visit_file(file)
+    })
+}
+
+/// Methods that send a built request or run a built query.
+const RUNNERS: &[&str] = &[
+    "send",
+    "execute",
+    "fetch_one",
+    "fetch_optional",
+    "fetch_all",
+    "query_async",
+    "get_result",
+    "load",
+    "first",
+];
+
+/// `let out = ddb.put_item().table_name(t).item(k, v).send().await?;` becomes `let request =
+/// ddb.put_item().table_name(t).item(k, v); let out = request.send().await?;`: the builder in
+/// a local, sent in the next statement (on the same lines).
+pub fn split_builder_chain(text: &str) -> Option<String> {
+    rewrite(text, |file, edits| {
+        each_fn_block(file, |b| {
+            for stmt in &b.stmts {
+                let (start, expr) = match stmt {
+                    syn::Stmt::Local(syn::Local {
+                        init: Some(init), ..
+                    }) => (stmt.span(), &*init.expr),
+                    syn::Stmt::Expr(e, Some(_)) => (stmt.span(), e),
+                    _ => continue,
+                };
+                let Some(builder) = built_request(expr) else {
+                    continue;
+                };
+                // `let out = ` (or nothing) moves after the builder's `let`.
+                let prefix = edits
+                    .source_between(start, builder.span())
+                    .strip_suffix(edits.source(builder.span()))
+                    .unwrap_or("")
+                    .to_owned();
+                edits.replace_between(
+                    start,
+                    builder.span(),
+                    format!("let request = {}", edits.source(builder.span())),
+                );
+                edits.insert_after(builder.span(), format!("; {prefix}request"));
+            }
+        });
+    })
+}
+
+/// The receiver of the runner in `e` (through `?`, `.await`), when it is itself a call
+/// chain of at least two calls: the builder.
+fn built_request(e: &syn::Expr) -> Option<&syn::Expr> {
+    let mut cur = e;
+    loop {
+        match cur {
+            syn::Expr::Try(t) => cur = &t.expr,
+            syn::Expr::Await(a) => cur = &a.base,
+            syn::Expr::MethodCall(m) if RUNNERS.contains(&m.method.to_string().as_str()) => {
+                let builder = &*m.receiver;
+                let syn::Expr::MethodCall(inner) = builder else {
+                    return None;
+                };
+                return matches!(*inner.receiver, syn::Expr::MethodCall(_)).then_some(builder);
+            }
+            _ => return None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SAMPLE: &str = "async fn f(ddb: &Client, id: &str) -> Result<(), E> {
+    let out = ddb
+        .get_item()
+        .key(\"pk\", id)
+        .send()
+        .await?;
+    if out.item().is_some() {
+        return Ok(());
+    }
+    ddb.put_item() //~ WARN check_then_act
+        .item(\"pk\", id)
+        .send()
+        .await?;
+    Ok(())
+}
+";
+
+    #[test]
+    fn every_rewrite_keeps_the_sample_parsing_and_its_lines() {
+        for rule in ALL {
+            if let Some(out) = (rule.apply)(SAMPLE) {
+                assert!(syn::parse_file(&out).is_ok(), "{}: {out}", rule.name);
+                assert_eq!(out.lines().count(), SAMPLE.lines().count(), "{}", rule.name);
+                assert!(out.contains("//~ WARN check_then_act"), "{}", rule.name);
+            }
+        }
+    }
+
+    #[test]
+    fn builder_chains_are_split_on_their_lines() {
+        let out = split_builder_chain(SAMPLE).expect("two chains to split");
+        assert!(
+            out.contains("let request = ddb\n        .get_item()"),
+            "{out}"
+        );
+        assert!(
+            out.contains(".key(\"pk\", id); let out = request\n"),
+            "{out}"
+        );
+        assert!(
+            out.contains("let request = ddb.put_item() //~ WARN check_then_act"),
+            "{out}"
+        );
+        assert!(
+            out.contains(".item(\"pk\", id); request\n        .send()"),
+            "{out}"
+        );
+        assert_eq!(out.lines().count(), SAMPLE.lines().count());
+    }
 }
