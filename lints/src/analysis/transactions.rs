@@ -128,11 +128,7 @@ impl Transactions {
     /// (for SQL shapes), DynamoDB or Redis.
     pub fn of_fn(package: &Package, f: &FnDef) -> Transactions {
         // The `use` renames of f's file: `use sqlx::PgPool as Db;` makes `&Db` a pool.
-        let uses: &[crate::model::UseDecl] = package
-            .files
-            .iter()
-            .find(|file| file.fns.as_ptr_range().contains(&(f as *const FnDef)))
-            .map_or(&[], |file| &file.uses);
+        let uses = &package.file(f.span.file).uses;
         let is_pool_type = |ty: &crate::model::ir::Type| is_pool_type(ty, uses);
         let mut out = Transactions {
             txs: Vec::new(),
@@ -310,6 +306,7 @@ fn is_pool_type(ty: &crate::model::ir::Type, uses: &[crate::model::UseDecl]) -> 
         let last = p.last();
         pool(last)
             || p.segments.len() == 1
+                && last.starts_with(char::is_uppercase)
                 && uses
                     .iter()
                     .any(|u| u.alias == last && u.path.last().is_some_and(|l| pool(l)))
