@@ -13,7 +13,7 @@ use super::chain::Locals;
 use super::entry::names_fn;
 use super::flow::FnId;
 use super::resolve::{DefPath, Resolver};
-use super::store_ops::{receiver_name, Access};
+use super::store_ops::{receiver_name, Access, Store};
 use super::summary::Summaries;
 use super::types::{TypeEnv, Types};
 use crate::model::ir::{Expr, ExprKind};
@@ -212,11 +212,15 @@ fn direct_effect(
     let body = f.body.as_ref()?;
     // A write that is harmless to repeat (an upsert, `SET x = value`, a completion mark's
     // status) is no effect a duplicate must not repeat.
+    // Redis counters and list or stream pushes change on repeat too (a business write for
+    // `mark_outside_transaction`), but they are the bookkeeping of queues and rate limits
+    // more often than a user's effect: not effects here.
     let write = summaries.flow(id).store_events.iter().find(|ev| {
         ev.via.is_none()
             && matches!(ev.access.access, Access::Write | Access::Upsert)
             && ev.access.changes_on_repeat()
             && !ev.access.dedupe_table
+            && ev.access.store != Store::Redis
     });
     let mut found: Option<Effect> = write.map(|ev| Effect {
         span: ev.span,
