@@ -61,6 +61,10 @@ pub const ALL: &[Rewrite] = &[
         name: "split_builder_chain",
         apply: split_builder_chain,
     },
+    Rewrite {
+        name: "redis_conn_from_pool",
+        apply: redis_conn_from_pool,
+    },
 ];
 
 /// Runs `visit` over the parsed file with fresh edits; the result only if it parses.
@@ -686,6 +690,51 @@ fn built_request(e: &syn::Expr) -> Option<&syn::Expr> {
             _ => return None,
         }
     }
+}
+
+/// Redis connection types a handler is handed.
+const REDIS_CONNECTIONS: &[&str] = &["ConnectionManager", "MultiplexedConnection"];
+
+/// `conn: &mut ConnectionManager` of an `async fn` becomes `conn_pool: &bb8::Pool<..>`, and
+/// the body starts by taking a pooled connection: `let mut conn_conn =
+/// conn_pool.get().await.expect(..); let conn = &mut *conn_conn;`.
+pub fn redis_conn_from_pool(text: &str) -> Option<String> {
+    rewrite(text, |file, edits| {
+        let mut pool = |sig: &syn::Signature, block: &syn::Block| {
+            if sig.asyncness.is_none() {
+                return;
+            }
+            let mut opening = String::new();
+            for arg in &sig.inputs {
+                let syn::FnArg::Typed(t) = arg else {
+                    continue;
+                };
+                let (syn::Pat::Ident(p), syn::Type::Reference(r)) = (&*t.pat, &*t.ty) else {
+                    continue;
+                };
+                let syn::Type::Path(ty) = &*r.elem else {
+                    continue;
+                };
+                let last = ty.path.segments.last().map(|s| s.ident.to_string());
+                let is_conn = last.is_some_and(|l| REDIS_CONNECTIONS.contains(&l.as_str()));
+                if r.mutability.is_none() || !is_conn || p.subpat.is_some() {
+                    continue;
+                }
+                let name = p.ident.to_string();
+                edits.replace(
+                    t.span(),
+                    format!("{name}_pool: &bb8::Pool<bb8_redis::RedisConnectionManager>"),
+                );
+                opening.push_str(&format!(
+                    " let mut {name}_conn = {name}_pool.get().await.expect(\"a pooled connection\"); let {name} = &mut *{name}_conn;"
+                ));
+            }
+            if !opening.is_empty() {
+                edits.insert_after(block.brace_token.span.open(), opening);
+            }
+        };
+        AllFns { on_fn: &mut pool }.visit_file(file);
+    })
 }
 
 #[cfg(test)]
