@@ -119,7 +119,9 @@ declare_lint! {
     /// (`let mut q = Query::insert()..; q.on_conflict(..);`), or whose `on_conflict` is not
     /// written as an `OnConflict` chain, is not read; its binds are not matched to keys, so
     /// it is compared by table. A pipeline (`redis::pipe()`) counts as its
-    /// strongest command.
+    /// strongest command. SQL text a helper builds with `format!` and returns (`fn
+    /// insert_sql(table: &str) -> String`) is not read where its result is kept (the rewrite
+    /// suite's `key_from_helper` loses the `sql_format` fixture's constructor this way).
     ///
     /// ### Example
     /// ```rust

@@ -65,6 +65,10 @@ pub const ALL: &[Rewrite] = &[
         name: "redis_conn_from_pool",
         apply: redis_conn_from_pool,
     },
+    Rewrite {
+        name: "key_from_helper",
+        apply: key_from_helper,
+    },
 ];
 
 /// Runs `visit` over the parsed file with fresh edits; the result only if it parses.
@@ -735,6 +739,115 @@ pub fn redis_conn_from_pool(text: &str) -> Option<String> {
         };
         AllFns { on_fn: &mut pool }.visit_file(file);
     })
+}
+
+/// `let key = format!("processed:{}", msg.id);` in a fn taking `msg: &Msg` becomes `let key =
+/// key_of_0(msg);` with `fn key_of_0(msg: &Msg) -> String { format!("processed:{}", msg.id) }`
+/// added at the end of the file (so no line above moves). Only a `format!` whose names are
+/// all the fn's own parameters is moved.
+pub fn key_from_helper(text: &str) -> Option<String> {
+    rewrite(text, |file, edits| {
+        let mut helpers = String::new();
+        let mut count = 0;
+        let mut extract = |sig: &syn::Signature, block: &syn::Block| {
+            let params: Vec<(String, String)> = sig
+                .inputs
+                .iter()
+                .filter_map(|a| match a {
+                    syn::FnArg::Typed(t) => match &*t.pat {
+                        syn::Pat::Ident(p) if p.subpat.is_none() => {
+                            Some((p.ident.to_string(), edits.source(t.ty.span()).to_owned()))
+                        }
+                        _ => None,
+                    },
+                    syn::FnArg::Receiver(_) => None,
+                })
+                .collect();
+            for stmt in &block.stmts {
+                let syn::Stmt::Local(syn::Local {
+                    pat: syn::Pat::Ident(name),
+                    init: Some(init),
+                    ..
+                }) = stmt
+                else {
+                    continue;
+                };
+                let syn::Expr::Macro(m) = &*init.expr else {
+                    continue;
+                };
+                if init.diverge.is_some() || !m.mac.path.is_ident("format") {
+                    continue;
+                }
+                let Some(used) = names_used(&m.mac.tokens, &params) else {
+                    continue;
+                };
+                let helper = format!("{}_of_{count}", name.ident);
+                count += 1;
+                let (args, typed): (Vec<&str>, Vec<String>) = params
+                    .iter()
+                    .filter(|(p, _)| used.contains(p))
+                    .map(|(p, ty)| (p.as_str(), format!("{p}: {ty}")))
+                    .unzip();
+                helpers.push_str(&format!(
+                    "\nfn {helper}({}) -> String {{\n    {}\n}}\n",
+                    typed.join(", "),
+                    edits.source(init.expr.span())
+                ));
+                edits.replace(init.expr.span(), format!("{helper}({})", args.join(", ")));
+            }
+        };
+        AllFns {
+            on_fn: &mut extract,
+        }
+        .visit_file(file);
+        if let (false, Some(last)) = (helpers.is_empty(), file.items.last()) {
+            edits.insert_after(last.span(), helpers);
+        }
+    })
+}
+
+/// The parameters a macro's tokens name (idents and inline format arguments), or `None` when
+/// they name any other lower-case binding (a local the helper would not see).
+fn names_used(tokens: &TokenStream, params: &[(String, String)]) -> Option<HashSet<String>> {
+    let mut used = HashSet::new();
+    let mut ok = true;
+    let mut prev_punct: Option<char> = None;
+    let mut check = |name: &str, used: &mut HashSet<String>| {
+        if params.iter().any(|(p, _)| p == name) {
+            used.insert(name.to_owned());
+        } else if name.starts_with(|c: char| c.is_lowercase()) {
+            ok = false;
+        }
+    };
+    let mut stack: Vec<TokenStream> = vec![tokens.clone()];
+    while let Some(ts) = stack.pop() {
+        for tt in ts {
+            match &tt {
+                TokenTree::Ident(id) if !matches!(prev_punct, Some('.' | ':')) => {
+                    check(&id.to_string(), &mut used)
+                }
+                TokenTree::Group(g) => stack.push(g.stream()),
+                TokenTree::Literal(l) => {
+                    let lit = l.to_string();
+                    for part in lit.split('{').skip(1) {
+                        let name: String = part
+                            .chars()
+                            .take_while(|c| c.is_alphanumeric() || *c == '_')
+                            .collect();
+                        if !name.is_empty() && !name.starts_with(|c: char| c.is_ascii_digit()) {
+                            check(&name, &mut used);
+                        }
+                    }
+                }
+                _ => {}
+            }
+            prev_punct = match &tt {
+                TokenTree::Punct(p) => Some(p.as_char()),
+                _ => None,
+            };
+        }
+    }
+    ok.then_some(used)
 }
 
 #[cfg(test)]
