@@ -725,7 +725,9 @@ fn dynamodb<'a>(env: &dyn OpEnv<'a>, receiver: &'a Expr, span: Span) -> Option<S
     let condition = setter("condition_expression")
         .chain(setter("set_condition_expression"))
         .find_map(|(_, a)| a.first());
-    let condition_text = condition.and_then(|c| env.string_of(c));
+    let condition_text = condition
+        .and_then(|c| env.string_of(c))
+        .map(|text| with_attribute_names(env, &calls, &text));
     let pairs = |name: &'static str| {
         setter(name).filter_map(|(_, a)| match a {
             [k, v] => Some((env.string_of(k), v)),
