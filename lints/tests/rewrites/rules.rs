@@ -34,6 +34,10 @@ pub const ALL: &[Rewrite] = &[
         apply: logging_between_steps,
     },
     Rewrite {
+        name: "comments_and_attributes",
+        apply: comments_and_attributes,
+    },
+    Rewrite {
         name: "async_move_body",
         apply: async_move_body,
     },
@@ -474,6 +478,27 @@ pub fn logging_between_steps(text: &str) -> Option<String> {
             for stmt in &b.stmts {
                 if !matches!(stmt, syn::Stmt::Item(_)) {
                     edits.insert_before(stmt.span(), "tracing::debug!(\"next step\"); ");
+                }
+            }
+        });
+    })
+}
+
+/// A block comment before every statement of every fn body and `#[allow(unused_variables)]`
+/// on every `let`, on the statement's own line.
+pub fn comments_and_attributes(text: &str) -> Option<String> {
+    rewrite(text, |file, edits| {
+        each_fn_block(file, |b| {
+            for stmt in &b.stmts {
+                match stmt {
+                    syn::Stmt::Local(_) => edits.insert_before(
+                        stmt.span(),
+                        "/* the next step */ #[allow(unused_variables)] ",
+                    ),
+                    syn::Stmt::Expr(..) | syn::Stmt::Macro(_) => {
+                        edits.insert_before(stmt.span(), "/* the next step */ ")
+                    }
+                    syn::Stmt::Item(_) => {}
                 }
             }
         });
