@@ -42,7 +42,8 @@ declare_lint! {
     ///   backend calls as `<Pg as Queries<Postgres>>::insert_if_missing((FIND, INSERT), ..)`)
     ///   is reported there, once, when some caller's statements make it a check-then-act;
     /// - SQL built at run time with `format!` into a local or a field (a constructor's
-    ///   `let insert_sql = format!("INSERT INTO {table} ..")` kept as `Self { insert_sql }`):
+    ///   `let insert_sql = format!("INSERT INTO {table} ..")` kept as `Self { insert_sql }`,
+    ///   also from a helper of the same file that ends in such a `format!`):
     ///   the template is the SQL, with constant arguments spliced in and a run-time value
     ///   taken as a name where it can only be one (after `FROM`/`INTO`/`UPDATE`/`JOIN`, glued
     ///   to a name as in `{schema}.jobs`, or inside a quoted literal). A run-time value
@@ -119,9 +120,8 @@ declare_lint! {
     /// (`let mut q = Query::insert()..; q.on_conflict(..);`), or whose `on_conflict` is not
     /// written as an `OnConflict` chain, is not read; its binds are not matched to keys, so
     /// it is compared by table. A pipeline (`redis::pipe()`) counts as its
-    /// strongest command. SQL text a helper builds with `format!` and returns (`fn
-    /// insert_sql(table: &str) -> String`) is not read where its result is kept (the rewrite
-    /// suite's `key_from_helper` loses the `sql_format` fixture's constructor this way).
+    /// strongest command. SQL text a helper builds with `format!` and returns is read where
+    /// a constructor keeps it in a field only when the helper is in the same file.
     ///
     /// ### Example
     /// ```rust
