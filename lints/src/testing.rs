@@ -100,17 +100,34 @@ pub fn package(name: &str, deps: &[&str], files: &[(&str, &str)]) -> Package {
 /// in one lib target), dependencies from the `[dependencies]` table of `dir/Cargo.toml`.
 /// Returns the package and the texts, in file order.
 pub fn fixture_package(dir: &Path) -> (Package, Vec<String>) {
-    let manifest = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap_or_default();
+    let sources = fixture_sources(dir);
+    let package = package_of_sources(dir, &sources);
+    (package, sources.into_iter().map(|(_, text)| text).collect())
+}
+
+/// The `.rs` files under `dir/src` and their texts, in path order.
+pub fn fixture_sources(dir: &Path) -> Vec<(PathBuf, String)> {
     let mut files = Vec::new();
     collect_rs(&dir.join("src"), &mut files);
     files.sort();
-    let mut texts = Vec::new();
+    files
+        .into_iter()
+        .map(|path| {
+            let text = std::fs::read_to_string(&path).expect("fixture is readable");
+            (path, text)
+        })
+        .collect()
+}
+
+/// The fixture crate at `dir` with its sources given (`fixture_sources`, perhaps rewritten):
+/// module paths from the file paths, dependencies from `dir/Cargo.toml`.
+pub fn package_of_sources(dir: &Path, sources: &[(PathBuf, String)]) -> Package {
+    let manifest = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap_or_default();
     let mut models = Vec::new();
-    for (i, path) in files.iter().enumerate() {
-        let text = std::fs::read_to_string(path).expect("fixture is readable");
+    for (i, (path, text)) in sources.iter().enumerate() {
         let rel = path.strip_prefix(dir.join("src")).expect("under src");
         let mut f =
-            lower_file(&text, FileId(i as u32), module_of(rel), false).expect("fixture parses");
+            lower_file(text, FileId(i as u32), module_of(rel), false).expect("fixture parses");
         f.path = path.clone();
         // What the driver does for `include_str!` (the fixtures are trusted files).
         for inc in &mut f.includes {
@@ -124,14 +141,13 @@ pub fn fixture_package(dir: &Path) -> (Package, Vec<String>) {
                 .map(std::sync::Arc::from);
         }
         models.push(std::sync::Arc::new(f));
-        texts.push(text);
     }
     let name = dir
         .file_name()
         .and_then(|n| n.to_str())
         .unwrap_or("fixture")
         .to_owned();
-    let package = Package {
+    Package {
         name: name.clone(),
         dependencies: manifest_dependencies(&manifest),
         targets: vec![TargetInfo {
@@ -140,8 +156,7 @@ pub fn fixture_package(dir: &Path) -> (Package, Vec<String>) {
             root: dir.join("src/lib.rs"),
         }],
         files: models,
-    };
-    (package, texts)
+    }
 }
 
 /// Every `.rs` file below `dir`, recursively (unsorted).

@@ -158,6 +158,13 @@ impl CallGraph {
             env: None,
             out: Vec::new(),
         };
+        // `#[idempotent(key = notice.dedupe_key())]`: the key is computed by the handler's
+        // expansion, so a helper it calls is called by the handler.
+        for key in f.attrs.iter().filter(|a| a.is("idempotent")) {
+            if let Some(key) = key.arg("key") {
+                key.walk(&mut |e| b.expr(e, None));
+            }
+        }
         if let Some(body) = &f.body {
             body.for_each_expr(&mut |e| b.expr(e, None));
         }

@@ -12,7 +12,7 @@
 //! Callers choose the facts (small integers) and say, per expression, which facts it
 //! establishes once evaluated: "the guard ran", "the transaction committed".
 
-use crate::model::ir::{BinOp, Block, Expr, ExprKind, Stmt};
+use crate::model::ir::{BinOp, Block, Expr, ExprKind, Lit, Pat, Stmt};
 
 /// A set of facts, each a small integer chosen by the caller.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -99,6 +99,11 @@ struct Walker<'e, E> {
     returns: State,
 }
 
+/// `true` or `false`.
+fn bool_pat(p: &Pat) -> bool {
+    matches!(p, Pat::Lit(Lit::Bool(_)))
+}
+
 /// Macros that never return.
 fn diverges(name: &str) -> bool {
     matches!(
@@ -108,6 +113,40 @@ fn diverges(name: &str) -> bool {
 }
 
 impl<E: Events> Walker<'_, E> {
+    /// Walks an `if` condition; the facts on its true and its false exit. The right operand
+    /// of `a || b` has run when the condition is false (`if skip || seen(id) { return }`
+    /// checks `seen` on the path that goes on), that of `a && b` when it is true.
+    fn condition(&mut self, cond: &Expr, st: &mut State) -> (State, State) {
+        match &cond.kind {
+            ExprKind::Binary {
+                op: BinOp::Or,
+                lhs,
+                rhs,
+            } => {
+                let (left_yes, mut left_no) = self.condition(lhs, st);
+                let (right_yes, right_no) = self.condition(rhs, &mut left_no);
+                (join(left_yes, right_yes), right_no)
+            }
+            ExprKind::Binary {
+                op: BinOp::And,
+                lhs,
+                rhs,
+            } => {
+                let (mut left_yes, left_no) = self.condition(lhs, st);
+                let (right_yes, right_no) = self.condition(rhs, &mut left_yes);
+                (right_yes, join(left_no, right_no))
+            }
+            ExprKind::Unary { not: true, expr } => {
+                let (yes, no) = self.condition(expr, st);
+                (no, yes)
+            }
+            _ => {
+                self.expr(cond, st);
+                (st.clone(), st.take())
+            }
+        }
+    }
+
     fn block(&mut self, b: &Block, st: &mut State) {
         for stmt in &b.stmts {
             match stmt {
@@ -165,14 +204,29 @@ impl<E: Events> Walker<'_, E> {
                 self.inline(|w, st| w.run_now(inner, st), st)
             }
             ExprKind::If { cond, then, els } => {
-                self.expr(cond, st);
-                let mut yes = st.clone();
+                let (mut yes, mut no) = self.condition(cond, st);
                 self.block(then, &mut yes);
-                let mut no = st.take();
                 if let Some(els) = els {
                     self.expr(els, &mut no);
                 }
                 *st = join(yes, no);
+            }
+            // `match skip || seen(id) { true => .., false => .. }` is an `if`.
+            ExprKind::Match { scrutinee, arms } if arms.iter().all(|a| bool_pat(&a.pat)) => {
+                let (yes, no) = self.condition(scrutinee, st);
+                let mut out = None;
+                for arm in arms {
+                    let mut s = match arm.pat {
+                        Pat::Lit(Lit::Bool(true)) => yes.clone(),
+                        _ => no.clone(),
+                    };
+                    if let Some(g) = &arm.guard {
+                        self.expr(g, &mut s);
+                    }
+                    self.expr(&arm.body, &mut s);
+                    out = join(out, s);
+                }
+                *st = out;
             }
             ExprKind::Match { scrutinee, arms } => {
                 self.expr(scrutinee, st);

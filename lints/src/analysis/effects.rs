@@ -9,10 +9,11 @@
 //! store deletes) and acknowledgements (SQS `delete_message`).
 
 use super::callgraph::CallGraph;
+use super::chain::Locals;
 use super::entry::names_fn;
 use super::flow::FnId;
 use super::resolve::{DefPath, Resolver};
-use super::store_ops::{receiver_name, Access};
+use super::store_ops::{receiver_name, Access, Store};
 use super::summary::Summaries;
 use super::types::{TypeEnv, Types};
 use crate::model::ir::{Expr, ExprKind};
@@ -211,11 +212,15 @@ fn direct_effect(
     let body = f.body.as_ref()?;
     // A write that is harmless to repeat (an upsert, `SET x = value`, a completion mark's
     // status) is no effect a duplicate must not repeat.
+    // Redis counters and list or stream pushes change on repeat too (a business write for
+    // `mark_outside_transaction`), but they are the bookkeeping of queues and rate limits
+    // more often than a user's effect: not effects here.
     let write = summaries.flow(id).store_events.iter().find(|ev| {
         ev.via.is_none()
             && matches!(ev.access.access, Access::Write | Access::Upsert)
             && ev.access.changes_on_repeat()
             && !ev.access.dedupe_table
+            && ev.access.store != Store::Redis
     });
     let mut found: Option<Effect> = write.map(|ev| Effect {
         span: ev.span,
@@ -236,6 +241,7 @@ fn direct_effect(
         f,
         configured,
         env: None,
+        locals: None,
     };
     body.walk(&mut |e| {
         if found.as_ref().is_some_and(|x| x.span.lo <= e.span.lo) {
@@ -257,6 +263,8 @@ struct CallCx<'a> {
     f: &'a FnDef,
     configured: &'a [String],
     env: Option<TypeEnv<'a>>,
+    /// The fn's `let` bindings, built on first need: a request builder kept in a local.
+    locals: Option<Locals<'a>>,
 }
 
 impl<'a> CallCx<'a> {
@@ -268,8 +276,29 @@ impl<'a> CallCx<'a> {
             .type_of(e)
     }
 
+    /// `request` of `request.send()` when it is a local bound once (`let request =
+    /// ses.send_email()..;`): its initializer, a few deep; else `e`.
+    fn builder(&mut self, e: &'a Expr) -> &'a Expr {
+        let f = self.f;
+        let mut cur = e;
+        for _ in 0..4 {
+            let Some(name) = cur.peel().as_path().and_then(|p| p.as_ident()) else {
+                break;
+            };
+            let Some(body) = f.body.as_ref() else {
+                break;
+            };
+            let locals = self.locals.get_or_insert_with(|| Locals::of_body(body));
+            match locals.defs(name) {
+                [one] => cur = one,
+                _ => break,
+            }
+        }
+        cur
+    }
+
     /// Whether `e` is a call that changes something outside: what it is, for a label.
-    fn external_call(&mut self, e: &Expr) -> Option<String> {
+    fn external_call(&mut self, e: &'a Expr) -> Option<String> {
         match &e.kind {
             ExprKind::MethodCall {
                 receiver,
@@ -282,6 +311,7 @@ impl<'a> CallCx<'a> {
                 }
                 if method == "send" && args.is_empty() {
                     let http = HTTP_CLIENTS.iter().any(|c| self.package.depends_on(c));
+                    let receiver = self.builder(receiver);
                     return aws_operation(self.package, receiver)
                         .or_else(|| http.then(|| http_request(receiver)).flatten());
                 }

@@ -1,7 +1,8 @@
 //! Text kept in struct fields: a table of SQL built once and read at the call
 //! (`const QUERIES: Queries = Queries { mark: "INSERT .." }`, a constructor filling
 //! `Self { insert_sql: include_str!("q.sql") }` or `Self { insert_sql }` from `let insert_sql
-//! = format!("INSERT INTO {table} ..")`, then `sqlx::query(self.queries.mark)`).
+//! = format!("INSERT INTO {table} ..")` or from a helper of the same file that returns such a
+//! `format!`, then `sqlx::query(self.queries.mark)`).
 //!
 //! Fields are matched by name across the package, since the receiver's type is often not
 //! known at the call: a field name given two different texts, or once a value that is not a
@@ -195,6 +196,22 @@ fn value_text(
         ExprKind::Macro(m) if m.path.last() == "format" => format_sql(m, &mut |a| {
             value_text(cx, file, module, &FastMap::default(), a)
         }),
+        ExprKind::Call { func, .. } if helper_text(file, func).is_some() => {
+            let tail = helper_text(file, func)?;
+            value_text(cx, file, module, &FastMap::default(), tail)
+        }
         _ => const_text(cx, file, module, e, 0),
     }
+}
+
+/// `insert_sql(&table)` of a fn of the same file whose body ends in a `format!`: that
+/// `format!` (its arguments named as the helper's parameters are).
+fn helper_text<'f>(file: &'f FileModel, func: &Expr) -> Option<&'f Expr> {
+    let name = func.as_path()?.as_ident()?;
+    let f = file
+        .fns
+        .iter()
+        .find(|f| f.name == name && f.self_ty.is_none())?;
+    let tail = f.body.as_ref()?.tail()?;
+    matches!(&tail.kind, ExprKind::Macro(m) if m.path.last() == "format").then_some(tail)
 }

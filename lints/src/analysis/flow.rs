@@ -421,6 +421,14 @@ pub struct StoreEvent {
     pub checked: bool,
 }
 
+impl StoreEvent {
+    /// An atomic claim whose answer is tested: only then does it tell one delivery it won
+    /// (an untested `SET NX`, `HSETNX` or `SADD` is a plain write).
+    pub fn won_claim(&self) -> bool {
+        self.access.access == Access::Claim && self.checked
+    }
+}
+
 /// One branch of a [`Decision`].
 #[derive(Debug, Clone)]
 pub struct Branch {
@@ -819,6 +827,14 @@ const LOCAL_MUTATIONS: &[&str] = &[
 /// Constructors that wrap a marker without making it data: `Some(1)`,
 /// `AttributeValue::Bool(true)`, `AttributeValue::N(now.to_string())`.
 const MARKER_WRAPPERS: &[&str] = &["Some", "Ok", "S", "N", "Bool", "from", "new"];
+
+/// Reads of the process environment: the worker's host or region, not a computed result.
+const ENV_READS: &[&str] = &["std::env::var", "std::env::var_os", "dotenvy::var"];
+
+/// A value derived from the function's parameters only.
+fn is_param_value(v: &Value) -> bool {
+    !v.facts.is_empty() && v.facts.iter().all(|f| matches!(f, Fact::Param { .. }))
+}
 
 /// Methods that append their arguments to the receiver.
 const APPENDERS: &[&str] = &[
@@ -1286,6 +1302,17 @@ impl<'a> Walker<'a, '_> {
             | ExprKind::Deref(expr)
             | ExprKind::Ref { expr, .. }
             | ExprKind::Cast { expr, .. } => self.eval(expr),
+            // `async move { .. }.await` runs its block now, exactly once: its assignments
+            // replace values as the function body's do.
+            ExprKind::Await(inner) if matches!(inner.kind, ExprKind::Async { .. }) => {
+                let ExprKind::Async { block, .. } = &inner.kind else {
+                    return Value::default();
+                };
+                self.bodies.push(block.span);
+                let v = self.eval_block(block);
+                self.bodies.pop();
+                v
+            }
             ExprKind::Await(inner) => {
                 let mut v = self.eval(inner);
                 let call = inner.peel();
@@ -1306,22 +1333,9 @@ impl<'a> Walker<'a, '_> {
                 }
                 v
             }
-            ExprKind::Try(inner) => {
-                let v = self.eval(inner);
-                // A conditional DynamoDB write fails when the item exists, and so does a
-                // key-only insert into a dedupe table: `?` stops there.
-                let dynamo_claims: Vec<usize> = v
-                    .ops()
-                    .filter(|&i| {
-                        let a = &self.out.store_events[i].access;
-                        a.store == Store::DynamoDb && a.access == Access::Claim || a.shape.key_only
-                    })
-                    .collect();
-                for i in dynamo_claims {
-                    self.out.store_events[i].checked = true;
-                }
-                v
-            }
+            ExprKind::Try(inner) => self.eval_try(inner),
+            // `match x { Ok(v) => v, Err(e) => return Err(e.into()) }` is `x?` written out.
+            ExprKind::Match { scrutinee, arms } if is_try_match(arms) => self.eval_try(scrutinee),
             ExprKind::Binary { op, lhs, rhs } => {
                 let l = self.eval(lhs);
                 let r = self.eval(rhs);
@@ -1818,7 +1832,17 @@ impl<'a> Walker<'a, '_> {
                 self.key_use(SinkKind::GuardKey(op.command.clone()), k.span, v, None);
             }
         }
-        let value_is_marker = op.values.iter().all(|v| self.is_marker(v));
+        // A DynamoDB marker item may carry who or where beside its marker attributes (the
+        // account, the worker's host); a computed result among them makes the item a cache.
+        // (A SQL row's other columns are business data: a job queue's payload.)
+        let context_too = op.store == Store::DynamoDb;
+        let value_is_marker = op.values.iter().all(|v| self.is_marker(v))
+            || context_too
+                && op.values.iter().any(|v| self.is_marker(v))
+                && op
+                    .values
+                    .iter()
+                    .all(|v| self.is_marker(v) || self.is_context(v, 0));
         let access = StoreAccess {
             store: op.store,
             access: op.access,
@@ -1879,6 +1903,53 @@ impl<'a> Walker<'a, '_> {
             }
             ExprKind::Macro(m) => {
                 m.path.last() == "format" && m.args.iter().all(|a| self.is_marker(a))
+            }
+            _ => false,
+        }
+    }
+
+    /// `inner?`: a conditional DynamoDB write fails when the item exists, and so does a
+    /// key-only insert into a dedupe table: `?` stops there.
+    fn eval_try(&mut self, inner: &'a Expr) -> Value {
+        let v = self.eval(inner);
+        let dynamo_claims: Vec<usize> = v
+            .ops()
+            .filter(|&i| {
+                let a = &self.out.store_events[i].access;
+                a.store == Store::DynamoDb && a.access == Access::Claim || a.shape.key_only
+            })
+            .collect();
+        for i in dynamo_claims {
+            self.out.store_events[i].checked = true;
+        }
+        v
+    }
+
+    /// A value that says who or where rather than what was computed: a parameter, `self` or
+    /// one of their fields, a local bound to one, an environment variable (not a local bound
+    /// to a call's result).
+    fn is_context(&self, e: &Expr, depth: usize) -> bool {
+        match &e.peel().kind {
+            ExprKind::Lit(_) => true,
+            ExprKind::Path(p) => match p.as_ident() {
+                Some(name) => match self.local_init(name) {
+                    Some(init) => depth < 4 && self.is_context(init, depth + 1),
+                    None => name == "self" || self.vals.get(name).is_some_and(is_param_value),
+                },
+                None => true,
+            },
+            ExprKind::Field { base, .. } => self.is_context(base, depth),
+            ExprKind::MethodCall {
+                receiver, method, ..
+            } => CONVERSIONS.contains(&method.as_str()) && self.is_context(receiver, depth),
+            ExprKind::Call { func, args } => func.as_path().is_some_and(|path| {
+                let def = self.resolve(path);
+                ENV_READS.iter().any(|r| def.matches(r))
+                    || MARKER_WRAPPERS.contains(&path.last())
+                        && args.iter().all(|a| self.is_context(a, depth))
+            }),
+            ExprKind::Macro(m) => {
+                m.path.last() == "format" && m.args.iter().all(|a| self.is_context(a, depth))
             }
             _ => false,
         }
@@ -1975,7 +2046,13 @@ impl<'a> Walker<'a, '_> {
                 span: arm.body.span,
                 diverges: expr_diverges(&arm.body),
                 returns: expr_leaves(&arm.body, Leaves::Body),
-                when_present: pat_presence(&arm.pat),
+                // `match !done { true => .. }`: a bool pattern takes the scrutinee's polarity.
+                when_present: match &arm.pat {
+                    Pat::Lit(Lit::Bool(b)) => {
+                        self.presence(scrutinee).map(|p| p == *b).or(Some(*b))
+                    }
+                    pat => pat_presence(pat),
+                },
             });
         }
         self.branch_depth -= 1;
@@ -1996,9 +2073,27 @@ impl<'a> Walker<'a, '_> {
 
     /// Whether `cond` is true when the store had the key.
     fn presence(&self, cond: &Expr) -> Option<bool> {
+        self.presence_at(cond, 0)
+    }
+
+    fn presence_at(&self, cond: &Expr, depth: usize) -> Option<bool> {
+        if depth > MAX_DESC_DEPTH {
+            return None;
+        }
+        let d = depth + 1;
         match &cond.kind {
-            ExprKind::Unary { not: true, expr } => self.presence(expr).map(|p| !p),
+            ExprKind::Unary { not: true, expr } => self.presence_at(expr, d).map(|p| !p),
             ExprKind::Let { pat, .. } => pat_presence(pat),
+            // `if other || seen { return }`: the branch runs whenever the key was there, so
+            // what follows runs only when it was not.
+            ExprKind::Binary {
+                op: BinOp::Or,
+                lhs,
+                rhs,
+            } => match (self.presence_at(lhs, d), self.presence_at(rhs, d)) {
+                (Some(true), other) | (other, Some(true)) if other != Some(false) => Some(true),
+                _ => None,
+            },
             // `count > 0` and `count == 0` are folded into one comparison operator by the IR,
             // so a comparison claims no polarity.
             ExprKind::Binary { .. } => None,
@@ -2007,12 +2102,28 @@ impl<'a> Walker<'a, '_> {
             } => match method.as_str() {
                 "is_some" | "is_ok" => Some(true),
                 "is_none" | "is_empty" => Some(false),
-                "unwrap_or" | "unwrap_or_default" | "unwrap" | "expect" => self.presence(receiver),
+                "unwrap_or" | "unwrap_or_default" | "unwrap" | "expect" => {
+                    self.presence_at(receiver, d)
+                }
                 m => Some(!negative_name(m)),
             },
-            ExprKind::Path(p) => Some(!negative_name(p.last())),
+            // `let skip = !conn.exists(&k).await?; if skip {..}`: a local holding a negated
+            // or combined check has that check's polarity, not its name's.
+            ExprKind::Path(p) => match p.as_ident().and_then(|n| self.local_init(n)) {
+                Some(
+                    init @ Expr {
+                        kind:
+                            ExprKind::Unary { not: true, .. } | ExprKind::Binary { op: BinOp::Or, .. },
+                        ..
+                    },
+                ) => self.presence_at(init, d),
+                _ => Some(!negative_name(p.last())),
+            },
             ExprKind::Call { func, .. } => Some(!negative_name(func.as_path()?.last())),
-            ExprKind::Try(e) | ExprKind::Await(e) => self.presence(e),
+            ExprKind::Try(e) | ExprKind::Await(e) => self.presence_at(e, d),
+            ExprKind::Match { scrutinee, arms } if is_try_match(arms) => {
+                self.presence_at(scrutinee, d)
+            }
             _ => None,
         }
     }
@@ -2297,6 +2408,23 @@ fn block_leaves(b: &Block, how: Leaves) -> bool {
         Stmt::Expr { expr, .. } => expr_leaves(expr, how),
         Stmt::Let { .. } | Stmt::Item { .. } => false,
     })
+}
+
+/// The arms of `?` written out: `Ok(v) => v` and an `Err(..)` arm that leaves.
+fn is_try_match(arms: &[crate::model::ir::Arm]) -> bool {
+    let [ok, err] = arms else {
+        return false;
+    };
+    let ok_arm = match &ok.pat {
+        Pat::TupleStruct { path, elems } if path.last() == "Ok" => match elems.as_slice() {
+            [Pat::Ident { name, .. }] => ok.body.as_path().and_then(Path::as_ident) == Some(name),
+            _ => false,
+        },
+        _ => false,
+    };
+    let err_arm = matches!(&err.pat, Pat::TupleStruct { path, .. } if path.last() == "Err")
+        && expr_diverges(&err.body);
+    ok_arm && err_arm && ok.guard.is_none() && err.guard.is_none()
 }
 
 fn expr_diverges(e: &Expr) -> bool {

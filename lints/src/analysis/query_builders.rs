@@ -119,6 +119,11 @@ fn diesel_op<'a>(env: &dyn OpEnv<'a>, receiver: &'a Expr, span: Span) -> Option<
     // `diesel::insert_into(t)`, `diesel::update(t.filter(..))`, `diesel::delete(..)`.
     if let ExprKind::Call { func, args } = &root.kind {
         let resolved = env.resolve(func.as_path()?);
+        // `diesel::select(exists(t.filter(..)))`: a read of `t`.
+        if resolved.matches("diesel::select") && steps.is_empty() {
+            let (inner, table_root) = exists_query(env, args.first()?)?;
+            return diesel_read(inner, table_root, span);
+        }
         let verb = [
             "insert_into",
             "replace_into",
@@ -178,7 +183,24 @@ fn diesel_op<'a>(env: &dyn OpEnv<'a>, receiver: &'a Expr, span: Span) -> Option<
         };
         return Some(op(command, table, access, keys, values, span));
     }
-    // `t.filter(col.eq(x)).first(conn)`: a read of table `t`.
+    diesel_read(steps, root, span)
+}
+
+/// The query inside `exists(q)` / `diesel::dsl::exists(q)`: its chain and root.
+fn exists_query<'a>(env: &dyn OpEnv<'a>, e: &'a Expr) -> Option<(Steps<'a>, &'a Expr)> {
+    let ExprKind::Call { func, args } = &e.peel().kind else {
+        return None;
+    };
+    let resolved = env.resolve(func.as_path()?);
+    let is_exists = ["diesel::dsl::exists", "diesel::expression::exists::exists"]
+        .iter()
+        .any(|p| resolved.matches(p));
+    let query = args.first().filter(|_| is_exists)?;
+    Some(chain(env, query))
+}
+
+/// `t.filter(col.eq(x)).first(conn)`: a read of table `t`, given the chain below the runner.
+fn diesel_read<'a>(steps: Steps<'a>, root: &'a Expr, span: Span) -> Option<StoreOp<'a>> {
     let filters: Vec<&Expr> = steps
         .iter()
         .filter(|(m, _)| *m == "filter")
@@ -466,10 +488,10 @@ pub fn sea_query_sql<'a>(env: &dyn OpEnv<'a>, e: &'a Expr) -> Option<String> {
                 .or_else(|| args.first().and_then(|a| env.string_of(a)));
         }
     }
-    statement_sql(e)
+    statement_sql(env, e)
 }
 
-fn statement_sql(e: &Expr) -> Option<String> {
+fn statement_sql<'a>(env: &dyn OpEnv<'a>, e: &'a Expr) -> Option<String> {
     // One expression only: a local holding a statement is read where it is bound (its text
     // kept unless the binding is `mut`, since `q.on_conflict(..);` may follow).
     let mut steps: Steps<'_> = Vec::new();
@@ -487,7 +509,8 @@ fn statement_sql(e: &Expr) -> Option<String> {
     let ExprKind::Call { func, args } = &root.kind else {
         return None;
     };
-    let path = func.as_path()?;
+    // Resolved, so `use sea_query::Query as Q;` and a full path read the same.
+    let path = env.resolve(func.as_path()?);
     let [.., query, verb] = path.segments.as_slice() else {
         return None;
     };

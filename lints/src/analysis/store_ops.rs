@@ -128,6 +128,9 @@ pub trait OpEnv<'a> {
     }
 }
 
+/// How many locals a request builder is followed through (`let b = ..; let b2 = b.x(); b2.send()`).
+const MAX_BUILDER_LOCALS: usize = 4;
+
 pub(crate) const REDIS_CRATES: &[&str] = &[
     "redis",
     "deadpool_redis",
@@ -304,7 +307,17 @@ const REDIS_METHODS: &[(&str, Access, usize, Option<usize>)] = &[
     ("setex", Access::Write, 0, Some(1)),
     ("hset", Access::Write, 0, Some(2)),
     ("hset_multiple", Access::Write, 0, Some(1)),
-    ("sadd", Access::Write, 0, Some(1)),
+    ("incr", Access::Write, 0, Some(1)),
+    ("decr", Access::Write, 0, Some(1)),
+    ("hincr", Access::Write, 0, Some(2)),
+    ("zincr", Access::Write, 0, Some(2)),
+    ("rpush", Access::Write, 0, Some(1)),
+    ("lpush", Access::Write, 0, Some(1)),
+    ("xadd", Access::Write, 0, Some(2)),
+    ("append", Access::Write, 0, Some(1)),
+    // `SADD`'s answer is how many members it added: a claim when it is tested, a plain
+    // write when not (the consumers ask [`super::flow::StoreEvent::won_claim`]).
+    ("sadd", Access::Claim, 0, Some(1)),
     ("set_nx", Access::Claim, 0, Some(1)),
     ("setnx", Access::Claim, 0, Some(1)),
     ("hset_nx", Access::Claim, 0, Some(2)),
@@ -327,12 +340,45 @@ const REDIS_ONLY: &[&str] = &[
     "hget",
     "hset_multiple",
     "sadd",
+    "hincr",
+    "rpush",
+    "lpush",
+    "xadd",
     "set_nx",
     "setnx",
     "hset_nx",
     "hsetnx",
     "set_options",
 ];
+
+/// Commands that add to what is stored (a counter, a list, a stream): repeating one changes
+/// the result, in the method spelling and the raw one.
+const REDIS_INCREMENTS: &[&str] = &[
+    "incr",
+    "incrby",
+    "incrbyfloat",
+    "decr",
+    "decrby",
+    "hincr",
+    "hincrby",
+    "hincrbyfloat",
+    "zincr",
+    "zincrby",
+    "rpush",
+    "lpush",
+    "xadd",
+    "append",
+];
+
+/// What a Redis write records: a done value, or an increment.
+fn redis_shape(env: &dyn OpEnv<'_>, command: &str, value: Option<&Expr>) -> WriteShape {
+    WriteShape {
+        increments: REDIS_INCREMENTS
+            .iter()
+            .any(|c| c.eq_ignore_ascii_case(command)),
+        ..WriteShape::of_redis_value(env, value)
+    }
+}
 
 /// Receiver names that say "a Redis connection" in a crate that depends on Redis.
 const REDIS_RECEIVER_NAMES: &[&str] = &[
@@ -360,7 +406,7 @@ fn redis_method<'a>(
     if name == "get" && args.len() != 1 || name == "set" && !(2..=5).contains(&args.len()) {
         return None;
     }
-    if !is_redis_receiver(env, receiver, name) {
+    if !is_redis_receiver(env, receiver, name) || builds_pipeline(env, receiver) {
         return None;
     }
     // `set_options(k, v, SetOptions::default().conditional_set(ExistenceCheck::NX))` and
@@ -387,7 +433,20 @@ fn redis_method<'a>(
         locking: false,
         dedupe_table: false,
         keys_certain: true,
-        shape: WriteShape::of_redis_value(env, value_idx.and_then(|i| args.get(i))),
+        shape: redis_shape(env, name, value_idx.and_then(|i| args.get(i))),
+    })
+}
+
+/// `redis::pipe().atomic().rpush(..)`: a step that adds a command to a pipeline, run (and
+/// classified) where the pipeline is.
+fn builds_pipeline<'a>(env: &dyn OpEnv<'a>, receiver: &'a Expr) -> bool {
+    let (_, root) = super::query_builders::chain(env, receiver);
+    let ExprKind::Call { func, .. } = &root.kind else {
+        return false;
+    };
+    func.as_path().is_some_and(|p| {
+        let resolved = env.resolve(p);
+        resolved.matches("redis::pipe") || resolved.matches("redis::Pipeline::new")
     })
 }
 
@@ -462,6 +521,7 @@ fn mentions_nx(env: &dyn OpEnv<'_>, e: &Expr, depth: usize) -> bool {
 fn redis_cmd<'a>(env: &dyn OpEnv<'a>, receiver: &'a Expr, span: Span) -> Option<StoreOp<'a>> {
     let mut args: Vec<&'a Expr> = Vec::new();
     let mut cur = receiver.peel();
+    let mut locals = 0;
     let name = loop {
         match &cur.kind {
             ExprKind::MethodCall {
@@ -482,6 +542,10 @@ fn redis_cmd<'a>(env: &dyn OpEnv<'a>, receiver: &'a Expr, span: Span) -> Option<
                     return None;
                 }
                 break env.string_of(a.first()?)?;
+            }
+            ExprKind::Path(p) if locals < MAX_BUILDER_LOCALS => {
+                cur = env.local_init(p.as_ident()?)?.peel();
+                locals += 1;
             }
             _ => return None,
         }
@@ -505,11 +569,13 @@ fn cmd_op<'a>(
     let (access, value) = match upper.as_str() {
         "GET" | "EXISTS" | "HGET" | "HEXISTS" | "SISMEMBER" | "HGETALL" => (Access::Read, None),
         "SET" if nx => (Access::Claim, Some(1)),
-        "SETNX" | "HSETNX" => (Access::Claim, Some(1)),
-        "SET" | "SETEX" | "PSETEX" | "HSET" | "SADD" | "MSET" => (Access::Write, Some(1)),
+        "SETNX" | "HSETNX" | "SADD" => (Access::Claim, Some(1)),
+        "SET" | "SETEX" | "PSETEX" | "HSET" | "MSET" => (Access::Write, Some(1)),
+        c if REDIS_INCREMENTS.iter().any(|i| i.eq_ignore_ascii_case(c)) => (Access::Write, Some(1)),
         "DEL" | "UNLINK" => (Access::Delete, None),
         _ => return None,
     };
+    let shape = redis_shape(env, &upper, value.and_then(|i| args.get(i).copied()));
     Some(StoreOp {
         store: Store::Redis,
         access,
@@ -528,7 +594,7 @@ fn cmd_op<'a>(
         locking: false,
         dedupe_table: false,
         keys_certain: true,
-        shape: WriteShape::of_redis_value(env, value.and_then(|i| args.get(i).copied())),
+        shape,
     })
 }
 
@@ -589,7 +655,7 @@ fn redis_pipe<'a>(env: &dyn OpEnv<'a>, receiver: &'a Expr, span: Span) -> Option
                     locking: false,
                     dedupe_table: false,
                     keys_certain: true,
-                    shape: WriteShape::of_redis_value(env, value),
+                    shape: redis_shape(env, name, value),
                 });
             }
         }
@@ -612,6 +678,7 @@ fn dynamodb<'a>(env: &dyn OpEnv<'a>, receiver: &'a Expr, span: Span) -> Option<S
     // The chain from `.send()` down to the operation method on the client.
     let mut calls: Vec<(&'a str, &'a [Expr])> = Vec::new();
     let mut cur = receiver.peel();
+    let mut locals = 0;
     let client = loop {
         match &cur.kind {
             ExprKind::MethodCall {
@@ -624,12 +691,22 @@ fn dynamodb<'a>(env: &dyn OpEnv<'a>, receiver: &'a Expr, span: Span) -> Option<S
                 if args.is_empty()
                     && matches!(
                         method.as_str(),
-                        "get_item" | "put_item" | "update_item" | "query" | "delete_item"
+                        "get_item"
+                            | "put_item"
+                            | "update_item"
+                            | "query"
+                            | "delete_item"
+                            | "transact_write_items"
                     )
                 {
                     break receiver;
                 }
                 cur = receiver.peel();
+            }
+            // `let request = ddb.put_item()..; request.send()`: the builder in a local.
+            ExprKind::Path(p) if locals < MAX_BUILDER_LOCALS => {
+                cur = env.local_init(p.as_ident()?)?.peel();
+                locals += 1;
             }
             _ => return None,
         }
@@ -648,13 +725,18 @@ fn dynamodb<'a>(env: &dyn OpEnv<'a>, receiver: &'a Expr, span: Span) -> Option<S
     let condition = setter("condition_expression")
         .chain(setter("set_condition_expression"))
         .find_map(|(_, a)| a.first());
-    let condition_text = condition.and_then(|c| env.string_of(c));
+    let condition_text = condition
+        .and_then(|c| env.string_of(c))
+        .map(|text| with_attribute_names(env, &calls, &text));
     let pairs = |name: &'static str| {
         setter(name).filter_map(|(_, a)| match a {
             [k, v] => Some((env.string_of(k), v)),
             _ => None,
         })
     };
+    if op == "transact_write_items" {
+        return Some(transact_write(env, &calls, table, span));
+    }
     let (access, keys, values): (Access, Vec<&Expr>, Vec<&Expr>) = match op {
         "get_item" => (Access::Read, pairs("key").map(|(_, v)| v).collect(), vec![]),
         "query" => (
@@ -697,8 +779,11 @@ fn dynamodb<'a>(env: &dyn OpEnv<'a>, receiver: &'a Expr, span: Span) -> Option<S
             let mut key_idx: Vec<usize> = (0..items.len())
                 .filter(|&i| items[i].0.as_deref().is_some_and(tested))
                 .collect();
+            // Of several key-like names (`file_id`, `owner_id`), the key is written first:
+            // the others are data beside it.
             if key_idx.is_empty() {
                 key_idx = (0..items.len())
+                    .rev()
                     .filter(|&i| items[i].0.as_deref().is_some_and(keyish))
                     .take(1)
                     .collect();
@@ -721,7 +806,8 @@ fn dynamodb<'a>(env: &dyn OpEnv<'a>, receiver: &'a Expr, span: Span) -> Option<S
     };
     let update_text = setter("update_expression")
         .chain(setter("set_update_expression"))
-        .find_map(|(_, a)| a.first().and_then(|e| env.string_of(e)));
+        .find_map(|(_, a)| a.first().and_then(|e| env.string_of(e)))
+        .map(|text| with_attribute_names(env, &calls, &text));
     let attributes: Vec<(Option<String>, &Expr)> = pairs("item")
         .chain(pairs("expression_attribute_values"))
         .collect();
@@ -739,6 +825,95 @@ fn dynamodb<'a>(env: &dyn OpEnv<'a>, receiver: &'a Expr, span: Span) -> Option<S
         keys_certain: true,
         shape,
     })
+}
+
+/// `SET #s = :done` with `.expression_attribute_names("#s", "status")`: the text with the
+/// names put back, so the update reads as `SET status = :done`.
+fn with_attribute_names(env: &dyn OpEnv<'_>, calls: &[(&str, &[Expr])], text: &str) -> String {
+    let mut out = text.to_owned();
+    for (_, args) in calls
+        .iter()
+        .filter(|(m, _)| *m == "expression_attribute_names")
+    {
+        if let [placeholder, name] = args {
+            if let (Some(p), Some(n)) = (env.string_of(placeholder), env.string_of(name)) {
+                out = out.replace(&p, &n);
+            }
+        }
+    }
+    out
+}
+
+/// `client.transact_write_items().transact_items(item)..send()`: one request that writes
+/// every item or none. What it records is read from the items built in the chain or in
+/// locals (`Update::builder()..build()?`, a few deep): an increment among them makes it a
+/// business write, a done status a mark. Items handed over whole (`set_transact_items(items)`)
+/// are not read, and the request is then taken for an overwrite.
+fn transact_write<'a>(
+    env: &dyn OpEnv<'a>,
+    calls: &[(&'a str, &'a [Expr])],
+    table: Option<String>,
+    span: Span,
+) -> StoreOp<'a> {
+    let mut updates = Vec::new();
+    let mut attributes: Vec<(Option<String>, &'a Expr)> = Vec::new();
+    let items: Vec<&'a Expr> = calls
+        .iter()
+        .filter(|(m, _)| *m == "transact_items")
+        .filter_map(|(_, a)| a.first())
+        .collect();
+    for item in &items {
+        transact_item(env, item, 0, &mut updates, &mut attributes);
+    }
+    let text = updates.join(", ");
+    let shape = WriteShape::of_dynamodb(env, Some(&text), &attributes);
+    StoreOp {
+        store: Store::DynamoDb,
+        access: Access::Write,
+        command: "transact_write_items".to_owned(),
+        table,
+        keys: Vec::new(),
+        // The items: data, so a check before the request never reads it as a marker.
+        values: items,
+        span,
+        locking: false,
+        dedupe_table: false,
+        keys_certain: false,
+        shape,
+    }
+}
+
+/// The update texts and attributes of one transaction item, following the builders
+/// (`TransactWriteItem::builder().update(u)`) and the locals holding them.
+fn transact_item<'a>(
+    env: &dyn OpEnv<'a>,
+    e: &'a Expr,
+    depth: usize,
+    updates: &mut Vec<String>,
+    attributes: &mut Vec<(Option<String>, &'a Expr)>,
+) {
+    if depth > 4 {
+        return;
+    }
+    let (steps, _) = super::query_builders::chain(env, e);
+    for &(method, args) in &steps {
+        match (method, args) {
+            ("update_expression" | "set_update_expression", [text]) => {
+                let calls: Vec<(&str, &[Expr])> = steps.clone();
+                updates.extend(
+                    env.string_of(text)
+                        .map(|t| with_attribute_names(env, &calls, &t)),
+                );
+            }
+            ("item" | "expression_attribute_values", [name, value]) => {
+                attributes.push((env.string_of(name), value));
+            }
+            ("update" | "put" | "set_update" | "set_put", [inner]) => {
+                transact_item(env, inner, depth + 1, updates, attributes);
+            }
+            _ => {}
+        }
+    }
 }
 
 // ---------------------------------------------------------------- SQL

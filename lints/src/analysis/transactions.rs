@@ -127,6 +127,9 @@ impl Transactions {
     /// Finds the transactions of `f`. Empty unless the package depends on a database client
     /// (for SQL shapes), DynamoDB or Redis.
     pub fn of_fn(package: &Package, f: &FnDef) -> Transactions {
+        // The `use` renames of f's file: `use sqlx::PgPool as Db;` makes `&Db` a pool.
+        let uses = &package.file(f.span.file).uses;
+        let is_pool_type = |ty: &crate::model::ir::Type| is_pool_type(ty, uses);
         let mut out = Transactions {
             txs: Vec::new(),
             // A pool parameter hands out autocommit connections, whatever the caller has: a
@@ -154,7 +157,7 @@ impl Transactions {
         // Handles bound by `let`, with their aliases.
         let mut lets: Vec<(&Pat, &Expr)> = Vec::new();
         body.walk_lets(&mut |pat, init| lets.extend(init.map(|i| (pat, i))));
-        for (pat, init) in lets {
+        for &(pat, init) in &lets {
             let Some(name) = pat.simple_name() else {
                 continue;
             };
@@ -188,7 +191,7 @@ impl Transactions {
                     });
                 }
             }
-            if let Some(kind) = request_tx(e, dynamo, redis) {
+            if let Some(kind) = request_tx(e, &lets, dynamo, redis) {
                 out.txs.push(Tx {
                     kind,
                     begin: e.span,
@@ -295,11 +298,18 @@ pub fn is_named_one_of(name: &str, words: &[&str]) -> bool {
         .any(|w| n == *w || n.starts_with(&format!("{w}_")) || n.ends_with(&format!("_{w}")))
 }
 
-/// `&PgPool`, `Pool<Postgres>`, `&DatabaseConnection` (sea-orm's pool), `deadpool_postgres::Pool`.
-fn is_pool_type(ty: &crate::model::ir::Type) -> bool {
+/// `&PgPool`, `Pool<Postgres>`, `&DatabaseConnection` (sea-orm's pool), `deadpool_postgres::Pool`,
+/// also under the name a `use .. as ..` of the file gives it.
+fn is_pool_type(ty: &crate::model::ir::Type, uses: &[crate::model::UseDecl]) -> bool {
+    let pool = |last: &str| last.ends_with("Pool") || last == "DatabaseConnection";
     ty.core_path().is_some_and(|p| {
         let last = p.last();
-        last.ends_with("Pool") || last == "DatabaseConnection"
+        pool(last)
+            || p.segments.len() == 1
+                && last.starts_with(char::is_uppercase)
+                && uses
+                    .iter()
+                    .any(|u| u.alias == last && u.path.last().is_some_and(|l| pool(l)))
     })
 }
 
@@ -347,12 +357,28 @@ fn closure_tx(e: &Expr) -> Option<(Option<String>, Span)> {
 }
 
 /// The `.send()` of a `transact_write_items()` chain, or the `query_async`/`query` of a
-/// `pipe().atomic()` chain.
-fn request_tx(e: &Expr, dynamo: bool, redis: bool) -> Option<TxKind> {
+/// `pipe().atomic()` chain, also when the chain was begun in a local (`let p =
+/// redis::pipe().atomic()..; p.query_async(conn)`).
+fn request_tx(e: &Expr, lets: &[(&Pat, &Expr)], dynamo: bool, redis: bool) -> Option<TxKind> {
     let ExprKind::MethodCall { method, .. } = &e.kind else {
         return None;
     };
-    let chain = e.method_chain();
+    let mut chain = e.method_chain();
+    let mut root = e.peel();
+    for _ in 0..4 {
+        while let ExprKind::MethodCall { receiver, .. } = &root.kind {
+            root = receiver.peel();
+        }
+        let Some(name) = root.as_path().and_then(|p| p.as_ident()) else {
+            break;
+        };
+        let mut defs = lets.iter().filter(|(p, _)| p.simple_name() == Some(name));
+        let (Some((_, init)), None) = (defs.next(), defs.next()) else {
+            break;
+        };
+        chain.extend(init.method_chain());
+        root = init.peel();
+    }
     if dynamo && method == "send" && chain.contains(&"transact_write_items") {
         return Some(TxKind::DynamoTransactWrite);
     }

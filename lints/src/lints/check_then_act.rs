@@ -42,14 +42,16 @@ declare_lint! {
     ///   backend calls as `<Pg as Queries<Postgres>>::insert_if_missing((FIND, INSERT), ..)`)
     ///   is reported there, once, when some caller's statements make it a check-then-act;
     /// - SQL built at run time with `format!` into a local or a field (a constructor's
-    ///   `let insert_sql = format!("INSERT INTO {table} ..")` kept as `Self { insert_sql }`):
+    ///   `let insert_sql = format!("INSERT INTO {table} ..")` kept as `Self { insert_sql }`,
+    ///   also from a helper of the same file that ends in such a `format!`):
     ///   the template is the SQL, with constant arguments spliced in and a run-time value
     ///   taken as a name where it can only be one (after `FROM`/`INTO`/`UPDATE`/`JOIN`, glued
     ///   to a name as in `{schema}.jobs`, or inside a quoted literal). A run-time value
     ///   anywhere else (`VALUES ({list})`, `WHERE {cond}`, a spliced `{on_conflict}`) could
     ///   change the statement, and the text is not read;
     /// - diesel chains (`insert_into(t).values(..)`, `.on_conflict(..).do_nothing()`,
-    ///   `t.filter(..).first(conn)`/`.load(conn)`, `update(..).set(..)`) and sea-orm
+    ///   `t.filter(..).first(conn)`/`.load(conn)`, `select(exists(t.filter(..)))`,
+    ///   `update(..).set(..)`) and sea-orm
     ///   (`Entity::find_by_id(..).one(db)`, `Entity::insert(..).on_conflict(..).exec(db)`,
     ///   `ActiveModel { .. }.insert(db)`);
     /// - sea-query statements written as one chain (`Query::insert().into_table(T)
@@ -58,7 +60,14 @@ declare_lint! {
     ///   `Query::update()`, `Query::delete()`), run through `.build_sqlx(..)` and sqlx's
     ///   `query_with`, `.to_string(..)`, or sea-orm's `backend.build(&stmt)`;
     /// - Redis commands as methods, `redis::cmd("SET").arg(..)` and `redis::pipe()`, with
-    ///   `NX` read from the arguments;
+    ///   `NX` read from the arguments, on any connection (a pooled one from bb8 or
+    ///   deadpool-redis: `pool.get().await?`); `SETNX`, `HSETNX` and `SADD` claim only when
+    ///   their answer is tested (`let _: bool = conn.hset_nx(..)` right after a check is a
+    ///   plain write), and `SISMEMBER`/`HEXISTS` are checks;
+    /// - DynamoDB `get_item`/`query` and `put_item`/`update_item`; attributes written beside
+    ///   the marker that say who or where (a parameter such as the account or owner, an
+    ///   environment variable such as the worker's host) keep it a marker, and of several
+    ///   key-like attribute names the first written is the key;
     /// - web framework session stores used as key-value stores (`tower_sessions`,
     ///   `actix_session`, `ruts`, ... : `session.get(k)`, `session.insert(k, v)`,
     ///   `session.set(k, ..)`), where idempotency middleware caches responses; they have
@@ -111,7 +120,8 @@ declare_lint! {
     /// (`let mut q = Query::insert()..; q.on_conflict(..);`), or whose `on_conflict` is not
     /// written as an `OnConflict` chain, is not read; its binds are not matched to keys, so
     /// it is compared by table. A pipeline (`redis::pipe()`) counts as its
-    /// strongest command.
+    /// strongest command. SQL text a helper builds with `format!` and returns is read where
+    /// a constructor keeps it in a field only when the helper is in the same file.
     ///
     /// ### Example
     /// ```rust
@@ -240,6 +250,9 @@ fn fn_findings(summaries: &Summaries, f: &FnDef, flow: &FnFlow, guard_fn: bool) 
                 let effects = effects.get_or_insert_with(|| EffectsByPosition::new(flow));
                 match effects.between(flow, decision, write.span) {
                     Some(e) => Some(e),
+                    // A claim made here whose answer nobody tests decides nothing: the
+                    // check did.
+                    None if untested_claim(write) => None,
                     // An atomic write right after the check is the claim: the check is
                     // only a shortcut.
                     None => continue,
@@ -256,6 +269,12 @@ fn fn_findings(summaries: &Summaries, f: &FnDef, flow: &FnFlow, guard_fn: bool) 
         }
     }
     out
+}
+
+/// An atomic claim made in this function whose answer is dropped (`let _: bool =
+/// conn.hset_nx(..)`): a plain write. Through a helper, the answer may be tested inside it.
+fn untested_claim(write: &StoreEvent) -> bool {
+    write.via.is_none() && write.access.access == Access::Claim && !write.won_claim()
 }
 
 /// A read whose answer can be stale by the time of the write: not a locking read.

@@ -30,7 +30,8 @@ declare_lint! {
     /// constant skeleton of a `format!`, diesel, sea-orm and sea-query chains.
     ///
     /// Business writes are the other writes that a retry would repeat (increments, plain
-    /// inserts), directly or through helpers, through each production implementation of a
+    /// inserts, Redis counter, list and stream commands such as `INCR`, `HINCRBY`, `RPUSH`,
+    /// `XADD` in any spelling, also inside a `pipe().atomic()`), directly or through helpers, through each production implementation of a
     /// crate trait, and calls the analysis cannot see into that are handed the transaction,
     /// connection or pool: a handler behind a trait object or from another crate
     /// (`handler.handle(&event, pool).await?`) or a callback parameter (`on_event(event,

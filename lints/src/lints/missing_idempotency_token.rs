@@ -1,13 +1,14 @@
 //! `missing_idempotency_token`: an API call that takes an idempotency token, sent without one.
 
 use crate::analysis::message_key::{self, MessageKey};
+use crate::analysis::resolve::Resolver;
 use crate::analysis::FastMap;
 use crate::analysis::{Analysis, Chain, DefPath, Locals, MethodStep, Step, TypeEnv};
 use crate::catalog::tokens::{aws::AWS, Api, Fill, RepeatEffect};
 use crate::context::LintContext;
 use crate::declare_lint;
 use crate::diagnostic::Applicability;
-use crate::model::ir::{Block, Expr, ExprKind};
+use crate::model::ir::{Block, Expr, ExprKind, Path};
 use crate::model::{FileModel, FnDef, Package, Span};
 use rayon::prelude::*;
 use serde::Deserialize;
@@ -199,16 +200,22 @@ pub fn check(cx: &mut LintContext<'_>) {
     let reported = &cx.settings.missing_idempotency_token.repeat_effects;
     let findings = find_unset_tokens(package, cx.analysis(), &catalog);
     let mut items_conditional = None;
-    for f in findings.into_iter().filter(|f| {
-        let repeat = if is_dynamodb_transaction(&f.api)
-            && *items_conditional.get_or_insert_with(|| every_transaction_item_conditional(package))
-        {
-            RepeatEffect::Conflicts
-        } else {
-            f.api.repeat
-        };
-        reported.contains(&repeat)
-    }) {
+    let resolver = &cx.analysis().resolver;
+    let kept: Vec<Finding<'_>> = findings
+        .into_iter()
+        .filter(|f| {
+            let repeat = if is_dynamodb_transaction(&f.api)
+                && *items_conditional
+                    .get_or_insert_with(|| every_transaction_item_conditional(package, resolver))
+            {
+                RepeatEffect::Conflicts
+            } else {
+                f.api.repeat
+            };
+            reported.contains(&repeat)
+        })
+        .collect();
+    for f in kept {
         report(cx, f);
     }
 }
@@ -223,7 +230,7 @@ fn is_dynamodb_transaction(api: &Api<'_>) -> bool {
 /// one: a repeat of such a transaction fails its conditions instead of writing twice. The
 /// items are often built in other functions and handed to the one that sends (a
 /// `Vec<TransactWriteItem>` parameter), so the whole crate is read rather than the call.
-fn every_transaction_item_conditional(package: &Package) -> bool {
+fn every_transaction_item_conditional(package: &Package, resolver: &Resolver) -> bool {
     let mut items = 0usize;
     let mut unconditional = 0usize;
     for (file, f) in package.fns() {
@@ -233,7 +240,8 @@ fn every_transaction_item_conditional(package: &Package) -> bool {
         let Some(body) = &f.body else { continue };
         body.walk(&mut |e| {
             let chain = e.method_chain();
-            if chain.first() != Some(&"build") || !builds_writing_item(e) {
+            let resolve = |p: &Path| resolver.resolve(file.target, &f.module, p, None);
+            if chain.first() != Some(&"build") || !builds_writing_item(e, resolve) {
                 return;
             }
             items += 1;
@@ -249,8 +257,8 @@ fn every_transaction_item_conditional(package: &Package) -> bool {
 }
 
 /// `Put::builder()` or `Update::builder()` (of `aws_sdk_dynamodb::types`) at the root of
-/// the chain `e`.
-fn builds_writing_item(e: &Expr) -> bool {
+/// the chain `e`, under whatever name they were imported.
+fn builds_writing_item(e: &Expr, resolve: impl Fn(&Path) -> DefPath) -> bool {
     let mut cur = e.peel();
     while let ExprKind::MethodCall { receiver, .. } = &cur.kind {
         cur = receiver.peel();
@@ -259,10 +267,12 @@ fn builds_writing_item(e: &Expr) -> bool {
         return false;
     };
     func.as_path().is_some_and(|p| {
-        let n = p.segments.len();
+        let def = resolve(p);
+        let segments = &def.segments;
+        let n = segments.len();
         n >= 2
-            && p.segments[n - 1] == "builder"
-            && matches!(p.segments[n - 2].as_str(), "Put" | "Update")
+            && segments[n - 1] == "builder"
+            && matches!(segments[n - 2].as_str(), "Put" | "Update")
     })
 }
 

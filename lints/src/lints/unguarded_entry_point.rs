@@ -30,7 +30,8 @@ declare_lint! {
     ///
     /// Side effects are calls that change something outside and would change it again on a
     /// repeat: AWS SDK operations, HTTP `POST`/`PUT`/`PATCH`, e-mail, payment API calls, store
-    /// writes that add a row or increment. Operations whose repeat does nothing more are not
+    /// writes that add a row or increment (not Redis counters and list or stream pushes, the
+    /// bookkeeping of queues and rate limits). Operations whose repeat does nothing more are not
     /// effects: reads (`get_*`, `describe_*`, `list_*`, `query`, `scan`, HTTP `GET`), deletes
     /// (`delete_object`, HTTP `DELETE`, store deletes), acknowledgements (SQS
     /// `delete_message`), upserts and overwrites.
