@@ -4,7 +4,6 @@
 
 use super::engine::{Analysis, Problem};
 use super::position::{self, Encoding};
-use crate::fix;
 use crate::report::Finding;
 use crate::source::SourceFile;
 use idem_lints::model::Span;
@@ -224,27 +223,20 @@ pub fn code_actions(
     for f in findings_at(analysis, path, lo, hi) {
         for s in &f.diag.suggestions {
             let mut changes: HashMap<Uri, Vec<TextEdit>> = HashMap::new();
-            // Moves (a mark moved onto the transaction) become a deletion and an insertion.
+            // The edits `--fix` makes and the JSON suggests: a move is a deletion and an
+            // insertion, an inserted call or attribute comes with its line break.
             let edits = s.concrete_edits(&|file| &*analysis.report.source(f.package, file).text);
             for (span, text) in &edits {
                 let src = analysis.report.source(f.package, span.file);
                 let Some(uri) = uris.uri_of(&src.path) else {
                     continue;
                 };
-                // Laid out as `--fix` lays it out (an inserted chain call on its own line).
                 let lo = src.clamp(span.lo as usize);
-                let edit = fix::fit_to_chain(
-                    &src.text,
-                    fix::Edit {
-                        range: lo..src.clamp(span.hi as usize).max(lo),
-                        text: text.clone(),
-                    },
-                );
-                let range = position::range(src, edit.range.start, edit.range.end, enc);
+                let range = position::range(src, lo, src.clamp(span.hi as usize).max(lo), enc);
                 changes
                     .entry(uri)
                     .or_default()
-                    .push(TextEdit::new(range, edit.text));
+                    .push(TextEdit::new(range, text.clone()));
             }
             actions.push(CodeAction {
                 title: s.message.clone(),
