@@ -245,7 +245,7 @@ fn the_unguarded_entry_point_is_offered_the_guard_attribute_with_a_store_placeho
         .expect("a suggestion");
     assert_eq!(
         fix["suggested_replacement"],
-        "\n#[idempotent(key = ready.event_id, store = /* store */)]"
+        "\n#[idem_guard::idempotent(key = ready.event_id, store = /* store */)]"
     );
     assert_eq!(fix["suggestion_applicability"], "HasPlaceholders");
     // After the doc comment of `admin_resend`, the line above the fn.
