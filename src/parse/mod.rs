@@ -706,12 +706,17 @@ fn recovered(
     problem: Diagnostic,
     deadline: Instant,
 ) -> Loaded {
-    let kept = recover::without_broken_items(&source.text).and_then(|kept| {
-        match worker::parse(&kept, id, p.module.clone(), p.in_test, deadline) {
+    let kept =
+        recover::without_broken_items(&source.text, deadline).and_then(|kept| match worker::parse(
+            &kept,
+            id,
+            p.module.clone(),
+            p.in_test,
+            deadline,
+        ) {
             worker::Outcome::Parsed(model) => Some(model),
             _ => None,
-        }
-    });
+        });
     let Some(mut model) = kept else {
         return placeholder(id, p, problem, source);
     };

@@ -9,6 +9,7 @@
 
 use idem_lints::model::nesting::{self, MAX_NESTING};
 use std::ops::Range;
+use std::time::Instant;
 
 /// An unbalanced delimiter: where it is, and the delimiter that showed it (a mismatched
 /// closing one), if any.
@@ -22,13 +23,16 @@ pub struct DelimiterError {
 
 /// `text` with every top-level item that does not parse on its own written over with spaces
 /// (line breaks kept, so every offset and line stays that of `text`); `None` when there is
-/// nothing to keep (no item parses) or the file is nested too deep to try.
-pub fn without_broken_items(text: &str) -> Option<String> {
+/// nothing to keep (no item parses), the file is nested too deep to try, or `deadline` passes.
+pub fn without_broken_items(text: &str, deadline: Instant) -> Option<String> {
     nesting::check(text, MAX_NESTING).ok()?;
     let items = top_level_items(text);
     let mut out = String::with_capacity(text.len());
     let mut kept = false;
     for item in items {
+        if Instant::now() > deadline {
+            return None;
+        }
         let piece = &text[item];
         if syn::parse_file(piece).is_ok() {
             kept |= !piece.trim().is_empty();
@@ -353,12 +357,15 @@ mod tests {
     #[test]
     fn the_items_that_parse_are_kept_and_the_broken_one_blanked() {
         let text = "//! Root.\n\nmod a;\n/// Docs.\n#[path = \"x.rs\"]\npub mod b;\n\npub fn f() {\n    foo(;\n}\n\nmod c {\n    mod d;\n}\n";
-        let kept = without_broken_items(text).expect("something kept");
+        let later = Instant::now() + std::time::Duration::from_secs(60);
+        let kept = without_broken_items(text, later).expect("something kept");
         assert_eq!(kept.len(), text.len());
         assert_eq!(kept.lines().count(), text.lines().count());
         let file = syn::parse_file(&kept).expect("parses");
         assert_eq!(file.items.len(), 3, "{kept}");
         assert!(!kept.contains("foo") && kept.contains("mod d;") && kept.contains("#[path"));
-        assert_eq!(without_broken_items("fn f() { foo(; }"), None);
+        assert_eq!(without_broken_items("fn f() { foo(; }", later), None);
+        let past = Instant::now() - std::time::Duration::from_millis(1);
+        assert_eq!(without_broken_items(text, past), None, "past the deadline");
     }
 }
