@@ -190,7 +190,7 @@ fn a_file_over_the_time_budget_is_skipped_and_the_rest_finishes() {
     assert_eq!(got.len(), 2, "{got:?}");
     assert_eq!(
         (got[0].0.as_str(), got[0].2.as_str()),
-        ("src/broken.rs", "file does not parse")
+        ("src/broken.rs", "this file contains an unclosed delimiter")
     );
     assert_eq!(got[1].0, "src/slow.rs");
     assert_eq!(got[1].2, "parsing took longer than 1000 ms; file skipped");
