@@ -427,6 +427,9 @@ fn load_package_inner(
                     let mut next = (Vec::new(), Vec::new());
                     if p.follow {
                         children(p, &file.model, package_root, &mut next.0, &mut next.1);
+                        if !file.problems.is_empty() {
+                            earlier_children(*id, p, opts, inputs, package_root, &mut next.0);
+                        }
                     }
                     (file, next)
                 })
@@ -514,6 +517,29 @@ fn children(
                 problems.push(d);
             }
         }
+    }
+}
+
+/// Queues the out-of-line modules of the last version of a buffer that parsed
+/// ([`Overlays::keep_module_tree`]) too, for a file whose current text does not: what the
+/// current text also declares is read once (the next level skips a path seen before), and a
+/// module file missing is not reported from the old text.
+fn earlier_children(
+    id: FileId,
+    p: &Pending,
+    opts: &ParseOptions,
+    inputs: Inputs<'_>,
+    package_root: &Path,
+    next: &mut Vec<Pending>,
+) {
+    let Some(text) = inputs.overlays.and_then(|o| o.module_tree_text(&p.path)) else {
+        return;
+    };
+    let deadline = Instant::now() + opts.file_timeout;
+    if let worker::Outcome::Parsed(model) =
+        worker::parse(text, id, p.module.clone(), p.in_test, deadline)
+    {
+        children(p, &model, package_root, next, &mut Vec::new());
     }
 }
 
