@@ -83,11 +83,10 @@ pub fn plan(
             .filter(|(at, _)| at.file == first.file)
             .map(|(at, text)| {
                 let lo = src.clamp(at.lo as usize);
-                let edit = Edit {
+                Edit {
                     range: lo..src.clamp(at.hi as usize).max(lo),
                     text: text.clone(),
-                };
-                fit_to_chain(&src.text, edit)
+                }
             })
             .collect();
         let new: Vec<&Edit> = edits.iter().filter(|e| !plan.edits.contains(e)).collect();
@@ -105,44 +104,6 @@ pub fn plan(
         plan.edits.sort_by_key(|e| (e.range.start, e.range.end));
     }
     files
-}
-
-/// An inserted method call or attribute laid out as rustfmt would: a call inserted at the
-/// end of a line of a chain written one call per line (`.role(..)\n    .send()`) and an
-/// attribute inserted after the last attribute of an item get a line of their own with the
-/// next line's indentation; an attribute inserted at the start of an item's line is
-/// followed by a line break with that line's indentation.
-pub fn fit_to_chain(text: &str, edit: Edit) -> Edit {
-    let is_call = edit.text.starts_with('.');
-    let is_attr = edit.text.starts_with("#[");
-    if !edit.range.is_empty() || !(is_call || is_attr) || edit.text.contains('\n') {
-        return edit;
-    }
-    let at = edit.range.start;
-    let line_start = text[..at].rfind('\n').map_or(0, |i| i + 1);
-    let before = &text[line_start..at];
-    if is_attr && before.trim().is_empty() {
-        return Edit {
-            text: format!("{}\n{before}", edit.text),
-            ..edit
-        };
-    }
-    let rest = &text[at..];
-    let Some(line_end) = rest.find('\n') else {
-        return edit;
-    };
-    if !rest[..line_end].trim().is_empty() {
-        return edit;
-    }
-    let next = &rest[line_end + 1..];
-    let indent = &next[..next.len() - next.trim_start_matches([' ', '\t']).len()];
-    if is_call && !next[indent.len()..].starts_with('.') {
-        return edit;
-    }
-    Edit {
-        text: format!("\n{indent}{}", edit.text),
-        ..edit
-    }
 }
 
 /// Two edits touch the same text, or insert at the same point (their order would be a
@@ -369,30 +330,6 @@ mod tests {
         let text = "let a = 1;\nlet b = 2;\n";
         let edits = [edit(4..5, "x"), edit(15..16, "y"), edit(21..21, " // ok")];
         assert_eq!(apply(text, &edits), "let x = 1;\nlet y = 2; // ok\n");
-    }
-
-    #[test]
-    fn a_call_inserted_into_a_laid_out_chain_gets_its_own_line() {
-        let text = "c.op()\n    .role(r)\n    .send()";
-        let at = text.find(".send").unwrap() - "\n    ".len();
-        let e = fit_to_chain(text, edit(at..at, ".token(k)"));
-        assert_eq!(
-            apply(text, &[e]),
-            "c.op()\n    .role(r)\n    .token(k)\n    .send()"
-        );
-        let doc = "    /// Resends.\n    pub fn resend() {}\n";
-        let at = doc.find('\n').unwrap();
-        let e = fit_to_chain(doc, edit(at..at, "#[x]"));
-        assert_eq!(
-            apply(doc, &[e]),
-            "    /// Resends.\n    #[x]\n    pub fn resend() {}\n"
-        );
-        let bare = "    pub fn resend() {}\n";
-        let e = fit_to_chain(bare, edit(4..4, "#[x]"));
-        assert_eq!(apply(bare, &[e]), "    #[x]\n    pub fn resend() {}\n");
-        let one_line = "c.op().send()";
-        let e = fit_to_chain(one_line, edit(6..6, ".token(k)"));
-        assert_eq!(apply(one_line, &[e]), "c.op().token(k).send()");
     }
 
     #[test]

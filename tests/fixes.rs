@@ -9,6 +9,8 @@ use cargo_idem_lint::fix;
 use common::run_in;
 use idem_lints::model::Span;
 use idem_lints::{Applicability, Diagnostic};
+use serde_json::Value;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// Every `.rs` file below `dir`, sorted.
@@ -243,7 +245,7 @@ fn the_unguarded_entry_point_is_offered_the_guard_attribute_with_a_store_placeho
         .expect("a suggestion");
     assert_eq!(
         fix["suggested_replacement"],
-        "#[idempotent(key = ready.event_id, store = /* store */)]"
+        "\n#[idem_guard::idempotent(key = ready.event_id, store = /* store */)]"
     );
     assert_eq!(fix["suggestion_applicability"], "HasPlaceholders");
     // After the doc comment of `admin_resend`, the line above the fn.
@@ -263,4 +265,127 @@ fn the_unguarded_entry_point_is_offered_the_guard_attribute_with_a_store_placeho
 fn unsafe_fixes_alone_is_a_usage_error() {
     run_in(&common::repo(), &["fixtures/demo", "--unsafe-fixes"])
         .assert_one_line_error("`--unsafe-fixes` goes with `--fix` or `--diff`");
+}
+
+/// The files as a tool that reads the JSON leaves them (rustfix, rust-analyzer's "apply
+/// suggestion"): per finding its first suggestion whose applicability is in `accept`, each
+/// span's byte range replaced by its `suggested_replacement` as it is. A suggestion that
+/// overlaps one taken before is left out and the same edit twice is made once, the rule
+/// `--fix` follows, so the two can be compared.
+fn apply_json_suggestions(messages: &[Value], accept: &[&str]) -> BTreeMap<PathBuf, String> {
+    let mut edits: BTreeMap<PathBuf, Vec<(usize, usize, String)>> = BTreeMap::new();
+    for m in messages {
+        let children = m["message"]["children"].as_array().expect("children");
+        let Some(spans) = children
+            .iter()
+            .filter_map(|c| c["spans"].as_array())
+            .find(|spans| {
+                spans.first().is_some_and(|s| {
+                    s["suggestion_applicability"]
+                        .as_str()
+                        .is_some_and(|a| accept.contains(&a))
+                })
+            })
+        else {
+            continue;
+        };
+        let taken: Vec<(PathBuf, (usize, usize, String))> = spans
+            .iter()
+            .map(|s| {
+                let at = |k: &str| s[k].as_u64().expect("byte offset") as usize;
+                let text = s["suggested_replacement"].as_str().expect("replacement");
+                (
+                    PathBuf::from(s["file_name"].as_str().expect("file_name")),
+                    (at("byte_start"), at("byte_end"), text.to_string()),
+                )
+            })
+            .collect();
+        let clashes = taken.iter().any(|(file, (lo, hi, text))| {
+            edits.get(file).is_some_and(|done| {
+                done.iter().any(|(dlo, dhi, dtext)| {
+                    let same = (dlo, dhi, dtext) == (lo, hi, text);
+                    let same_point = lo == dlo && (lo == hi || dlo == dhi);
+                    !same && (same_point || (lo < dhi && dlo < hi))
+                })
+            })
+        });
+        if clashes {
+            continue;
+        }
+        for (file, edit) in taken {
+            let done = edits.entry(file).or_default();
+            if !done.contains(&edit) {
+                done.push(edit);
+            }
+        }
+    }
+    edits
+        .into_iter()
+        .map(|(file, mut list)| {
+            let mut text = read(&file);
+            list.sort_by_key(|(lo, hi, _)| std::cmp::Reverse((*lo, *hi)));
+            for (lo, hi, with) in list {
+                text.replace_range(lo..hi, &with);
+            }
+            (file, text)
+        })
+        .collect()
+}
+
+/// The fixes' fixtures and the demo, each copied to a temporary directory.
+fn fix_inputs() -> Vec<(tempfile::TempDir, PathBuf)> {
+    let mut inputs = fixtures();
+    inputs.push(common::repo().join("fixtures/demo"));
+    inputs
+        .into_iter()
+        .map(|from| {
+            let tmp = tempfile::tempdir().expect("tempdir");
+            let dir = tmp.path().join("crate");
+            common::copy_dir(&from, &dir);
+            (tmp, dir)
+        })
+        .collect()
+}
+
+#[test]
+fn json_suggestions_applied_literally_make_what_fix_makes() {
+    for (_tmp, dir) in fix_inputs() {
+        let json = run_in(&dir, &["--message-format", "json"]);
+        let messages = json.messages();
+        let literal = apply_json_suggestions(&messages, &["MachineApplicable", "MaybeIncorrect"]);
+        assert!(!literal.is_empty(), "{}: no suggestion", dir.display());
+        let originals: Vec<(PathBuf, String)> = sources(&dir)
+            .into_iter()
+            .map(|p| (p.clone(), read(&p)))
+            .collect();
+        run_in(&dir, &["--fix", "--unsafe-fixes"]).assert_code(0);
+        for (p, original) in &originals {
+            let expected = literal.get(p).unwrap_or(original);
+            assert_eq!(&read(p), expected, "{}", p.display());
+        }
+    }
+}
+
+#[test]
+fn every_json_suggestion_applied_literally_is_the_edit_fix_would_make() {
+    use cargo_idem_lint::{config::Config, discovery, parse::ParseOptions, report};
+    for (_tmp, dir) in fix_inputs() {
+        let json = run_in(&dir, &["--message-format", "json"]);
+        let all = ["MachineApplicable", "MaybeIncorrect", "HasPlaceholders"];
+        let literal = apply_json_suggestions(&json.messages(), &all);
+        let ws = discovery::discover(&discovery::Selection::dir(&dir)).expect("discovers");
+        let config = Config::load(&ws).expect("config");
+        let report = report::check(&ws, &ParseOptions::default(), &config, &[]).expect("checks");
+        let plans = fix::plan(&report, &|_| true);
+        let planned: BTreeMap<PathBuf, String> = plans
+            .iter()
+            .map(|(p, plan)| (p.clone(), fix::apply(&plan.original, &plan.edits)))
+            .collect();
+        assert_eq!(literal, planned, "{}", dir.display());
+        for (p, text) in &literal {
+            if let Err(e) = syn::parse_file(text) {
+                panic!("{}: {e}\n{text}", p.display());
+            }
+        }
+    }
 }

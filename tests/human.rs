@@ -115,3 +115,44 @@ fn labels_notes_help_and_suggestions() {
         &common::emit_decorated(MessageFormat::Human),
     );
 }
+
+/// Suggestions read as rustc's (issue 25, item 5): a `help:` line, then the edited lines with
+/// their numbers, `+`/`~` under an edit inside a line or `-`/`+` lines; each once, no help
+/// line repeated by a suggestion, and no line ending in blanks.
+#[test]
+fn suggestions_render_as_snippets_of_the_edited_lines() {
+    let demo = common::repo().join("fixtures/demo");
+    let out = run_in(&demo, &["--color", "never", "--no-cache"]);
+    check_snapshot("demo.human.txt", &out.stdout);
+    let lines: Vec<&str> = out.stdout.lines().collect();
+    assert!(
+        lines.iter().all(|l| l.trim_end() == *l),
+        "{:?}",
+        lines.iter().find(|l| l.trim_end() != **l)
+    );
+    let helps: Vec<usize> = (0..lines.len())
+        .filter(|&i| lines[i].starts_with("help: "))
+        .collect();
+    assert_eq!(
+        helps.len(),
+        5,
+        "one per finding's suggestion:\n{}",
+        out.stdout
+    );
+    for i in helps {
+        // The gutter, then a numbered line of code.
+        assert!(lines[i + 1].trim_end().ends_with('|'), "{}", lines[i + 1]);
+        let numbered = lines[i + 2].trim_start();
+        assert!(
+            numbered.starts_with(|c: char| c.is_ascii_digit()),
+            "{}",
+            lines[i + 2]
+        );
+        let message = lines[i].trim_start_matches("help: ");
+        let repeated = lines
+            .iter()
+            .filter(|l| l.trim_start().trim_start_matches("= help: ") == message)
+            .count();
+        assert_eq!(repeated, 0, "`{message}` also as a help line");
+    }
+}

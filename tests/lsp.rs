@@ -510,3 +510,88 @@ fn rapid_edits_publish_only_the_latest_version_and_hovers_answer_meanwhile() {
     assert_eq!(versions, [json!(6)], "only the latest version is published");
     assert!(c.shutdown().success());
 }
+
+/// A half-typed line in the crate root (issue 25, item 3): a keystroke in `lib.rs` that
+/// breaks its parse must not clear the findings of the files its `mod` declarations reach,
+/// and the error is on the delimiter left open.
+#[test]
+fn a_half_typed_line_in_the_crate_root_keeps_the_other_files_findings() {
+    let (_tmp, root) = fixture_copy();
+    let lib = root.join("src/lib.rs");
+    let transcode = uri(&root.join("src/transcode.rs"));
+    let text = std::fs::read_to_string(&lib).expect("read");
+    let mut c = start(&root);
+    initialize(&mut c, &[&root], json!({}));
+    open(&mut c, &lib, &text);
+    c.diagnostics_where(&uri(&lib), |p| p["version"] == 1);
+    let before = c.diagnostics_for(&transcode);
+    assert_eq!(codes(&before), ["idem::missing_idempotency_token"]);
+
+    let half = format!("{text}\npub fn half_typed() {{\n    start(;\n}}\n");
+    c.notify(
+        "textDocument/didChange",
+        json!({"textDocument": {"uri": uri(&lib), "version": 2},
+               "contentChanges": [{"text": half}]}),
+    );
+    let second = c.diagnostics_where(&uri(&lib), |p| p["version"] == 2);
+    let error = second["diagnostics"]
+        .as_array()
+        .expect("diagnostics")
+        .iter()
+        .find(|d| d["code"] == "idem::parse_error")
+        .unwrap_or_else(|| panic!("a parse error: {second}"));
+    let (line, col) = position_of(&half, "start(;");
+    assert_eq!(error["range"]["start"]["line"], line, "{error}");
+    assert_eq!(
+        error["range"]["start"]["character"],
+        col + "start".len() as u32,
+        "{error}"
+    );
+    // One analysis publishes a file's cleared diagnostics before the others: had
+    // `transcode.rs` lost its finding, its empty list would have come before `lib.rs`'s.
+    let cleared: Vec<&Value> = c
+        .notifications
+        .iter()
+        .filter(|m| m["params"]["uri"] == transcode)
+        .collect();
+    assert!(cleared.is_empty(), "{cleared:?}");
+    assert!(c.shutdown().success());
+}
+
+/// While a buffer does not parse, the language server also follows the `mod` declarations
+/// of its last version that did (issue 25, item 3): deleting the `;` of `pub mod transcode;`
+/// (the item the recovery must drop) keeps `transcode.rs` and its finding.
+#[test]
+fn a_broken_mod_line_keeps_the_module_tree_of_the_last_version_that_parsed() {
+    let (_tmp, root) = fixture_copy();
+    let lib = root.join("src/lib.rs");
+    let transcode = uri(&root.join("src/transcode.rs"));
+    let text = std::fs::read_to_string(&lib).expect("read");
+    assert!(text.contains("pub mod transcode;\n"));
+    let mut c = start(&root);
+    initialize(&mut c, &[&root], json!({}));
+    open(&mut c, &lib, &text);
+    c.diagnostics_where(&uri(&lib), |p| p["version"] == 1);
+    let before = c.diagnostics_for(&transcode);
+    assert_eq!(codes(&before), ["idem::missing_idempotency_token"]);
+
+    let half = text.replace("pub mod transcode;", "pub mod transcode");
+    c.notify(
+        "textDocument/didChange",
+        json!({"textDocument": {"uri": uri(&lib), "version": 2},
+               "contentChanges": [{"text": half}]}),
+    );
+    let second = c.diagnostics_where(&uri(&lib), |p| p["version"] == 2);
+    assert!(
+        codes(&second).contains(&"idem::parse_error".to_string()),
+        "{second}"
+    );
+    // As in the test above: a cleared `transcode.rs` would have been published first.
+    let cleared: Vec<&Value> = c
+        .notifications
+        .iter()
+        .filter(|m| m["params"]["uri"] == transcode)
+        .collect();
+    assert!(cleared.is_empty(), "{cleared:?}");
+    assert!(c.shutdown().success());
+}

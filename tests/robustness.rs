@@ -190,8 +190,46 @@ fn a_file_over_the_time_budget_is_skipped_and_the_rest_finishes() {
     assert_eq!(got.len(), 2, "{got:?}");
     assert_eq!(
         (got[0].0.as_str(), got[0].2.as_str()),
-        ("src/broken.rs", "file does not parse")
+        ("src/broken.rs", "this file contains an unclosed delimiter")
     );
     assert_eq!(got[1].0, "src/slow.rs");
     assert_eq!(got[1].2, "parsing took longer than 1000 ms; file skipped");
+}
+
+/// A half-typed line in the crate root (issue 25, item 3): the other files are still reached
+/// through its `mod` declarations, so their findings are those of the intact crate, and the
+/// error points at the delimiter left open, as rustc does, not at the end of the file.
+#[test]
+fn a_half_typed_line_in_the_crate_root_keeps_the_module_tree() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("demo");
+    common::copy_dir(&common::repo().join("fixtures/demo"), &dir);
+    let intact = findings(&dir, &["--no-cache"]);
+    assert!(intact.iter().any(|f| f.0 == "src/notify.rs"), "{intact:?}");
+    let lib = dir.join("src/lib.rs");
+    let text = std::fs::read_to_string(&lib).expect("lib.rs");
+    let half = "\npub fn half_typed() {\n    notify(;\n}\n";
+    std::fs::write(&lib, format!("{text}{half}")).expect("write");
+    let broken = findings(&dir, &["--no-cache"]);
+    let line = text.lines().count() as u64 + 3;
+    let error = (
+        "src/lib.rs".to_string(),
+        line,
+        "mismatched closing delimiter".to_string(),
+    );
+    assert!(broken.contains(&error), "{broken:?}");
+    let others: Vec<_> = broken.into_iter().filter(|f| *f != error).collect();
+    assert_eq!(others, intact);
+}
+
+#[test]
+fn an_unclosed_delimiter_is_reported_where_it_was_opened() {
+    let dir = krate("pub fn f() {\n    g(;\n}\n\npub fn g() {}\n");
+    let out = run(&[s(dir.path()), "--message-format", "short"]);
+    assert!(
+        out.stdout
+            .contains("src/lib.rs:2:6: warning[idem::parse_error]: mismatched closing delimiter"),
+        "{}",
+        out.stdout
+    );
 }

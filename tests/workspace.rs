@@ -155,7 +155,7 @@ fn virtual_workspace_selection() {
     let here = run_in(&d.join("b/src"), &["--message-format", "short"]);
     assert_eq!(
         here.stdout,
-        "lib.rs:1:5: warning[idem::parse_error]: file does not parse\n"
+        "lib.rs:1:5: warning[idem::parse_error]: this file contains an unclosed delimiter\n"
     );
 }
 

@@ -4,6 +4,8 @@ use crate::lint::{Level, Lint};
 use crate::model::{FileId, Span};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+mod layout;
+
 /// How sure a suggestion is (rustc's `Applicability`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Applicability {
@@ -60,11 +62,21 @@ pub struct Move {
 }
 
 impl Suggestion {
-    /// The edits, with every move made a deletion and an insertion; `text` gives a file's
-    /// source. A move whose spans do not fit the text (out of range, a substitution
+    /// The edits as every consumer makes them (the JSON suggestion, `--fix`, the human
+    /// snippet, the editor's code action): every move made a deletion and an insertion, and
+    /// every insertion laid out with its line break ([`layout::lay_out`]); `text` gives a
+    /// file's source. A move whose spans do not fit the text (out of range, a substitution
     /// outside the statement) is left out.
     pub fn concrete_edits<'t>(&self, text: &dyn Fn(FileId) -> &'t str) -> Vec<(Span, String)> {
-        let mut out = self.edits.clone();
+        let mut out: Vec<(Span, String)> = self
+            .edits
+            .iter()
+            .map(|(at, with)| {
+                let laid =
+                    layout::lay_out(text(at.file), at.lo as usize, at.hi as usize, with.clone());
+                (*at, laid)
+            })
+            .collect();
         for m in &self.moves {
             out.extend(move_edits(m, text(m.from.file)));
         }

@@ -1,14 +1,15 @@
 //! rustc-style output through codespan-reporting.
 
-use super::{level_word, relative_path, snippet, Input};
+use super::{level_word, relative_path, snippet, suggestion, Input};
 use crate::report::{Finding, Report};
 use codespan_reporting::diagnostic::{Diagnostic as CsDiagnostic, Label, Severity};
 use codespan_reporting::files::{Error as FilesError, Files};
-use codespan_reporting::term::{self, termcolor::WriteColor, Chars, Config};
+use codespan_reporting::term::termcolor::{self, Color, ColorSpec, WriteColor};
+use codespan_reporting::term::{self, Chars, Config};
 use idem_lints::model::FileId;
 use idem_lints::Level;
 use std::collections::BTreeMap;
-use std::io;
+use std::io::{self, Write};
 use std::ops::Range;
 use std::path::Path;
 
@@ -168,10 +169,9 @@ impl View {
 }
 
 pub fn emit(input: &Input, out: &mut dyn WriteColor) -> io::Result<()> {
-    let config = rustc_like();
+    let color = out.supports_color();
     for f in &input.report.findings {
-        let (view, diag) = to_codespan(input, f);
-        term::emit_to_write_style(out, &config, &view, &diag).map_err(files_error)?;
+        out.write_all(&render(input, f, color)?)?;
     }
     summary(input, out)?;
     if let Some(b) = &input.report.baseline {
@@ -214,15 +214,119 @@ fn unselected_members(input: &Input, out: &mut dyn WriteColor) -> io::Result<()>
 
 /// The rendering of one finding without color, for JSON's `rendered`.
 pub fn render_plain(input: &Input, f: &Finding) -> String {
-    let (view, diag) = to_codespan(input, f);
-    term::emit_into_string(&rustc_like(), &view, &diag).unwrap_or_else(|_| {
-        format!(
+    match render(input, f, false) {
+        Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+        Err(_) => format!(
             "{}[{}]: {}\n",
             level_word(f.diag.level),
             f.diag.lint.code(),
             snippet::escape(&f.diag.message)
-        )
-    })
+        ),
+    }
+}
+
+/// One finding as rustc prints it: codespan's rendering of the message, labels, notes and
+/// help lines (no line ending in blanks), then each suggestion as a `help:` line with the
+/// lines it edits ([`suggestion::render`]), then the blank line that ends a diagnostic.
+fn render(input: &Input, f: &Finding, color: bool) -> io::Result<Vec<u8>> {
+    let new_buffer = || {
+        if color {
+            termcolor::Buffer::ansi()
+        } else {
+            termcolor::Buffer::no_color()
+        }
+    };
+    let (view, diag) = to_codespan(input, f);
+    let mut buf = new_buffer();
+    term::emit_to_write_style(&mut buf, &rustc_like(), &view, &diag).map_err(files_error)?;
+    let mut out = trim_line_ends(buf.as_slice());
+    // The suggestions go before the blank line that ends the diagnostic.
+    let blank_end = out.ends_with(b"\n\n");
+    if blank_end {
+        out.pop();
+    }
+    let mut tail = new_buffer();
+    for (message, lines) in suggestions(input, f) {
+        tail.set_color(ColorSpec::new().set_bold(true))?;
+        tail.write_all(b"help")?;
+        tail.reset()?;
+        writeln!(tail, ": {}", snippet::escape(&message))?;
+        for line in lines {
+            tail.set_color(ColorSpec::new().set_fg(Some(Color::Blue)).set_bold(true))?;
+            let gutter = line
+                .find(['|', '-', '+'])
+                .map_or(0, |i| i + 1)
+                .min(line.len());
+            write!(tail, "{}", &line[..gutter])?;
+            tail.reset()?;
+            writeln!(tail, "{}", &line[gutter..])?;
+        }
+    }
+    out.extend_from_slice(tail.as_slice());
+    if blank_end {
+        out.push(b'\n');
+    }
+    Ok(out)
+}
+
+/// The suggestions of `f` to show: message and snippet lines, each once.
+fn suggestions(input: &Input, f: &Finding) -> Vec<(String, Vec<String>)> {
+    let source = |file| input.source(f, file);
+    let name = |file| relative_path(&input.source(f, file).path, input.cwd);
+    let mut out: Vec<(String, Vec<String>)> = Vec::new();
+    for s in &f.diag.suggestions {
+        let shown = (
+            s.message.clone(),
+            suggestion::render(s, &source, &name, f.diag.span.file),
+        );
+        if !out.contains(&shown) {
+            out.push(shown);
+        }
+    }
+    out
+}
+
+/// `bytes` with the blanks at the end of every line removed (color codes kept): codespan pads
+/// the gutter of a multi-line label's empty lines.
+fn trim_line_ends(bytes: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(bytes.len());
+    for line in bytes.split_inclusive(|&b| b == b'\n') {
+        let (body, end) = match line.strip_suffix(b"\n") {
+            Some(body) => (body, &b"\n"[..]),
+            None => (line, &b""[..]),
+        };
+        // Escape sequences after the last visible character stay; the blanks go.
+        let mut keep = body.len();
+        let mut escapes: Vec<&[u8]> = Vec::new();
+        loop {
+            if keep > 0 && body[keep - 1] == b' ' {
+                keep -= 1;
+            } else if let Some(start) = trailing_escape(&body[..keep]) {
+                escapes.push(&body[start..keep]);
+                keep = start;
+            } else {
+                break;
+            }
+        }
+        out.extend_from_slice(&body[..keep]);
+        for e in escapes.iter().rev() {
+            out.extend_from_slice(e);
+        }
+        out.extend_from_slice(end);
+    }
+    out
+}
+
+/// Where a CSI escape sequence (`ESC [ params letter`) that ends `bytes` starts.
+fn trailing_escape(bytes: &[u8]) -> Option<usize> {
+    let last = *bytes.last()?;
+    if !last.is_ascii_alphabetic() {
+        return None;
+    }
+    let start = bytes.iter().rposition(|&b| b == 0x1b)?;
+    let params = &bytes[start + 1..bytes.len() - 1];
+    (params.first() == Some(&b'[') && params[1..].iter().all(|b| b.is_ascii_digit() || *b == b';'))
+        .then_some(start)
 }
 
 /// ASCII frames (`-->`, `|`) as rustc draws them, so logs and terminals without box
@@ -258,20 +362,13 @@ fn to_codespan(input: &Input, f: &Finding) -> (View, CsDiagnostic<usize>) {
         .iter()
         .map(|n| format!("note: {}", esc(n)))
         .collect();
-    notes.extend(d.help.iter().map(|h| format!("help: {}", esc(h))));
-    for s in &d.suggestions {
-        let edits: Vec<String> = s
-            .edits
+    // A help line a suggestion repeats is shown once, with the suggestion's snippet.
+    notes.extend(
+        d.help
             .iter()
-            .map(|(_, text)| format!("`{}`", esc(text)))
-            .collect();
-        // A move (no replacement text of its own) is said by its message alone.
-        notes.push(if edits.is_empty() {
-            format!("help: {}", esc(&s.message))
-        } else {
-            format!("help: {}: {}", esc(&s.message), edits.join(", "))
-        });
-    }
+            .filter(|h| !d.suggestions.iter().any(|s| s.message == **h))
+            .map(|h| format!("help: {}", esc(h))),
+    );
     notes.push(format!(
         "for more information, run `cargo idem-lint --explain {}`",
         d.lint.name
@@ -319,5 +416,19 @@ fn files_error(e: FilesError) -> io::Error {
     match e {
         FilesError::Io(e) => e,
         other => io::Error::other(other.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::trim_line_ends;
+
+    #[test]
+    fn blanks_at_line_ends_go_and_color_codes_stay() {
+        let colored = b"\x1b[1;34m   |    \x1b[0m\n = note\x1b[0m  \n   |";
+        assert_eq!(
+            trim_line_ends(colored),
+            b"\x1b[1;34m   |\x1b[0m\n = note\x1b[0m\n   |".to_vec()
+        );
     }
 }

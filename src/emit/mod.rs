@@ -7,6 +7,7 @@ pub(crate) mod json;
 mod sarif;
 mod short;
 pub mod snippet;
+mod suggestion;
 
 use crate::cli::{ColorChoice, MessageFormat};
 use crate::discovery::Workspace;

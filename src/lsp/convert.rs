@@ -4,11 +4,10 @@
 
 use super::engine::{Analysis, Problem};
 use super::position::{self, Encoding};
-use crate::fix;
 use crate::report::Finding;
 use crate::source::SourceFile;
 use idem_lints::model::Span;
-use idem_lints::{Applicability, Level};
+use idem_lints::{Applicability, Level, Suggestion};
 use lsp_types::{
     CodeAction, CodeActionKind, CodeDescription, Diagnostic, DiagnosticRelatedInformation,
     DiagnosticSeverity, Hover, HoverContents, Location, MarkupContent, MarkupKind, NumberOrString,
@@ -224,30 +223,23 @@ pub fn code_actions(
     for f in findings_at(analysis, path, lo, hi) {
         for s in &f.diag.suggestions {
             let mut changes: HashMap<Uri, Vec<TextEdit>> = HashMap::new();
-            // Moves (a mark moved onto the transaction) become a deletion and an insertion.
+            // The edits `--fix` makes and the JSON suggests: a move is a deletion and an
+            // insertion, an inserted call or attribute comes with its line break.
             let edits = s.concrete_edits(&|file| &*analysis.report.source(f.package, file).text);
             for (span, text) in &edits {
                 let src = analysis.report.source(f.package, span.file);
                 let Some(uri) = uris.uri_of(&src.path) else {
                     continue;
                 };
-                // Laid out as `--fix` lays it out (an inserted chain call on its own line).
                 let lo = src.clamp(span.lo as usize);
-                let edit = fix::fit_to_chain(
-                    &src.text,
-                    fix::Edit {
-                        range: lo..src.clamp(span.hi as usize).max(lo),
-                        text: text.clone(),
-                    },
-                );
-                let range = position::range(src, edit.range.start, edit.range.end, enc);
+                let range = position::range(src, lo, src.clamp(span.hi as usize).max(lo), enc);
                 changes
                     .entry(uri)
                     .or_default()
-                    .push(TextEdit::new(range, edit.text));
+                    .push(TextEdit::new(range, text.clone()));
             }
             actions.push(CodeAction {
-                title: s.message.clone(),
+                title: action_title(s),
                 kind: Some(CodeActionKind::QUICKFIX),
                 diagnostics: Some(vec![diagnostic(analysis, f, enc, uris)]),
                 edit: Some(WorkspaceEdit {
@@ -260,4 +252,60 @@ pub fn code_actions(
         }
     }
     actions
+}
+
+/// A code action's title: the suggestion's message, and the placeholders it inserts, since
+/// the editor applies it as it is and leaves them for the user to fill.
+fn action_title(s: &Suggestion) -> String {
+    let mut placeholders: Vec<&str> = Vec::new();
+    for (_, text) in &s.edits {
+        let mut rest = text.as_str();
+        while let Some(start) = rest.find("/*") {
+            let Some(len) = rest[start..].find("*/") else {
+                break;
+            };
+            let found = &rest[start..start + len + 2];
+            if !placeholders.contains(&found) {
+                placeholders.push(found);
+            }
+            rest = &rest[start + len + 2..];
+        }
+    }
+    if placeholders.is_empty() {
+        return s.message.clone();
+    }
+    let quoted: Vec<String> = placeholders.iter().map(|p| format!("`{p}`")).collect();
+    format!(
+        "{} (inserts {} to fill in)",
+        s.message,
+        quoted.join(" and ")
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::action_title;
+    use idem_lints::model::{FileId, Span};
+    use idem_lints::{Applicability, Suggestion};
+
+    #[test]
+    fn a_title_says_which_placeholders_the_action_inserts() {
+        let suggestion = |text: &str| Suggestion {
+            message: "guard the entry point `resend` itself".into(),
+            edits: vec![(Span::new(FileId(0), 0, 0), text.into())],
+            moves: Vec::new(),
+            applicability: Applicability::HasPlaceholders,
+        };
+        assert_eq!(
+            action_title(&suggestion(
+                "#[idempotent(key = /* the message's id */, store = /* store */)]"
+            )),
+            "guard the entry point `resend` itself (inserts `/* the message's id */` and \
+             `/* store */` to fill in)"
+        );
+        assert_eq!(
+            action_title(&suggestion("#[idempotent(key = m.id, store = s)]")),
+            "guard the entry point `resend` itself"
+        );
+    }
 }

@@ -10,6 +10,8 @@ use crate::config::Config;
 use crate::discovery::{self, Selection, Workspace};
 use crate::parse::{Overlays, ParseOptions};
 use crate::report::{Cancelled, Report};
+use idem_lints::lint::PARSE_ERROR;
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -57,6 +59,9 @@ struct Loaded {
     session: Session,
     /// Texts of the files without a buffer, read again only when their metadata changes.
     texts: Arc<DiskTexts>,
+    /// The last text of each buffer that parsed: its module tree is kept while the buffer
+    /// is mid-edit ([`Overlays::keep_module_tree`]).
+    last_parsed: HashMap<PathBuf, Arc<str>>,
 }
 
 impl Root {
@@ -115,16 +120,19 @@ impl Root {
         if self.loaded.is_none() {
             self.loaded = Some(load(&self.dir, settings));
         }
-        let loaded = match self.loaded.as_ref() {
+        let loaded = match self.loaded.as_mut() {
             Some(Ok(l)) => l,
             Some(Err(p)) => return Outcome::Failed(p.clone()),
             None => unreachable!("loaded above"),
         };
         match check(loaded, settings, overlays, cancel) {
-            Ok(report) => Outcome::Analysed(Arc::new(Analysis {
-                ws: loaded.ws.clone(),
-                report,
-            })),
+            Ok(report) => {
+                remember_parsed(&mut loaded.last_parsed, &report, overlays);
+                Outcome::Analysed(Arc::new(Analysis {
+                    ws: loaded.ws.clone(),
+                    report,
+                }))
+            }
             Err(e) if e.is::<Cancelled>() => Outcome::Cancelled,
             Err(e) => Outcome::Failed(locate(&format!("{e:#}"), &self.dir)),
         }
@@ -149,7 +157,29 @@ fn load(dir: &Path, settings: &Settings) -> Result<Loaded, Problem> {
         opts,
         session: Session::new(),
         texts: Arc::new(DiskTexts::new()),
+        last_parsed: HashMap::new(),
     })
+}
+
+/// Keeps the text of every buffer the analysis parsed without a problem.
+fn remember_parsed(
+    last: &mut HashMap<PathBuf, Arc<str>>,
+    report: &Report,
+    overlays: &[(PathBuf, Arc<str>)],
+) {
+    // Compared resolved: the module tree and the client may name a file differently.
+    let resolved = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    let broken: Vec<PathBuf> = report
+        .findings
+        .iter()
+        .filter(|f| f.diag.lint.name == PARSE_ERROR.name)
+        .map(|f| resolved(&report.source(f.package, f.diag.span.file).path))
+        .collect();
+    for (path, text) in overlays {
+        if !broken.contains(&resolved(path)) {
+            last.insert(path.clone(), text.clone());
+        }
+    }
 }
 
 /// The pipeline with buffers standing in for files.
@@ -162,6 +192,9 @@ fn check(
     let mut buffers = Overlays::new().remembering(loaded.texts.clone());
     for (path, text) in overlays {
         buffers.insert(path, text.clone());
+        if let Some(parsed) = loaded.last_parsed.get(path) {
+            buffers.keep_module_tree(path, parsed.clone());
+        }
     }
     loaded.session.check_until(
         &loaded.ws,

@@ -17,6 +17,7 @@
 
 mod modpath;
 mod overlay;
+mod recover;
 mod worker;
 
 pub use modpath::{ModDir, Resolved};
@@ -438,6 +439,9 @@ fn load_package_inner(
                     let mut next = (Vec::new(), Vec::new());
                     if p.follow {
                         children(p, &file.model, package_root, &mut next.0, &mut next.1);
+                        if !file.problems.is_empty() {
+                            earlier_children(*id, p, opts, inputs, package_root, &mut next.0);
+                        }
                     }
                     (file, next)
                 })
@@ -525,6 +529,29 @@ fn children(
                 problems.push(d);
             }
         }
+    }
+}
+
+/// Queues the out-of-line modules of the last version of a buffer that parsed
+/// ([`Overlays::keep_module_tree`]) too, for a file whose current text does not: what the
+/// current text also declares is read once (the next level skips a path seen before), and a
+/// module file missing is not reported from the old text.
+fn earlier_children(
+    id: FileId,
+    p: &Pending,
+    opts: &ParseOptions,
+    inputs: Inputs<'_>,
+    package_root: &Path,
+    next: &mut Vec<Pending>,
+) {
+    let Some(text) = inputs.overlays.and_then(|o| o.module_tree_text(&p.path)) else {
+        return;
+    };
+    let deadline = Instant::now() + opts.file_timeout;
+    if let worker::Outcome::Parsed(model) =
+        worker::parse(text, id, p.module.clone(), p.in_test, deadline)
+    {
+        children(p, &model, package_root, next, &mut Vec::new());
     }
 }
 
@@ -658,17 +685,8 @@ fn load_file(
             return parsed_file(model, p, source, true);
         }
         worker::Outcome::Invalid(e) => {
-            let mut d = Diagnostic::new(&PARSE_ERROR, e.span, "file does not parse");
-            // proc_macro2's lexer error says nothing about the cause it always has.
-            let label = if e.message == "cannot parse string into token stream" {
-                "unbalanced delimiter or invalid token".to_string()
-            } else {
-                e.message
-            };
-            d.primary_label(label).note(
-                "the rest of the package is linted; findings that depend on this file may be missed",
-            );
-            d
+            let d = syntax_error(id, text, e);
+            return recovered(id, p, source, d, deadline);
         }
         worker::Outcome::TimedOut => {
             let mut d = Diagnostic::new(
@@ -685,6 +703,70 @@ fn load_file(
         worker::Outcome::Failed(msg) => Diagnostic::new(&PARSE_ERROR, Span::new(id, 0, 0), msg),
     };
     placeholder(id, p, problem, source)
+}
+
+/// The finding for a file that does not parse; a lexing error is pointed at the delimiter
+/// at fault, as rustc does (the lexer itself gives up at the end of the file).
+fn syntax_error(id: FileId, text: &str, e: idem_lints::model::ParseError) -> Diagnostic {
+    // proc_macro2's lexer error says nothing about the cause it always has.
+    let lexing = e.message == "cannot parse string into token stream";
+    let mut d = match recover::delimiter_error(text).filter(|_| lexing) {
+        Some(found) => {
+            let span = |r: std::ops::Range<usize>| Span::new(id, r.start as u32, r.end as u32);
+            let mut d = Diagnostic::new(&PARSE_ERROR, span(found.at), found.message);
+            d.primary_label(found.label);
+            if let Some((at, label)) = found.other {
+                d.span_label(span(at), label);
+            }
+            d
+        }
+        None => {
+            let mut d = Diagnostic::new(&PARSE_ERROR, e.span, "file does not parse");
+            d.primary_label(if lexing {
+                "unbalanced delimiter or invalid token".to_string()
+            } else {
+                e.message
+            });
+            d
+        }
+    };
+    d.note("the rest of the package is linted; findings that depend on this file may be missed");
+    d
+}
+
+/// A file that does not parse, with what of it can be kept: its items that parse on their
+/// own, lowered, so its `mod` declarations are still followed ([`recover`]); else an empty
+/// model. Never cached: the finding comes with it on every load.
+fn recovered(
+    id: FileId,
+    p: &Pending,
+    source: SourceFile,
+    problem: Diagnostic,
+    deadline: Instant,
+) -> Loaded {
+    let kept =
+        recover::without_broken_items(&source.text, deadline).and_then(|kept| match worker::parse(
+            &kept,
+            id,
+            p.module.clone(),
+            p.in_test,
+            deadline,
+        ) {
+            worker::Outcome::Parsed(model) => Some(model),
+            _ => None,
+        });
+    let Some(mut model) = kept else {
+        return placeholder(id, p, problem, source);
+    };
+    model.path = p.path.clone();
+    model.target = p.target;
+    Loaded {
+        model: Arc::new(*model),
+        source,
+        problems: vec![problem],
+        parsed: true,
+        outline: None,
+    }
 }
 
 /// A file with its model, placed in its target (a shared model is copied only when its

@@ -21,6 +21,9 @@ pub struct Overlays {
     texts: HashMap<PathBuf, Arc<str>>,
     /// Texts of files without a buffer, kept from earlier reads (the language server).
     disk: Option<Arc<DiskTexts>>,
+    /// The last text of a buffer that parsed, whose `mod` declarations are followed while
+    /// the buffer does not parse (see [`Overlays::keep_module_tree`]).
+    last_parsed: HashMap<PathBuf, Arc<str>>,
 }
 
 impl Overlays {
@@ -37,6 +40,19 @@ impl Overlays {
     /// Drops the overlay of `path` (the buffer was saved or closed): the disk is read again.
     pub fn remove(&mut self, path: impl AsRef<Path>) -> Option<Arc<str>> {
         self.texts.remove(&resolved(path.as_ref()))
+    }
+
+    /// Follows the `mod` declarations of `text`, an earlier version of the buffer of `path`
+    /// that parsed, besides those of the current text while the current one does not parse:
+    /// a keystroke that breaks a `mod` line in `lib.rs` keeps the files below it linted.
+    pub fn keep_module_tree(&mut self, path: impl AsRef<Path>, text: impl Into<Arc<str>>) {
+        self.last_parsed
+            .insert(resolved(path.as_ref()), text.into());
+    }
+
+    /// The text given to [`Overlays::keep_module_tree`] for `path`.
+    pub(crate) fn module_tree_text(&self, path: &Path) -> Option<&Arc<str>> {
+        self.last_parsed.get(&resolved(path))
     }
 
     pub fn is_empty(&self) -> bool {

@@ -21,44 +21,77 @@ const ID_FIELDS: &[&str] = &[
     "id",
 ];
 
-/// `event.event_id` of a handler `fn f(.., event: &Event)` where `Event` has `event_id`.
+/// `event.event_id` of a handler `fn f(.., event: &Event)` where `Event` has `event_id`, or
+/// `order_id` of a handler `fn f(.., order_id: &str)`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MessageKey {
-    /// The parameter: `event`.
+    /// The parameter: `event`, or `order_id` when it is the id itself.
     pub param: String,
-    /// The field: `event_id`.
-    pub field: String,
-    /// Whether the field is written as a `String`.
-    pub is_string: bool,
+    /// The field: `event_id`; `None` when the parameter is the id.
+    pub field: Option<String>,
+    /// How the id is written.
+    pub ty: IdType,
+}
+
+/// The type an id is written with, which decides how it becomes a `String`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IdType {
+    /// `String` (or `&String`).
+    String,
+    /// `&str`.
+    Str,
+    /// Anything else with `Display`: a number, a `Uuid`.
+    Other,
 }
 
 impl MessageKey {
     /// The key as an argument taking `impl Into<String>`: `&event.event_id` for a `String`
-    /// field, else `event.event_id.to_string()`.
+    /// field, `order_id` for a `&str` parameter, else `event.event_id.to_string()`.
     pub fn as_string_arg(&self) -> String {
-        if self.is_string {
-            format!("&{}.{}", self.param, self.field)
-        } else {
-            format!("{}.{}.to_string()", self.param, self.field)
+        match (&self.field, self.ty) {
+            (Some(_), IdType::String) => format!("&{}", self.expr()),
+            (None, IdType::Str) => self.expr(),
+            (None, IdType::String) => format!("{}.clone()", self.expr()),
+            _ => format!("{}.to_string()", self.expr()),
         }
     }
 
-    /// The key as an owned `String`: `event.event_id.clone()`, or `.to_string()` of a field
+    /// The key as an owned `String`: `event.event_id.clone()`, or `.to_string()` of an id
     /// of another type.
     pub fn owned_string(&self) -> String {
-        let conversion = if self.is_string { "clone" } else { "to_string" };
-        format!("{}.{}.{conversion}()", self.param, self.field)
+        let conversion = if self.ty == IdType::String {
+            "clone"
+        } else {
+            "to_string"
+        };
+        format!("{}.{conversion}()", self.expr())
     }
 
-    /// `event.event_id`.
+    /// `event.event_id`, or `order_id`.
     pub fn expr(&self) -> String {
-        format!("{}.{}", self.param, self.field)
+        match &self.field {
+            Some(field) => format!("{}.{field}", self.param),
+            None => self.param.clone(),
+        }
+    }
+
+    /// What a help line calls it: "the message's `event_id`", or "`order_id`".
+    pub fn describe(&self) -> String {
+        match &self.field {
+            Some(field) => format!("the message's `{field}`"),
+            None => format!("`{}`", self.param),
+        }
     }
 }
 
-/// The message key among `f`'s parameters, the best-named field of the first parameter
-/// whose struct has one.
+/// The message key among `f`'s parameters: the best-named field of the first parameter
+/// whose struct has one, else the best-named parameter that is an id itself (a string or
+/// a number: `order_id: &str`).
 pub fn in_params(package: &Package, f: &FnDef) -> Option<MessageKey> {
+    in_param_structs(package, f).or_else(|| id_param(f))
+}
+
+fn in_param_structs(package: &Package, f: &FnDef) -> Option<MessageKey> {
     f.params.iter().find_map(|p| {
         let Pat::Ident { name, .. } = &p.pat else {
             return None;
@@ -74,12 +107,41 @@ pub fn in_params(package: &Package, f: &FnDef) -> Option<MessageKey> {
             .find_map(|want| def.fields.iter().find(|(n, _)| n == want))?;
         Some(MessageKey {
             param: name.clone(),
-            field: field.clone(),
-            is_string: is_string(field_ty),
+            field: Some(field.clone()),
+            ty: id_type(field_ty).unwrap_or(IdType::Other),
         })
     })
 }
 
-fn is_string(ty: &Type) -> bool {
-    matches!(ty, Type::Path { path, .. } if path.last() == "String")
+fn id_param(f: &FnDef) -> Option<MessageKey> {
+    ID_FIELDS.iter().find_map(|want| {
+        f.params.iter().find_map(|p| {
+            let Pat::Ident { name, .. } = &p.pat else {
+                return None;
+            };
+            (name == want).then_some(())?;
+            Some(MessageKey {
+                param: name.clone(),
+                field: None,
+                ty: id_type(&p.ty)?,
+            })
+        })
+    })
+}
+
+/// How an id of type `ty` is written; `None` for a type no id has (an `Option`, a struct).
+fn id_type(ty: &Type) -> Option<IdType> {
+    const DISPLAY: &[&str] = &[
+        "u32", "u64", "u128", "i32", "i64", "i128", "usize", "Uuid", "Ulid",
+    ];
+    match ty {
+        Type::Ref { inner, .. } => match &**inner {
+            Type::Path { path, .. } if path.last() == "str" => Some(IdType::Str),
+            Type::Path { path, .. } if path.last() == "String" => Some(IdType::String),
+            _ => None,
+        },
+        Type::Path { path, .. } if path.last() == "String" => Some(IdType::String),
+        Type::Path { path, .. } if DISPLAY.contains(&path.last()) => Some(IdType::Other),
+        _ => None,
+    }
 }

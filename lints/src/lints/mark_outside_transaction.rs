@@ -121,13 +121,10 @@ pub fn check(cx: &mut LintContext<'_>) {
                 d.span_label(f.mark.origin, "the mark is written here");
             }
             d.note(note);
-            d.help(help);
-            if let Some((mv, handle)) = move_into_transaction(package, &f) {
-                d.suggest_move(
-                    format!("write the mark on `{handle}` before the commit"),
-                    mv,
-                    Applicability::MaybeIncorrect,
-                );
+            d.help(help.clone());
+            // The move is that help made concrete: the same words, so it is shown once.
+            if let Some((mv, _)) = move_into_transaction(package, &f) {
+                d.suggest_move(help, mv, Applicability::MaybeIncorrect);
             }
         });
     }

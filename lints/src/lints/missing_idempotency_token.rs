@@ -428,9 +428,10 @@ fn report(cx: &mut LintContext<'_>, f: Finding<'_>) {
         match key {
             Some(key) => d.suggest(
                 format!(
-                    "set `{token}` from the message's `{}` before `.{}()` (add the stage or \
-                     item when one message starts several of these)",
-                    key.field, api.send
+                    "set `{token}` from {} before `.{}()` (add the stage or item when one \
+                     message starts several of these)",
+                    key.describe(),
+                    api.send
                 ),
                 insert_at,
                 format!(".{token}({})", key.as_string_arg()),
@@ -896,6 +897,34 @@ mod tests {
             &src[at.hi as usize..]
         );
         assert!(fixed.contains(".role(r).client_request_token(/* idempotency key */)\n"));
+    }
+
+    #[test]
+    fn an_id_parameter_is_the_token_as_the_key_fix_finds_it() {
+        let src = "async fn start(mc: &aws_sdk_mediaconvert::Client, order_id: &str) {\n    \
+                   mc.create_job().role(r).send().await;\n}\n";
+        let diags = lint(&[], src, &Default::default());
+        let [s] = diags[0].suggestions.as_slice() else {
+            panic!("one suggestion: {diags:?}");
+        };
+        assert_eq!(s.applicability, Applicability::MaybeIncorrect);
+        assert_eq!(s.edits[0].1, ".client_request_token(order_id)");
+        assert!(s
+            .message
+            .starts_with("set `client_request_token` from `order_id` before"));
+        // A numeric id becomes text; a parameter not named as an id is no key.
+        let src = src.replace("order_id: &str", "event_id: u64");
+        let diags = lint(&[], &src, &Default::default());
+        assert_eq!(
+            diags[0].suggestions[0].edits[0].1,
+            ".client_request_token(event_id.to_string())"
+        );
+        let src = src.replace("event_id: u64", "name: &str");
+        let diags = lint(&[], &src, &Default::default());
+        assert_eq!(
+            diags[0].suggestions[0].applicability,
+            Applicability::HasPlaceholders
+        );
     }
 
     #[test]

@@ -263,9 +263,9 @@ fn report(cx: &mut LintContext<'_>, f: Finding, fix: Option<(MessageKey, Vec<(Sp
         if let Some((key, edits)) = fix {
             d.suggest_edits(
                 format!(
-                    "derive it from the message's `{}` (add the stage when one message makes \
-                     several of these keys)",
-                    key.field
+                    "derive it from {} (add the stage when one message makes several of \
+                     these keys)",
+                    key.describe()
                 ),
                 edits,
                 Applicability::MaybeIncorrect,

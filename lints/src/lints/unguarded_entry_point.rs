@@ -114,6 +114,7 @@ struct Finding {
 }
 
 pub fn check(cx: &mut LintContext<'_>) {
+    let has_guard_crate = cx.package.depends_on("idem_guard");
     for f in find(cx) {
         cx.span_lint(
             &UNGUARDED_ENTRY_POINT,
@@ -141,10 +142,16 @@ pub fn check(cx: &mut LintContext<'_>) {
                     .key
                     .as_ref()
                     .map_or("/* the message's id */".to_string(), MessageKey::expr);
+                // The full path needs no `use`, and compiles once the crate is a dependency.
+                let needs = if has_guard_crate {
+                    ""
+                } else {
+                    " (add the `idem-guard` crate to `[dependencies]`)"
+                };
                 d.suggest(
-                    format!("guard the entry point `{}` itself", f.entry),
+                    format!("guard the entry point `{}` itself{needs}", f.entry),
                     f.attr_at,
-                    format!("#[idempotent(key = {key}, store = /* store */)]"),
+                    format!("#[idem_guard::idempotent(key = {key}, store = /* store */)]"),
                     Applicability::HasPlaceholders,
                 );
             },
@@ -286,6 +293,52 @@ fn attr_insertion(f: &FnDef) -> Span {
 mod tests {
     use crate::settings::{Settings, UnguardedEntryPointSettings};
     use crate::testing;
+
+    /// The attribute is written with its crate's path, so it needs no `use`; the suggestion
+    /// says the dependency is needed when the package does not have it.
+    #[test]
+    fn the_guard_attribute_names_its_crate_and_the_dependency_it_needs() {
+        let src = "
+            async fn push_notification(user: &str) {}
+            pub async fn send_message(id: String) {
+                shared_idem::assert_not_duplicate(&id).await;
+                push_notification(&id).await;
+            }
+            pub async fn replay(id: String) {
+                push_notification(&id).await;
+            }
+        ";
+        let settings = Settings {
+            unguarded_entry_point: UnguardedEntryPointSettings {
+                entry_points: Vec::new(),
+                guards: vec!["assert_not_duplicate".into()],
+                effects: vec!["push_notification".into()],
+            },
+            ..Settings::default()
+        };
+        for (deps, note) in [
+            (&["shared_idem"][..], true),
+            (&["shared_idem", "idem_guard"][..], false),
+        ] {
+            let package = testing::package("app", deps, &[("crate", src)]);
+            let diags = testing::check(&package, &settings);
+            let [d] = diags.as_slice() else {
+                panic!("one finding: {diags:?}");
+            };
+            let s = &d.suggestions[0];
+            assert_eq!(
+                s.edits[0].1,
+                "#[idem_guard::idempotent(key = id, store = /* store */)]"
+            );
+            assert_eq!(
+                s.message
+                    .ends_with("(add the `idem-guard` crate to `[dependencies]`)"),
+                note,
+                "{}",
+                s.message
+            );
+        }
+    }
 
     /// Names the analysis cannot infer come from configuration: an external guard, an effect
     /// with no recognizable call, an entry point registered by a macro.
