@@ -4,20 +4,29 @@
 
 mod common;
 
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use common::{port_of, Proxy};
-use idem_guard::{Error, Guard, PostgresStore, Rejected, Store};
+use idem_guard::{Error, Guard, InFlight, PostgresStore, Store};
 
-/// The connection dies for good while the body runs: the guard reports an error, and no later
-/// delivery runs the body again (store down, then the live lease, refuse it).
+/// The connection dies for good while the body runs: the completion is retried while the
+/// attempt holds its record, then reported; a delivery while the store is down never runs the
+/// body; once the store is back and the lease has ended, a redelivery runs the body again (the
+/// guard cannot know whether the first effect happened).
 async fn dropped_for_good<S: Store>(store: S, proxy: Proxy, ns: &str) {
-    let guard = Guard::new(store).prefix(ns.to_owned());
-    let runs = AtomicU32::new(0);
-    let body = || async {
-        runs.fetch_add(1, Ordering::SeqCst);
-        proxy.down();
+    // The completion is retried until the lease ends: a short lease keeps the test short. The
+    // last delivery waits out what is left of it.
+    let guard = Guard::new(store)
+        .prefix(ns.to_owned())
+        .lease(Duration::from_secs(1))
+        .in_flight(InFlight::Wait(Duration::from_secs(60)));
+    let (runs, proxy) = (&AtomicU32::new(0), &proxy);
+    let body = || async move {
+        if runs.fetch_add(1, Ordering::SeqCst) == 0 {
+            proxy.down();
+        }
         Ok::<u32, Error>(1)
     };
     let r = guard.run("k", &(), body).await;
@@ -30,13 +39,99 @@ async fn dropped_for_good<S: Store>(store: S, proxy: Proxy, ns: &str) {
         matches!(r, Err(Error::Store(_))),
         "a store that is down never runs the body: {r:?}"
     );
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
     proxy.up();
     let r = guard.run("k", &(), body).await;
-    assert!(
-        matches!(r, Err(Error::Rejected(Rejected::InProgress { .. }))),
-        "{r:?}"
+    assert!(matches!(r, Ok(1)), "run again after the lease: {r:?}");
+    assert_eq!(runs.load(Ordering::SeqCst), 2);
+}
+
+/// Counts the guard's "retrying while the lease holds" warnings: how many times a completion
+/// failed and was tried again.
+#[derive(Clone, Default)]
+struct CompletionRetries(Arc<AtomicU32>);
+
+impl CompletionRetries {
+    fn count(&self) -> u32 {
+        self.0.load(Ordering::SeqCst)
+    }
+}
+
+struct Message(String);
+
+impl tracing::field::Visit for Message {
+    fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+        if field.name() == "message" {
+            self.0 = format!("{value:?}");
+        }
+    }
+}
+
+impl tracing::Subscriber for CompletionRetries {
+    fn enabled(&self, metadata: &tracing::Metadata<'_>) -> bool {
+        *metadata.level() <= tracing::Level::WARN
+    }
+    fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+        tracing::span::Id::from_u64(1)
+    }
+    fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
+    fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+    fn event(&self, event: &tracing::Event<'_>) {
+        let mut message = Message(String::new());
+        event.record(&mut message);
+        if message
+            .0
+            .contains("could not record the result; retrying while the lease holds")
+        {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+    fn enter(&self, _: &tracing::span::Id) {}
+    fn exit(&self, _: &tracing::span::Id) {}
+}
+
+/// How many failed tries of the completion the outage lasts: with their pauses (50 ms doubling)
+/// about 1.5 s, longer than the three retries within about a second that the guard used to
+/// make, and far shorter than the lease.
+const OUTAGE_TRIES: u32 = 5;
+
+/// The store goes down while the body runs and comes back after the completion failed
+/// `OUTAGE_TRIES` times (issue 23, defect 2): the completion, retried while the lease holds, gets
+/// through, and the duplicate replays. The outage ends on the guard's own count of failures, not
+/// on a timer. Runs on one thread, where the counting subscriber is installed.
+async fn completion_outlasts_an_outage<S: Store>(store: S, proxy: Proxy, ns: &str) {
+    let retries = CompletionRetries::default();
+    let _counting = tracing::subscriber::set_default(retries.clone());
+    let guard = Guard::new(store).prefix(ns.to_owned());
+    let runs = AtomicU32::new(0);
+    let body = || async {
+        runs.fetch_add(1, Ordering::SeqCst);
+        proxy.down();
+        Ok::<u32, Error>(7)
+    };
+    let finished = AtomicBool::new(false);
+    let first = async {
+        let r = guard.run("k", &(), body).await;
+        finished.store(true, Ordering::SeqCst);
+        r
+    };
+    let restore = async {
+        while retries.count() < OUTAGE_TRIES && !finished.load(Ordering::SeqCst) {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        proxy.up();
+    };
+    let (first, ()) = tokio::join!(first, restore);
+    assert_eq!(
+        first.unwrap_or_else(|e| panic!(
+            "the completion gave up during an outage shorter than the lease: {e}"
+        )),
+        7
     );
-    assert_eq!(runs.load(Ordering::SeqCst), 1);
+    assert!(retries.count() >= OUTAGE_TRIES);
+    let replay = guard.run_outcome("k", &(), body).await.unwrap();
+    assert!(replay.is_replay());
+    assert_eq!(runs.load(Ordering::SeqCst), 1, "the body ran once");
 }
 
 /// The connection is cut while the body runs but the store is reachable again: the completion
@@ -81,6 +176,18 @@ async fn redis_connection_cut_between_reserve_and_complete_then_restored() {
     cut_and_restored(store, proxy, &common::unique("fault")).await;
 }
 
+#[tokio::test(flavor = "current_thread")]
+async fn redis_outage_shorter_than_the_lease_does_not_lose_the_completion() {
+    let (store, proxy) = redis_through_proxy().await;
+    completion_outlasts_an_outage(store, proxy, &common::unique("fault")).await;
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn postgres_outage_shorter_than_the_lease_does_not_lose_the_completion() {
+    let (store, proxy) = postgres_through_proxy(&common::pg_schema("fault_pg_outage").await).await;
+    completion_outlasts_an_outage(store, proxy, "fault").await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_connection_dropped_for_good_between_reserve_and_complete() {
     let (store, proxy) = postgres_through_proxy(&common::pg_schema("fault_pg_dropped").await).await;
@@ -111,6 +218,12 @@ mod dynamodb {
     async fn dynamodb_endpoint_down_for_good_between_reserve_and_complete() {
         let (store, proxy) = through_proxy("fault-dropped").await;
         dropped_for_good(store, proxy, "fault").await;
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn dynamodb_outage_shorter_than_the_lease_does_not_lose_the_completion() {
+        let (store, proxy) = through_proxy("fault-outage").await;
+        completion_outlasts_an_outage(store, proxy, "fault").await;
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -58,7 +58,7 @@
 //! | a body over [`max_request_body`] (2 MiB) | `413` |
 //! | a first request with this key | runs the handler; its response is stored, unless [`cache_when`] refuses its status (5xx by default): then the key is released and a retry runs again |
 //! | a repeat, same method, path, query and body | the stored status, headers and body, plus `Idempotent-Replayed: true`; the handler does not run |
-//! | a repeat while the first still runs | `409` with `Retry-After` (or waits, with [`InFlight::Wait`](crate::InFlight::Wait) on the guard) |
+//! | a repeat while the first still runs | `409` with `Retry-After` (the remaining lease, at most [`max_retry_after`], 1 s), or waits, with [`InFlight::Wait`](crate::InFlight::Wait) on the guard |
 //! | a repeat with another method, path, query or body | `422` |
 //! | the store cannot be reached | `503`; the handler does not run (unless [`fail_open`]) |
 //!
@@ -90,6 +90,7 @@
 //! [`principal`]: IdempotencyLayer::principal
 //! [`drop_header`]: IdempotencyLayer::drop_header
 //! [`max_stored_body`]: IdempotencyLayer::max_stored_body
+//! [`max_retry_after`]: IdempotencyLayer::max_retry_after
 
 mod request;
 mod response;
@@ -97,6 +98,7 @@ mod service;
 
 use std::fmt;
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::http::header::{DATE, SET_COOKIE};
 use axum::http::request::Parts;
@@ -113,6 +115,10 @@ pub const DEFAULT_MAX_KEY_LEN: usize = 255;
 pub const DEFAULT_MAX_REQUEST_BODY: usize = 2 * 1024 * 1024;
 /// Largest response body stored for replay by default.
 pub const DEFAULT_MAX_STORED_BODY: usize = 2 * 1024 * 1024;
+/// Longest `Retry-After` of a 409 by default. The running request's remaining lease is no
+/// estimate of when it ends (a 300 ms request holds a 60 s lease), and a client that obeys the
+/// header should come back soon after the usual request has finished.
+pub const DEFAULT_MAX_RETRY_AFTER: Duration = Duration::from_secs(1);
 
 type PrincipalFn = dyn Fn(&Parts) -> Option<String> + Send + Sync;
 type CacheWhenFn = dyn Fn(StatusCode) -> bool + Send + Sync;
@@ -146,6 +152,7 @@ pub(crate) struct Config {
     cache_when: Arc<CacheWhenFn>,
     dropped_headers: Vec<HeaderName>,
     fail_open: bool,
+    max_retry_after: Duration,
 }
 
 impl fmt::Debug for Config {
@@ -159,6 +166,7 @@ impl fmt::Debug for Config {
             .field("principal", &self.principal.as_ref().map(|_| ".."))
             .field("dropped_headers", &self.dropped_headers)
             .field("fail_open", &self.fail_open)
+            .field("max_retry_after", &self.max_retry_after)
             .finish_non_exhaustive()
     }
 }
@@ -185,6 +193,7 @@ impl<S: Store> IdempotencyLayer<S> {
                 cache_when: Arc::new(|status| !status.is_server_error()),
                 dropped_headers: vec![DATE, SET_COOKIE],
                 fail_open: false,
+                max_retry_after: DEFAULT_MAX_RETRY_AFTER,
             }),
         }
     }
@@ -264,6 +273,13 @@ impl<S> IdempotencyLayer<S> {
     /// is not an outage of the service, at the price of duplicates running twice meanwhile.
     pub fn fail_open(self, fail_open: bool) -> Self {
         self.with(|c| c.fail_open = fail_open)
+    }
+
+    /// The longest `Retry-After` a 409 sends (default [`DEFAULT_MAX_RETRY_AFTER`], 1 s): the
+    /// running request's remaining lease, capped at this. Set it near the handler's usual
+    /// duration.
+    pub fn max_retry_after(self, max: Duration) -> Self {
+        self.with(|c| c.max_retry_after = max)
     }
 }
 

@@ -142,7 +142,7 @@ where
             fingerprint,
             request: request::rebuild(parts, body),
         },
-        Err(e) => Admission::Refuse(refusal(&e)),
+        Err(e) => Admission::Refuse(refusal(&e, config)),
     }
 }
 
@@ -153,13 +153,14 @@ async fn handle<Sv, S, B, ResB>(
     request: Request<B>,
 ) -> Result<Response<Body>, Sv::Error>
 where
-    Sv: Service<Request<Body>, Response = Response<ResB>> + Send,
+    Sv: Service<Request<Body>, Response = Response<ResB>> + Send + 'static,
     Sv::Future: Send,
+    Sv::Error: Send + 'static,
     ResB: HttpBody<Data = Bytes> + Send + 'static,
     ResB::Error: Into<BoxError>,
     B: HttpBody<Data = Bytes> + Send + 'static,
     B::Error: Into<BoxError>,
-    S: Store,
+    S: Store + 'static,
 {
     let (key, fingerprint, request) = match admit(request, &config).await {
         Admission::PassThrough(request) => return pass_through(&mut inner, request).await,
@@ -170,6 +171,34 @@ where
             request,
         } => (key, fingerprint, request),
     };
+    // From the reservation on, the handler and the completion run in a task of their own: when
+    // the client hangs up, hyper drops this future, and a completion dropped with it would leave
+    // an effect unrecorded, to be made again by the retry that takes the key over.
+    let guarded = tokio::spawn(guarded(inner, guard, config, key, fingerprint, request));
+    match guarded.await {
+        Ok(response) => response,
+        // The handler panicked: the request fails as it would have without the layer.
+        Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+        Err(_) => Ok(internal_error()),
+    }
+}
+
+/// One admitted request through the guard: the handler's response, a replay, or a refusal.
+async fn guarded<Sv, S, ResB>(
+    mut inner: Sv,
+    guard: Arc<Guard<S>>,
+    config: Arc<Config>,
+    key: String,
+    fingerprint: Fingerprint,
+    request: Request<Body>,
+) -> Result<Response<Body>, Sv::Error>
+where
+    Sv: Service<Request<Body>, Response = Response<ResB>> + Send,
+    Sv::Future: Send,
+    ResB: HttpBody<Data = Bytes> + Send + 'static,
+    ResB::Error: Into<BoxError>,
+    S: Store,
+{
     // The body takes the request from `pending` and leaves the response it sends in `fresh`, so
     // both are still here when the guard did not run it (fail-open) or could not record it.
     let mut pending = Some(request);
@@ -201,7 +230,7 @@ where
             tracing::warn!(key = %key, error = %e, "idempotency store unavailable; running the request unguarded (fail-open)");
             pass_through(&mut inner, request).await
         }
-        (e, _) => Ok(refusal_logged(&key, &e)),
+        (e, _) => Ok(refusal_logged(&key, &e, &config)),
     }
 }
 
@@ -265,17 +294,19 @@ where
     Ok(response.map(Body::new))
 }
 
-fn refusal_logged(key: &str, e: &Error) -> Response<Body> {
+fn refusal_logged(key: &str, e: &Error, config: &Config) -> Response<Body> {
     if matches!(e, Error::Store(_)) {
         tracing::error!(key, error = %e, "idempotency store unavailable; the request was refused");
     }
-    refusal(e)
+    refusal(e, config)
 }
 
 /// The answer to a request the guard did not run (IETF `Idempotency-Key` draft, section 2.7).
-fn refusal(e: &Error) -> Response<Body> {
+fn refusal(e: &Error, config: &Config) -> Response<Body> {
     match e {
-        Error::Rejected(Rejected::InProgress { retry_after, .. }) => in_progress(*retry_after),
+        Error::Rejected(Rejected::InProgress { retry_after, .. }) => {
+            in_progress((*retry_after).min(config.max_retry_after))
+        }
         Error::Rejected(Rejected::PayloadMismatch { .. }) => problem(
             StatusCode::UNPROCESSABLE_ENTITY,
             "idempotency_key_reused",
