@@ -151,6 +151,36 @@ async fn cut_and_restored<S: Store>(store: S, proxy: Proxy, ns: &str) {
     assert_eq!(runs.load(Ordering::SeqCst), 1);
 }
 
+/// The reply to a reservation is lost after the store wrote it (issue 23, defect 6): the
+/// delivery fails without running the body, and the next one runs it at once, as a first
+/// attempt, instead of finding the key blocked for a lease and then taking it over with a
+/// warning that an effect may have happened.
+async fn lost_reservation_reply<S: Store>(store: S, proxy: Proxy, ns: &str) {
+    let guard = Guard::new(store).prefix(ns.to_owned());
+    // A connection and prepared statements (or loaded scripts) before the reply is lost.
+    let warm: Result<u32, Error> = guard.run("warm-up", &(), || async { Ok(0) }).await;
+    warm.unwrap();
+    let runs = AtomicU32::new(0);
+    let body = |attempt: idem_guard::Attempt| {
+        runs.fetch_add(1, Ordering::SeqCst);
+        async move { Ok::<bool, Error>(attempt.is_takeover()) }
+    };
+    proxy.lose_reply_to(b"k-lost-reply");
+    let first = guard.run_with("k-lost-reply", &(), body).await;
+    assert!(matches!(first, Err(Error::Store(_))), "{first:?}");
+    assert_eq!(
+        runs.load(Ordering::SeqCst),
+        0,
+        "no body without a reservation"
+    );
+    let second = guard.run_with("k-lost-reply", &(), body).await;
+    assert!(
+        matches!(second, Ok(false)),
+        "the next delivery runs, as a first attempt: {second:?}"
+    );
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+}
+
 async fn redis_through_proxy() -> (idem_guard::RedisStore, Proxy) {
     let proxy = Proxy::start(port_of(&common::redis_url(), 6379)).await;
     let store = common::redis_store_at(&format!("redis://127.0.0.1:{}", proxy.port)).await;
@@ -174,6 +204,19 @@ async fn redis_connection_dropped_for_good_between_reserve_and_complete() {
 async fn redis_connection_cut_between_reserve_and_complete_then_restored() {
     let (store, proxy) = redis_through_proxy().await;
     cut_and_restored(store, proxy, &common::unique("fault")).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_lost_reply_to_a_reservation_does_not_block_the_key() {
+    let (store, proxy) = redis_through_proxy().await;
+    lost_reservation_reply(store, proxy, &common::unique("fault")).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_lost_reply_to_a_reservation_does_not_block_the_key() {
+    let (store, proxy) =
+        postgres_through_proxy(&common::pg_schema("fault_pg_lost_reply").await).await;
+    lost_reservation_reply(store, proxy, "fault").await;
 }
 
 #[tokio::test(flavor = "current_thread")]

@@ -200,13 +200,15 @@ pub fn database_url_through(proxy: &Proxy) -> String {
 /// refuses new ones until `up`. Lets a test drop a store's connection at a chosen moment.
 ///
 /// It also counts round trips: every time a client speaks after the server did (or first), one
-/// more request went out and waited for its answer.
+/// more request went out and waited for its answer. And it can lose a reply: see
+/// [`lose_reply_to`](Self::lose_reply_to).
 #[derive(Clone)]
 pub struct Proxy {
     pub port: u16,
     down: Arc<AtomicBool>,
     cut: Arc<Notify>,
     round_trips: Arc<AtomicU64>,
+    lose: Arc<std::sync::Mutex<Option<Vec<u8>>>>,
 }
 
 impl Proxy {
@@ -218,6 +220,7 @@ impl Proxy {
             down: Arc::default(),
             cut: Arc::new(Notify::new()),
             round_trips: Arc::default(),
+            lose: Arc::default(),
         };
         let p = proxy.clone();
         tokio::spawn(async move {
@@ -227,6 +230,7 @@ impl Proxy {
                 }
                 let cut = p.cut.clone();
                 let trips = p.round_trips.clone();
+                let lose = p.lose.clone();
                 tokio::spawn(async move {
                     let Ok(server) = TcpStream::connect(("127.0.0.1", target_port)).await else {
                         return;
@@ -234,11 +238,15 @@ impl Proxy {
                     let (mut cr, mut cw) = client.into_split();
                     let (mut sr, mut sw) = server.into_split();
                     let client_spoke = AtomicBool::new(false);
+                    let losing = AtomicBool::new(false);
                     let up = async {
                         let mut buf = vec![0u8; 64 * 1024];
                         while let Ok(n @ 1..) = cr.read(&mut buf).await {
                             if !client_spoke.swap(true, Ordering::SeqCst) {
                                 trips.fetch_add(1, Ordering::SeqCst);
+                            }
+                            if take_marker(&lose, &buf[..n]) {
+                                losing.store(true, Ordering::SeqCst);
                             }
                             if sw.write_all(&buf[..n]).await.is_err() {
                                 break;
@@ -248,6 +256,9 @@ impl Proxy {
                     let down = async {
                         let mut buf = vec![0u8; 64 * 1024];
                         while let Ok(n @ 1..) = sr.read(&mut buf).await {
+                            if losing.load(Ordering::SeqCst) {
+                                break; // the server answered; the client never hears it
+                            }
                             client_spoke.store(false, Ordering::SeqCst);
                             if cw.write_all(&buf[..n]).await.is_err() {
                                 break;
@@ -271,6 +282,13 @@ impl Proxy {
         self.round_trips.swap(0, Ordering::SeqCst)
     }
 
+    /// Lets the next request whose bytes contain `marker` reach the server, then closes its
+    /// connection when the server answers, without passing the answer on: the request took
+    /// effect and its reply was lost.
+    pub fn lose_reply_to(&self, marker: &[u8]) {
+        *self.lose.lock().unwrap() = Some(marker.to_vec());
+    }
+
     /// Closes every connection open through the proxy.
     pub fn cut(&self) {
         self.cut.notify_waiters();
@@ -284,6 +302,18 @@ impl Proxy {
     pub fn up(&self) {
         self.down.store(false, Ordering::SeqCst);
     }
+}
+
+/// Whether `bytes` hold the marker set by [`Proxy::lose_reply_to`]; takes it if so.
+fn take_marker(lose: &std::sync::Mutex<Option<Vec<u8>>>, bytes: &[u8]) -> bool {
+    let mut lose = lose.lock().unwrap();
+    let found = lose
+        .as_deref()
+        .is_some_and(|marker| bytes.windows(marker.len()).any(|w| w == marker));
+    if found {
+        *lose = None;
+    }
+    found
 }
 
 /// The error type the test handlers return.
