@@ -206,6 +206,64 @@ async fn redis_connection_cut_between_reserve_and_complete_then_restored() {
     cut_and_restored(store, proxy, &common::unique("fault")).await;
 }
 
+/// `pg_terminate_backend` on the store's connections (issue 23, defect 5): the server sends
+/// `FATAL 57P01` and closes the session, so only the next statement may fail; the one after runs
+/// on a new connection. (The error is an answer from the database, and was taken for one from a
+/// session that goes on, so the dead connection was kept and failed a second statement too.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_terminated_backend_costs_one_failed_statement() {
+    use idem_guard::{Fingerprint, OwnerToken};
+    use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+
+    let schema = common::pg_schema("fault_pg_terminated").await;
+    let app = format!("idem-terminated-{}", std::process::id());
+    let options: PgConnectOptions = common::database_url().parse().unwrap();
+    let pool = PgPoolOptions::new()
+        .max_connections(1)
+        .connect_with(
+            options
+                .options([("search_path", schema.as_str())])
+                .application_name(&app),
+        )
+        .await
+        .unwrap();
+    let store = PostgresStore::from_pool(pool).await.unwrap();
+    let fingerprint = Fingerprint::of(&()).unwrap();
+    let reserve = |key: &'static str| {
+        let store = store.clone();
+        async move {
+            let owner = OwnerToken::generate();
+            store
+                .reserve(key, fingerprint, &owner, Duration::from_secs(60))
+                .await
+        }
+    };
+    reserve("before")
+        .await
+        .expect("the store's connection is open");
+    let admin = sqlx::PgPool::connect(&common::database_url())
+        .await
+        .unwrap();
+    let terminated: Vec<bool> = sqlx::query_scalar(
+        "SELECT pg_terminate_backend(pid, 30000) FROM pg_stat_activity WHERE application_name = $1",
+    )
+    .bind(&app)
+    .fetch_all(&admin)
+    .await
+    .unwrap();
+    assert!(
+        !terminated.is_empty() && terminated.iter().all(|t| *t),
+        "{terminated:?}"
+    );
+    let mut failures = Vec::new();
+    for key in ["after-1", "after-2", "after-3"] {
+        if let Err(e) = reserve(key).await {
+            failures.push(format!("{key}: {e}"));
+        }
+    }
+    assert!(failures.len() <= 1, "failed statements: {failures:#?}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn redis_lost_reply_to_a_reservation_does_not_block_the_key() {
     let (store, proxy) = redis_through_proxy().await;
