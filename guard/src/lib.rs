@@ -157,6 +157,12 @@ pub mod __private {
         }
     }
 
+    /// The function's body as an async block whose output is the function's return type `R`:
+    /// the bound tells the compiler that type before it checks the block's `return`s and `?`s.
+    pub fn returning<R, F: std::future::Future<Output = R>>(body: F) -> F {
+        body
+    }
+
     /// One argument of the default payload.
     pub fn payload_part<T: PayloadPart + ?Sized>(value: &T) -> Result<serde_json::Value, Error> {
         value.to_value()

@@ -119,12 +119,14 @@ fn expand(args: TokenStream2, item: TokenStream2) -> syn::Result<TokenStream2> {
 
     let block = &func.block;
     let returns_outcome = ok_type(&ret).is_some_and(is_outcome);
-    // The body keeps its declared return type, so `?` and `return` inside it mean what they
-    // meant before the attribute was added.
+    // The body runs as an async block of its own, typed with the declared return type, so `?`
+    // and `return` inside it mean what they meant before the attribute was added (a `return`
+    // leaves that block, with the function's type, also when it returns an `Outcome`).
+    let own_block = quote!(::idem_guard::__private::returning::<#ret, _>(async #block).await);
     let body = if returns_outcome {
-        quote!({ let __idem_result: #ret = #block; __idem_result.map(::idem_guard::Outcome::into_inner) })
+        quote!({ let __idem_result: #ret = #own_block; __idem_result.map(::idem_guard::Outcome::into_inner) })
     } else {
-        quote!({ let __idem_result: #ret = #block; __idem_result })
+        quote!({ let __idem_result: #ret = #own_block; __idem_result })
     };
     let key_value = key_probe(key);
     let prelude = quote! {
