@@ -210,7 +210,9 @@ impl<S: Store> Guard<S> {
     }
 }
 
-impl<S: Store, P> Guard<S, P> {
+// The settings need no `Store`: with the bound only on running, a store that is not one is
+// reported once, where it is given, not again at each setting.
+impl<S, P> Guard<S, P> {
     /// Names the operation; part of every stored key, so two operations keyed by the same order
     /// id do not dedupe each other. `#[idempotent]` uses the function's name.
     pub fn prefix(mut self, prefix: impl Into<Cow<'static, str>>) -> Self {
@@ -331,7 +333,9 @@ impl<S: Store, P> Guard<S, P> {
     pub(crate) fn in_flight_policy(&self) -> InFlight {
         self.in_flight
     }
+}
 
+impl<S: Store, P> Guard<S, P> {
     /// Runs `body` unless this key already ran: returns the body's result, the stored result of an
     /// earlier delivery, or the guard's refusal as `E::from(Error)`.
     ///
