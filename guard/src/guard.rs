@@ -187,6 +187,9 @@ pub(crate) enum Reserved<T, E> {
     Done(Result<Outcome<T>, E>),
 }
 
+/// How long a failed reservation's withdrawal may add to the failure.
+const WITHDRAW_WITHIN: Duration = Duration::from_secs(1);
+
 /// The longest pause between two tries of a write after the body ran.
 const MAX_BACKOFF: Duration = Duration::from_secs(1);
 
@@ -550,12 +553,23 @@ impl<S: Store, P> Guard<S, P> {
         if !matches!(failure, Error::Store(_)) {
             return;
         }
-        // Tried twice, not longer: when the store is unreachable the caller waits for nothing.
-        let mut released = self.store.release(key, owner).await;
-        if matches!(released, Err(Error::Store(_))) {
+        // Tried twice within a second, not longer: when the store is unreachable, the caller
+        // waits for nothing.
+        let release = async {
+            let released = self.store.release(key, owner).await;
+            if !matches!(released, Err(Error::Store(_))) {
+                return released;
+            }
             sleep(Duration::from_millis(100)).await;
-            released = self.store.release(key, owner).await;
-        }
+            self.store.release(key, owner).await
+        };
+        let released = tokio::time::timeout(WITHDRAW_WITHIN, release)
+            .await
+            .unwrap_or_else(|_| {
+                Err(Error::store(
+                    "no answer within the time given to withdrawing",
+                ))
+            });
         match released {
             Ok(()) | Err(Error::NotOwner { .. }) => {
                 tracing::debug!(

@@ -333,7 +333,7 @@ mod dynamodb {
         cut_and_restored(store, proxy, "fault").await;
     }
 
-    /// Nothing listens at the endpoint: the reservation fails at once with the request, key and
+    /// Nothing listens at the endpoint: the reservation fails soon with the request, key and
     /// table in the message, and the body never runs.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn unreachable_endpoint_is_a_clear_error() {
@@ -354,7 +354,8 @@ mod dynamodb {
             message.contains("PutItem (reserve) of `fault::k` on table `records`"),
             "{message}"
         );
-        assert!(started.elapsed() < Duration::from_secs(5), "no hang");
+        // Generous: the point is that it ends (a loaded CI machine is slow, not hung).
+        assert!(started.elapsed() < Duration::from_secs(30), "no hang");
     }
 
     /// A server that accepts connections and never answers: the store's timeout ends the call.

@@ -53,11 +53,17 @@ pub async fn pg_pool(schema: &str, max: u32) -> PgPool {
     pg_pool_at(&database_url(), schema, max).await
 }
 
+/// How long a test client waits for a local server before failing: generous, because a busy
+/// CI machine (two cores, a workspace compiling beside the tests) can stall a local server for
+/// seconds, and tests that count effects must not fail on latency. Fault tests that need a
+/// failure to come fast set their own short timeouts.
+pub const LOCAL_SERVER_PATIENCE: Duration = Duration::from_secs(60);
+
 pub async fn pg_pool_at(url: &str, schema: &str, max: u32) -> PgPool {
     let options: PgConnectOptions = url.parse().unwrap();
     PgPoolOptions::new()
         .max_connections(max)
-        .acquire_timeout(Duration::from_secs(3))
+        .acquire_timeout(LOCAL_SERVER_PATIENCE)
         .connect_with(options.options([("search_path", schema)]))
         .await
         .expect("PostgreSQL at DATABASE_URL")
@@ -69,10 +75,17 @@ pub async fn postgres_store(schema: &str) -> PostgresStore {
         .unwrap()
 }
 
+/// A Redis store whose client waits for the server as long as [`LOCAL_SERVER_PATIENCE`].
 pub async fn redis_store() -> RedisStore {
-    RedisStore::connect(&redis_url())
-        .await
-        .expect("Redis at REDIS_URL")
+    let config = ConnectionManagerConfig::new()
+        .set_connection_timeout(Some(LOCAL_SERVER_PATIENCE))
+        .set_response_timeout(Some(LOCAL_SERVER_PATIENCE));
+    let client = redis::Client::open(redis_url()).unwrap();
+    RedisStore::new(
+        ConnectionManager::new_with_config(client, config)
+            .await
+            .expect("Redis at REDIS_URL"),
+    )
 }
 
 /// A Redis store whose requests give up quickly, for fault tests.
@@ -102,10 +115,27 @@ pub async fn dynamodb_store(name: &str) -> idem_guard::DynamoDbStore {
     dynamodb_store_at(&dynamodb_endpoint(), &unique(name)).await
 }
 
-/// A store on the table `table` (created if missing) at `endpoint`.
+/// A client of the local server whose attempts may take as long as [`LOCAL_SERVER_PATIENCE`]
+/// (`local_client` gives each 3 s, which a loaded CI machine exceeded once: "operation attempt
+/// timeout (single attempt) occurred after 3s"). The store's own per-call timeout still bounds
+/// each call; tests that want a failure fast set that.
+#[cfg(feature = "dynamodb")]
+pub fn dynamodb_client(endpoint: &str) -> idem_guard::aws_sdk_dynamodb::Client {
+    use idem_guard::aws_sdk_dynamodb::config::timeout::TimeoutConfig;
+    let local = idem_guard::dynamodb::local_client(endpoint);
+    let patient = TimeoutConfig::builder()
+        .connect_timeout(LOCAL_SERVER_PATIENCE)
+        .operation_attempt_timeout(LOCAL_SERVER_PATIENCE)
+        .build();
+    let config = local.config().to_builder().timeout_config(patient).build();
+    idem_guard::aws_sdk_dynamodb::Client::from_conf(config)
+}
+
+/// A store on the table `table` (created if missing) at `endpoint`, with a patient client
+/// ([`dynamodb_client`]) and the store's default per-call timeout.
 #[cfg(feature = "dynamodb")]
 pub async fn dynamodb_store_at(endpoint: &str, table: &str) -> idem_guard::DynamoDbStore {
-    let client = idem_guard::dynamodb::local_client(endpoint);
+    let client = dynamodb_client(endpoint);
     let store = idem_guard::DynamoDbStore::new(client, table);
     store
         .create_table_if_missing()
