@@ -637,3 +637,173 @@ async fn a_client_hanging_up_does_not_double_the_effect<S: Store + 'static>(stor
     assert_eq!(debits.len(), HANGUPS);
     assert_eq!(twice, 0, "keys debited twice: {debits:?}");
 }
+
+/// A webhook route behind a layer configured with `source` and `matching`: it counts its runs
+/// and answers with the run number.
+async fn webhook(
+    source: idem_guard::http::KeySource,
+    matching: idem_guard::http::PayloadMatch,
+) -> (Server, Runs) {
+    let runs = Runs::default();
+    let r = runs.clone();
+    let handler = post(move || async move { format!("handled #{}", r.next()) });
+    let layer = IdempotencyLayer::from_guard(Guard::new(MemoryStore::new()).prefix("hooks"))
+        .key_source(source)
+        .payload_match(matching)
+        .required(true);
+    let app = Router::new().route("/hook", handler).layer(layer);
+    (serve(app).await, runs)
+}
+
+/// Each sender's redelivery, as it sends it, is replayed; another event is handled.
+#[tokio::test]
+async fn webhook_presets_take_the_key_where_each_sender_puts_it() {
+    use idem_guard::http::{KeySource, PayloadMatch};
+    type Delivery = (&'static [(&'static str, &'static str)], &'static str);
+    let senders: [(&str, KeySource, Delivery, Delivery); 5] = [
+        (
+            "stripe",
+            KeySource::stripe(),
+            (&[], r#"{"id":"evt_1","type":"charge.succeeded"}"#),
+            (&[], r#"{"id":"evt_2","type":"charge.succeeded"}"#),
+        ),
+        (
+            "standard webhooks",
+            KeySource::standard_webhooks(),
+            (&[("webhook-id", "msg_1")], r#"{"type":"a"}"#),
+            (&[("webhook-id", "msg_2")], r#"{"type":"a"}"#),
+        ),
+        (
+            "github",
+            KeySource::github(),
+            (
+                &[("x-github-delivery", "72d3162e-1")],
+                r#"{"action":"opened"}"#,
+            ),
+            (
+                &[("x-github-delivery", "72d3162e-2")],
+                r#"{"action":"opened"}"#,
+            ),
+        ),
+        (
+            "shopify",
+            KeySource::shopify(),
+            (&[("x-shopify-webhook-id", "b54557e4-1")], r#"{"id":1}"#),
+            (&[("x-shopify-webhook-id", "b54557e4-2")], r#"{"id":1}"#),
+        ),
+        (
+            "sns",
+            KeySource::sns(),
+            (&[], r#"{"Type":"Notification","MessageId":"da41e39f-1"}"#),
+            (&[], r#"{"Type":"Notification","MessageId":"da41e39f-2"}"#),
+        ),
+    ];
+    for (sender, source, (headers, body), (other_headers, other_body)) in senders {
+        let (server, runs) = webhook(source, PayloadMatch::Bytes).await;
+        let first = server.send(request("POST", "/hook", headers, body)).await;
+        assert_eq!(first.text(), "handled #1", "{sender}: {first:?}");
+        let again = server.send(request("POST", "/hook", headers, body)).await;
+        assert!(again.is_replay(), "{sender}: {again:?}");
+        assert_eq!(again.text(), "handled #1", "{sender}");
+        let other = server
+            .send(request("POST", "/hook", other_headers, other_body))
+            .await;
+        assert_eq!(other.text(), "handled #2", "{sender}: another event runs");
+        // Without the sender's key the request is refused, not run unguarded.
+        let keyless = server.send(request("POST", "/hook", &[], "{}")).await;
+        assert_eq!(
+            keyless.problem_code(),
+            "idempotency_key_missing",
+            "{sender}"
+        );
+        assert_eq!(runs.count(), 2, "{sender}");
+    }
+}
+
+/// A header of one's choosing, and a function of headers and body.
+#[tokio::test]
+async fn custom_key_sources() {
+    use idem_guard::http::{KeySource, PayloadMatch};
+    let header = KeySource::header("x-delivery".parse().unwrap());
+    let (server, runs) = webhook(header, PayloadMatch::Bytes).await;
+    let send = |id: &'static str| request("POST", "/hook", &[("x-delivery", id)], "{}");
+    assert_eq!(server.send(send("d-1")).await.text(), "handled #1");
+    assert!(server.send(send("d-1")).await.is_replay());
+    let bad = server.send(send("has space")).await;
+    assert_eq!(bad.problem_code(), "idempotency_key_invalid");
+    assert_eq!(runs.count(), 1);
+
+    // The tenant from a header and the event id from the body, as one key.
+    let function = KeySource::from_request(|parts, json| {
+        let tenant = parts.headers.get("x-tenant")?.to_str().ok()?;
+        let event = json?.get("event")?.as_str()?;
+        Some(format!("{tenant}.{event}"))
+    });
+    let (server, runs) = webhook(function, PayloadMatch::Bytes).await;
+    let send = |tenant: &'static str| {
+        request(
+            "POST",
+            "/hook",
+            &[("x-tenant", tenant)],
+            r#"{"event":"e1"}"#,
+        )
+    };
+    assert_eq!(server.send(send("acme")).await.text(), "handled #1");
+    assert!(server.send(send("acme")).await.is_replay());
+    assert_eq!(server.send(send("other")).await.text(), "handled #2");
+    let not_json = server
+        .send(request("POST", "/hook", &[("x-tenant", "acme")], "e1"))
+        .await;
+    assert_eq!(not_json.problem_code(), "idempotency_key_missing");
+    assert_eq!(runs.count(), 2);
+}
+
+/// Reformatted JSON (key order, whitespace) is the same payload with `CanonicalJson`; with
+/// `JsonFields` only the chosen fields count; with the default, bytes do.
+#[tokio::test]
+async fn json_payloads_compare_as_values() {
+    use idem_guard::http::{KeySource, PayloadMatch};
+    let send = |body: &'static str| request("POST", "/hook", &[("webhook-id", "m-1")], body);
+    let compact = r#"{"amount":500,"currency":"eur","attempt":1}"#;
+    let reformatted = "{\n  \"currency\": \"eur\",\n  \"attempt\": 1,\n  \"amount\": 500\n}";
+    let retried = r#"{"amount":500,"currency":"eur","attempt":2}"#;
+    let changed = r#"{"amount":900,"currency":"eur","attempt":1}"#;
+
+    let (server, _) = webhook(KeySource::standard_webhooks(), PayloadMatch::Bytes).await;
+    server.send(send(compact)).await;
+    let reply = server.send(send(reformatted)).await;
+    assert_eq!(
+        reply.status,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "bytes differ"
+    );
+
+    let (server, runs) = webhook(KeySource::standard_webhooks(), PayloadMatch::CanonicalJson).await;
+    server.send(send(compact)).await;
+    assert!(server.send(send(reformatted)).await.is_replay());
+    let reply = server.send(send(retried)).await;
+    assert_eq!(
+        reply.status,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "a field differs"
+    );
+    let reply = server.send(send("not json")).await;
+    assert_eq!(reply.problem_code(), "request_body_not_json");
+    assert_eq!(runs.count(), 1);
+
+    let fields = PayloadMatch::JsonFields(vec!["/amount".into(), "/currency".into()]);
+    let (server, runs) = webhook(KeySource::standard_webhooks(), fields).await;
+    server.send(send(compact)).await;
+    assert!(server.send(send(reformatted)).await.is_replay());
+    assert!(
+        server.send(send(retried)).await.is_replay(),
+        "`attempt` does not count"
+    );
+    let reply = server.send(send(changed)).await;
+    assert_eq!(
+        reply.status,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "`amount` counts"
+    );
+    assert_eq!(runs.count(), 1);
+}

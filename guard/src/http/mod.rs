@@ -68,12 +68,14 @@
 //! ...).
 //!
 //! **The key** is the header value (quoted `"..."` as the draft writes it, or bare as most clients
-//! send it: the same key), the route (axum's [`MatchedPath`](axum::extract::MatchedPath), such
+//! send it: the same key; or what [`key_source`] finds: another header, a field of the JSON body,
+//! a function of the request, with presets for Stripe, Standard Webhooks, GitHub, Shopify and
+//! SNS), the route (axum's [`MatchedPath`](axum::extract::MatchedPath), such
 //! as `/orders/{id}`, when the layer runs inside a `Router`; the path otherwise) and the principal
 //! that [`principal`] takes from the request (none by default), joined with the guard's tuple-key
 //! escaping, so no two of them run into each other: the same key sent by two users or to two
 //! routes is two records. **The payload** is the method, path, query and an xxh3-128 hash of the
-//! body. **What is stored**: status, headers (not hop-by-hop ones, nor those [`drop_header`]
+//! body (its bytes, or with [`payload_match`] its JSON value, or chosen fields of it). **What is stored**: status, headers (not hop-by-hop ones, nor those [`drop_header`]
 //! names: `Date` and `Set-Cookie` by default) and the body, when at most [`max_stored_body`]
 //! (2 MiB); a larger body is sent but not stored, and duplicates get `409` saying it cannot be
 //! replayed. Responses are buffered, so a guarded route must not stream without end.
@@ -91,10 +93,13 @@
 //! [`drop_header`]: IdempotencyLayer::drop_header
 //! [`max_stored_body`]: IdempotencyLayer::max_stored_body
 //! [`max_retry_after`]: IdempotencyLayer::max_retry_after
+//! [`key_source`]: IdempotencyLayer::key_source
+//! [`payload_match`]: IdempotencyLayer::payload_match
 
 mod request;
 mod response;
 mod service;
+mod source;
 
 use std::fmt;
 use std::sync::Arc;
@@ -107,6 +112,7 @@ use axum::http::{HeaderName, Method, StatusCode};
 pub use self::request::IDEMPOTENCY_KEY;
 pub use self::response::IDEMPOTENT_REPLAYED;
 pub use self::service::IdempotencyService;
+pub use self::source::{KeySource, PayloadMatch};
 use crate::{Guard, Store};
 
 /// Longest `Idempotency-Key` accepted by default: a UUID needs 36, and no real key needs more.
@@ -153,6 +159,8 @@ pub(crate) struct Config {
     dropped_headers: Vec<HeaderName>,
     fail_open: bool,
     max_retry_after: Duration,
+    pub(crate) key_source: KeySource,
+    pub(crate) payload_match: PayloadMatch,
 }
 
 impl fmt::Debug for Config {
@@ -167,6 +175,8 @@ impl fmt::Debug for Config {
             .field("dropped_headers", &self.dropped_headers)
             .field("fail_open", &self.fail_open)
             .field("max_retry_after", &self.max_retry_after)
+            .field("key_source", &self.key_source)
+            .field("payload_match", &self.payload_match)
             .finish_non_exhaustive()
     }
 }
@@ -194,6 +204,8 @@ impl<S: Store> IdempotencyLayer<S> {
                 dropped_headers: vec![DATE, SET_COOKIE],
                 fail_open: false,
                 max_retry_after: DEFAULT_MAX_RETRY_AFTER,
+                key_source: KeySource::idempotency_key(),
+                payload_match: PayloadMatch::Bytes,
             }),
         }
     }
@@ -280,6 +292,32 @@ impl<S> IdempotencyLayer<S> {
     /// duration.
     pub fn max_retry_after(self, max: Duration) -> Self {
         self.with(|c| c.max_retry_after = max)
+    }
+
+    /// Where the key comes from (default: the `Idempotency-Key` header). Webhook senders put it
+    /// elsewhere: [`KeySource::stripe`], [`KeySource::standard_webhooks`],
+    /// [`KeySource::github`], [`KeySource::shopify`], [`KeySource::sns`], or any
+    /// [`KeySource::header`], [`KeySource::json_body`] pointer or [`KeySource::from_request`]
+    /// function of the headers and the parsed JSON body.
+    ///
+    /// ```
+    /// use idem_guard::http::{IdempotencyLayer, KeySource, PayloadMatch};
+    /// use idem_guard::MemoryStore;
+    ///
+    /// // GitHub redelivers with the same `X-GitHub-Delivery`; compare payloads as JSON values.
+    /// let layer = IdempotencyLayer::new(MemoryStore::new())
+    ///     .key_source(KeySource::github())
+    ///     .payload_match(PayloadMatch::CanonicalJson)
+    ///     .required(true);
+    /// ```
+    pub fn key_source(self, source: KeySource) -> Self {
+        self.with(|c| c.key_source = source)
+    }
+
+    /// What of the body must match for a repeat to be replayed instead of refused with 422
+    /// (default: every byte, [`PayloadMatch::Bytes`]).
+    pub fn payload_match(self, matching: PayloadMatch) -> Self {
+        self.with(|c| c.payload_match = matching)
     }
 }
 

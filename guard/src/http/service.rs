@@ -74,9 +74,9 @@ impl<E> From<Error> for Failure<E> {
 }
 
 /// What the layer does with a request, decided before the guard is asked.
-enum Admission<B> {
+enum Admission {
     /// Not guarded (another method, or no key when none is required).
-    PassThrough(Request<B>),
+    PassThrough(Request<Body>),
     /// Refused before the guard: a bad or missing key, a body too large or unreadable.
     Refuse(Response<Body>),
     /// Guarded: the guard's key, the payload fingerprint, and the request with its body buffered.
@@ -87,22 +87,41 @@ enum Admission<B> {
     },
 }
 
-async fn admit<B>(request: Request<B>, config: &Config) -> Admission<B>
+async fn admit<B>(request: Request<B>, config: &Config) -> Admission
 where
     B: HttpBody<Data = Bytes> + Send + 'static,
     B::Error: Into<BoxError>,
 {
     if !config.methods.contains(request.method()) {
-        return Admission::PassThrough(request);
+        return Admission::PassThrough(request.map(Body::new));
     }
     let (parts, body) = request.into_parts();
-    let client_key = match request::client_key(&parts.headers, config.max_key_len) {
+    // A key in a header is read before the body, so that a request without one passes through
+    // unbuffered; a key in the body needs the body first.
+    let (client_key, body) = match config.key_source.header_name() {
+        Some(name) => (
+            request::client_key(&parts.headers, name, config.max_key_len),
+            Body::new(body),
+        ),
+        None => match buffered(body, config).await {
+            Ok(body) => {
+                let json = serde_json::from_slice::<serde_json::Value>(&body).ok();
+                let found = config.key_source.find_in_body(&parts, json.as_ref());
+                let key = found
+                    .map(|k| request::checked_key(k.as_bytes(), config.max_key_len))
+                    .transpose();
+                (key, Body::from(body))
+            }
+            Err(refusal) => return Admission::Refuse(refusal),
+        },
+    };
+    let client_key = match client_key {
         Ok(Some(key)) => key,
         Ok(None) if config.required => {
             return Admission::Refuse(problem(
                 StatusCode::BAD_REQUEST,
                 "idempotency_key_missing",
-                "this operation requires an Idempotency-Key header",
+                "this operation requires an idempotency key (the Idempotency-Key header, or where the service said to look)",
             ))
         }
         Ok(None) => return Admission::PassThrough(Request::from_parts(parts, body)),
@@ -114,35 +133,59 @@ where
             ))
         }
     };
-    let body = match request::buffer_body(body, config.max_request_body).await {
+    let body = match buffered(body, config).await {
         Ok(body) => body,
-        Err(BodyError::TooLarge { max }) => {
-            let detail = format!(
-                "the request body is larger than the {max} bytes a guarded request may have"
-            );
-            return Admission::Refuse(problem(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                "request_body_too_large",
-                &detail,
-            ));
-        }
-        Err(BodyError::Read(why)) => {
-            return Admission::Refuse(problem(
+        Err(refusal) => return Admission::Refuse(refusal),
+    };
+    let json = if config.payload_match.needs_json() {
+        match serde_json::from_slice::<serde_json::Value>(&body) {
+            Ok(json) => Some(json),
+            Err(e) => return Admission::Refuse(problem(
                 StatusCode::BAD_REQUEST,
-                "request_body_unreadable",
-                &format!("the request body could not be read: {why}"),
-            ))
+                "request_body_not_json",
+                &format!(
+                    "this operation compares request bodies as JSON, and this one is not JSON: {e}"
+                ),
+            )),
         }
+    } else {
+        None
     };
     let principal = config.principal.as_ref().and_then(|of| of(&parts));
     let key = request::guard_key(principal.as_deref(), &request::route(&parts), &client_key);
-    match request::fingerprint(&parts, &body) {
+    match request::fingerprint(&parts, &body, json.as_ref(), &config.payload_match) {
         Ok(fingerprint) => Admission::Guard {
             key,
             fingerprint,
             request: request::rebuild(parts, body),
         },
         Err(e) => Admission::Refuse(refusal(&e, config)),
+    }
+}
+
+/// The whole body (at most the configured size), or the refusal to send.
+async fn buffered<B>(body: B, config: &Config) -> Result<Bytes, Response<Body>>
+where
+    B: HttpBody<Data = Bytes> + Send + 'static,
+    B::Error: Into<BoxError>,
+{
+    match request::buffer_body(body, config.max_request_body).await {
+        Ok(body) => Ok(body),
+        Err(BodyError::TooLarge { max }) => {
+            let detail = format!(
+                "the request body is larger than the {max} bytes a guarded request may have"
+            );
+            Err(problem(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "request_body_too_large",
+                &detail,
+            ))
+        }
+        Err(BodyError::Read(why)) => Err(problem(
+            StatusCode::BAD_REQUEST,
+            "request_body_unreadable",
+            &format!("the request body could not be read: {why}"),
+        )),
     }
 }
 
