@@ -7,8 +7,10 @@ use std::time::Duration;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use tokio::time::{sleep, Instant};
+use tracing::Instrument as _;
 
 use crate::key::{full_key, Fingerprint, KeyPart, Payload};
+use crate::observe::{self, Seen};
 use crate::on_error::{Disposition, OnError, Release};
 use crate::store::{OwnerToken, Reservation, Store, StoredResult};
 use crate::{Error, Rejected};
@@ -470,6 +472,7 @@ impl<S: Store, P> Guard<S, P> {
         Ok(Some((full, fingerprint()?)))
     }
 
+    /// One guarded call, in its `idem_guard` span (see [`observe`](crate::observe)).
     pub(crate) async fn execute<T, E, F, Fut>(
         &self,
         prepared: Prepared,
@@ -482,7 +485,25 @@ impl<S: Store, P> Guard<S, P> {
         F: FnOnce(Attempt) -> Fut,
         Fut: Future<Output = Result<T, E>>,
     {
+        let key = prepared.as_ref().ok().and_then(Option::as_ref);
+        let span = observe::span(&self.prefix, key.map(|(key, _)| key.as_str()));
+        self.execute_in_span(prepared, body).instrument(span).await
+    }
+
+    async fn execute_in_span<T, E, F, Fut>(
+        &self,
+        prepared: Prepared,
+        body: F,
+    ) -> Result<Outcome<T>, E>
+    where
+        T: Serialize + DeserializeOwned,
+        E: From<Error>,
+        P: OnError<E> + Sync,
+        F: FnOnce(Attempt) -> Fut,
+        Fut: Future<Output = Result<T, E>>,
+    {
         let Some((key, fingerprint)) = prepared? else {
+            observe::outcome(&self.prefix, Seen::Unguarded);
             return body(Attempt::new(None, false)).await.map(Outcome::fresh);
         };
         let owner = OwnerToken::generate();
@@ -518,15 +539,22 @@ impl<S: Store, P> Guard<S, P> {
         let mut waiting = Waiting::new(self.in_flight);
         loop {
             let (started, lease) = (Instant::now(), self.lease_now());
-            let found = match self.store.reserve(key, fingerprint, owner, lease).await {
+            let found = self.store.reserve(key, fingerprint, owner, lease).await;
+            let took = started.elapsed();
+            observe::store_call(&self.prefix, "reserve", took);
+            tracing::Span::current().record("store_ms", took.as_secs_f64() * 1000.0);
+            let found = match found {
                 Ok(found) => found,
                 Err(e) => {
+                    observe::outcome(&self.prefix, Seen::StoreError);
                     self.withdraw(key, owner, &e).await;
                     return Reserved::Done(Err(e.into()));
                 }
             };
+            let seen = seen(&found, fingerprint);
             match self.judge(key, fingerprint, found) {
                 Step::Run { taken_over } => {
+                    observe::outcome(&self.prefix, seen);
                     if taken_over {
                         tracing::warn!(key = %key, "took over the key of an abandoned attempt (its lease ended before it completed); its effect may have happened");
                     }
@@ -535,9 +563,13 @@ impl<S: Store, P> Guard<S, P> {
                         held_until: started + lease,
                     };
                 }
-                Step::Done(result) => return Reserved::Done(result),
+                Step::Done(result) => {
+                    observe::outcome(&self.prefix, seen);
+                    return Reserved::Done(result);
+                }
                 Step::Busy(retry_after) => {
                     if let Err(e) = waiting.pause(key, retry_after).await {
+                        observe::outcome(&self.prefix, Seen::InFlight);
                         return Reserved::Done(Err(e.into()));
                     }
                 }
@@ -610,7 +642,7 @@ impl<S: Store, P> Guard<S, P> {
                     fingerprint,
                     owner,
                     held_until,
-                    "record the result",
+                    ("complete", "record the result"),
                     complete,
                 )
                 .await
@@ -622,7 +654,7 @@ impl<S: Store, P> Guard<S, P> {
                     fingerprint,
                     owner,
                     held_until,
-                    "release the record",
+                    ("release", "release the record"),
                     release,
                 )
                 .await
@@ -633,7 +665,10 @@ impl<S: Store, P> Guard<S, P> {
             // The effect happened but is not recorded: say so rather than return a value a retry
             // would produce again. The record stays in progress, so retries are refused until the
             // lease ends.
-            (Ok(_), Err(e)) => Err(e.into()),
+            (Ok(_), Err(e)) => {
+                observe::unrecorded(&self.prefix);
+                Err(e.into())
+            }
             (Err(error), Ok(())) => Err(error),
             (Err(error), Err(e)) => {
                 // The body's error says more than the bookkeeping failure; the record expires
@@ -675,7 +710,7 @@ impl<S: Store, P> Guard<S, P> {
         fingerprint: Fingerprint,
         owner: &OwnerToken,
         mut held_until: Instant,
-        what: &str,
+        (op, what): (&'static str, &str),
         mut write: impl FnMut() -> Fut,
     ) -> Result<T, Error>
     where
@@ -684,7 +719,10 @@ impl<S: Store, P> Guard<S, P> {
         let mut backoff = Duration::from_millis(50);
         let mut failures: u32 = 0;
         loop {
-            let e = match write().await {
+            let started = Instant::now();
+            let written = write().await;
+            observe::store_call(&self.prefix, op, started.elapsed());
+            let e = match written {
                 Err(Error::Store(e)) => e,
                 done => {
                     if failures > 0 {
@@ -730,7 +768,9 @@ impl<S: Store, P> Guard<S, P> {
         if started + lease <= *held_until {
             return;
         }
-        match self.store.renew(key, fingerprint, owner, lease).await {
+        let renewed = self.store.renew(key, fingerprint, owner, lease).await;
+        observe::store_call(&self.prefix, "renew", started.elapsed());
+        match renewed {
             Ok(()) => *held_until = started + lease,
             Err(e) => tracing::warn!(key, error = %e, "could not renew the lease"),
         }
@@ -824,6 +864,24 @@ impl<S: Store, P> Guard<S, P> {
                 })
             }
         }
+    }
+}
+
+/// What a reservation's answer means for the counters.
+fn seen(found: &Reservation, fingerprint: Fingerprint) -> Seen {
+    match found {
+        Reservation::Acquired => Seen::Fresh,
+        Reservation::TakenOver => Seen::TakenOver,
+        Reservation::Completed {
+            fingerprint: theirs,
+            ..
+        }
+        | Reservation::InProgress {
+            fingerprint: theirs,
+            ..
+        } if *theirs != fingerprint => Seen::Mismatch,
+        Reservation::Completed { .. } => Seen::Replayed,
+        Reservation::InProgress { .. } => Seen::InFlight,
     }
 }
 

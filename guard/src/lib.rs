@@ -72,6 +72,7 @@ mod guard;
 pub mod http;
 mod key;
 mod memory;
+pub mod observe;
 pub mod on_error;
 mod postgres;
 mod redis_store;

@@ -227,7 +227,7 @@ impl<P> Guard<DynamoDbStore, P> {
                 fingerprint,
                 owner,
                 held_until,
-                "apply the transaction",
+                ("complete", "apply the transaction"),
                 apply,
             )
             .await?

@@ -140,13 +140,15 @@ where
     let json = if config.payload_match.needs_json() {
         match serde_json::from_slice::<serde_json::Value>(&body) {
             Ok(json) => Some(json),
-            Err(e) => return Admission::Refuse(problem(
-                StatusCode::BAD_REQUEST,
-                "request_body_not_json",
-                &format!(
+            Err(e) => {
+                return Admission::Refuse(problem(
+                    StatusCode::BAD_REQUEST,
+                    "request_body_not_json",
+                    &format!(
                     "this operation compares request bodies as JSON, and this one is not JSON: {e}"
                 ),
-            )),
+                ))
+            }
         }
     } else {
         None
