@@ -807,3 +807,75 @@ async fn json_payloads_compare_as_values() {
     );
     assert_eq!(runs.count(), 1);
 }
+
+/// The request's own deadline bounds its lease: a duplicate sent while the first runs is told
+/// to come back within that deadline, not after the guard's minute-long lease.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_lease_follows_the_request_deadline() {
+    use tokio::sync::{mpsc, watch};
+    let (started_tx, mut started) = mpsc::unbounded_channel::<()>();
+    let (finish, finishing) = watch::channel(false);
+    let handler = post(move || async move {
+        let _ = started_tx.send(());
+        let _ = finishing.clone().wait_for(|finish| *finish).await;
+        "done"
+    });
+    let layer = IdempotencyLayer::from_guard(Guard::new(MemoryStore::new()).prefix("deadline"))
+        .max_retry_after(Duration::from_secs(3600))
+        .deadline_from(|parts| {
+            let ms = parts.headers.get("x-timeout-ms")?.to_str().ok()?;
+            Some(Duration::from_millis(ms.parse().ok()?))
+        });
+    let server = serve(Router::new().route("/slow", handler).layer(layer)).await;
+    let send = |key: &'static str, timeout: Option<&'static str>| {
+        let mut headers = vec![("idempotency-key", key)];
+        headers.extend(timeout.map(|t| ("x-timeout-ms", t)));
+        request("POST", "/slow", &headers, "x")
+    };
+    let retry_after = |reply: &Reply| -> u64 {
+        assert_eq!(reply.status, StatusCode::CONFLICT, "{reply:?}");
+        reply.headers["retry-after"]
+            .to_str()
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    let mut firsts = Vec::new();
+    for (key, timeout) in [("k-deadline", Some("3000")), ("k-lease", None)] {
+        let server = server.clone();
+        firsts.push(tokio::spawn(async move {
+            server.send(send(key, timeout)).await
+        }));
+        started.recv().await.unwrap();
+    }
+    let bounded = retry_after(&server.send(send("k-deadline", Some("3000"))).await);
+    assert!(
+        (1..=3).contains(&bounded),
+        "within the 3 s deadline: {bounded}"
+    );
+    let whole = retry_after(&server.send(send("k-lease", None)).await);
+    assert!(whole > 50, "no deadline: the guard's 60 s lease: {whole}");
+    finish.send(true).unwrap();
+    for first in firsts {
+        assert_eq!(first.await.unwrap().text(), "done");
+    }
+}
+
+/// `on_replay` changes replayed responses, and only those.
+#[tokio::test]
+async fn the_replay_hook_changes_replayed_responses() {
+    let layer = layer(MemoryStore::new(), "hook").on_replay(|mut response| {
+        response
+            .headers_mut()
+            .insert("x-served-from", "idempotency-cache".parse().unwrap());
+        response
+    });
+    let (server, runs) = start(layer).await;
+    let first = server.send(post_with_key("/orders", "k-h", "a")).await;
+    assert!(!first.headers.contains_key("x-served-from"));
+    let again = server.send(post_with_key("/orders", "k-h", "a")).await;
+    assert!(again.is_replay());
+    assert_eq!(again.headers["x-served-from"], "idempotency-cache");
+    assert_eq!(again.body, first.body);
+    assert_eq!(runs.count(), 1);
+}

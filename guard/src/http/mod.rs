@@ -81,7 +81,9 @@
 //! replayed. Responses are buffered, so a guarded route must not stream without end.
 //!
 //! Lease, retention (24 h), in-flight policy, prefix (`"http"`) and replay hook are the
-//! [`Guard`](crate::Guard)'s: build one and pass it to [`IdempotencyLayer::from_guard`].
+//! [`Guard`](crate::Guard)'s: build one and pass it to [`IdempotencyLayer::from_guard`]. Per
+//! request, [`deadline_from`] cuts the lease to the request's own deadline, and [`on_replay`]
+//! may change a replayed response.
 //!
 //! [`methods`]: IdempotencyLayer::methods
 //! [`required`]: IdempotencyLayer::required
@@ -95,6 +97,8 @@
 //! [`max_retry_after`]: IdempotencyLayer::max_retry_after
 //! [`key_source`]: IdempotencyLayer::key_source
 //! [`payload_match`]: IdempotencyLayer::payload_match
+//! [`deadline_from`]: IdempotencyLayer::deadline_from
+//! [`on_replay`]: IdempotencyLayer::on_replay
 
 mod request;
 mod response;
@@ -105,9 +109,10 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
+use axum::body::Body;
 use axum::http::header::{DATE, SET_COOKIE};
 use axum::http::request::Parts;
-use axum::http::{HeaderName, Method, StatusCode};
+use axum::http::{HeaderName, Method, Response, StatusCode};
 
 pub use self::request::IDEMPOTENCY_KEY;
 pub use self::response::IDEMPOTENT_REPLAYED;
@@ -128,6 +133,8 @@ pub const DEFAULT_MAX_RETRY_AFTER: Duration = Duration::from_secs(1);
 
 type PrincipalFn = dyn Fn(&Parts) -> Option<String> + Send + Sync;
 type CacheWhenFn = dyn Fn(StatusCode) -> bool + Send + Sync;
+type DeadlineFn = dyn Fn(&Parts) -> Option<Duration> + Send + Sync;
+type ReplayFn = dyn Fn(Response<Body>) -> Response<Body> + Send + Sync;
 
 /// A `tower::Layer` that makes the guarded methods of a service idempotent per
 /// `Idempotency-Key`. See the [module docs](self) for what it answers.
@@ -161,6 +168,8 @@ pub(crate) struct Config {
     max_retry_after: Duration,
     pub(crate) key_source: KeySource,
     pub(crate) payload_match: PayloadMatch,
+    pub(crate) deadline_from: Option<Arc<DeadlineFn>>,
+    pub(crate) on_replay: Option<Arc<ReplayFn>>,
 }
 
 impl fmt::Debug for Config {
@@ -177,6 +186,8 @@ impl fmt::Debug for Config {
             .field("max_retry_after", &self.max_retry_after)
             .field("key_source", &self.key_source)
             .field("payload_match", &self.payload_match)
+            .field("deadline_from", &self.deadline_from.as_ref().map(|_| ".."))
+            .field("on_replay", &self.on_replay.as_ref().map(|_| ".."))
             .finish_non_exhaustive()
     }
 }
@@ -206,6 +217,8 @@ impl<S: Store> IdempotencyLayer<S> {
                 max_retry_after: DEFAULT_MAX_RETRY_AFTER,
                 key_source: KeySource::idempotency_key(),
                 payload_match: PayloadMatch::Bytes,
+                deadline_from: None,
+                on_replay: None,
             }),
         }
     }
@@ -312,6 +325,37 @@ impl<S> IdempotencyLayer<S> {
     /// ```
     pub fn key_source(self, source: KeySource) -> Self {
         self.with(|c| c.key_source = source)
+    }
+
+    /// The request's own deadline, from now (a timeout header, a gateway's budget): its lease
+    /// never outlives it and stops being renewed there, so when the client gives up, its retry
+    /// can take the key over then instead of after the guard's whole lease. `None` keeps the
+    /// guard's lease.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use idem_guard::http::IdempotencyLayer;
+    /// use idem_guard::MemoryStore;
+    ///
+    /// let layer = IdempotencyLayer::new(MemoryStore::new()).deadline_from(|parts| {
+    ///     let ms = parts.headers.get("x-request-timeout-ms")?.to_str().ok()?.parse().ok()?;
+    ///     Some(Duration::from_millis(ms))
+    /// });
+    /// ```
+    pub fn deadline_from(
+        self,
+        deadline: impl Fn(&Parts) -> Option<Duration> + Send + Sync + 'static,
+    ) -> Self {
+        self.with(|c| c.deadline_from = Some(Arc::new(deadline)))
+    }
+
+    /// Changes every replayed response before it is sent (after `Idempotent-Replayed: true` is
+    /// set): add a header, rewrite a field of the body... Fresh responses are not passed to it.
+    pub fn on_replay(
+        self,
+        hook: impl Fn(Response<Body>) -> Response<Body> + Send + Sync + 'static,
+    ) -> Self {
+        self.with(|c| c.on_replay = Some(Arc::new(hook)))
     }
 
     /// What of the body must match for a repeat to be replayed instead of refused with 422

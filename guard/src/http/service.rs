@@ -4,11 +4,13 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use axum::body::{Body, Bytes, HttpBody};
 use axum::http::{Request, Response, StatusCode};
 use axum::BoxError;
 use http_body_util::BodyExt;
+use tokio::time::Instant;
 use tower::Service;
 
 use super::request::{self, BodyError};
@@ -79,10 +81,12 @@ enum Admission {
     PassThrough(Request<Body>),
     /// Refused before the guard: a bad or missing key, a body too large or unreadable.
     Refuse(Response<Body>),
-    /// Guarded: the guard's key, the payload fingerprint, and the request with its body buffered.
+    /// Guarded: the guard's key, the payload fingerprint, the request's own deadline (from now),
+    /// and the request with its body buffered.
     Guard {
         key: String,
         fingerprint: Fingerprint,
+        deadline: Option<Duration>,
         request: Request<Body>,
     },
 }
@@ -154,11 +158,13 @@ where
         None
     };
     let principal = config.principal.as_ref().and_then(|of| of(&parts));
+    let deadline = config.deadline_from.as_ref().and_then(|of| of(&parts));
     let key = request::guard_key(principal.as_deref(), &request::route(&parts), &client_key);
     match request::fingerprint(&parts, &body, json.as_ref(), &config.payload_match) {
         Ok(fingerprint) => Admission::Guard {
             key,
             fingerprint,
+            deadline,
             request: request::rebuild(parts, body),
         },
         Err(e) => Admission::Refuse(refusal(&e, config)),
@@ -207,14 +213,23 @@ where
     B::Error: Into<BoxError>,
     S: Store + 'static,
 {
-    let (key, fingerprint, request) = match admit(request, &config).await {
+    let (guard, key, fingerprint, request) = match admit(request, &config).await {
         Admission::PassThrough(request) => return pass_through(&mut inner, request).await,
         Admission::Refuse(response) => return Ok(response),
         Admission::Guard {
             key,
             fingerprint,
+            deadline,
             request,
-        } => (key, fingerprint, request),
+        } => {
+            // The request's own deadline bounds its lease: a client that gives up after 5 s
+            // frees the key for its retry then, not after the guard's whole lease.
+            let guard = match deadline {
+                Some(left) => Arc::new((*guard).clone().deadline(Instant::now() + left)),
+                None => guard,
+            };
+            (guard, key, fingerprint, request)
+        }
     };
     // From the reservation on, the handler and the completion run in a task of their own: when
     // the client hangs up, hyper drops this future, and a completion dropped with it would leave
@@ -257,7 +272,13 @@ where
             .await
     };
     let error = match outcome {
-        Ok(stored) if stored.is_replay() => return Ok(stored.into_inner().replay()),
+        Ok(stored) if stored.is_replay() => {
+            let replay = stored.into_inner().replay();
+            return Ok(match &config.on_replay {
+                Some(hook) => hook(replay),
+                None => replay,
+            });
+        }
         Ok(_) => return Ok(fresh.unwrap_or_else(internal_error)),
         Err(Failure::Uncached(response)) => return Ok(response),
         Err(Failure::Inner(e)) => return Err(e),
