@@ -12,6 +12,12 @@
 //! checks, before storing, that the bytes decode back into the type and give the same value;
 //! when they do not, it falls back to JSON, the format of earlier versions, which the decoder
 //! still reads (JSON text never starts with `p1:`).
+//!
+//! The JSON form gets the same check: `skip_serializing_if` over `Some(None)`, a NaN (written as
+//! `null`), a `u128` inside `#[serde(flatten)]`, or an internally tagged enum can write JSON
+//! that does not decode, or decodes into another value. Such a value is not stored for replay:
+//! [`encode`] says why, and the key is completed as unreplayable (the effect happened; a
+//! duplicate gets a decode error instead of a different value).
 
 use base64::engine::general_purpose::STANDARD_NO_PAD;
 use base64::Engine as _;
@@ -29,7 +35,7 @@ pub(crate) fn encode<T: Serialize + DeserializeOwned>(value: &T) -> Result<Strin
         STANDARD_NO_PAD.encode_string(bytes, &mut text);
         return Ok(text);
     }
-    serde_json::to_string(value).map_err(|e| e.to_string())
+    json_round_trip(value)
 }
 
 /// Decodes what [`encode`] wrote (or JSON written by earlier versions).
@@ -50,6 +56,26 @@ pub(crate) fn decode<T: DeserializeOwned>(text: &str) -> Result<T, String> {
             "{e} (has the result type changed since it was stored?)"
         )),
     }
+}
+
+/// The JSON text of `value`, if it decodes back into the same value; else why not.
+///
+/// "The same" is judged by the JSON forms (the type need not be `PartialEq`), compared as values
+/// so that a hash map's order does not count. What JSON cannot tell apart (`Some(None)` and
+/// `None` written without `skip_serializing_if`) stays out of sight.
+fn json_round_trip<T: Serialize + DeserializeOwned>(value: &T) -> Result<String, String> {
+    let text = serde_json::to_string(value).map_err(|e| e.to_string())?;
+    let decoded: T = serde_json::from_str(&text).map_err(|e| {
+        format!("its JSON form does not decode back into its type ({e}), so it cannot be replayed")
+    })?;
+    let again = serde_json::to_string(&decoded).map_err(|e| e.to_string())?;
+    let same = again == text
+        || serde_json::from_str::<serde_json::Value>(&again).ok()
+            == serde_json::from_str(&text).ok();
+    if !same {
+        return Err("its JSON form decodes into a different value (a field skipped when `None`, a flattened or tagged enum?), so it cannot be replayed".to_owned());
+    }
+    Ok(text)
 }
 
 /// The postcard bytes of `value`, if they decode back into an equal value.
@@ -102,6 +128,74 @@ mod tests {
         }
         let sparse = Sparse { note: None, n: 3 };
         assert_eq!(round_trip(&sparse), sparse);
+    }
+
+    /// Types that need JSON (postcard cannot read them back) but whose JSON does not round-trip
+    /// either: each is refused with a reason instead of stored as something else.
+    #[test]
+    fn json_that_does_not_round_trip_is_refused() {
+        #[derive(Serialize, serde::Deserialize, Debug)]
+        struct Skipped {
+            #[serde(skip_serializing_if = "Option::is_none", default)]
+            note: Option<Option<String>>,
+            // Flattened: postcard cannot write it, so this type is stored as JSON.
+            #[serde(flatten)]
+            rest: HashMap<String, u8>,
+        }
+        let skipped = |note| Skipped {
+            note,
+            rest: HashMap::new(),
+        };
+        let e = encode(&skipped(Some(None))).unwrap_err();
+        assert!(e.contains("decodes into a different value"), "{e}");
+        assert!(encode(&skipped(None)).is_ok());
+        assert!(encode(&skipped(Some(Some("n".into())))).is_ok());
+
+        #[derive(Serialize, serde::Deserialize, Debug)]
+        struct Reading {
+            #[serde(flatten)]
+            extra: HashMap<String, f64>,
+            id: u8,
+        }
+        let nan = Reading {
+            extra: [("t".to_owned(), f64::NAN)].into(),
+            id: 1,
+        };
+        let e = encode(&nan).unwrap_err();
+        assert!(e.contains("does not decode back"), "{e}");
+
+        #[derive(Serialize, serde::Deserialize, Debug)]
+        struct Big {
+            #[serde(flatten)]
+            inner: Inner,
+        }
+        #[derive(Serialize, serde::Deserialize, Debug)]
+        struct Inner {
+            n: u128,
+        }
+        assert!(encode(&Big {
+            inner: Inner { n: 1 }
+        })
+        .is_err());
+
+        #[derive(Serialize, serde::Deserialize, Debug, PartialEq)]
+        #[serde(untagged)]
+        enum Amount {
+            Whole(u64),
+            Exact(f64),
+        }
+        // 2.0 is written `2.0`, read back as `Exact(2.0)`: the same value, so it is stored.
+        assert_eq!(round_trip(&Amount::Exact(2.0)), Amount::Exact(2.0));
+        // An untagged enum whose JSON is read back as another variant.
+        #[derive(Serialize, serde::Deserialize, Debug)]
+        #[serde(untagged)]
+        enum Event {
+            Created { id: u8 },
+            Amended { id: u8, note: Option<String> },
+        }
+        let e = encode(&Event::Amended { id: 1, note: None }).unwrap_err();
+        assert!(e.contains("decodes into a different value"), "{e}");
+        assert!(encode(&Event::Created { id: 1 }).is_ok());
     }
 
     #[test]

@@ -7,8 +7,10 @@ use std::time::Duration;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use tokio::time::{sleep, Instant};
+use tracing::Instrument as _;
 
 use crate::key::{full_key, Fingerprint, KeyPart, Payload};
+use crate::observe::{self, Seen};
 use crate::on_error::{Disposition, OnError, Release};
 use crate::store::{OwnerToken, Reservation, Store, StoredResult};
 use crate::{Error, Rejected};
@@ -179,9 +181,19 @@ pub(crate) enum Step<T, E> {
 
 /// What a reservation, after any waiting, leaves the caller to do.
 pub(crate) enum Reserved<T, E> {
-    Run { taken_over: bool },
+    /// Run the body; the record is this attempt's at least until `held_until` (local clock).
+    Run {
+        taken_over: bool,
+        held_until: Instant,
+    },
     Done(Result<Outcome<T>, E>),
 }
+
+/// How long a failed reservation's withdrawal may add to the failure.
+const WITHDRAW_WITHIN: Duration = Duration::from_secs(1);
+
+/// The longest pause between two tries of a write after the body ran.
+const MAX_BACKOFF: Duration = Duration::from_secs(1);
 
 impl<S: Store> Guard<S> {
     /// A guard over `store` with the defaults: prefix `"idem"`, lease 1 min renewed while the
@@ -203,7 +215,9 @@ impl<S: Store> Guard<S> {
     }
 }
 
-impl<S: Store, P> Guard<S, P> {
+// The settings need no `Store`: with the bound only on running, a store that is not one is
+// reported once, where it is given, not again at each setting.
+impl<S, P> Guard<S, P> {
     /// Names the operation; part of every stored key, so two operations keyed by the same order
     /// id do not dedupe each other. `#[idempotent]` uses the function's name.
     pub fn prefix(mut self, prefix: impl Into<Cow<'static, str>>) -> Self {
@@ -324,7 +338,9 @@ impl<S: Store, P> Guard<S, P> {
     pub(crate) fn in_flight_policy(&self) -> InFlight {
         self.in_flight
     }
+}
 
+impl<S: Store, P> Guard<S, P> {
     /// Runs `body` unless this key already ran: returns the body's result, the stored result of an
     /// earlier delivery, or the guard's refusal as `E::from(Error)`.
     ///
@@ -456,6 +472,7 @@ impl<S: Store, P> Guard<S, P> {
         Ok(Some((full, fingerprint()?)))
     }
 
+    /// One guarded call, in its `idem_guard` span (see [`observe`](crate::observe)).
     pub(crate) async fn execute<T, E, F, Fut>(
         &self,
         prepared: Prepared,
@@ -468,19 +485,41 @@ impl<S: Store, P> Guard<S, P> {
         F: FnOnce(Attempt) -> Fut,
         Fut: Future<Output = Result<T, E>>,
     {
+        let key = prepared.as_ref().ok().and_then(Option::as_ref);
+        let span = observe::span(&self.prefix, key.map(|(key, _)| key.as_str()));
+        self.execute_in_span(prepared, body).instrument(span).await
+    }
+
+    async fn execute_in_span<T, E, F, Fut>(
+        &self,
+        prepared: Prepared,
+        body: F,
+    ) -> Result<Outcome<T>, E>
+    where
+        T: Serialize + DeserializeOwned,
+        E: From<Error>,
+        P: OnError<E> + Sync,
+        F: FnOnce(Attempt) -> Fut,
+        Fut: Future<Output = Result<T, E>>,
+    {
         let Some((key, fingerprint)) = prepared? else {
+            observe::outcome(&self.prefix, Seen::Unguarded);
             return body(Attempt::new(None, false)).await.map(Outcome::fresh);
         };
         let owner = OwnerToken::generate();
-        let taken_over = match self.reserve_key(&key, fingerprint, &owner).await {
-            Reserved::Run { taken_over } => taken_over,
+        let (taken_over, mut held_until) = match self.reserve_key(&key, fingerprint, &owner).await {
+            Reserved::Run {
+                taken_over,
+                held_until,
+            } => (taken_over, held_until),
             Reserved::Done(result) => return result,
         };
         let attempt = Attempt::new(Some(key.clone()), taken_over);
         let result = self
-            .run_renewing(&key, fingerprint, &owner, body(attempt))
+            .run_renewing(&key, fingerprint, &owner, &mut held_until, body(attempt))
             .await;
-        self.settle(&key, fingerprint, &owner, result).await
+        self.settle(&key, fingerprint, &owner, held_until, result)
+            .await
     }
 
     /// Reserves `key` for `owner`, polling while another attempt holds it if the in-flight policy
@@ -499,24 +538,38 @@ impl<S: Store, P> Guard<S, P> {
     {
         let mut waiting = Waiting::new(self.in_flight);
         loop {
-            let found = match self
-                .store
-                .reserve(key, fingerprint, owner, self.lease_now())
-                .await
-            {
+            let (started, lease) = (Instant::now(), self.lease_now());
+            let found = self.store.reserve(key, fingerprint, owner, lease).await;
+            let took = started.elapsed();
+            observe::store_call(&self.prefix, "reserve", took);
+            tracing::Span::current().record("store_ms", took.as_secs_f64() * 1000.0);
+            let found = match found {
                 Ok(found) => found,
-                Err(e) => return Reserved::Done(Err(e.into())),
+                Err(e) => {
+                    observe::outcome(&self.prefix, Seen::StoreError);
+                    self.withdraw(key, owner, &e).await;
+                    return Reserved::Done(Err(e.into()));
+                }
             };
+            let seen = seen(&found, fingerprint);
             match self.judge(key, fingerprint, found) {
                 Step::Run { taken_over } => {
+                    observe::outcome(&self.prefix, seen);
                     if taken_over {
                         tracing::warn!(key = %key, "took over the key of an abandoned attempt (its lease ended before it completed); its effect may have happened");
                     }
-                    return Reserved::Run { taken_over };
+                    return Reserved::Run {
+                        taken_over,
+                        held_until: started + lease,
+                    };
                 }
-                Step::Done(result) => return Reserved::Done(result),
+                Step::Done(result) => {
+                    observe::outcome(&self.prefix, seen);
+                    return Reserved::Done(result);
+                }
                 Step::Busy(retry_after) => {
                     if let Err(e) = waiting.pause(key, retry_after).await {
+                        observe::outcome(&self.prefix, Seen::InFlight);
                         return Reserved::Done(Err(e.into()));
                     }
                 }
@@ -524,13 +577,53 @@ impl<S: Store, P> Guard<S, P> {
         }
     }
 
+    /// After a reservation that failed on a store error: the reservation may have been written
+    /// all the same (only its reply was lost), and would then block the key for a whole lease
+    /// and make the retry that takes it over believe an effect may have happened. The token is
+    /// this attempt's own, so releasing it is safe: it removes that record or nothing.
+    async fn withdraw(&self, key: &str, owner: &OwnerToken, failure: &Error) {
+        if !matches!(failure, Error::Store(_)) {
+            return;
+        }
+        // Tried twice within a second, not longer: when the store is unreachable, the caller
+        // waits for nothing.
+        let release = async {
+            let released = self.store.release(key, owner).await;
+            if !matches!(released, Err(Error::Store(_))) {
+                return released;
+            }
+            sleep(Duration::from_millis(100)).await;
+            self.store.release(key, owner).await
+        };
+        let released = tokio::time::timeout(WITHDRAW_WITHIN, release)
+            .await
+            .unwrap_or_else(|_| {
+                Err(Error::store(
+                    "no answer within the time given to withdrawing",
+                ))
+            });
+        match released {
+            Ok(()) | Err(Error::NotOwner { .. }) => {
+                tracing::debug!(
+                    key,
+                    "withdrew the reservation whose reply was lost, if it was written"
+                );
+            }
+            Err(e) => {
+                tracing::warn!(key, error = %e, "the reservation failed and could not be withdrawn; if it was written, the key stays blocked until its lease ends");
+            }
+        }
+    }
+
     /// Records the body's result through the store (completes the key, or releases or caches it
-    /// after an error, per the policy), retrying a store error, and hands the result back.
+    /// after an error, per the policy), retrying a store error while the record is held (see
+    /// [`retry_while_held`](Self::retry_while_held)), and hands the result back.
     pub(crate) async fn settle<T, E>(
         &self,
         key: &str,
         fingerprint: Fingerprint,
         owner: &OwnerToken,
+        held_until: Instant,
         result: Result<T, E>,
     ) -> Result<Outcome<T>, E>
     where
@@ -540,20 +633,42 @@ impl<S: Store, P> Guard<S, P> {
     {
         let settle = match self.to_store(&result) {
             Some(stored) => {
-                retry_store(|| {
+                let complete = || {
                     self.store
                         .complete(key, fingerprint, owner, &stored, self.retention)
-                })
+                };
+                self.retry_while_held(
+                    key,
+                    fingerprint,
+                    owner,
+                    held_until,
+                    ("complete", "record the result"),
+                    complete,
+                )
                 .await
             }
-            None => retry_store(|| self.store.release(key, owner)).await,
+            None => {
+                let release = || self.store.release(key, owner);
+                self.retry_while_held(
+                    key,
+                    fingerprint,
+                    owner,
+                    held_until,
+                    ("release", "release the record"),
+                    release,
+                )
+                .await
+            }
         };
         match (result, settle) {
             (Ok(value), Ok(())) => Ok(Outcome::fresh(value)),
             // The effect happened but is not recorded: say so rather than return a value a retry
             // would produce again. The record stays in progress, so retries are refused until the
             // lease ends.
-            (Ok(_), Err(e)) => Err(e.into()),
+            (Ok(_), Err(e)) => {
+                observe::unrecorded(&self.prefix);
+                Err(e.into())
+            }
             (Err(error), Ok(())) => Err(error),
             (Err(error), Err(e)) => {
                 // The body's error says more than the bookkeeping failure; the record expires
@@ -582,14 +697,95 @@ impl<S: Store, P> Guard<S, P> {
         }
     }
 
+    /// Retries a write made after the body ran (the completion, or the release of a failed
+    /// body's record) on store errors, for as long as this attempt holds its record: the effect
+    /// happened, and a result left unrecorded would let the retry that takes the key over after
+    /// the lease run the body again. Fencing makes every try safe, and `complete` is idempotent
+    /// for its owner. When a third of the lease is left the lease is renewed (the renewal may get
+    /// through when the store is back), so the hold extends while the store answers renewals.
+    /// Each failure is logged with the time left; giving up is logged as an error.
+    pub(crate) async fn retry_while_held<T, Fut>(
+        &self,
+        key: &str,
+        fingerprint: Fingerprint,
+        owner: &OwnerToken,
+        mut held_until: Instant,
+        (op, what): (&'static str, &str),
+        mut write: impl FnMut() -> Fut,
+    ) -> Result<T, Error>
+    where
+        Fut: Future<Output = Result<T, Error>>,
+    {
+        let mut backoff = Duration::from_millis(50);
+        let mut failures: u32 = 0;
+        loop {
+            let started = Instant::now();
+            let written = write().await;
+            observe::store_call(&self.prefix, op, started.elapsed());
+            let e = match written {
+                Err(Error::Store(e)) => e,
+                done => {
+                    if failures > 0 {
+                        tracing::info!(key, failures, "could {what} after {failures} failed tries");
+                    }
+                    return done;
+                }
+            };
+            failures += 1;
+            let left = held_until.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                tracing::error!(key, failures, error = %e, "could not {what} before this attempt's lease ended; giving up (a later delivery may take the key over and run the body again)");
+                return Err(Error::Store(e));
+            }
+            let pause = backoff.min(left);
+            tracing::warn!(
+                key,
+                failures,
+                error = %e,
+                retry_in_ms = pause.as_millis() as u64,
+                lease_left_ms = left.as_millis() as u64,
+                "could not {what}; retrying while the lease holds"
+            );
+            sleep(pause).await;
+            backoff = (backoff * 2).min(MAX_BACKOFF);
+            if self.renew && held_until.saturating_duration_since(Instant::now()) < self.lease / 3 {
+                self.renew_hold(key, fingerprint, owner, &mut held_until)
+                    .await;
+            }
+        }
+    }
+
+    /// Renews the lease, moving `held_until` on when the store took it. Never shortens it: past
+    /// the caller's deadline the lease is left to end.
+    async fn renew_hold(
+        &self,
+        key: &str,
+        fingerprint: Fingerprint,
+        owner: &OwnerToken,
+        held_until: &mut Instant,
+    ) {
+        let (started, lease) = (Instant::now(), self.lease_now());
+        if started + lease <= *held_until {
+            return;
+        }
+        let renewed = self.store.renew(key, fingerprint, owner, lease).await;
+        observe::store_call(&self.prefix, "renew", started.elapsed());
+        match renewed {
+            Ok(()) => *held_until = started + lease,
+            Err(e) => tracing::warn!(key, error = %e, "could not renew the lease"),
+        }
+    }
+
     /// Polls the body, renewing the lease every third of it so a long body keeps its key. If the
     /// record was taken over meanwhile the body still finishes (stopping an effect half-way is
-    /// worse) and completion then fails with [`Error::NotOwner`].
+    /// worse) and completion then fails with [`Error::NotOwner`]. `held_until` follows the
+    /// renewals.
     pub(crate) async fn run_renewing<T, E>(
         &self,
         key: &str,
         fingerprint: Fingerprint,
         owner: &OwnerToken,
+        held_until: &mut Instant,
         body: impl Future<Output = Result<T, E>>,
     ) -> Result<T, E> {
         if !self.renew {
@@ -609,9 +805,7 @@ impl<S: Store, P> Guard<S, P> {
                         next = Instant::now() + Duration::from_secs(365 * 86_400);
                         continue;
                     }
-                    if let Err(e) = self.store.renew(key, fingerprint, owner, self.lease_now()).await {
-                        tracing::warn!(key, error = %e, "could not renew the lease");
-                    }
+                    self.renew_hold(key, fingerprint, owner, held_until).await;
                 }
             }
         }
@@ -673,6 +867,24 @@ impl<S: Store, P> Guard<S, P> {
     }
 }
 
+/// What a reservation's answer means for the counters.
+fn seen(found: &Reservation, fingerprint: Fingerprint) -> Seen {
+    match found {
+        Reservation::Acquired => Seen::Fresh,
+        Reservation::TakenOver => Seen::TakenOver,
+        Reservation::Completed {
+            fingerprint: theirs,
+            ..
+        }
+        | Reservation::InProgress {
+            fingerprint: theirs,
+            ..
+        } if *theirs != fingerprint => Seen::Mismatch,
+        Reservation::Completed { .. } => Seen::Replayed,
+        Reservation::InProgress { .. } => Seen::InFlight,
+    }
+}
+
 /// Encodes a successful value; a value that cannot be encoded still completes the key.
 pub(crate) fn encode<T: Serialize + DeserializeOwned>(value: &T) -> StoredResult {
     match crate::codec::encode(value) {
@@ -683,9 +895,9 @@ pub(crate) fn encode<T: Serialize + DeserializeOwned>(value: &T) -> StoredResult
     }
 }
 
-/// Retries a store write that failed on a store error (a dropped connection, say): the body
-/// already ran, and an unrecorded result would make the next delivery run it again. Fencing
-/// makes the retry safe, and `complete` is idempotent for its owner.
+/// Retries a store write that failed on a store error (a dropped connection, say) a few times
+/// within about a second, for writes that must not keep their caller waiting long (withdrawing
+/// a reservation, releasing a cancelled transaction's record).
 pub(crate) async fn retry_store<T, Fut: Future<Output = Result<T, Error>>>(
     mut write: impl FnMut() -> Fut,
 ) -> Result<T, Error> {

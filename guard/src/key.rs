@@ -197,6 +197,14 @@ impl Payload for Fingerprint {
     }
 }
 
+/// A fingerprint computed earlier, or why it could not be: the guard returns that error
+/// (converted into the body's error type) without reserving anything.
+impl Payload for Result<Fingerprint, Error> {
+    fn fingerprint(self) -> Result<Fingerprint, Error> {
+        self
+    }
+}
+
 /// Escapes `%` and `:` so that a part joined with `:` cannot be mistaken for two parts. Text
 /// without either is returned as is (stored keys of earlier versions stay the same).
 pub(crate) fn escape_part(part: &str) -> Cow<'_, str> {

@@ -72,6 +72,7 @@ mod guard;
 pub mod http;
 mod key;
 mod memory;
+pub mod observe;
 pub mod on_error;
 mod postgres;
 mod redis_store;
@@ -155,6 +156,146 @@ pub mod __private {
         fn to_value(&self) -> Result<serde_json::Value, Error> {
             serde_json::to_value(self).map_err(Error::Payload)
         }
+    }
+
+    /// The function's body as an async block whose output is the function's return type `R`:
+    /// the bound tells the compiler that type before it checks the block's `return`s and `?`s.
+    pub fn returning<R, F: std::future::Future<Output = R>>(body: F) -> F {
+        body
+    }
+
+    // The checks of `#[idempotent]`, each spanned by the macro at what it checks (the store
+    // expression, the result's `T`, its `E`), so that a failure is reported there with the
+    // message of the check's trait.
+
+    #[diagnostic::on_unimplemented(
+        message = "`{Self}` is not an idempotency store",
+        label = "the `store` of `#[idempotent]` must implement `idem_guard::Store`",
+        note = "a store is a `MemoryStore`, `RedisStore`, `PostgresStore`, `DynamoDbStore`, a `CachedStore` of one, or your own `impl Store`"
+    )]
+    pub trait GuardStore {}
+
+    impl<S: crate::Store> GuardStore for S {}
+
+    /// Picks the store of an `#[idempotent]` function when it is one (autoref specialization, as
+    /// for keys), and [`NotAStore`] otherwise, with [`GuardStore`]'s error at the store
+    /// expression: the rest of the expansion then type-checks, so that error is the only one.
+    pub struct StoreProbe<T>(pub T);
+
+    pub trait ByStore {
+        type Store;
+        fn checked(&self) -> Self::Store;
+    }
+
+    impl<T: crate::Store> ByStore for StoreProbe<T> {
+        type Store = T;
+        fn checked(&self) -> T {
+            self.0.clone()
+        }
+    }
+
+    pub trait ByNotAStore<T> {
+        fn checked(&self) -> NotAStore
+        where
+            T: GuardStore;
+    }
+
+    impl<T> ByNotAStore<T> for &StoreProbe<T> {
+        fn checked(&self) -> NotAStore
+        where
+            T: GuardStore,
+        {
+            NotAStore
+        }
+    }
+
+    /// Stands for a store expression that is not a store, in code that does not compile.
+    #[derive(Debug, Clone, Copy)]
+    pub struct NotAStore;
+
+    fn not_a_store() -> Error {
+        Error::store("`#[idempotent]` was given a value that is not a store")
+    }
+
+    impl crate::Store for NotAStore {
+        async fn reserve(
+            &self,
+            _: &str,
+            _: Fingerprint,
+            _: &crate::OwnerToken,
+            _: std::time::Duration,
+        ) -> Result<crate::Reservation, Error> {
+            Err(not_a_store())
+        }
+
+        async fn complete(
+            &self,
+            _: &str,
+            _: Fingerprint,
+            _: &crate::OwnerToken,
+            _: &crate::StoredResult,
+            _: std::time::Duration,
+        ) -> Result<(), Error> {
+            Err(not_a_store())
+        }
+
+        async fn release(&self, _: &str, _: &crate::OwnerToken) -> Result<(), Error> {
+            Err(not_a_store())
+        }
+
+        async fn renew(
+            &self,
+            _: &str,
+            _: Fingerprint,
+            _: &crate::OwnerToken,
+            _: std::time::Duration,
+        ) -> Result<(), Error> {
+            Err(not_a_store())
+        }
+    }
+
+    #[diagnostic::on_unimplemented(
+        message = "`{Self}` is the result of an `#[idempotent]` function, which is stored for replay, but it is not `Serialize + DeserializeOwned`",
+        label = "stored, and replayed to every duplicate",
+        note = "derive `serde::Serialize` and `serde::Deserialize` for it, or return a type that has them"
+    )]
+    pub trait Replayable {
+        type Same;
+        fn same(self) -> Self::Same;
+    }
+
+    impl<T: Serialize + serde::de::DeserializeOwned> Replayable for T {
+        type Same = T;
+        fn same(self) -> T {
+            self
+        }
+    }
+
+    /// The result of an `#[idempotent]` function, its `T` checked.
+    pub fn replayable<T: Replayable, E>(result: Result<T, E>) -> Result<T::Same, E> {
+        result.map(Replayable::same)
+    }
+
+    #[diagnostic::on_unimplemented(
+        message = "`{Self}` is the error type of an `#[idempotent]` function, but does not implement `From<idem_guard::Error>`",
+        label = "the guard's own errors (rejections, store failures) are returned as this type",
+        note = "add `impl From<idem_guard::Error> for {Self}`; a variant holding the `idem_guard::Error` keeps `Rejected::InProgress {{ retry_after, .. }}` to match on"
+    )]
+    pub trait GuardError {
+        type Same;
+        fn same(self) -> Self::Same;
+    }
+
+    impl<E: From<Error>> GuardError for E {
+        type Same = E;
+        fn same(self) -> E {
+            self
+        }
+    }
+
+    /// The result of an `#[idempotent]` function, its `E` checked.
+    pub fn guard_error<T, E: GuardError>(result: Result<T, E>) -> Result<T, E::Same> {
+        result.map_err(GuardError::same)
     }
 
     /// One argument of the default payload.

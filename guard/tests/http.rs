@@ -165,6 +165,7 @@ on_every_store!(
     get_is_not_guarded,
     server_errors_are_not_cached,
     route_and_principal_keep_keys_apart,
+    a_client_hanging_up_does_not_double_the_effect,
 );
 
 async fn duplicate_replays_the_first_response<S: Store + 'static>(store: S, name: &str) {
@@ -215,7 +216,8 @@ async fn concurrent_duplicates_run_once<S: Store + 'static>(store: S, name: &str
                     .unwrap()
                     .parse()
                     .unwrap();
-                assert!((1..=60).contains(&retry), "retry-after {retry}");
+                // The remaining lease is about 60 s; the handler takes 300 ms.
+                assert_eq!(retry, 1, "a short Retry-After, not the lease");
             }
             other => panic!("unexpected {other}: {reply:?}"),
         }
@@ -461,13 +463,19 @@ async fn postgres_down_is_503() {
     assert_eq!(runs.count(), 1);
 }
 
-/// The store goes down while the handler runs: its response is real, so it is sent; the record
-/// stays in progress, so a duplicate is refused (409), not run again.
+/// The store goes down while the handler runs, for longer than the lease: its response is real,
+/// so it is sent once the completion has been retried for the whole lease. The next delivery
+/// then takes the key over and runs again: the guard cannot know the first one's effect.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_response_that_could_not_be_recorded_is_still_sent() {
     let proxy = common::Proxy::start(common::port_of(&common::redis_url(), 6379)).await;
     let store = common::redis_store_at(&format!("redis://127.0.0.1:{}", proxy.port)).await;
-    let (server, runs) = start(layer(store, "redis-lost")).await;
+    // A short lease: the completion is retried until it ends. The duplicate waits it out.
+    let guard = Guard::new(store)
+        .prefix(common::unique("redis-lost"))
+        .lease(Duration::from_secs(1))
+        .in_flight(idem_guard::InFlight::Wait(Duration::from_secs(60)));
+    let (server, runs) = start(IdempotencyLayer::from_guard(guard)).await;
     let first = {
         let server = server.clone();
         tokio::spawn(async move { server.send(post_with_key("/slow", "k-l", "x")).await })
@@ -486,9 +494,9 @@ async fn a_response_that_could_not_be_recorded_is_still_sent() {
     assert_eq!(first.text(), "slow #1: x");
     proxy.up();
     let duplicate = server.send(post_with_key("/slow", "k-l", "x")).await;
-    assert_eq!(duplicate.status, StatusCode::CONFLICT, "{duplicate:?}");
-    assert_eq!(duplicate.problem_code(), "idempotency_request_in_progress");
-    assert_eq!(runs.count(), 1);
+    assert_eq!(duplicate.status, StatusCode::CREATED, "{duplicate:?}");
+    assert_eq!(duplicate.text(), "slow #2: x", "taken over after the lease");
+    assert_eq!(runs.count(), 2);
 }
 
 /// With the guard's `InFlight::Wait`, a concurrent duplicate waits for the first response and
@@ -512,5 +520,362 @@ async fn waiting_duplicates_get_the_replay() {
         "{replies:#?}"
     );
     assert_eq!(replies.iter().filter(|r| r.is_replay()).count(), 7);
+    assert_eq!(runs.count(), 1);
+}
+
+/// How many requests a client hangs up on at once.
+const HANGUPS: usize = 20;
+
+/// Signals, from its `Drop`, that a request's future was dropped before it finished: hyper
+/// dropped it because the client hung up.
+struct DroppedUnfinished(Option<tokio::sync::mpsc::UnboundedSender<()>>);
+
+impl DroppedUnfinished {
+    /// The request finished: nothing to signal.
+    fn finished(&mut self) {
+        self.0 = None;
+    }
+}
+
+impl Drop for DroppedUnfinished {
+    fn drop(&mut self) {
+        if let Some(dropped) = self.0.take() {
+            let _ = dropped.send(());
+        }
+    }
+}
+
+/// Clients hang up while their requests run (issue 23, defect 1). Each handler makes its effect
+/// (a debit, counted per key), then waits until every client has closed its connection and
+/// hyper has dropped every request's future; only then does it return. The completion must be
+/// recorded all the same: a duplicate (waiting while the key is in flight) replays, and no key is
+/// debited twice. When the completion was dropped with the request, the record stayed in
+/// progress until its lease ended, and the duplicate took it over and debited again.
+async fn a_client_hanging_up_does_not_double_the_effect<S: Store + 'static>(store: S, name: &str) {
+    use std::collections::HashMap;
+    use std::sync::Mutex;
+    use tokio::io::AsyncWriteExt;
+    use tokio::sync::{mpsc, watch};
+
+    let debits: Arc<Mutex<HashMap<String, u32>>> = Arc::default();
+    let (debited_tx, mut debited) = mpsc::unbounded_channel::<()>();
+    let (dropped_tx, mut dropped) = mpsc::unbounded_channel::<()>();
+    let (finish, finishing) = watch::channel(false);
+    let handler = {
+        let debits = debits.clone();
+        post(move |headers: HeaderMap| async move {
+            let key = headers["idempotency-key"].to_str().unwrap().to_owned();
+            *debits.lock().unwrap().entry(key).or_default() += 1;
+            let _ = debited_tx.send(());
+            let _ = finishing.clone().wait_for(|finish| *finish).await;
+            (StatusCode::CREATED, "debited")
+        })
+    };
+    let detect_hangups = from_fn(move |request: Request, next: Next| {
+        let mut signal = DroppedUnfinished(Some(dropped_tx.clone()));
+        async move {
+            let response = next.run(request).await;
+            signal.finished();
+            response
+        }
+    });
+    // A short lease, so that an abandoned record is taken over within the test; duplicates wait
+    // for the key instead of being refused.
+    let guard = Guard::new(store)
+        .prefix(common::unique(name))
+        .lease(Duration::from_secs(2))
+        .in_flight(idem_guard::InFlight::Wait(Duration::from_secs(120)));
+    let app = Router::new()
+        .route("/debit", handler)
+        .layer(IdempotencyLayer::from_guard(guard))
+        .layer(detect_hangups);
+    let server = serve(app).await;
+
+    let mut clients = Vec::new();
+    for i in 0..HANGUPS {
+        let mut client = tokio::net::TcpStream::connect(server.address())
+            .await
+            .unwrap();
+        let request = format!(
+            "POST /debit HTTP/1.1\r\nhost: test\r\nidempotency-key: k-{i}\r\ncontent-length: 1\r\n\r\nx"
+        );
+        client.write_all(request.as_bytes()).await.unwrap();
+        clients.push(client);
+    }
+    let within = |what: &'static str| {
+        move |_| panic!("{what} did not happen within 60 s (generous; a hang, not a slow machine)")
+    };
+    for _ in 0..HANGUPS {
+        let signal = tokio::time::timeout(Duration::from_secs(60), debited.recv());
+        signal.await.unwrap_or_else(within("a debit"));
+    }
+    drop(clients);
+    for _ in 0..HANGUPS {
+        let signal = tokio::time::timeout(Duration::from_secs(60), dropped.recv());
+        signal
+            .await
+            .unwrap_or_else(within("hyper dropping a hung-up request"));
+    }
+    finish.send(true).unwrap();
+
+    let mut duplicates = tokio::task::JoinSet::new();
+    for i in 0..HANGUPS {
+        let server = server.clone();
+        duplicates.spawn(async move {
+            server
+                .send(post_with_key("/debit", &format!("k-{i}"), "x"))
+                .await
+        });
+    }
+    for reply in duplicates.join_all().await {
+        assert_eq!(reply.status, StatusCode::CREATED, "{reply:?}");
+        assert_eq!(reply.text(), "debited");
+    }
+    let debits = debits.lock().unwrap();
+    let twice = debits.values().filter(|n| **n > 1).count();
+    println!("{name}: {twice} of {HANGUPS} keys debited twice after their clients hung up");
+    assert_eq!(debits.len(), HANGUPS);
+    assert_eq!(twice, 0, "keys debited twice: {debits:?}");
+}
+
+/// A webhook route behind a layer configured with `source` and `matching`: it counts its runs
+/// and answers with the run number.
+async fn webhook(
+    source: idem_guard::http::KeySource,
+    matching: idem_guard::http::PayloadMatch,
+) -> (Server, Runs) {
+    let runs = Runs::default();
+    let r = runs.clone();
+    let handler = post(move || async move { format!("handled #{}", r.next()) });
+    let layer = IdempotencyLayer::from_guard(Guard::new(MemoryStore::new()).prefix("hooks"))
+        .key_source(source)
+        .payload_match(matching)
+        .required(true);
+    let app = Router::new().route("/hook", handler).layer(layer);
+    (serve(app).await, runs)
+}
+
+/// Each sender's redelivery, as it sends it, is replayed; another event is handled.
+#[tokio::test]
+async fn webhook_presets_take_the_key_where_each_sender_puts_it() {
+    use idem_guard::http::{KeySource, PayloadMatch};
+    type Delivery = (&'static [(&'static str, &'static str)], &'static str);
+    let senders: [(&str, KeySource, Delivery, Delivery); 5] = [
+        (
+            "stripe",
+            KeySource::stripe(),
+            (&[], r#"{"id":"evt_1","type":"charge.succeeded"}"#),
+            (&[], r#"{"id":"evt_2","type":"charge.succeeded"}"#),
+        ),
+        (
+            "standard webhooks",
+            KeySource::standard_webhooks(),
+            (&[("webhook-id", "msg_1")], r#"{"type":"a"}"#),
+            (&[("webhook-id", "msg_2")], r#"{"type":"a"}"#),
+        ),
+        (
+            "github",
+            KeySource::github(),
+            (
+                &[("x-github-delivery", "72d3162e-1")],
+                r#"{"action":"opened"}"#,
+            ),
+            (
+                &[("x-github-delivery", "72d3162e-2")],
+                r#"{"action":"opened"}"#,
+            ),
+        ),
+        (
+            "shopify",
+            KeySource::shopify(),
+            (&[("x-shopify-webhook-id", "b54557e4-1")], r#"{"id":1}"#),
+            (&[("x-shopify-webhook-id", "b54557e4-2")], r#"{"id":1}"#),
+        ),
+        (
+            "sns",
+            KeySource::sns(),
+            (&[], r#"{"Type":"Notification","MessageId":"da41e39f-1"}"#),
+            (&[], r#"{"Type":"Notification","MessageId":"da41e39f-2"}"#),
+        ),
+    ];
+    for (sender, source, (headers, body), (other_headers, other_body)) in senders {
+        let (server, runs) = webhook(source, PayloadMatch::Bytes).await;
+        let first = server.send(request("POST", "/hook", headers, body)).await;
+        assert_eq!(first.text(), "handled #1", "{sender}: {first:?}");
+        let again = server.send(request("POST", "/hook", headers, body)).await;
+        assert!(again.is_replay(), "{sender}: {again:?}");
+        assert_eq!(again.text(), "handled #1", "{sender}");
+        let other = server
+            .send(request("POST", "/hook", other_headers, other_body))
+            .await;
+        assert_eq!(other.text(), "handled #2", "{sender}: another event runs");
+        // Without the sender's key the request is refused, not run unguarded.
+        let keyless = server.send(request("POST", "/hook", &[], "{}")).await;
+        assert_eq!(
+            keyless.problem_code(),
+            "idempotency_key_missing",
+            "{sender}"
+        );
+        assert_eq!(runs.count(), 2, "{sender}");
+    }
+}
+
+/// A header of one's choosing, and a function of headers and body.
+#[tokio::test]
+async fn custom_key_sources() {
+    use idem_guard::http::{KeySource, PayloadMatch};
+    let header = KeySource::header("x-delivery".parse().unwrap());
+    let (server, runs) = webhook(header, PayloadMatch::Bytes).await;
+    let send = |id: &'static str| request("POST", "/hook", &[("x-delivery", id)], "{}");
+    assert_eq!(server.send(send("d-1")).await.text(), "handled #1");
+    assert!(server.send(send("d-1")).await.is_replay());
+    let bad = server.send(send("has space")).await;
+    assert_eq!(bad.problem_code(), "idempotency_key_invalid");
+    assert_eq!(runs.count(), 1);
+
+    // The tenant from a header and the event id from the body, as one key.
+    let function = KeySource::from_request(|parts, json| {
+        let tenant = parts.headers.get("x-tenant")?.to_str().ok()?;
+        let event = json?.get("event")?.as_str()?;
+        Some(format!("{tenant}.{event}"))
+    });
+    let (server, runs) = webhook(function, PayloadMatch::Bytes).await;
+    let send = |tenant: &'static str| {
+        request(
+            "POST",
+            "/hook",
+            &[("x-tenant", tenant)],
+            r#"{"event":"e1"}"#,
+        )
+    };
+    assert_eq!(server.send(send("acme")).await.text(), "handled #1");
+    assert!(server.send(send("acme")).await.is_replay());
+    assert_eq!(server.send(send("other")).await.text(), "handled #2");
+    let not_json = server
+        .send(request("POST", "/hook", &[("x-tenant", "acme")], "e1"))
+        .await;
+    assert_eq!(not_json.problem_code(), "idempotency_key_missing");
+    assert_eq!(runs.count(), 2);
+}
+
+/// Reformatted JSON (key order, whitespace) is the same payload with `CanonicalJson`; with
+/// `JsonFields` only the chosen fields count; with the default, bytes do.
+#[tokio::test]
+async fn json_payloads_compare_as_values() {
+    use idem_guard::http::{KeySource, PayloadMatch};
+    let send = |body: &'static str| request("POST", "/hook", &[("webhook-id", "m-1")], body);
+    let compact = r#"{"amount":500,"currency":"eur","attempt":1}"#;
+    let reformatted = "{\n  \"currency\": \"eur\",\n  \"attempt\": 1,\n  \"amount\": 500\n}";
+    let retried = r#"{"amount":500,"currency":"eur","attempt":2}"#;
+    let changed = r#"{"amount":900,"currency":"eur","attempt":1}"#;
+
+    let (server, _) = webhook(KeySource::standard_webhooks(), PayloadMatch::Bytes).await;
+    server.send(send(compact)).await;
+    let reply = server.send(send(reformatted)).await;
+    assert_eq!(
+        reply.status,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "bytes differ"
+    );
+
+    let (server, runs) = webhook(KeySource::standard_webhooks(), PayloadMatch::CanonicalJson).await;
+    server.send(send(compact)).await;
+    assert!(server.send(send(reformatted)).await.is_replay());
+    let reply = server.send(send(retried)).await;
+    assert_eq!(
+        reply.status,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "a field differs"
+    );
+    let reply = server.send(send("not json")).await;
+    assert_eq!(reply.problem_code(), "request_body_not_json");
+    assert_eq!(runs.count(), 1);
+
+    let fields = PayloadMatch::JsonFields(vec!["/amount".into(), "/currency".into()]);
+    let (server, runs) = webhook(KeySource::standard_webhooks(), fields).await;
+    server.send(send(compact)).await;
+    assert!(server.send(send(reformatted)).await.is_replay());
+    assert!(
+        server.send(send(retried)).await.is_replay(),
+        "`attempt` does not count"
+    );
+    let reply = server.send(send(changed)).await;
+    assert_eq!(
+        reply.status,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "`amount` counts"
+    );
+    assert_eq!(runs.count(), 1);
+}
+
+/// The request's own deadline bounds its lease: a duplicate sent while the first runs is told
+/// to come back within that deadline, not after the guard's minute-long lease.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_lease_follows_the_request_deadline() {
+    use tokio::sync::{mpsc, watch};
+    let (started_tx, mut started) = mpsc::unbounded_channel::<()>();
+    let (finish, finishing) = watch::channel(false);
+    let handler = post(move || async move {
+        let _ = started_tx.send(());
+        let _ = finishing.clone().wait_for(|finish| *finish).await;
+        "done"
+    });
+    let layer = IdempotencyLayer::from_guard(Guard::new(MemoryStore::new()).prefix("deadline"))
+        .max_retry_after(Duration::from_secs(3600))
+        .deadline_from(|parts| {
+            let ms = parts.headers.get("x-timeout-ms")?.to_str().ok()?;
+            Some(Duration::from_millis(ms.parse().ok()?))
+        });
+    let server = serve(Router::new().route("/slow", handler).layer(layer)).await;
+    let send = |key: &'static str, timeout: Option<&'static str>| {
+        let mut headers = vec![("idempotency-key", key)];
+        headers.extend(timeout.map(|t| ("x-timeout-ms", t)));
+        request("POST", "/slow", &headers, "x")
+    };
+    let retry_after = |reply: &Reply| -> u64 {
+        assert_eq!(reply.status, StatusCode::CONFLICT, "{reply:?}");
+        reply.headers["retry-after"]
+            .to_str()
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    let mut firsts = Vec::new();
+    for (key, timeout) in [("k-deadline", Some("3000")), ("k-lease", None)] {
+        let server = server.clone();
+        firsts.push(tokio::spawn(async move {
+            server.send(send(key, timeout)).await
+        }));
+        started.recv().await.unwrap();
+    }
+    let bounded = retry_after(&server.send(send("k-deadline", Some("3000"))).await);
+    assert!(
+        (1..=3).contains(&bounded),
+        "within the 3 s deadline: {bounded}"
+    );
+    let whole = retry_after(&server.send(send("k-lease", None)).await);
+    assert!(whole > 50, "no deadline: the guard's 60 s lease: {whole}");
+    finish.send(true).unwrap();
+    for first in firsts {
+        assert_eq!(first.await.unwrap().text(), "done");
+    }
+}
+
+/// `on_replay` changes replayed responses, and only those.
+#[tokio::test]
+async fn the_replay_hook_changes_replayed_responses() {
+    let layer = layer(MemoryStore::new(), "hook").on_replay(|mut response| {
+        response
+            .headers_mut()
+            .insert("x-served-from", "idempotency-cache".parse().unwrap());
+        response
+    });
+    let (server, runs) = start(layer).await;
+    let first = server.send(post_with_key("/orders", "k-h", "a")).await;
+    assert!(!first.headers.contains_key("x-served-from"));
+    let again = server.send(post_with_key("/orders", "k-h", "a")).await;
+    assert!(again.is_replay());
+    assert_eq!(again.headers["x-served-from"], "idempotency-cache");
+    assert_eq!(again.body, first.body);
     assert_eq!(runs.count(), 1);
 }

@@ -47,6 +47,12 @@ fn expand(args: TokenStream2, item: TokenStream2) -> syn::Result<TokenStream2> {
             "#[idempotent] needs a return type `Result<T, E>` with `E: From<idem_guard::Error>`",
         )),
     };
+    if plainly_not_result(&ret) {
+        return Err(syn::Error::new_spanned(
+            &ret,
+            "#[idempotent] needs a return type `Result<T, E>` with `E: From<idem_guard::Error>`: the result is stored for replay, and the guard's own errors are returned as `E`",
+        ));
+    }
     for expr in [
         Some(&options.key),
         options.scope.as_ref(),
@@ -77,7 +83,13 @@ fn expand(args: TokenStream2, item: TokenStream2) -> syn::Result<TokenStream2> {
             quote!(#name)
         }
     };
-    let mut builder = quote!(::idem_guard::Guard::new((#store).clone()).prefix(#prefix));
+    // Checked where it is given, so that a value that is not a store is reported there.
+    let checked_store = quote_spanned!(store.span()=> {
+        #[allow(unused_imports)]
+        use ::idem_guard::__private::{ByNotAStore as _, ByStore as _};
+        (&::idem_guard::__private::StoreProbe((#store).clone())).checked()
+    });
+    let mut builder = quote!(::idem_guard::Guard::new(#checked_store).prefix(#prefix));
     if let Some(scope) = &options.scope {
         let scope = key_probe(scope);
         builder.extend(quote!(.tenant(#scope)));
@@ -119,35 +131,49 @@ fn expand(args: TokenStream2, item: TokenStream2) -> syn::Result<TokenStream2> {
 
     let block = &func.block;
     let returns_outcome = ok_type(&ret).is_some_and(is_outcome);
-    // The body keeps its declared return type, so `?` and `return` inside it mean what they
-    // meant before the attribute was added.
-    let body = if returns_outcome {
-        quote!({ let __idem_result: #ret = #block; __idem_result.map(::idem_guard::Outcome::into_inner) })
+    // The body runs as an async block of its own, typed with the declared return type, so `?`
+    // and `return` inside it mean what they meant before the attribute was added (a `return`
+    // leaves that block, with the function's type, also when it returns an `Outcome`).
+    let own_block = quote!(::idem_guard::__private::returning::<#ret, _>(async #block).await);
+    let value = if returns_outcome {
+        quote!(__idem_result.map(::idem_guard::Outcome::into_inner))
     } else {
-        quote!({ let __idem_result: #ret = #block; __idem_result })
+        quote!(__idem_result)
     };
+    // The result's parts are checked where the return type names them: `T` is stored for
+    // replay, `E` receives the guard's errors.
+    let (ok_span, err_span) = result_spans(&ret);
+    // A failed bound of a call is reported at its argument: the argument is spanned too.
+    let check_error = quote_spanned!(err_span=> ::idem_guard::__private::guard_error(__idem_value));
+    let check_value = quote_spanned!(ok_span=> ::idem_guard::__private::replayable(__idem_value));
+    let body = quote!({
+        let __idem_result: #ret = #own_block;
+        let __idem_value = #value;
+        let __idem_value = #check_error;
+        #check_value
+    });
     let key_value = key_probe(key);
     let prelude = quote! {
         // #[idempotent]: the key and the payload fingerprint are taken from the arguments as they
         // arrive, before the body can change them.
         let __idem_key = #key_value;
-        let __idem_fingerprint = match #fingerprint {
-            ::core::result::Result::Ok(fingerprint) => fingerprint,
-            ::core::result::Result::Err(error) => {
-                return ::core::result::Result::Err(::core::convert::From::from(error));
-            }
-        };
+        // A fingerprint that could not be computed is the guard's error, returned without
+        // reserving anything.
+        let __idem_fingerprint: ::core::result::Result<::idem_guard::Fingerprint, ::idem_guard::Error> = #fingerprint;
         let __idem_guard = #builder;
     };
-    let span = func.block.span();
+    // The guard's calls require the same of `T` and `E` as the checks above: spanned at the
+    // return type, what they report too points there.
+    let span = ret.span();
     let new_block = match &options.tx {
         None => {
             let run = match (returns_outcome, &options.attempt) {
-                (true, None) => quote!(run_outcome),
-                (false, None) => quote!(run),
-                (true, Some(_)) => quote!(run_outcome_with),
-                (false, Some(_)) => quote!(run_with),
+                (true, None) => "run_outcome",
+                (false, None) => "run",
+                (true, Some(_)) => "run_outcome_with",
+                (false, Some(_)) => "run_with",
             };
+            let run = syn::Ident::new(run, span);
             let params = match &options.attempt {
                 Some(name) => quote!(#name: ::idem_guard::Attempt),
                 None => quote!(),
@@ -270,6 +296,88 @@ fn not_payload(ty: &Type) -> bool {
             .is_some_and(|s| NOT_PAYLOAD.iter().any(|n| s.ident == n)),
         _ => false,
     }
+}
+
+/// Return types that cannot be a `Result` under any alias: primitives, common std types, tuples,
+/// references, slices, `impl Trait`. Anything else (an alias) is left to the type checker.
+fn plainly_not_result(ret: &Type) -> bool {
+    const NOT_RESULT: &[&str] = &[
+        "bool", "char", "str", "String", "u8", "u16", "u32", "u64", "u128", "usize", "i8", "i16",
+        "i32", "i64", "i128", "isize", "f32", "f64", "Option", "Vec", "Box", "HashMap", "BTreeMap",
+        "Outcome",
+    ];
+    match ret {
+        Type::Path(p) => {
+            p.qself.is_none()
+                && p.path
+                    .segments
+                    .last()
+                    .is_some_and(|s| NOT_RESULT.iter().any(|n| s.ident == n))
+        }
+        Type::Paren(p) => plainly_not_result(&p.elem),
+        Type::Group(g) => plainly_not_result(&g.elem),
+        Type::Tuple(_)
+        | Type::Reference(_)
+        | Type::Slice(_)
+        | Type::Array(_)
+        | Type::Never(_)
+        | Type::ImplTrait(_)
+        | Type::Ptr(_)
+        | Type::FnPtr(_) => true,
+        _ => false,
+    }
+}
+
+/// Where the return type names `T` (inside `Outcome<T>` too) and `E`, for the checks' errors;
+/// the whole return type where it does not (an alias).
+fn result_spans(ret: &Type) -> (proc_macro2::Span, proc_macro2::Span) {
+    let whole = ret.span();
+    let Some(args) = result_args(ret) else {
+        return (whole, whole);
+    };
+    let ok = args.first().map_or(whole, |ok| match ok_type(ret) {
+        Some(outcome) if is_outcome(outcome) => {
+            outcome_arg(outcome).map_or(ok.span(), Spanned::span)
+        }
+        _ => ok.span(),
+    });
+    let err = args.get(1).map_or(whole, |e| e.span());
+    (ok, err)
+}
+
+/// The type arguments of `...Result<..>`.
+fn result_args(ret: &Type) -> Option<Vec<&Type>> {
+    let Type::Path(path) = ret else { return None };
+    let last = path.path.segments.last()?;
+    if !last.ident.to_string().ends_with("Result") {
+        return None;
+    }
+    let PathArguments::AngleBracketed(args) = &last.arguments else {
+        return None;
+    };
+    Some(
+        args.args
+            .iter()
+            .filter_map(|a| match a {
+                GenericArgument::Type(t) => Some(t),
+                _ => None,
+            })
+            .collect(),
+    )
+}
+
+/// `T` of `Outcome<T>`.
+fn outcome_arg(outcome: &Type) -> Option<&Type> {
+    let Type::Path(path) = outcome else {
+        return None;
+    };
+    let PathArguments::AngleBracketed(args) = &path.path.segments.last()?.arguments else {
+        return None;
+    };
+    args.args.iter().find_map(|a| match a {
+        GenericArgument::Type(t) => Some(t),
+        _ => None,
+    })
 }
 
 /// `T` of `Result<T, E>` (or of an alias named `...Result<T>`).

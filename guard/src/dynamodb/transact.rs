@@ -24,6 +24,7 @@ use aws_sdk_dynamodb::types::{
 };
 use serde::de::DeserializeOwned;
 use serde::Serialize;
+use tokio::time::Instant;
 
 use super::record::{
     completed_names, completed_values, s, Expiry, Item, OURS_RUNNING_OR_GONE, PARTITION_KEY,
@@ -140,9 +141,12 @@ impl<P> Guard<DynamoDbStore, P> {
         };
         let owner = OwnerToken::generate();
         match self.reserve_key(&key, fingerprint, &owner).await {
-            Reserved::Run { taken_over } => Ok(TxStart::Run(TransactAttempt {
+            Reserved::Run {
+                taken_over,
+                held_until,
+            } => Ok(TxStart::Run(TransactAttempt {
                 attempt: Attempt::new(Some(key.clone()), taken_over),
-                record: Some((key, fingerprint, owner)),
+                record: Some((key, fingerprint, owner, held_until)),
             })),
             Reserved::Done(result) => Ok(TxStart::Done(result)),
         }
@@ -166,15 +170,18 @@ impl<P> Guard<DynamoDbStore, P> {
             return Ok(Outcome::fresh(value));
         };
         let owner = OwnerToken::generate();
-        let taken_over = match self.reserve_key(&key, fingerprint, &owner).await {
-            Reserved::Run { taken_over } => taken_over,
+        let (taken_over, mut held_until) = match self.reserve_key(&key, fingerprint, &owner).await {
+            Reserved::Run {
+                taken_over,
+                held_until,
+            } => (taken_over, held_until),
             Reserved::Done(result) => return result,
         };
         let attempt = Attempt::new(Some(key.clone()), taken_over);
         let result = self
-            .run_renewing(&key, fingerprint, &owner, body(attempt))
+            .run_renewing(&key, fingerprint, &owner, &mut held_until, body(attempt))
             .await;
-        self.commit(&key, fingerprint, &owner, result)
+        self.commit(&key, fingerprint, &owner, held_until, result)
             .await
             .map(Outcome::fresh)
     }
@@ -185,6 +192,7 @@ impl<P> Guard<DynamoDbStore, P> {
         key: &str,
         fingerprint: Fingerprint,
         owner: &OwnerToken,
+        held_until: Instant,
         result: Result<Transact<T>, E>,
     ) -> Result<T, E>
     where
@@ -196,7 +204,7 @@ impl<P> Guard<DynamoDbStore, P> {
             Ok(done) => done,
             Err(error) => {
                 return self
-                    .settle(key, fingerprint, owner, Err::<T, E>(error))
+                    .settle(key, fingerprint, owner, held_until, Err::<T, E>(error))
                     .await
                     .map(Outcome::into_inner)
             }
@@ -210,7 +218,20 @@ impl<P> Guard<DynamoDbStore, P> {
             expiry: Expiry::retention(retention),
         };
         let store = self.store();
-        match retry_store(|| store.apply_with_completion(&completion, writes.clone())).await? {
+        // The transaction is retried as one request (same `ClientRequestToken`) while the record
+        // is held, like any completion.
+        let apply = || store.apply_with_completion(&completion, writes.clone());
+        match self
+            .retry_while_held(
+                key,
+                fingerprint,
+                owner,
+                held_until,
+                ("complete", "apply the transaction"),
+                apply,
+            )
+            .await?
+        {
             Applied::Committed => Ok(value),
             Applied::Cancelled(why) => {
                 // Nothing was applied: free the key so that a redelivery runs again.
@@ -228,7 +249,7 @@ impl<P> Guard<DynamoDbStore, P> {
 #[must_use = "a reserved key must be finished with `TransactAttempt::finish`"]
 pub struct TransactAttempt {
     /// `None` when the key was missing and not required: the writes go out unguarded.
-    record: Option<(String, Fingerprint, OwnerToken)>,
+    record: Option<(String, Fingerprint, OwnerToken, Instant)>,
     attempt: Attempt,
 }
 
@@ -251,12 +272,14 @@ impl TransactAttempt {
         E: From<Error>,
         P: OnError<E>,
     {
-        let Some((key, fingerprint, owner)) = self.record else {
+        let Some((key, fingerprint, owner, held_until)) = self.record else {
             let (value, writes) = result?;
             guard.store().apply_unguarded(writes).await?;
             return Ok(value);
         };
-        guard.commit(&key, fingerprint, &owner, result).await
+        guard
+            .commit(&key, fingerprint, &owner, held_until, result)
+            .await
     }
 }
 

@@ -58,7 +58,7 @@
 //! | a body over [`max_request_body`] (2 MiB) | `413` |
 //! | a first request with this key | runs the handler; its response is stored, unless [`cache_when`] refuses its status (5xx by default): then the key is released and a retry runs again |
 //! | a repeat, same method, path, query and body | the stored status, headers and body, plus `Idempotent-Replayed: true`; the handler does not run |
-//! | a repeat while the first still runs | `409` with `Retry-After` (or waits, with [`InFlight::Wait`](crate::InFlight::Wait) on the guard) |
+//! | a repeat while the first still runs | `409` with `Retry-After` (the remaining lease, at most [`max_retry_after`], 1 s), or waits, with [`InFlight::Wait`](crate::InFlight::Wait) on the guard |
 //! | a repeat with another method, path, query or body | `422` |
 //! | the store cannot be reached | `503`; the handler does not run (unless [`fail_open`]) |
 //!
@@ -68,18 +68,22 @@
 //! ...).
 //!
 //! **The key** is the header value (quoted `"..."` as the draft writes it, or bare as most clients
-//! send it: the same key), the route (axum's [`MatchedPath`](axum::extract::MatchedPath), such
+//! send it: the same key; or what [`key_source`] finds: another header, a field of the JSON body,
+//! a function of the request, with presets for Stripe, Standard Webhooks, GitHub, Shopify and
+//! SNS), the route (axum's [`MatchedPath`](axum::extract::MatchedPath), such
 //! as `/orders/{id}`, when the layer runs inside a `Router`; the path otherwise) and the principal
 //! that [`principal`] takes from the request (none by default), joined with the guard's tuple-key
 //! escaping, so no two of them run into each other: the same key sent by two users or to two
 //! routes is two records. **The payload** is the method, path, query and an xxh3-128 hash of the
-//! body. **What is stored**: status, headers (not hop-by-hop ones, nor those [`drop_header`]
+//! body (its bytes, or with [`payload_match`] its JSON value, or chosen fields of it). **What is stored**: status, headers (not hop-by-hop ones, nor those [`drop_header`]
 //! names: `Date` and `Set-Cookie` by default) and the body, when at most [`max_stored_body`]
 //! (2 MiB); a larger body is sent but not stored, and duplicates get `409` saying it cannot be
 //! replayed. Responses are buffered, so a guarded route must not stream without end.
 //!
 //! Lease, retention (24 h), in-flight policy, prefix (`"http"`) and replay hook are the
-//! [`Guard`](crate::Guard)'s: build one and pass it to [`IdempotencyLayer::from_guard`].
+//! [`Guard`](crate::Guard)'s: build one and pass it to [`IdempotencyLayer::from_guard`]. Per
+//! request, [`deadline_from`] cuts the lease to the request's own deadline, and [`on_replay`]
+//! may change a replayed response.
 //!
 //! [`methods`]: IdempotencyLayer::methods
 //! [`required`]: IdempotencyLayer::required
@@ -90,21 +94,30 @@
 //! [`principal`]: IdempotencyLayer::principal
 //! [`drop_header`]: IdempotencyLayer::drop_header
 //! [`max_stored_body`]: IdempotencyLayer::max_stored_body
+//! [`max_retry_after`]: IdempotencyLayer::max_retry_after
+//! [`key_source`]: IdempotencyLayer::key_source
+//! [`payload_match`]: IdempotencyLayer::payload_match
+//! [`deadline_from`]: IdempotencyLayer::deadline_from
+//! [`on_replay`]: IdempotencyLayer::on_replay
 
 mod request;
 mod response;
 mod service;
+mod source;
 
 use std::fmt;
 use std::sync::Arc;
+use std::time::Duration;
 
+use axum::body::Body;
 use axum::http::header::{DATE, SET_COOKIE};
 use axum::http::request::Parts;
-use axum::http::{HeaderName, Method, StatusCode};
+use axum::http::{HeaderName, Method, Response, StatusCode};
 
 pub use self::request::IDEMPOTENCY_KEY;
 pub use self::response::IDEMPOTENT_REPLAYED;
 pub use self::service::IdempotencyService;
+pub use self::source::{KeySource, PayloadMatch};
 use crate::{Guard, Store};
 
 /// Longest `Idempotency-Key` accepted by default: a UUID needs 36, and no real key needs more.
@@ -113,9 +126,15 @@ pub const DEFAULT_MAX_KEY_LEN: usize = 255;
 pub const DEFAULT_MAX_REQUEST_BODY: usize = 2 * 1024 * 1024;
 /// Largest response body stored for replay by default.
 pub const DEFAULT_MAX_STORED_BODY: usize = 2 * 1024 * 1024;
+/// Longest `Retry-After` of a 409 by default. The running request's remaining lease is no
+/// estimate of when it ends (a 300 ms request holds a 60 s lease), and a client that obeys the
+/// header should come back soon after the usual request has finished.
+pub const DEFAULT_MAX_RETRY_AFTER: Duration = Duration::from_secs(1);
 
 type PrincipalFn = dyn Fn(&Parts) -> Option<String> + Send + Sync;
 type CacheWhenFn = dyn Fn(StatusCode) -> bool + Send + Sync;
+type DeadlineFn = dyn Fn(&Parts) -> Option<Duration> + Send + Sync;
+type ReplayFn = dyn Fn(Response<Body>) -> Response<Body> + Send + Sync;
 
 /// A `tower::Layer` that makes the guarded methods of a service idempotent per
 /// `Idempotency-Key`. See the [module docs](self) for what it answers.
@@ -146,6 +165,11 @@ pub(crate) struct Config {
     cache_when: Arc<CacheWhenFn>,
     dropped_headers: Vec<HeaderName>,
     fail_open: bool,
+    max_retry_after: Duration,
+    pub(crate) key_source: KeySource,
+    pub(crate) payload_match: PayloadMatch,
+    pub(crate) deadline_from: Option<Arc<DeadlineFn>>,
+    pub(crate) on_replay: Option<Arc<ReplayFn>>,
 }
 
 impl fmt::Debug for Config {
@@ -159,6 +183,11 @@ impl fmt::Debug for Config {
             .field("principal", &self.principal.as_ref().map(|_| ".."))
             .field("dropped_headers", &self.dropped_headers)
             .field("fail_open", &self.fail_open)
+            .field("max_retry_after", &self.max_retry_after)
+            .field("key_source", &self.key_source)
+            .field("payload_match", &self.payload_match)
+            .field("deadline_from", &self.deadline_from.as_ref().map(|_| ".."))
+            .field("on_replay", &self.on_replay.as_ref().map(|_| ".."))
             .finish_non_exhaustive()
     }
 }
@@ -185,6 +214,11 @@ impl<S: Store> IdempotencyLayer<S> {
                 cache_when: Arc::new(|status| !status.is_server_error()),
                 dropped_headers: vec![DATE, SET_COOKIE],
                 fail_open: false,
+                max_retry_after: DEFAULT_MAX_RETRY_AFTER,
+                key_source: KeySource::idempotency_key(),
+                payload_match: PayloadMatch::Bytes,
+                deadline_from: None,
+                on_replay: None,
             }),
         }
     }
@@ -264,6 +298,70 @@ impl<S> IdempotencyLayer<S> {
     /// is not an outage of the service, at the price of duplicates running twice meanwhile.
     pub fn fail_open(self, fail_open: bool) -> Self {
         self.with(|c| c.fail_open = fail_open)
+    }
+
+    /// The longest `Retry-After` a 409 sends (default [`DEFAULT_MAX_RETRY_AFTER`], 1 s): the
+    /// running request's remaining lease, capped at this. Set it near the handler's usual
+    /// duration.
+    pub fn max_retry_after(self, max: Duration) -> Self {
+        self.with(|c| c.max_retry_after = max)
+    }
+
+    /// Where the key comes from (default: the `Idempotency-Key` header). Webhook senders put it
+    /// elsewhere: [`KeySource::stripe`], [`KeySource::standard_webhooks`],
+    /// [`KeySource::github`], [`KeySource::shopify`], [`KeySource::sns`], or any
+    /// [`KeySource::header`], [`KeySource::json_body`] pointer or [`KeySource::from_request`]
+    /// function of the headers and the parsed JSON body.
+    ///
+    /// ```
+    /// use idem_guard::http::{IdempotencyLayer, KeySource, PayloadMatch};
+    /// use idem_guard::MemoryStore;
+    ///
+    /// // GitHub redelivers with the same `X-GitHub-Delivery`; compare payloads as JSON values.
+    /// let layer = IdempotencyLayer::new(MemoryStore::new())
+    ///     .key_source(KeySource::github())
+    ///     .payload_match(PayloadMatch::CanonicalJson)
+    ///     .required(true);
+    /// ```
+    pub fn key_source(self, source: KeySource) -> Self {
+        self.with(|c| c.key_source = source)
+    }
+
+    /// The request's own deadline, from now (a timeout header, a gateway's budget): its lease
+    /// never outlives it and stops being renewed there, so when the client gives up, its retry
+    /// can take the key over then instead of after the guard's whole lease. `None` keeps the
+    /// guard's lease.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use idem_guard::http::IdempotencyLayer;
+    /// use idem_guard::MemoryStore;
+    ///
+    /// let layer = IdempotencyLayer::new(MemoryStore::new()).deadline_from(|parts| {
+    ///     let ms = parts.headers.get("x-request-timeout-ms")?.to_str().ok()?.parse().ok()?;
+    ///     Some(Duration::from_millis(ms))
+    /// });
+    /// ```
+    pub fn deadline_from(
+        self,
+        deadline: impl Fn(&Parts) -> Option<Duration> + Send + Sync + 'static,
+    ) -> Self {
+        self.with(|c| c.deadline_from = Some(Arc::new(deadline)))
+    }
+
+    /// Changes every replayed response before it is sent (after `Idempotent-Replayed: true` is
+    /// set): add a header, rewrite a field of the body... Fresh responses are not passed to it.
+    pub fn on_replay(
+        self,
+        hook: impl Fn(Response<Body>) -> Response<Body> + Send + Sync + 'static,
+    ) -> Self {
+        self.with(|c| c.on_replay = Some(Arc::new(hook)))
+    }
+
+    /// What of the body must match for a repeat to be replayed instead of refused with 422
+    /// (default: every byte, [`PayloadMatch::Bytes`]).
+    pub fn payload_match(self, matching: PayloadMatch) -> Self {
+        self.with(|c| c.payload_match = matching)
     }
 }
 

@@ -1,5 +1,6 @@
-//! What the layer reads from a request: the `Idempotency-Key` header, the key it builds from it,
-//! and the payload fingerprint.
+//! What the layer reads from a request: the client's key (the `Idempotency-Key` header or
+//! another [`KeySource`](super::KeySource)), the key it builds from it, and the payload
+//! fingerprint.
 
 use axum::body::{Body, Bytes, HttpBody};
 use axum::extract::MatchedPath;
@@ -7,12 +8,13 @@ use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderName, Request};
 use http_body_util::{BodyExt, LengthLimitError, Limited};
 
+use super::source::PayloadMatch;
 use crate::{Fingerprint, KeyPart};
 
 /// The request header that carries the key (IETF `draft-ietf-httpapi-idempotency-key-header`).
 pub const IDEMPOTENCY_KEY: HeaderName = HeaderName::from_static("idempotency-key");
 
-/// Why the `Idempotency-Key` header cannot be used.
+/// Why the client's key cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum BadKey {
     /// The header appears more than once.
@@ -28,33 +30,42 @@ pub(crate) enum BadKey {
 impl std::fmt::Display for BadKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            BadKey::Repeated => f.write_str("the Idempotency-Key header appears more than once"),
-            BadKey::Empty => f.write_str("the Idempotency-Key header is empty"),
+            BadKey::Repeated => f.write_str("the idempotency key's header appears more than once"),
+            BadKey::Empty => f.write_str("the idempotency key is empty"),
             BadKey::TooLong { len, max } => write!(
                 f,
-                "the Idempotency-Key header is {len} characters long; at most {max} are accepted"
+                "the idempotency key is {len} characters long; at most {max} are accepted"
             ),
             BadKey::NotVisibleAscii => f.write_str(
-                "the Idempotency-Key header may only hold visible ASCII characters (no spaces, controls or non-ASCII bytes)",
+                "the idempotency key may only hold visible ASCII characters (no spaces, controls or non-ASCII bytes)",
             ),
         }
     }
 }
 
-/// The key the client sent: `Ok(None)` when there is no header.
+/// The key the client sent in header `name`: `Ok(None)` when there is no such header.
 ///
 /// The draft makes the value a Structured Field string (`"8e03978e-..."`); most clients (and
 /// Stripe's API) send it bare. Both are accepted and mean the same key, so `"abc"` and `abc` are
 /// one key. A quoted value may not contain `"` or `\` (which would need escapes).
-pub(crate) fn client_key(headers: &HeaderMap, max_len: usize) -> Result<Option<String>, BadKey> {
-    let mut values = headers.get_all(IDEMPOTENCY_KEY).iter();
+pub(crate) fn client_key(
+    headers: &HeaderMap,
+    name: &HeaderName,
+    max_len: usize,
+) -> Result<Option<String>, BadKey> {
+    let mut values = headers.get_all(name).iter();
     let Some(value) = values.next() else {
         return Ok(None);
     };
     if values.next().is_some() {
         return Err(BadKey::Repeated);
     }
-    let raw = value.as_bytes();
+    checked_key(value.as_bytes(), max_len).map(Some)
+}
+
+/// A key from any source, checked as the header is: unquoted, not empty, not too long, visible
+/// ASCII.
+pub(crate) fn checked_key(raw: &[u8], max_len: usize) -> Result<String, BadKey> {
     let key = match raw {
         [b'"', inner @ .., b'"'] => inner,
         _ => raw,
@@ -72,9 +83,7 @@ pub(crate) fn client_key(headers: &HeaderMap, max_len: usize) -> Result<Option<S
         return Err(BadKey::NotVisibleAscii);
     }
     // Every byte is ASCII, so this cannot fail; say so instead of unwrapping.
-    String::from_utf8(key.to_vec())
-        .map(Some)
-        .map_err(|_| BadKey::NotVisibleAscii)
+    String::from_utf8(key.to_vec()).map_err(|_| BadKey::NotVisibleAscii)
 }
 
 fn is_visible_ascii(b: u8) -> bool {
@@ -124,10 +133,20 @@ where
     }
 }
 
-/// The payload fingerprint: method, path, query and a hash of the body. A key reused with any of
-/// them changed is refused (422), not served the earlier response.
-pub(crate) fn fingerprint(parts: &Parts, body: &[u8]) -> Result<Fingerprint, crate::Error> {
-    let body_hash = format!("{:032x}", xxhash_rust::xxh3::xxh3_128(body));
+/// The payload fingerprint: method, path, query and a hash of the body (its bytes, or what
+/// [`PayloadMatch`] keeps of its JSON value, `json` being the parsed body). A key reused with any
+/// of them changed is refused (422), not served the earlier response.
+pub(crate) fn fingerprint(
+    parts: &Parts,
+    body: &[u8],
+    json: Option<&serde_json::Value>,
+    matching: &PayloadMatch,
+) -> Result<Fingerprint, crate::Error> {
+    let body_hash = match json.filter(|_| matching.needs_json()) {
+        // Tagged, so that no JSON fingerprint equals a byte hash.
+        Some(json) => format!("json:{}", Fingerprint::of_value(&matching.json_part(json))),
+        None => format!("{:032x}", xxhash_rust::xxh3::xxh3_128(body)),
+    };
     Fingerprint::of(&(
         parts.method.as_str(),
         parts.uri.path(),
@@ -151,7 +170,7 @@ mod tests {
         for v in values {
             headers.append(IDEMPOTENCY_KEY, HeaderValue::from_bytes(v).unwrap());
         }
-        client_key(&headers, 16)
+        client_key(&headers, &IDEMPOTENCY_KEY, 16)
     }
 
     #[test]

@@ -4,11 +4,13 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use axum::body::{Body, Bytes, HttpBody};
 use axum::http::{Request, Response, StatusCode};
 use axum::BoxError;
 use http_body_util::BodyExt;
+use tokio::time::Instant;
 use tower::Service;
 
 use super::request::{self, BodyError};
@@ -74,35 +76,56 @@ impl<E> From<Error> for Failure<E> {
 }
 
 /// What the layer does with a request, decided before the guard is asked.
-enum Admission<B> {
+enum Admission {
     /// Not guarded (another method, or no key when none is required).
-    PassThrough(Request<B>),
+    PassThrough(Request<Body>),
     /// Refused before the guard: a bad or missing key, a body too large or unreadable.
     Refuse(Response<Body>),
-    /// Guarded: the guard's key, the payload fingerprint, and the request with its body buffered.
+    /// Guarded: the guard's key, the payload fingerprint, the request's own deadline (from now),
+    /// and the request with its body buffered.
     Guard {
         key: String,
         fingerprint: Fingerprint,
+        deadline: Option<Duration>,
         request: Request<Body>,
     },
 }
 
-async fn admit<B>(request: Request<B>, config: &Config) -> Admission<B>
+async fn admit<B>(request: Request<B>, config: &Config) -> Admission
 where
     B: HttpBody<Data = Bytes> + Send + 'static,
     B::Error: Into<BoxError>,
 {
     if !config.methods.contains(request.method()) {
-        return Admission::PassThrough(request);
+        return Admission::PassThrough(request.map(Body::new));
     }
     let (parts, body) = request.into_parts();
-    let client_key = match request::client_key(&parts.headers, config.max_key_len) {
+    // A key in a header is read before the body, so that a request without one passes through
+    // unbuffered; a key in the body needs the body first.
+    let (client_key, body) = match config.key_source.header_name() {
+        Some(name) => (
+            request::client_key(&parts.headers, name, config.max_key_len),
+            Body::new(body),
+        ),
+        None => match buffered(body, config).await {
+            Ok(body) => {
+                let json = serde_json::from_slice::<serde_json::Value>(&body).ok();
+                let found = config.key_source.find_in_body(&parts, json.as_ref());
+                let key = found
+                    .map(|k| request::checked_key(k.as_bytes(), config.max_key_len))
+                    .transpose();
+                (key, Body::from(body))
+            }
+            Err(refusal) => return Admission::Refuse(refusal),
+        },
+    };
+    let client_key = match client_key {
         Ok(Some(key)) => key,
         Ok(None) if config.required => {
             return Admission::Refuse(problem(
                 StatusCode::BAD_REQUEST,
                 "idempotency_key_missing",
-                "this operation requires an Idempotency-Key header",
+                "this operation requires an idempotency key (the Idempotency-Key header, or where the service said to look)",
             ))
         }
         Ok(None) => return Admission::PassThrough(Request::from_parts(parts, body)),
@@ -114,35 +137,63 @@ where
             ))
         }
     };
-    let body = match request::buffer_body(body, config.max_request_body).await {
+    let body = match buffered(body, config).await {
         Ok(body) => body,
+        Err(refusal) => return Admission::Refuse(refusal),
+    };
+    let json = if config.payload_match.needs_json() {
+        match serde_json::from_slice::<serde_json::Value>(&body) {
+            Ok(json) => Some(json),
+            Err(e) => {
+                return Admission::Refuse(problem(
+                    StatusCode::BAD_REQUEST,
+                    "request_body_not_json",
+                    &format!(
+                    "this operation compares request bodies as JSON, and this one is not JSON: {e}"
+                ),
+                ))
+            }
+        }
+    } else {
+        None
+    };
+    let principal = config.principal.as_ref().and_then(|of| of(&parts));
+    let deadline = config.deadline_from.as_ref().and_then(|of| of(&parts));
+    let key = request::guard_key(principal.as_deref(), &request::route(&parts), &client_key);
+    match request::fingerprint(&parts, &body, json.as_ref(), &config.payload_match) {
+        Ok(fingerprint) => Admission::Guard {
+            key,
+            fingerprint,
+            deadline,
+            request: request::rebuild(parts, body),
+        },
+        Err(e) => Admission::Refuse(refusal(&e, config)),
+    }
+}
+
+/// The whole body (at most the configured size), or the refusal to send.
+async fn buffered<B>(body: B, config: &Config) -> Result<Bytes, Response<Body>>
+where
+    B: HttpBody<Data = Bytes> + Send + 'static,
+    B::Error: Into<BoxError>,
+{
+    match request::buffer_body(body, config.max_request_body).await {
+        Ok(body) => Ok(body),
         Err(BodyError::TooLarge { max }) => {
             let detail = format!(
                 "the request body is larger than the {max} bytes a guarded request may have"
             );
-            return Admission::Refuse(problem(
+            Err(problem(
                 StatusCode::PAYLOAD_TOO_LARGE,
                 "request_body_too_large",
                 &detail,
-            ));
-        }
-        Err(BodyError::Read(why)) => {
-            return Admission::Refuse(problem(
-                StatusCode::BAD_REQUEST,
-                "request_body_unreadable",
-                &format!("the request body could not be read: {why}"),
             ))
         }
-    };
-    let principal = config.principal.as_ref().and_then(|of| of(&parts));
-    let key = request::guard_key(principal.as_deref(), &request::route(&parts), &client_key);
-    match request::fingerprint(&parts, &body) {
-        Ok(fingerprint) => Admission::Guard {
-            key,
-            fingerprint,
-            request: request::rebuild(parts, body),
-        },
-        Err(e) => Admission::Refuse(refusal(&e)),
+        Err(BodyError::Read(why)) => Err(problem(
+            StatusCode::BAD_REQUEST,
+            "request_body_unreadable",
+            &format!("the request body could not be read: {why}"),
+        )),
     }
 }
 
@@ -153,23 +204,61 @@ async fn handle<Sv, S, B, ResB>(
     request: Request<B>,
 ) -> Result<Response<Body>, Sv::Error>
 where
-    Sv: Service<Request<Body>, Response = Response<ResB>> + Send,
+    Sv: Service<Request<Body>, Response = Response<ResB>> + Send + 'static,
     Sv::Future: Send,
+    Sv::Error: Send + 'static,
     ResB: HttpBody<Data = Bytes> + Send + 'static,
     ResB::Error: Into<BoxError>,
     B: HttpBody<Data = Bytes> + Send + 'static,
     B::Error: Into<BoxError>,
-    S: Store,
+    S: Store + 'static,
 {
-    let (key, fingerprint, request) = match admit(request, &config).await {
+    let (guard, key, fingerprint, request) = match admit(request, &config).await {
         Admission::PassThrough(request) => return pass_through(&mut inner, request).await,
         Admission::Refuse(response) => return Ok(response),
         Admission::Guard {
             key,
             fingerprint,
+            deadline,
             request,
-        } => (key, fingerprint, request),
+        } => {
+            // The request's own deadline bounds its lease: a client that gives up after 5 s
+            // frees the key for its retry then, not after the guard's whole lease.
+            let guard = match deadline {
+                Some(left) => Arc::new((*guard).clone().deadline(Instant::now() + left)),
+                None => guard,
+            };
+            (guard, key, fingerprint, request)
+        }
     };
+    // From the reservation on, the handler and the completion run in a task of their own: when
+    // the client hangs up, hyper drops this future, and a completion dropped with it would leave
+    // an effect unrecorded, to be made again by the retry that takes the key over.
+    let guarded = tokio::spawn(guarded(inner, guard, config, key, fingerprint, request));
+    match guarded.await {
+        Ok(response) => response,
+        // The handler panicked: the request fails as it would have without the layer.
+        Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+        Err(_) => Ok(internal_error()),
+    }
+}
+
+/// One admitted request through the guard: the handler's response, a replay, or a refusal.
+async fn guarded<Sv, S, ResB>(
+    mut inner: Sv,
+    guard: Arc<Guard<S>>,
+    config: Arc<Config>,
+    key: String,
+    fingerprint: Fingerprint,
+    request: Request<Body>,
+) -> Result<Response<Body>, Sv::Error>
+where
+    Sv: Service<Request<Body>, Response = Response<ResB>> + Send,
+    Sv::Future: Send,
+    ResB: HttpBody<Data = Bytes> + Send + 'static,
+    ResB::Error: Into<BoxError>,
+    S: Store,
+{
     // The body takes the request from `pending` and leaves the response it sends in `fresh`, so
     // both are still here when the guard did not run it (fail-open) or could not record it.
     let mut pending = Some(request);
@@ -183,7 +272,13 @@ where
             .await
     };
     let error = match outcome {
-        Ok(stored) if stored.is_replay() => return Ok(stored.into_inner().replay()),
+        Ok(stored) if stored.is_replay() => {
+            let replay = stored.into_inner().replay();
+            return Ok(match &config.on_replay {
+                Some(hook) => hook(replay),
+                None => replay,
+            });
+        }
         Ok(_) => return Ok(fresh.unwrap_or_else(internal_error)),
         Err(Failure::Uncached(response)) => return Ok(response),
         Err(Failure::Inner(e)) => return Err(e),
@@ -201,7 +296,7 @@ where
             tracing::warn!(key = %key, error = %e, "idempotency store unavailable; running the request unguarded (fail-open)");
             pass_through(&mut inner, request).await
         }
-        (e, _) => Ok(refusal_logged(&key, &e)),
+        (e, _) => Ok(refusal_logged(&key, &e, &config)),
     }
 }
 
@@ -265,17 +360,19 @@ where
     Ok(response.map(Body::new))
 }
 
-fn refusal_logged(key: &str, e: &Error) -> Response<Body> {
+fn refusal_logged(key: &str, e: &Error, config: &Config) -> Response<Body> {
     if matches!(e, Error::Store(_)) {
         tracing::error!(key, error = %e, "idempotency store unavailable; the request was refused");
     }
-    refusal(e)
+    refusal(e, config)
 }
 
 /// The answer to a request the guard did not run (IETF `Idempotency-Key` draft, section 2.7).
-fn refusal(e: &Error) -> Response<Body> {
+fn refusal(e: &Error, config: &Config) -> Response<Body> {
     match e {
-        Error::Rejected(Rejected::InProgress { retry_after, .. }) => in_progress(*retry_after),
+        Error::Rejected(Rejected::InProgress { retry_after, .. }) => {
+            in_progress((*retry_after).min(config.max_retry_after))
+        }
         Error::Rejected(Rejected::PayloadMismatch { .. }) => problem(
             StatusCode::UNPROCESSABLE_ENTITY,
             "idempotency_key_reused",

@@ -4,13 +4,15 @@
 //! comes back, so every statement through the pool costs three round trips. The store keeps a
 //! few long-lived connections of its own ("lanes") instead, opened lazily with the pool's
 //! connect options (so the same `search_path`, credentials and TLS). A lane whose connection
-//! failed below the SQL level (I/O, protocol) is dropped and reopened on its next use, so a
-//! terminated backend costs one failed statement, as with the pool.
+//! failed below the SQL level (I/O, protocol), or whose server ended the session (a `FATAL`
+//! error, such as `57P01` from `pg_terminate_backend` or a server shutdown), is dropped and
+//! reopened on its next use, so a terminated backend costs one failed statement, as with the
+//! pool.
 
 use std::ops::{Deref, DerefMut};
 use std::sync::Arc;
 
-use sqlx::postgres::{PgConnectOptions, PgConnection};
+use sqlx::postgres::{PgConnectOptions, PgConnection, PgDatabaseError, PgSeverity};
 use sqlx::ConnectOptions as _;
 use tokio::sync::{Mutex, MutexGuard};
 
@@ -57,21 +59,36 @@ impl Lanes {
 }
 
 impl Lane<'_> {
-    /// Passes a statement's result through, dropping the connection when the failure was not an
-    /// answer from the database (the connection may be broken).
+    /// Passes a statement's result through, dropping the connection unless the failure was an
+    /// answer from a session that goes on (the connection may be broken, or its session over).
     pub(crate) fn check<T>(&mut self, result: Result<T, Error>) -> Result<T, Error> {
         if let Err(Error::Store(e)) = &result {
-            let answered = e.downcast_ref::<sqlx::Error>().is_none_or(|e| {
-                matches!(
-                    e,
-                    sqlx::Error::Database(_) | sqlx::Error::ColumnDecode { .. }
-                )
-            });
-            if !answered {
+            let session_goes_on = e.downcast_ref::<sqlx::Error>().is_none_or(session_goes_on);
+            if !session_goes_on {
                 *self.0 = None;
             }
         }
         result
+    }
+}
+
+/// Whether the connection is still good after this error: the statement failed, the session
+/// did not. A `FATAL` (or `PANIC`) error ends the session, and SQLSTATE classes `08`
+/// (connection exception) and `57` (operator intervention: `57P01` terminated by an
+/// administrator, `57P02` crash shutdown, `57P03` cannot connect now) say the same.
+fn session_goes_on(e: &sqlx::Error) -> bool {
+    match e {
+        sqlx::Error::Database(db) => {
+            let ended = db
+                .try_downcast_ref::<PgDatabaseError>()
+                .is_some_and(|pg| matches!(pg.severity(), PgSeverity::Fatal | PgSeverity::Panic));
+            let class = db
+                .code()
+                .map(|code| code.get(..2).unwrap_or_default().to_owned());
+            !ended && !matches!(class.as_deref(), Some("08" | "57"))
+        }
+        sqlx::Error::ColumnDecode { .. } => true,
+        _ => false,
     }
 }
 

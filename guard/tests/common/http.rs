@@ -74,6 +74,11 @@ pub fn request(
 }
 
 impl Server {
+    /// The server's `host:port`, for a raw TCP client.
+    pub fn address(&self) -> &str {
+        self.base.trim_start_matches("http://")
+    }
+
     pub async fn send(&self, mut request: Request<Full<Bytes>>) -> Reply {
         let uri = format!("{}{}", self.base, request.uri());
         *request.uri_mut() = uri.parse().unwrap();

@@ -53,11 +53,17 @@ pub async fn pg_pool(schema: &str, max: u32) -> PgPool {
     pg_pool_at(&database_url(), schema, max).await
 }
 
+/// How long a test client waits for a local server before failing: generous, because a busy
+/// CI machine (two cores, a workspace compiling beside the tests) can stall a local server for
+/// seconds, and tests that count effects must not fail on latency. Fault tests that need a
+/// failure to come fast set their own short timeouts.
+pub const LOCAL_SERVER_PATIENCE: Duration = Duration::from_secs(60);
+
 pub async fn pg_pool_at(url: &str, schema: &str, max: u32) -> PgPool {
     let options: PgConnectOptions = url.parse().unwrap();
     PgPoolOptions::new()
         .max_connections(max)
-        .acquire_timeout(Duration::from_secs(3))
+        .acquire_timeout(LOCAL_SERVER_PATIENCE)
         .connect_with(options.options([("search_path", schema)]))
         .await
         .expect("PostgreSQL at DATABASE_URL")
@@ -69,10 +75,17 @@ pub async fn postgres_store(schema: &str) -> PostgresStore {
         .unwrap()
 }
 
+/// A Redis store whose client waits for the server as long as [`LOCAL_SERVER_PATIENCE`].
 pub async fn redis_store() -> RedisStore {
-    RedisStore::connect(&redis_url())
-        .await
-        .expect("Redis at REDIS_URL")
+    let config = ConnectionManagerConfig::new()
+        .set_connection_timeout(Some(LOCAL_SERVER_PATIENCE))
+        .set_response_timeout(Some(LOCAL_SERVER_PATIENCE));
+    let client = redis::Client::open(redis_url()).unwrap();
+    RedisStore::new(
+        ConnectionManager::new_with_config(client, config)
+            .await
+            .expect("Redis at REDIS_URL"),
+    )
 }
 
 /// A Redis store whose requests give up quickly, for fault tests.
@@ -102,10 +115,27 @@ pub async fn dynamodb_store(name: &str) -> idem_guard::DynamoDbStore {
     dynamodb_store_at(&dynamodb_endpoint(), &unique(name)).await
 }
 
-/// A store on the table `table` (created if missing) at `endpoint`.
+/// A client of the local server whose attempts may take as long as [`LOCAL_SERVER_PATIENCE`]
+/// (`local_client` gives each 3 s, which a loaded CI machine exceeded once: "operation attempt
+/// timeout (single attempt) occurred after 3s"). The store's own per-call timeout still bounds
+/// each call; tests that want a failure fast set that.
+#[cfg(feature = "dynamodb")]
+pub fn dynamodb_client(endpoint: &str) -> idem_guard::aws_sdk_dynamodb::Client {
+    use idem_guard::aws_sdk_dynamodb::config::timeout::TimeoutConfig;
+    let local = idem_guard::dynamodb::local_client(endpoint);
+    let patient = TimeoutConfig::builder()
+        .connect_timeout(LOCAL_SERVER_PATIENCE)
+        .operation_attempt_timeout(LOCAL_SERVER_PATIENCE)
+        .build();
+    let config = local.config().to_builder().timeout_config(patient).build();
+    idem_guard::aws_sdk_dynamodb::Client::from_conf(config)
+}
+
+/// A store on the table `table` (created if missing) at `endpoint`, with a patient client
+/// ([`dynamodb_client`]) and the store's default per-call timeout.
 #[cfg(feature = "dynamodb")]
 pub async fn dynamodb_store_at(endpoint: &str, table: &str) -> idem_guard::DynamoDbStore {
-    let client = idem_guard::dynamodb::local_client(endpoint);
+    let client = dynamodb_client(endpoint);
     let store = idem_guard::DynamoDbStore::new(client, table);
     store
         .create_table_if_missing()
@@ -200,13 +230,15 @@ pub fn database_url_through(proxy: &Proxy) -> String {
 /// refuses new ones until `up`. Lets a test drop a store's connection at a chosen moment.
 ///
 /// It also counts round trips: every time a client speaks after the server did (or first), one
-/// more request went out and waited for its answer.
+/// more request went out and waited for its answer. And it can lose a reply: see
+/// [`lose_reply_to`](Self::lose_reply_to).
 #[derive(Clone)]
 pub struct Proxy {
     pub port: u16,
     down: Arc<AtomicBool>,
     cut: Arc<Notify>,
     round_trips: Arc<AtomicU64>,
+    lose: Arc<std::sync::Mutex<Option<Vec<u8>>>>,
 }
 
 impl Proxy {
@@ -218,6 +250,7 @@ impl Proxy {
             down: Arc::default(),
             cut: Arc::new(Notify::new()),
             round_trips: Arc::default(),
+            lose: Arc::default(),
         };
         let p = proxy.clone();
         tokio::spawn(async move {
@@ -227,6 +260,7 @@ impl Proxy {
                 }
                 let cut = p.cut.clone();
                 let trips = p.round_trips.clone();
+                let lose = p.lose.clone();
                 tokio::spawn(async move {
                     let Ok(server) = TcpStream::connect(("127.0.0.1", target_port)).await else {
                         return;
@@ -234,11 +268,15 @@ impl Proxy {
                     let (mut cr, mut cw) = client.into_split();
                     let (mut sr, mut sw) = server.into_split();
                     let client_spoke = AtomicBool::new(false);
+                    let losing = AtomicBool::new(false);
                     let up = async {
                         let mut buf = vec![0u8; 64 * 1024];
                         while let Ok(n @ 1..) = cr.read(&mut buf).await {
                             if !client_spoke.swap(true, Ordering::SeqCst) {
                                 trips.fetch_add(1, Ordering::SeqCst);
+                            }
+                            if take_marker(&lose, &buf[..n]) {
+                                losing.store(true, Ordering::SeqCst);
                             }
                             if sw.write_all(&buf[..n]).await.is_err() {
                                 break;
@@ -248,6 +286,9 @@ impl Proxy {
                     let down = async {
                         let mut buf = vec![0u8; 64 * 1024];
                         while let Ok(n @ 1..) = sr.read(&mut buf).await {
+                            if losing.load(Ordering::SeqCst) {
+                                break; // the server answered; the client never hears it
+                            }
                             client_spoke.store(false, Ordering::SeqCst);
                             if cw.write_all(&buf[..n]).await.is_err() {
                                 break;
@@ -271,6 +312,13 @@ impl Proxy {
         self.round_trips.swap(0, Ordering::SeqCst)
     }
 
+    /// Lets the next request whose bytes contain `marker` reach the server, then closes its
+    /// connection when the server answers, without passing the answer on: the request took
+    /// effect and its reply was lost.
+    pub fn lose_reply_to(&self, marker: &[u8]) {
+        *self.lose.lock().unwrap() = Some(marker.to_vec());
+    }
+
     /// Closes every connection open through the proxy.
     pub fn cut(&self) {
         self.cut.notify_waiters();
@@ -284,6 +332,18 @@ impl Proxy {
     pub fn up(&self) {
         self.down.store(false, Ordering::SeqCst);
     }
+}
+
+/// Whether `bytes` hold the marker set by [`Proxy::lose_reply_to`]; takes it if so.
+fn take_marker(lose: &std::sync::Mutex<Option<Vec<u8>>>, bytes: &[u8]) -> bool {
+    let mut lose = lose.lock().unwrap();
+    let found = lose
+        .as_deref()
+        .is_some_and(|marker| bytes.windows(marker.len()).any(|w| w == marker));
+    if found {
+        *lose = None;
+    }
+    found
 }
 
 /// The error type the test handlers return.

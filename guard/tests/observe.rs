@@ -1,0 +1,239 @@
+//! What the guard reports of each call: `idem_guard_calls_total{prefix, outcome}` and the store
+//! latency histogram through the `metrics` facade, and the `idem_guard` span with its outcome.
+
+mod common;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use idem_guard::{Error, Fingerprint, Guard, InFlight, MemoryStore, OwnerToken, Store};
+use metrics::{Counter, CounterFn, Gauge, Histogram, HistogramFn, Key, KeyName, Metadata};
+use metrics::{Recorder, SharedString, Unit};
+
+/// Every counter's total and every histogram's sample count, by name and labels.
+#[derive(Default)]
+struct Totals(Mutex<HashMap<String, u64>>);
+
+struct Handle(String, &'static Totals);
+
+impl CounterFn for Handle {
+    fn increment(&self, value: u64) {
+        *self.1 .0.lock().unwrap().entry(self.0.clone()).or_default() += value;
+    }
+    fn absolute(&self, value: u64) {
+        self.1 .0.lock().unwrap().insert(self.0.clone(), value);
+    }
+}
+
+impl HistogramFn for Handle {
+    fn record(&self, _: f64) {
+        self.increment(1);
+    }
+}
+
+struct Recording(&'static Totals);
+
+fn name_of(key: &Key) -> String {
+    let labels: Vec<String> = key
+        .labels()
+        .map(|l| format!("{}={}", l.key(), l.value()))
+        .collect();
+    format!("{}{{{}}}", key.name(), labels.join(","))
+}
+
+impl Recorder for Recording {
+    fn describe_counter(&self, _: KeyName, _: Option<Unit>, _: SharedString) {}
+    fn describe_gauge(&self, _: KeyName, _: Option<Unit>, _: SharedString) {}
+    fn describe_histogram(&self, _: KeyName, _: Option<Unit>, _: SharedString) {}
+    fn register_counter(&self, key: &Key, _: &Metadata<'_>) -> Counter {
+        Counter::from_arc(Arc::new(Handle(name_of(key), self.0)))
+    }
+    fn register_gauge(&self, _: &Key, _: &Metadata<'_>) -> Gauge {
+        Gauge::noop()
+    }
+    fn register_histogram(&self, key: &Key, _: &Metadata<'_>) -> Histogram {
+        Histogram::from_arc(Arc::new(Handle(name_of(key), self.0)))
+    }
+}
+
+/// The process-wide recorder (installed once); tests read their own prefix's entries.
+fn totals() -> &'static Totals {
+    static TOTALS: OnceLock<&'static Totals> = OnceLock::new();
+    TOTALS.get_or_init(|| {
+        let totals: &'static Totals = Box::leak(Box::default());
+        metrics::set_global_recorder(Recording(totals)).expect("the only recorder");
+        totals
+    })
+}
+
+fn calls(prefix: &str, outcome: &str) -> u64 {
+    let name = format!("idem_guard_calls_total{{prefix={prefix},outcome={outcome}}}");
+    totals().0.lock().unwrap().get(&name).copied().unwrap_or(0)
+}
+
+#[tokio::test]
+async fn each_outcome_is_counted() {
+    totals();
+    let prefix = "observe-outcomes";
+    let store = MemoryStore::new();
+    let guard = Guard::new(store.clone()).prefix(prefix);
+    let ok = || async { Ok::<u32, Error>(1) };
+    guard.run("a", &1, ok).await.unwrap();
+    guard.run("a", &1, ok).await.unwrap();
+    guard.run("a", &1, ok).await.unwrap();
+    assert!(guard.run("a", &2, ok).await.is_err());
+    // In flight: another owner's live record.
+    let fp = Fingerprint::of(&1).unwrap();
+    let other = OwnerToken::generate();
+    let full = format!("{prefix}::busy");
+    store
+        .reserve(&full, fp, &other, Duration::from_secs(60))
+        .await
+        .unwrap();
+    assert!(guard.run("busy", &1, ok).await.is_err());
+    // Taken over: another owner's record whose (short) lease has ended.
+    let lapsed = format!("{prefix}::lapsed");
+    store
+        .reserve(&lapsed, fp, &other, Duration::from_millis(1))
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    let waiting = guard
+        .clone()
+        .in_flight(InFlight::Wait(Duration::from_secs(30)));
+    waiting.run("lapsed", &1, ok).await.unwrap();
+    // Unguarded: no key, none required.
+    let optional = guard.clone().required(false);
+    optional.run(None::<&str>, &1, ok).await.unwrap();
+    // A store error: a full memory store.
+    let full_store = Guard::new(MemoryStore::with_capacity(1)).prefix(prefix);
+    full_store.run("x", &1, ok).await.unwrap();
+    assert!(full_store.run("y", &1, ok).await.is_err());
+
+    let seen: Vec<(&str, u64)> = [
+        "fresh",
+        "replayed",
+        "mismatch",
+        "in_flight",
+        "taken_over",
+        "unguarded",
+        "store_error",
+    ]
+    .into_iter()
+    .map(|o| (o, calls(prefix, o)))
+    .collect();
+    assert_eq!(
+        seen,
+        [
+            ("fresh", 2),
+            ("replayed", 2),
+            ("mismatch", 1),
+            ("in_flight", 1),
+            ("taken_over", 1),
+            ("unguarded", 1),
+            ("store_error", 1),
+        ]
+    );
+    let reserves = format!("idem_guard_store_seconds{{prefix={prefix},op=reserve}}");
+    let completes = format!("idem_guard_store_seconds{{prefix={prefix},op=complete}}");
+    let recorded = totals().0.lock().unwrap().clone();
+    // One reservation per keyed call (eight), one completion per body that ran with a key.
+    assert_eq!(recorded.get(&reserves), Some(&8), "{recorded:#?}");
+    assert_eq!(recorded.get(&completes), Some(&3), "{recorded:#?}");
+}
+
+/// The span's `outcome` and `key_hash` fields, as a subscriber sees them. It tracks the entered
+/// spans too, as real subscribers do, since the guard records on the current span.
+#[derive(Clone, Default)]
+struct Spans(Arc<Mutex<Vec<(String, String)>>>, Arc<Mutex<Entered>>);
+
+#[derive(Default)]
+struct Entered {
+    next: u64,
+    metadata: HashMap<u64, &'static tracing::Metadata<'static>>,
+    stack: Vec<u64>,
+}
+
+struct Fields<'a>(&'a Spans);
+
+impl tracing::field::Visit for Fields<'_> {
+    fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+        let value = format!("{value:?}").trim_matches('"').to_owned();
+        self.0
+             .0
+            .lock()
+            .unwrap()
+            .push((field.name().to_owned(), value));
+    }
+    fn record_str(&mut self, field: &tracing::field::Field, value: &str) {
+        self.0
+             .0
+            .lock()
+            .unwrap()
+            .push((field.name().to_owned(), value.to_owned()));
+    }
+}
+
+impl tracing::Subscriber for Spans {
+    fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
+        true
+    }
+    fn new_span(&self, attributes: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+        if attributes.metadata().name() == "idem_guard" {
+            attributes.record(&mut Fields(self));
+        }
+        let mut entered = self.1.lock().unwrap();
+        entered.next += 1;
+        let id = entered.next;
+        entered.metadata.insert(id, attributes.metadata());
+        tracing::span::Id::from_u64(id)
+    }
+    fn current_span(&self) -> tracing_core::span::Current {
+        let entered = self.1.lock().unwrap();
+        match entered.stack.last() {
+            Some(id) => tracing_core::span::Current::new(
+                tracing::span::Id::from_u64(*id),
+                entered.metadata[id],
+            ),
+            None => tracing_core::span::Current::none(),
+        }
+    }
+    fn record(&self, _: &tracing::span::Id, values: &tracing::span::Record<'_>) {
+        values.record(&mut Fields(self));
+    }
+    fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+    fn event(&self, _: &tracing::Event<'_>) {}
+    fn enter(&self, id: &tracing::span::Id) {
+        self.1.lock().unwrap().stack.push(id.into_u64());
+    }
+    fn exit(&self, _: &tracing::span::Id) {
+        self.1.lock().unwrap().stack.pop();
+    }
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn the_span_carries_the_outcome_and_a_hash_of_the_key() {
+    let spans = Spans::default();
+    let _default = tracing::subscriber::set_default(spans.clone());
+    let guard = Guard::new(MemoryStore::new()).prefix("observe-span");
+    let ok = || async { Ok::<u32, Error>(1) };
+    guard.run("order-7", &1, ok).await.unwrap();
+    guard.run("order-7", &1, ok).await.unwrap();
+    let fields = spans.0.lock().unwrap().clone();
+    let values = |name: &str| -> Vec<String> {
+        fields
+            .iter()
+            .filter(|(n, _)| n == name)
+            .map(|(_, v)| v.clone())
+            .collect()
+    };
+    assert_eq!(values("outcome"), ["fresh", "replayed"], "{fields:?}");
+    let hashes = values("key_hash");
+    assert_eq!(hashes.len(), 2);
+    assert!(
+        hashes.iter().all(|h| h.len() == 32 && !h.contains("order")),
+        "the key is hashed: {hashes:?}"
+    );
+    assert_eq!(values("store_ms").len(), 2, "{fields:?}");
+}
