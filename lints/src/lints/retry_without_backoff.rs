@@ -1,0 +1,694 @@
+//! `retry_without_backoff`: a retry loop with no delay, a fixed delay without jitter, or no
+//! attempt cap; and a retry crate's policy configured without jitter or without a cap.
+
+use crate::analysis::words::{called_path, path_ends_with, words, Word};
+use crate::analysis::{Chain, Locals, MethodStep, Step};
+use crate::context::LintContext;
+use crate::declare_lint;
+use crate::model::ir::{Block, Expr, ExprKind, Lit, Pat, Stmt};
+use crate::model::{Package, Span};
+use serde::Deserialize;
+
+declare_lint! {
+    /// ### What it does
+    /// Finds retry loops: a `loop`, `while` or `for` whose body makes a call that is awaited
+    /// or sends a request (`send`, `execute`, `query`, `call`, `connect`, `request`,
+    /// `publish`), leaves the loop when it succeeds (`Ok(v) => return Ok(v)`, `if let Ok(..)
+    /// = .. { break }`, `while let Err(e) = ..`) and goes round again when it fails. Such a
+    /// loop is reported when it waits nothing between attempts, when every wait is a fixed
+    /// duration (`sleep(Duration::from_millis(100))`, a constant, a variable that never
+    /// changes) with no random jitter, or when nothing ends it but success (no attempt
+    /// counter compared, no `for` range, no deadline, no `None` of a backoff iterator).
+    ///
+    /// Also finds the policies of the common retry crates configured that way, where the
+    /// policy is built in sight of its use: `backon` builders (`ExponentialBuilder`,
+    /// `ConstantBuilder`, `FibonacciBuilder`) passed to `.retry(..)` without `.with_jitter()`
+    /// or with `.without_max_times()`; `tokio-retry` strategies given to `Retry::spawn` or
+    /// `RetryIf::spawn` without `.map(jitter)` or without `.take(n)`; `again`'s
+    /// `RetryPolicy::exponential`/`fixed` without `.with_jitter(true)`; `backoff`'s
+    /// `ExponentialBackoff` with a `randomization_factor` of zero, `Constant` backoff, or
+    /// `with_max_elapsed_time(None)`. Their defaults with jitter and a cap are correct and not
+    /// reported.
+    ///
+    /// ### Why is this bad?
+    /// A failure is usually shared: the database, the broker or the API is down for every
+    /// worker at once. Retrying at once hammers it while it tries to recover; retrying on a
+    /// fixed interval keeps every worker in step, so each retry lands as one burst; retrying
+    /// forever turns a message that can never succeed into a worker that never does
+    /// anything else, and never reaches the dead-letter queue. A retry needs a cap, a
+    /// growing interval, and random jitter.
+    ///
+    /// ### Known problems
+    /// A wait done by a function of the crate that sleeps, or by a configured helper
+    /// (`backoff_helpers = ["wait_before_retry"]` in `[lints.retry_without_backoff]`),
+    /// counts as a proper backoff; a wait whose duration comes from a field or a parameter is
+    /// taken as unknown and not reported. A cap enforced outside the loop (the caller's
+    /// timeout, a supervisor) is not seen unless the loop is inside a `timeout(..)` call of
+    /// the same function. A retry crate's policy built in one function and used in another is
+    /// not followed.
+    ///
+    /// ### Example
+    /// ```rust
+    /// loop {
+    ///     match client.post(url).json(&event).send().await {
+    ///         Ok(resp) => return Ok(resp),
+    ///         Err(e) => {
+    ///             warn!("retrying: {e}");
+    ///             tokio::time::sleep(Duration::from_secs(1)).await;
+    ///         }
+    ///     }
+    /// }
+    /// ```
+    ///
+    /// ### Use instead
+    /// ```rust
+    /// let policy = ExponentialBuilder::default().with_jitter().with_max_times(5);
+    /// (|| client.post(url).json(&event).send()).retry(policy).await
+    /// ```
+    pub RETRY_WITHOUT_BACKOFF, "retry_without_backoff", Allow,
+    "a retry loop with no delay, a fixed delay without jitter, or no attempt cap"
+}
+
+/// `[lints.retry_without_backoff]`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Settings {
+    /// Functions or methods that wait a growing, jittered delay (`"wait_before_retry"`): a
+    /// retry loop that calls one has a proper backoff.
+    pub backoff_helpers: Vec<String>,
+}
+
+/// Calls that wait.
+const SLEEPS: &[&str] = &[
+    "sleep",
+    "sleep_until",
+    "sleep_ms",
+    "delay_for",
+    "delay_until",
+];
+
+/// Methods that send a request without `.await` (blocking clients).
+const SENDS: &[&str] = &[
+    "send", "execute", "query", "call", "connect", "request", "publish",
+];
+
+/// Words of a comparison that bound a retry: attempt counters and deadlines.
+const BOUNDS: &[&str] = &[
+    "attempt",
+    "retr",
+    "tries",
+    "try_count",
+    "count",
+    "elapsed",
+    "deadline",
+    "timeout",
+    "max",
+    "limit",
+    "remaining",
+];
+
+pub fn check(cx: &mut LintContext<'_>) {
+    let package = cx.package;
+    let helpers = &cx.settings.retry_without_backoff.backoff_helpers;
+    let sleepers = sleeping_fns(package);
+    let mut findings = Vec::new();
+    for (_, f) in package.fns().filter(|(_, f)| !f.in_test) {
+        let Some(body) = &f.body else { continue };
+        let locals = Locals::of_body(body);
+        body.walk(&mut |e| {
+            if let Some(attempt) = retried_call(e) {
+                let waits = Waits {
+                    helpers,
+                    sleepers: &sleepers,
+                };
+                if let Some(f) = judge_loop(body, &locals, e, attempt, &waits) {
+                    findings.push(f);
+                }
+            }
+        });
+        findings.extend(crate_policies(package, body, &locals));
+    }
+    for f in findings {
+        report(cx, f);
+    }
+}
+
+struct Finding {
+    span: Span,
+    no_delay: bool,
+    /// The fixed waits, when every wait of the loop is fixed.
+    fixed: Vec<Span>,
+    no_cap: bool,
+    /// The retry crate, for a policy.
+    policy_of: Option<&'static str>,
+}
+
+/// The names of the crate's fns that sleep, so a call of one counts as a wait.
+fn sleeping_fns(package: &Package) -> Vec<String> {
+    package
+        .fns()
+        .filter(|(_, f)| f.body.as_ref().is_some_and(|b| calls_any(b, SLEEPS, &[])))
+        .map(|(_, f)| f.name.clone())
+        .collect()
+}
+
+fn calls_any(body: &Block, names: &[&str], more: &[String]) -> bool {
+    let mut found = false;
+    body.walk(&mut |e| {
+        found |= callee_name(e).is_some_and(|n| names.contains(&n) || more.iter().any(|m| m == n))
+    });
+    found
+}
+
+/// The name of the function or method `e` calls.
+fn callee_name(e: &Expr) -> Option<&str> {
+    match &e.kind {
+        ExprKind::Call { func, .. } => func.as_path().map(|p| p.last()),
+        ExprKind::MethodCall { method, .. } => Some(method),
+        _ => None,
+    }
+}
+
+/// The call a retry loop attempts: `e` is a loop whose body leaves when the call succeeds
+/// and goes round again when it fails.
+fn retried_call(e: &Expr) -> Option<&Expr> {
+    let (cond, body) = match &e.kind {
+        ExprKind::Loop { cond, body } => (cond.as_deref(), body),
+        ExprKind::For { body, .. } => (None, body),
+        _ => return None,
+    };
+    if let Some(ExprKind::Let { pat, expr }) = cond.map(|c| &c.kind) {
+        return (is_variant(pat, "Err") && is_request(expr)).then_some(&**expr);
+    }
+    body.stmts.iter().find_map(|s| attempt_in_stmt(body, s))
+}
+
+/// A statement of the loop body that tests a request's result and leaves on success.
+fn attempt_in_stmt<'a>(body: &'a Block, stmt: &'a Stmt) -> Option<&'a Expr> {
+    let expr = match stmt {
+        Stmt::Expr { expr, .. } => expr,
+        Stmt::Let {
+            init: Some(init), ..
+        } => init,
+        _ => return None,
+    };
+    let (tested, leaves_on_ok) = match &expr.kind {
+        ExprKind::Match { scrutinee, arms } => {
+            let ok_leaves = arms
+                .iter()
+                .any(|a| is_variant(&a.pat, "Ok") && a.guard.is_none() && exits(&a.body));
+            let err_stays = arms
+                .iter()
+                .any(|a| !is_variant(&a.pat, "Ok") && !exits(&a.body));
+            (&**scrutinee, ok_leaves && err_stays)
+        }
+        ExprKind::If { cond, then, .. } => match &cond.kind {
+            ExprKind::Let { pat, expr } if is_variant(pat, "Ok") => (&**expr, block_exits(then)),
+            ExprKind::MethodCall {
+                receiver, method, ..
+            } if method == "is_ok" => (&**receiver, block_exits(then)),
+            _ => return None,
+        },
+        _ => return None,
+    };
+    if !leaves_on_ok {
+        return None;
+    }
+    let attempt = bound_in(body, tested).unwrap_or(tested);
+    is_request(attempt).then_some(attempt)
+}
+
+/// What a tested variable was bound to by a `let` of the loop body (`let r = call().await;
+/// match r { .. }`).
+fn bound_in<'a>(body: &'a Block, tested: &Expr) -> Option<&'a Expr> {
+    let name = tested.as_path()?.as_ident()?;
+    body.stmts.iter().find_map(|s| match s {
+        Stmt::Let {
+            pat, init: Some(i), ..
+        } if pat.simple_name() == Some(name) => Some(i),
+        _ => None,
+    })
+}
+
+/// `Ok(..)` / `Err(..)` (also as `Result::Ok`).
+fn is_variant(pat: &Pat, name: &str) -> bool {
+    match pat {
+        Pat::TupleStruct { path, .. } | Pat::Path(path) => path.last() == name,
+        _ => false,
+    }
+}
+
+/// An awaited call or a blocking client's send.
+fn is_request(e: &Expr) -> bool {
+    let mut found = false;
+    e.walk(&mut |x| {
+        found |= matches!(x.kind, ExprKind::Await(_))
+            || matches!(&x.kind, ExprKind::MethodCall { method, .. } if SENDS.contains(&method.as_str()));
+    });
+    found
+}
+
+/// Whether evaluating `e` always leaves the loop (`return`, `break`, a block ending so).
+fn exits(e: &Expr) -> bool {
+    match &e.kind {
+        ExprKind::Return(_) | ExprKind::Break(_) => true,
+        ExprKind::Block(b) => block_exits(b),
+        _ => false,
+    }
+}
+
+fn block_exits(b: &Block) -> bool {
+    b.stmts.iter().any(|s| match s {
+        Stmt::Expr { expr, .. } => exits(expr),
+        _ => false,
+    })
+}
+
+/// What counts as a wait besides the sleeps: configured helpers and the crate's sleeping fns.
+struct Waits<'a> {
+    helpers: &'a [String],
+    sleepers: &'a [String],
+}
+
+/// How one loop waits between attempts.
+#[derive(PartialEq)]
+enum Wait {
+    Fixed(Span),
+    /// Grows, is jittered, or comes from somewhere the source does not show.
+    Other,
+}
+
+fn judge_loop(
+    fn_body: &Block,
+    locals: &Locals<'_>,
+    looped: &Expr,
+    attempt: &Expr,
+    waits: &Waits<'_>,
+) -> Option<Finding> {
+    let (cond, body) = match &looped.kind {
+        ExprKind::Loop { cond, body } => (cond.as_deref(), body),
+        ExprKind::For { body, .. } => (None, body),
+        _ => return None,
+    };
+    let varying = varying_names(looped);
+    let mut found = Vec::new();
+    body.walk(&mut |e| {
+        let Some(name) = callee_name(e) else { return };
+        if SLEEPS.contains(&name) {
+            found.push(classify_wait(e, &varying, locals, fn_body));
+        } else if waits
+            .helpers
+            .iter()
+            .chain(waits.sleepers)
+            .any(|h| h == name)
+        {
+            found.push(Wait::Other);
+        }
+    });
+    let no_delay = found.is_empty();
+    let fixed: Vec<Span> = if found.iter().all(|w| matches!(w, Wait::Fixed(_))) {
+        found
+            .iter()
+            .filter_map(|w| match w {
+                Wait::Fixed(s) => Some(*s),
+                Wait::Other => None,
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let capped = matches!(looped.kind, ExprKind::For { .. })
+        || cond.is_some_and(|c| !matches!(c.kind, ExprKind::Let { .. }))
+        || has_bound(body, &assigned_names(looped))
+        || in_timeout(fn_body, looped.span);
+    (no_delay || !fixed.is_empty() || !capped).then(|| Finding {
+        span: attempt.span,
+        no_delay,
+        fixed,
+        no_cap: !capped,
+        policy_of: None,
+    })
+}
+
+/// The names that change from one round to the next: bound by the loop's pattern, by `let`s
+/// of its body, or assigned in it.
+fn varying_names(looped: &Expr) -> Vec<String> {
+    let mut out = Vec::new();
+    if let ExprKind::For { pat, .. } = &looped.kind {
+        out.extend(pat.bindings().into_iter().map(|(n, _)| n.to_lowercase()));
+    }
+    looped.walk_pats(&mut |p| out.extend(p.bindings().into_iter().map(|(n, _)| n.to_lowercase())));
+    out.extend(assigned_names(looped));
+    out
+}
+
+/// The names assigned in the loop (attempt counters, deadlines).
+fn assigned_names(looped: &Expr) -> Vec<String> {
+    let mut out = Vec::new();
+    looped.walk(&mut |e| {
+        if let ExprKind::Assign { lhs, .. } | ExprKind::AssignOp { lhs, .. } = &e.kind {
+            out.extend(words(lhs).into_iter().map(|w| w.text().to_owned()));
+        }
+    });
+    out
+}
+
+/// A sleep whose duration is the same every round and has no randomness is fixed.
+fn classify_wait(call: &Expr, varying: &[String], locals: &Locals<'_>, fn_body: &Block) -> Wait {
+    let arg = match &call.kind {
+        ExprKind::Call { args, .. } | ExprKind::MethodCall { args, .. } => args.first(),
+        _ => None,
+    };
+    match arg {
+        Some(arg) if is_fixed_duration(arg, varying, locals, fn_body, 0) => Wait::Fixed(call.span),
+        _ => Wait::Other,
+    }
+}
+
+fn is_fixed_duration(
+    e: &Expr,
+    varying: &[String],
+    locals: &Locals<'_>,
+    fn_body: &Block,
+    depth: usize,
+) -> bool {
+    let e = e.peel();
+    match &e.kind {
+        ExprKind::Lit(Lit::Int(_) | Lit::Float(_)) => true,
+        ExprKind::Path(p) => match p.as_ident() {
+            Some(name) if varying.iter().any(|v| v == &name.to_lowercase()) => false,
+            Some(name) if is_const_name(name) => true,
+            Some(name) => {
+                // A local bound once, outside the loop, to a fixed duration.
+                let defs = locals.defs(name);
+                depth < 4
+                    && defs.len() == 1
+                    && is_fixed_duration(defs[0], varying, locals, fn_body, depth + 1)
+            }
+            None => p.segments.last().is_some_and(|s| is_const_name(s)),
+        },
+        ExprKind::Call { func, args } => {
+            func.as_path().is_some_and(is_duration_ctor)
+                && args
+                    .iter()
+                    .all(|a| is_fixed_duration(a, varying, locals, fn_body, depth + 1))
+        }
+        _ => false,
+    }
+}
+
+fn is_const_name(name: &str) -> bool {
+    name.chars().any(|c| c.is_ascii_uppercase())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
+}
+
+fn is_duration_ctor(p: &crate::model::ir::Path) -> bool {
+    p.segments.len() >= 2
+        && p.segments[p.segments.len() - 2] == "Duration"
+        && (p.last().starts_with("from_") || p.last() == "new")
+}
+
+/// A comparison of an attempt counter or a deadline, or a `None` of a backoff iterator that
+/// leaves the loop.
+fn has_bound(body: &Block, counters: &[String]) -> bool {
+    let mut found = false;
+    body.walk(&mut |e| match &e.kind {
+        ExprKind::Binary {
+            op: crate::model::ir::BinOp::Compare,
+            lhs,
+            rhs,
+        } => {
+            let ws: Vec<Word> = words(lhs).into_iter().chain(words(rhs)).collect();
+            found |= ws.iter().any(|w| {
+                counters.iter().any(|v| v == w.text())
+                    || BOUNDS.iter().any(|b| w.text().contains(b))
+            });
+        }
+        ExprKind::Match { arms, .. } => {
+            found |= arms
+                .iter()
+                .any(|a| matches!(&a.pat, Pat::Path(p) if p.last() == "None") && exits(&a.body));
+        }
+        ExprKind::MethodCall { method, .. } => {
+            found |= method.contains("exhausted") || method.contains("attempts");
+        }
+        _ => {}
+    });
+    if !found {
+        for s in &body.stmts {
+            if let Stmt::Let {
+                diverge: Some(_), ..
+            } = s
+            {
+                found = true;
+            }
+        }
+    }
+    found
+}
+
+/// Whether the loop runs inside a `timeout(..)` call of the function.
+fn in_timeout(fn_body: &Block, looped: Span) -> bool {
+    let mut found = false;
+    fn_body.walk(&mut |e| {
+        if let Some(name) = callee_name(e) {
+            if matches!(name, "timeout" | "timeout_at") && e.span.contains(looped) {
+                found |= e.span != looped;
+            }
+        }
+    });
+    found
+}
+
+/// A retry crate's policy, where the policy is built in the function that uses it.
+fn crate_policies(package: &Package, body: &Block, locals: &Locals<'_>) -> Vec<Finding> {
+    let mut out = Vec::new();
+    body.walk(&mut |e| {
+        let (krate, policy) = match &e.kind {
+            ExprKind::MethodCall { method, args, .. }
+                if method == "retry" && args.len() == 1 && package.depends_on("backon") =>
+            {
+                ("backon", &args[0])
+            }
+            ExprKind::MethodCall {
+                method, receiver, ..
+            } if matches!(method.as_str(), "retry" | "retry_if") && package.depends_on("again") => {
+                ("again", &**receiver)
+            }
+            ExprKind::Call { func, args } if !args.is_empty() => {
+                let Some(p) = func.as_path() else { return };
+                let tokio_retry =
+                    package.depends_on("tokio_retry") || package.depends_on("tokio_retry2");
+                if tokio_retry
+                    && (path_ends_with(p, &["Retry", "spawn"])
+                        || path_ends_with(p, &["RetryIf", "spawn"]))
+                {
+                    ("tokio-retry", &args[0])
+                } else if package.depends_on("backoff")
+                    && matches!(p.last(), "retry" | "retry_notify")
+                    && p.segments.iter().any(|s| s == "backoff" || s == "future")
+                {
+                    ("backoff", &args[0])
+                } else {
+                    return;
+                }
+            }
+            _ => return,
+        };
+        let Some(chains) = locals.chains(policy) else {
+            return;
+        };
+        for chain in chains {
+            if let Some((no_jitter, no_cap)) = judge_policy(krate, &chain) {
+                if no_jitter || no_cap {
+                    out.push(Finding {
+                        span: chain.root.span,
+                        no_delay: false,
+                        fixed: if no_jitter {
+                            vec![chain.root.span]
+                        } else {
+                            Vec::new()
+                        },
+                        no_cap,
+                        policy_of: Some(krate),
+                    });
+                }
+            }
+        }
+    });
+    out
+}
+
+/// `(without jitter, without a cap)` of a policy whose construction the chain shows; `None`
+/// when its root is not one of the crate's constructors.
+fn judge_policy(krate: &str, chain: &Chain<'_>) -> Option<(bool, bool)> {
+    let methods: Vec<&MethodStep<'_>> = chain.methods().collect();
+    let has = |name: &str| methods.iter().any(|m| m.method == name);
+    let root = chain.root.peel();
+    let ctor = |suffixes: &[&[&str]]| {
+        called_path(root).is_some_and(|p| suffixes.iter().any(|s| path_ends_with(p, s)))
+    };
+    if chain.steps.iter().any(|s| matches!(s, Step::Through(_))) {
+        return None;
+    }
+    match krate {
+        "backon" => {
+            let builders = ["ExponentialBuilder", "ConstantBuilder", "FibonacciBuilder"];
+            let known = builders
+                .iter()
+                .any(|b| ctor(&[&[b, "default"], &[b, "new"]]));
+            known.then(|| (!has("with_jitter"), has("without_max_times")))
+        }
+        "tokio-retry" => {
+            let known = ctor(&[
+                &["ExponentialBackoff", "from_millis"],
+                &["ExponentialFactorBackoff", "from_millis"],
+                &["FixedInterval", "from_millis"],
+                &["FixedInterval", "new"],
+                &["FibonacciBackoff", "from_millis"],
+            ]);
+            let jittered = methods
+                .iter()
+                .any(|m| m.method == "map" && m.args.iter().any(|a| mentions(a, "jitter")));
+            known.then(|| (!jittered, !has("take")))
+        }
+        "again" => {
+            let known = ctor(&[&["RetryPolicy", "exponential"], &["RetryPolicy", "fixed"]]);
+            let jittered = methods.iter().any(|m| {
+                m.method == "with_jitter"
+                    && m.args
+                        .first()
+                        .is_some_and(|a| matches!(a.kind, ExprKind::Lit(Lit::Bool(true))))
+            });
+            known.then_some((!jittered, false))
+        }
+        "backoff" => {
+            let no_cap = methods.iter().any(|m| {
+                m.method == "with_max_elapsed_time"
+                    && m.args
+                        .first()
+                        .is_some_and(|a| a.as_path().is_some_and(|p| p.last() == "None"))
+            });
+            let zero_factor = methods.iter().any(|m| {
+                m.method == "with_randomization_factor" && m.args.first().is_some_and(is_zero)
+            }) || matches!(&root.kind, ExprKind::Struct { fields, .. }
+                if fields.iter().any(|(f, v)| f == "randomization_factor" && is_zero(v)));
+            let constant = ctor(&[&["Constant", "new"]]);
+            let known = constant
+                || ctor(&[
+                    &["ExponentialBackoff", "default"],
+                    &["ExponentialBackoffBuilder", "new"],
+                    &["ExponentialBackoffBuilder", "default"],
+                ])
+                || matches!(&root.kind, ExprKind::Struct { path, .. } if path.last() == "ExponentialBackoff");
+            known.then_some((zero_factor || constant, no_cap))
+        }
+        _ => None,
+    }
+}
+
+fn mentions(e: &Expr, part: &str) -> bool {
+    words(e).iter().any(|w| w.text().contains(part))
+}
+
+fn is_zero(e: &Expr) -> bool {
+    matches!(&e.peel().kind, ExprKind::Lit(Lit::Float(s) | Lit::Int(s))
+        if s.trim_end_matches("f64").trim_end_matches("f32").parse::<f64>() == Ok(0.0))
+}
+
+fn report(cx: &mut LintContext<'_>, f: Finding) {
+    let mut missing = Vec::new();
+    if f.no_delay {
+        missing.push("no delay between attempts");
+    }
+    match (f.fixed.is_empty(), f.policy_of) {
+        (true, _) => {}
+        (false, None) => missing.push("a fixed delay without jitter"),
+        (false, Some(_)) => missing.push("no jitter"),
+    }
+    if f.no_cap {
+        missing.push("no attempt cap");
+    }
+    let message = match f.policy_of {
+        Some(krate) => format!("`{krate}` retry policy with {}", missing.join(" and ")),
+        None => format!("retry loop with {}", missing.join(" and ")),
+    };
+    cx.span_lint(&RETRY_WITHOUT_BACKOFF, f.span, message, |d| {
+        d.primary_label(if f.policy_of.is_some() {
+            "policy built here"
+        } else {
+            "retried here"
+        });
+        if f.policy_of.is_none() {
+            for s in &f.fixed {
+                d.span_label(*s, "waits the same time on every attempt");
+            }
+        }
+        d.help(match f.policy_of {
+            Some("backon") => "add `.with_jitter()` and keep a cap (`.with_max_times(n)`)",
+            Some("tokio-retry") => "add `.map(jitter)` and a cap (`.take(n)`)",
+            Some("again") => "add `.with_jitter(true)`",
+            Some(_) => "keep the default `randomization_factor` (0.5) and a `max_elapsed_time`",
+            None => {
+                "cap the attempts and wait a growing, jittered delay between them (e.g. \
+                 `backon::ExponentialBuilder::default().with_jitter()`)"
+            }
+        });
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing;
+
+    fn lint(deps: &[&str], src: &str) -> Vec<(usize, String)> {
+        let package = testing::package("app", deps, &[("crate", src)]);
+        crate::check_package(&package, &Default::default(), &|l| {
+            l == &RETRY_WITHOUT_BACKOFF
+        })
+        .into_iter()
+        .map(|d| (testing::line_of(src, d.span.lo), d.message))
+        .collect()
+    }
+
+    #[test]
+    fn a_loop_is_judged_by_its_wait_and_its_cap() {
+        let src = "async fn f() {\n    loop {\n        \
+                   match c.send().await {\n            Ok(v) => return v,\n            \
+                   Err(e) => sleep(Duration::from_secs(1)).await,\n        }\n    }\n}\n";
+        assert_eq!(
+            lint(&[], src),
+            vec![(
+                3,
+                "retry loop with a fixed delay without jitter and no attempt cap".into()
+            )]
+        );
+        let growing = src.replace("from_secs(1)", "from_secs(1 << n)");
+        let growing = growing.replace("Err(e) =>", "Err(e) if n < 5 => { n += 1; ");
+        let growing = growing.replace(".await,\n", ".await }\n            Err(e) => return e,\n");
+        assert!(lint(&[], &growing).is_empty(), "{growing}");
+    }
+
+    #[test]
+    fn a_poll_loop_is_not_a_retry() {
+        let src = "async fn f() {\n    loop {\n        match q.recv().await {\n            \
+                   Ok(v) => handle(v),\n            Err(e) => log(e),\n        }\n    }\n}\n";
+        assert!(lint(&[], src).is_empty());
+    }
+
+    #[test]
+    fn backon_needs_jitter() {
+        let src = "async fn f() {\n    \
+                   let p = ExponentialBuilder::default();\n    \
+                   (|| fetch()).retry(p).await;\n    \
+                   (|| fetch()).retry(ExponentialBuilder::default().with_jitter()).await;\n}\n";
+        assert_eq!(
+            lint(&["backon"], src),
+            vec![(2, "`backon` retry policy with no jitter".into())]
+        );
+        assert!(lint(&[], src).is_empty());
+    }
+}
