@@ -160,7 +160,7 @@ fn dead_letters(body: &Block, names: &[String]) -> Vec<Finding> {
         let Some(step) = MethodStep::of(e) else {
             return;
         };
-        let Some((destination, payload)) = send_to_dead_letter(&step, &locals, names) else {
+        let Some((send, destination, payload)) = send_to_dead_letter(&step, &locals, names) else {
             return;
         };
         let mut ev = Evidence::default();
@@ -178,7 +178,7 @@ fn dead_letters(body: &Block, names: &[String]) -> Vec<Finding> {
         };
         if let Some(missing) = missing {
             out.push(Finding {
-                send: step.call_span(),
+                send,
                 destination,
                 missing,
             });
@@ -187,30 +187,34 @@ fn dead_letters(body: &Block, names: &[String]) -> Vec<Finding> {
     out
 }
 
-/// The destination and the payload of a send to a dead letter.
+/// Where a send to a dead letter is reported, its destination and its payload.
+type DeadLetterSend<'a> = (Span, Span, Vec<&'a Expr>);
+
+/// The send to a dead letter `step` makes, if it makes one.
 fn send_to_dead_letter<'a>(
     step: &MethodStep<'a>,
     locals: &Locals<'a>,
     names: &[String],
-) -> Option<(Span, Vec<&'a Expr>)> {
+) -> Option<DeadLetterSend<'a>> {
     if step.method == "send" && step.args.is_empty() {
         return aws_request(step, locals, names);
     }
     if !SENDS.contains(&step.method) {
         return None;
     }
-    if let Some(found) = kafka_record(step, locals, names) {
-        return Some(found);
+    let at = step.call_span();
+    if let Some((dest, payload)) = kafka_record(step, locals, names) {
+        return Some((at, dest, payload));
     }
     if names_dead_letter(last_name(step.receiver)?, names) {
-        return Some((step.receiver.span, step.args.iter().collect()));
+        return Some((at, step.receiver.span, step.args.iter().collect()));
     }
     let dest = step
         .args
         .iter()
         .find(|a| is_dead_letter_destination(a, names))?;
     let payload: Vec<&Expr> = step.args.iter().filter(|a| a.span != dest.span).collect();
-    Some((dest.span, payload))
+    Some((at, dest.span, payload))
 }
 
 /// `client.send_message().queue_url(DLQ).message_body(..).send()`: the payload is every
@@ -219,7 +223,7 @@ fn aws_request<'a>(
     step: &MethodStep<'a>,
     locals: &Locals<'a>,
     names: &[String],
-) -> Option<(Span, Vec<&'a Expr>)> {
+) -> Option<DeadLetterSend<'a>> {
     for chain in locals.chains(step.receiver)? {
         let methods: Vec<&MethodStep<'a>> = chain.methods().collect();
         let dest = methods.iter().find(|m| {
@@ -234,7 +238,7 @@ fn aws_request<'a>(
                 .filter(|m| m.expr.span != dest.expr.span)
                 .flat_map(|m| m.args.iter())
                 .collect();
-            return Some((dest.args[0].span, payload));
+            return Some((methods[0].call_span(), dest.args[0].span, payload));
         }
     }
     None

@@ -2,7 +2,7 @@
 //! transactional consume-transform-produce loop that commits offsets outside the transaction.
 
 use crate::analysis::words::{called_path, path_ends_with};
-use crate::analysis::{Chain, Locals, MethodStep};
+use crate::analysis::{Chain, Locals, MethodStep, Step};
 use crate::context::LintContext;
 use crate::declare_lint;
 use crate::diagnostic::Applicability;
@@ -149,6 +149,11 @@ fn producer_configs<'a>(f: &'a FnDef, body: &'a Block) -> Vec<Finding> {
         let Some(chains) = locals.chains(create.receiver) else {
             continue;
         };
+        // The ways the config value itself was built, not the values passed into its setters.
+        let chains: Vec<Chain<'_>> = chains
+            .into_iter()
+            .filter(|c| !c.steps.iter().any(|s| matches!(s, Step::Through(_))))
+            .collect();
         // Every way the config was built must start empty: one from elsewhere may hold the key.
         if chains.is_empty() || !chains.iter().all(|c| is_new_config(c.root)) {
             continue;
@@ -236,9 +241,12 @@ fn settings_of<'a>(
         if steps.iter().any(|s| s.expr.span == e.span) {
             return;
         }
-        let on_config = locals
-            .chains(step.receiver)
-            .is_some_and(|cs| cs.iter().any(|c| roots.contains(&c.root.span)));
+        let on_config = locals.chains(step.receiver).is_some_and(|cs| {
+            cs.iter().any(|c| {
+                roots.contains(&c.root.span)
+                    && !c.steps.iter().any(|s| matches!(s, Step::Through(_)))
+            })
+        });
         if on_config {
             steps.push(step);
         }
@@ -367,8 +375,13 @@ fn report(cx: &mut LintContext<'_>, finding: Finding) {
             disabled,
             insert_at,
         } => {
-            let message = "Kafka producer created without `enable.idempotence`, so a retried \
-                           send can write the message twice";
+            let message = if disabled.is_some() {
+                "producer created with idempotence turned off, so a retried send can write \
+                 the message twice"
+            } else {
+                "producer created without `enable.idempotence`, so a retried send can write \
+                 the message twice"
+            };
             cx.span_lint(lint, create, message, |d| {
                 d.primary_label("producer created here");
                 d.span_label(root, "config built here");
@@ -398,7 +411,7 @@ fn report(cx: &mut LintContext<'_>, finding: Finding) {
             });
         }
         Finding::WeakAcks { create, value } => {
-            let message = "idempotent Kafka producer with `acks` other than `all`";
+            let message = "idempotent producer with `acks` other than `all`";
             cx.span_lint(lint, value, message, |d| {
                 d.primary_label("`acks` set here");
                 d.span_label(create, "producer created here");

@@ -466,59 +466,76 @@ fn in_timeout(fn_body: &Block, looped: Span) -> bool {
 fn crate_policies(package: &Package, body: &Block, locals: &Locals<'_>) -> Vec<Finding> {
     let mut out = Vec::new();
     body.walk(&mut |e| {
-        let (krate, policy) = match &e.kind {
-            ExprKind::MethodCall { method, args, .. }
-                if method == "retry" && args.len() == 1 && package.depends_on("backon") =>
-            {
-                ("backon", &args[0])
-            }
-            ExprKind::MethodCall {
-                method, receiver, ..
-            } if matches!(method.as_str(), "retry" | "retry_if") && package.depends_on("again") => {
-                ("again", &**receiver)
-            }
-            ExprKind::Call { func, args } if !args.is_empty() => {
-                let Some(p) = func.as_path() else { return };
-                let tokio_retry =
-                    package.depends_on("tokio_retry") || package.depends_on("tokio_retry2");
-                if tokio_retry
-                    && (path_ends_with(p, &["Retry", "spawn"])
-                        || path_ends_with(p, &["RetryIf", "spawn"]))
-                {
-                    ("tokio-retry", &args[0])
-                } else if package.depends_on("backoff")
-                    && matches!(p.last(), "retry" | "retry_notify")
-                    && p.segments.iter().any(|s| s == "backoff" || s == "future")
-                {
-                    ("backoff", &args[0])
-                } else {
-                    return;
-                }
-            }
-            _ => return,
-        };
-        let Some(chains) = locals.chains(policy) else {
-            return;
-        };
-        for chain in chains {
-            if let Some((no_jitter, no_cap)) = judge_policy(krate, &chain) {
-                if no_jitter || no_cap {
-                    out.push(Finding {
-                        span: chain.root.span,
-                        no_delay: false,
-                        fixed: if no_jitter {
-                            vec![chain.root.span]
-                        } else {
-                            Vec::new()
-                        },
-                        no_cap,
-                        policy_of: Some(krate),
-                    });
-                }
-            }
+        for (krate, policy) in policy_uses(package, e) {
+            judge_use(krate, policy, locals, &mut out);
         }
     });
     out
+}
+
+/// The policies `e` hands to a retry crate, with the crate: `fetch.retry(policy)` (backon),
+/// `policy.retry(op)` (again), `Retry::spawn(policy, op)` (tokio-retry),
+/// `backoff::future::retry(policy, op)`.
+fn policy_uses<'a>(package: &Package, e: &'a Expr) -> Vec<(&'static str, &'a Expr)> {
+    let mut out = Vec::new();
+    match &e.kind {
+        ExprKind::MethodCall {
+            method,
+            receiver,
+            args,
+            ..
+        } if matches!(method.as_str(), "retry" | "retry_if") => {
+            if package.depends_on("backon") && args.len() == 1 {
+                out.push(("backon", &args[0]));
+            }
+            if package.depends_on("again") {
+                out.push(("again", &**receiver));
+            }
+        }
+        ExprKind::Call { func, args } if !args.is_empty() => {
+            let Some(p) = func.as_path() else { return out };
+            let tokio_retry =
+                package.depends_on("tokio_retry") || package.depends_on("tokio_retry2");
+            if tokio_retry
+                && (path_ends_with(p, &["Retry", "spawn"])
+                    || path_ends_with(p, &["RetryIf", "spawn"]))
+            {
+                out.push(("tokio-retry", &args[0]));
+            } else if package.depends_on("backoff")
+                && matches!(p.last(), "retry" | "retry_notify")
+                && p.segments.iter().any(|s| s == "backoff" || s == "future")
+            {
+                out.push(("backoff", &args[0]));
+            }
+        }
+        _ => {}
+    }
+    out
+}
+
+/// Reports the policy `policy` of `krate` when its construction shows no jitter or no cap.
+fn judge_use(krate: &'static str, policy: &Expr, locals: &Locals<'_>, out: &mut Vec<Finding>) {
+    let Some(chains) = locals.chains(policy) else {
+        return;
+    };
+    for chain in chains {
+        let Some((no_jitter, no_cap)) = judge_policy(krate, &chain) else {
+            continue;
+        };
+        if no_jitter || no_cap {
+            out.push(Finding {
+                span: chain.root.span,
+                no_delay: false,
+                fixed: if no_jitter {
+                    vec![chain.root.span]
+                } else {
+                    Vec::new()
+                },
+                no_cap,
+                policy_of: Some(krate),
+            });
+        }
+    }
 }
 
 /// `(without jitter, without a cap)` of a policy whose construction the chain shows; `None`
