@@ -452,3 +452,63 @@ fn report(cx: &mut LintContext<'_>, f: Finding) {
         d.help(help);
     });
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing;
+
+    fn lint(src: &str) -> Vec<(usize, String)> {
+        let package = testing::package("app", &[], &[("crate", src)]);
+        crate::check_package(&package, &Default::default(), &|l| {
+            l == &DEAD_LETTER_WITHOUT_CONTEXT
+        })
+        .into_iter()
+        .map(|d| (testing::line_of(src, d.span.lo), d.message))
+        .collect()
+    }
+
+    #[test]
+    fn the_payload_is_followed_through_locals_and_struct_fields() {
+        let src = "async fn f(dlq: &Tx, msg: Msg, err: Error) {\n    \
+                   let body = msg.body.clone();\n    \
+                   dlq.send(body).await;\n    \
+                   let letter = Letter { id: msg.id, error: err.to_string() };\n    \
+                   dlq.send(letter).await;\n}\n";
+        assert_eq!(
+            lint(src),
+            vec![(
+                3,
+                "dead letter sent without the error that put it there".into()
+            )]
+        );
+    }
+
+    #[test]
+    fn a_payload_from_a_parameter_is_not_judged() {
+        let src = "async fn f(dlq: &Tx, body: Vec<u8>) {\n    dlq.send(body).await;\n}\n";
+        assert!(lint(src).is_empty());
+    }
+
+    #[test]
+    fn sql_is_judged_by_its_columns() {
+        let names = vec!["dlq".to_owned()];
+        assert!(matches!(
+            sql_dead_letter(
+                "INSERT INTO failed_jobs (id, payload) VALUES ($1, $2)",
+                &names
+            ),
+            Some(Missing::Error)
+        ));
+        assert!(matches!(
+            sql_dead_letter("insert into orders_dlq (error) values ($1)", &names),
+            Some(Missing::Original)
+        ));
+        assert!(sql_dead_letter(
+            "INSERT INTO dlq (job_id, last_error) VALUES ($1, $2)",
+            &names
+        )
+        .is_none());
+        assert!(sql_dead_letter("INSERT INTO jobs (id) VALUES ($1)", &names).is_none());
+    }
+}

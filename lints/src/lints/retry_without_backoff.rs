@@ -143,21 +143,56 @@ struct Finding {
     policy_of: Option<&'static str>,
 }
 
-/// The names of the crate's fns that sleep, so a call of one counts as a wait.
+/// The names of the crate's fns that sleep, themselves or through one another, so a call of
+/// one counts as a wait.
 fn sleeping_fns(package: &Package) -> Vec<String> {
-    package
-        .fns()
-        .filter(|(_, f)| f.body.as_ref().is_some_and(|b| calls_any(b, SLEEPS, &[])))
-        .map(|(_, f)| f.name.clone())
-        .collect()
+    let mut found: Vec<String> = Vec::new();
+    loop {
+        let before = found.len();
+        for (_, f) in package.fns() {
+            if !found.contains(&f.name) && f.body.as_ref().is_some_and(|b| waits_in(b, &found)) {
+                found.push(f.name.clone());
+            }
+        }
+        if found.len() == before {
+            return found;
+        }
+    }
 }
 
-fn calls_any(body: &Block, names: &[&str], more: &[String]) -> bool {
+fn waits_in(body: &Block, sleepers: &[String]) -> bool {
     let mut found = false;
     body.walk(&mut |e| {
-        found |= callee_name(e).is_some_and(|n| names.contains(&n) || more.iter().any(|m| m == n))
+        found |= is_sleep(e) || callee_name(e).is_some_and(|n| sleepers.iter().any(|s| s == n))
     });
     found
+}
+
+/// A call that waits a duration: `sleep(d)`, `Delay::new(d)`, `Timer::after(d)`.
+fn is_sleep(e: &Expr) -> bool {
+    match &e.kind {
+        ExprKind::Call { func, .. } => func.as_path().is_some_and(|p| {
+            SLEEPS.contains(&p.last())
+                || path_ends_with(p, &["Delay", "new"])
+                || path_ends_with(p, &["Timer", "after"])
+        }),
+        ExprKind::MethodCall { method, .. } => SLEEPS.contains(&method.as_str()),
+        _ => false,
+    }
+}
+
+/// A call or macro that may wait without showing how long: a crate function named for waiting
+/// (`wait_timeout(..)`, `backoff.wait()`), or a macro whose input the model does not read
+/// (`tokio::select! { _ = sleep(d) => .. }`).
+fn may_wait(e: &Expr) -> bool {
+    match &e.kind {
+        ExprKind::Macro(m) => !m.parsed,
+        _ => callee_name(e).is_some_and(|n| {
+            ["wait", "backoff", "delay", "sleep", "timeout"]
+                .iter()
+                .any(|w| n.contains(w))
+        }),
+    }
 }
 
 /// The name of the function or method `e` calls.
@@ -174,7 +209,10 @@ fn callee_name(e: &Expr) -> Option<&str> {
 fn retried_call(e: &Expr) -> Option<&Expr> {
     let (cond, body) = match &e.kind {
         ExprKind::Loop { cond, body } => (cond.as_deref(), body),
-        ExprKind::For { body, .. } => (None, body),
+        // Over a range of attempts; a `for` over endpoints or items tries each once (failover).
+        ExprKind::For { iter, body, .. } if matches!(iter.peel().kind, ExprKind::Range { .. }) => {
+            (None, body)
+        }
         _ => return None,
     };
     if let Some(ExprKind::Let { pat, expr }) = cond.map(|c| &c.kind) {
@@ -194,12 +232,15 @@ fn attempt_in_stmt<'a>(body: &'a Block, stmt: &'a Stmt) -> Option<&'a Expr> {
     };
     let (tested, leaves_on_ok) = match &expr.kind {
         ExprKind::Match { scrutinee, arms } => {
-            let ok_leaves = arms
-                .iter()
-                .any(|a| is_variant(&a.pat, "Ok") && a.guard.is_none() && exits(&a.body));
-            let err_stays = arms
-                .iter()
-                .any(|a| !is_variant(&a.pat, "Ok") && !exits(&a.body));
+            // Every success leaves (an `Ok(Some(_)) => continue` is a work loop, not a retry),
+            // and some failure goes round again, other than an interrupted system call.
+            let oks: Vec<_> = arms.iter().filter(|a| is_variant(&a.pat, "Ok")).collect();
+            let ok_leaves = !oks.is_empty() && oks.iter().all(|a| exits(&a.body));
+            let err_stays = arms.iter().any(|a| {
+                !is_variant(&a.pat, "Ok")
+                    && !exits(&a.body)
+                    && !a.guard.as_ref().is_some_and(is_interrupt)
+            });
             (&**scrutinee, ok_leaves && err_stays)
         }
         ExprKind::If { cond, then, .. } => match &cond.kind {
@@ -215,7 +256,15 @@ fn attempt_in_stmt<'a>(body: &'a Block, stmt: &'a Stmt) -> Option<&'a Expr> {
         return None;
     }
     let attempt = bound_in(body, tested).unwrap_or(tested);
-    is_request(attempt).then_some(attempt)
+    (is_request(attempt) && !uses_fresh_value(body, attempt)).then_some(attempt)
+}
+
+/// A guard that picks an interrupted or would-block call (`e.kind() == Interrupted`): it is
+/// meant to be repeated at once.
+fn is_interrupt(guard: &Expr) -> bool {
+    words(guard)
+        .iter()
+        .any(|w| matches!(w.text(), "interrupted" | "wouldblock" | "eintr" | "eagain"))
 }
 
 /// What a tested variable was bound to by a `let` of the loop body (`let r = call().await;
@@ -227,6 +276,33 @@ fn bound_in<'a>(body: &'a Block, tested: &Expr) -> Option<&'a Expr> {
             pat, init: Some(i), ..
         } if pat.simple_name() == Some(name) => Some(i),
         _ => None,
+    })
+}
+
+/// Whether the attempt uses a value the round generates anew (`let alias =
+/// Alias::generate(..)`): the loop searches for a free name, it does not repeat a call.
+fn uses_fresh_value(body: &Block, attempt: &Expr) -> bool {
+    let used: Vec<Word> = words(attempt);
+    body.stmts.iter().any(|s| match s {
+        Stmt::Let {
+            pat,
+            init: Some(init),
+            ..
+        } => {
+            let generated = words(init).iter().any(|w| {
+                [
+                    "generate", "random", "rand", "new_v4", "now_v7", "ulid", "nanoid",
+                ]
+                .iter()
+                .any(|g| w.text().contains(g))
+            });
+            generated
+                && pat.bindings().iter().any(|(n, _)| {
+                    used.iter()
+                        .any(|w| matches!(w, Word::Name(u) if *u == n.to_lowercase()))
+                })
+        }
+        _ => false,
     })
 }
 
@@ -293,14 +369,11 @@ fn judge_loop(
     let varying = varying_names(looped);
     let mut found = Vec::new();
     body.walk(&mut |e| {
-        let Some(name) = callee_name(e) else { return };
-        if SLEEPS.contains(&name) {
+        if is_sleep(e) {
             found.push(classify_wait(e, &varying, locals, fn_body));
-        } else if waits
-            .helpers
-            .iter()
-            .chain(waits.sleepers)
-            .any(|h| h == name)
+        } else if may_wait(e)
+            || callee_name(e)
+                .is_some_and(|n| waits.helpers.iter().chain(waits.sleepers).any(|h| h == n))
         {
             found.push(Wait::Other);
         }
@@ -320,6 +393,7 @@ fn judge_loop(
     let capped = matches!(looped.kind, ExprKind::For { .. })
         || cond.is_some_and(|c| !matches!(c.kind, ExprKind::Let { .. }))
         || has_bound(body, &assigned_names(looped))
+        || leaves_otherwise(body)
         || in_timeout(fn_body, looped.span);
     (no_delay || !fixed.is_empty() || !capped).then(|| Finding {
         span: attempt.span,
@@ -447,6 +521,63 @@ fn has_bound(body: &Block, counters: &[String]) -> bool {
         }
     }
     found
+}
+
+/// Whether the loop can end other than by success: a `return`, `break` or `?` outside the
+/// success arms (a non-retryable error, an exhausted backoff, a cancelled token, an
+/// expired deadline). Closures are their own; in a nested loop only `return` and `?` count.
+fn leaves_otherwise(body: &Block) -> bool {
+    let mut found = false;
+    for s in &body.stmts {
+        match s {
+            Stmt::Let {
+                diverge: Some(_), ..
+            } => found = true,
+            _ => s.for_each_expr(&mut |e| exits_besides_success(e, true, &mut found)),
+        }
+    }
+    found
+}
+
+fn exits_besides_success(e: &Expr, breaks_count: bool, found: &mut bool) {
+    match &e.kind {
+        ExprKind::Return(_) | ExprKind::Try(_) => *found = true,
+        ExprKind::Break(_) if breaks_count => *found = true,
+        // A macro the model does not read (`select!`) may hold an exit.
+        ExprKind::Macro(m) if !m.parsed => *found = true,
+        ExprKind::Closure { .. } | ExprKind::Async { .. } => return,
+        ExprKind::Loop { .. } | ExprKind::For { .. } => {
+            e.for_each_child(&mut |c| exits_besides_success(c, false, found));
+            return;
+        }
+        ExprKind::Match { scrutinee, arms } => {
+            exits_besides_success(scrutinee, breaks_count, found);
+            for a in arms.iter().filter(|a| !is_variant(&a.pat, "Ok")) {
+                if let Some(g) = &a.guard {
+                    exits_besides_success(g, breaks_count, found);
+                }
+                exits_besides_success(&a.body, breaks_count, found);
+            }
+            return;
+        }
+        ExprKind::If { cond, then, els } => {
+            let success_branch = match &cond.kind {
+                ExprKind::Let { pat, .. } => is_variant(pat, "Ok"),
+                ExprKind::MethodCall { method, .. } => method == "is_ok",
+                _ => false,
+            };
+            exits_besides_success(cond, breaks_count, found);
+            if !success_branch {
+                then.for_each_expr(&mut |c| exits_besides_success(c, breaks_count, found));
+            }
+            if let Some(els) = els {
+                exits_besides_success(els, breaks_count, found);
+            }
+            return;
+        }
+        _ => {}
+    }
+    e.for_each_child(&mut |c| exits_besides_success(c, breaks_count, found));
 }
 
 /// Whether the loop runs inside a `timeout(..)` call of the function.
