@@ -256,7 +256,8 @@ fn attempt_in_stmt<'a>(body: &'a Block, stmt: &'a Stmt) -> Option<&'a Expr> {
         return None;
     }
     let attempt = bound_in(body, tested).unwrap_or(tested);
-    (is_request(attempt) && !uses_fresh_value(body, attempt)).then_some(attempt)
+    (is_request(attempt) && !is_receive(attempt) && !uses_fresh_value(body, attempt))
+        .then_some(attempt)
 }
 
 /// A guard that picks an interrupted or would-block call (`e.kind() == Interrupted`): it is
@@ -277,6 +278,24 @@ fn bound_in<'a>(body: &'a Block, tested: &Expr) -> Option<&'a Expr> {
         } if pat.simple_name() == Some(name) => Some(i),
         _ => None,
     })
+}
+
+/// Whether the attempt waits for input rather than asks for something (`listener.accept()`,
+/// `rx.recv()`): a loop around it serves, and has no reason to give up or back off.
+fn is_receive(attempt: &Expr) -> bool {
+    const RECEIVES: &[&str] = &[
+        "accept",
+        "recv",
+        "recv_from",
+        "receive",
+        "next",
+        "poll",
+        "read",
+        "listen",
+        "changed",
+        "tick",
+    ];
+    callee_name(attempt.peel()).is_some_and(|n| RECEIVES.contains(&n))
 }
 
 /// Whether the attempt uses a value the round generates anew (`let alias =
