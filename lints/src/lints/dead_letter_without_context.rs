@@ -347,8 +347,8 @@ fn gather(e: &Expr, locals: &Locals<'_>, depth: usize, ev: &mut Evidence) {
     });
     e.walk(&mut |x| match &x.kind {
         ExprKind::Path(_) if called.contains(&x.span) => {}
-        ExprKind::Path(p) => match p.as_ident() {
-            Some(name) => {
+        ExprKind::Path(p) => {
+            if let Some(name) = p.as_ident() {
                 let lower = name.to_lowercase();
                 if classify(&lower, ev)
                     || lower == "self"
@@ -366,8 +366,7 @@ fn gather(e: &Expr, locals: &Locals<'_>, depth: usize, ev: &mut Evidence) {
                     ev.opaque = true;
                 }
             }
-            None => {}
-        },
+        }
         ExprKind::Field { member, .. } => {
             classify(&member.to_lowercase(), ev);
         }

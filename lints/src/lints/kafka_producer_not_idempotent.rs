@@ -179,7 +179,7 @@ fn producer_configs<'a>(f: &'a FnDef, body: &'a Block) -> Vec<Finding> {
                 .iter()
                 .filter(|s| s.key == key)
                 .filter_map(|s| s.value.as_str_lit().map(|v| (v.trim().to_lowercase(), s)))
-                .last()
+                .next_back()
         };
         if settings.iter().any(|s| s.key == "transactional.id") {
             continue;

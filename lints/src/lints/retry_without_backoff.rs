@@ -11,14 +11,27 @@ use serde::Deserialize;
 
 declare_lint! {
     /// ### What it does
-    /// Finds retry loops: a `loop`, `while` or `for` whose body makes a call that is awaited
-    /// or sends a request (`send`, `execute`, `query`, `call`, `connect`, `request`,
-    /// `publish`), leaves the loop when it succeeds (`Ok(v) => return Ok(v)`, `if let Ok(..)
-    /// = .. { break }`, `while let Err(e) = ..`) and goes round again when it fails. Such a
-    /// loop is reported when it waits nothing between attempts, when every wait is a fixed
-    /// duration (`sleep(Duration::from_millis(100))`, a constant, a variable that never
-    /// changes) with no random jitter, or when nothing ends it but success (no attempt
-    /// counter compared, no `for` range, no deadline, no `None` of a backoff iterator).
+    /// Finds retry loops: a `loop`, `while` or `for` over a range whose body makes a call
+    /// that is awaited or sends a request (`send`, `execute`, `query`, `call`, `connect`,
+    /// `request`, `publish`), leaves the loop whenever it succeeds (every `Ok` arm returns
+    /// or breaks, `if let Ok(..) = .. { break }`, `while let Err(e) = ..`) and goes round
+    /// again when it fails. Such a loop is reported when it waits nothing between attempts,
+    /// when every wait is a fixed duration (`sleep(Duration::from_millis(100))`, a constant,
+    /// a variable that never changes) with no random jitter, or when nothing ends it but
+    /// success: no attempt counter or deadline compared, and no other `return`, `break` or
+    /// `?` (a non-retryable error, an exhausted backoff iterator, a cancelled token).
+    ///
+    /// A wait is `sleep`, `sleep_until`, `Delay::new`, `Timer::after`, a function of the
+    /// crate that calls one (through any number of its own functions), a call named for
+    /// waiting (`wait`, `backoff`, `delay`, `timeout` in its name), a configured helper, or
+    /// a macro whose input is not read (`tokio::select!`, which may also hold an exit).
+    ///
+    /// Not retries, so not reported: a loop around a call that waits for input (`accept`,
+    /// `recv`, `next`, `read`, `poll`: a server or consumer loop), a failure that is an
+    /// interrupted or would-block call (`Err(e) if e.kind() == Interrupted => continue`),
+    /// a work loop whose success goes on (`Ok(Some(_)) => continue`), a search that tries a
+    /// freshly generated value each round (`let alias = Alias::generate()`), and a `for`
+    /// over items or endpoints (failover tries each once).
     ///
     /// Also finds the policies of the common retry crates configured that way, where the
     /// policy is built in sight of its use: `backon` builders (`ExponentialBuilder`,
@@ -41,8 +54,13 @@ declare_lint! {
     /// ### Known problems
     /// A wait done by a function of the crate that sleeps, or by a configured helper
     /// (`backoff_helpers = ["wait_before_retry"]` in `[lints.retry_without_backoff]`),
-    /// counts as a proper backoff; a wait whose duration comes from a field or a parameter is
-    /// taken as unknown and not reported. A cap enforced outside the loop (the caller's
+    /// counts as a proper backoff, and so does the attempt itself when it is such a function
+    /// (a client that retries inside); a wait whose duration comes from a field or a
+    /// parameter is taken as unknown and not reported. Functions are matched by name, so a
+    /// name shared with a sleeping function counts as a wait. Code compiled only for tests
+    /// under a compound `cfg` (`#[cfg(all(test, feature = ".."))]`) is not known as test
+    /// code and is linted. A fixed delay is reported even where a single client retries
+    /// (a one-off migration), where jitter spreads nothing. A cap enforced outside the loop (the caller's
     /// timeout, a supervisor) is not seen unless the loop is inside a `timeout(..)` call of
     /// the same function. A retry crate's policy built in one function and used in another is
     /// not followed.
@@ -389,7 +407,7 @@ fn judge_loop(
     let mut found = Vec::new();
     body.walk(&mut |e| {
         if is_sleep(e) {
-            found.push(classify_wait(e, &varying, locals, fn_body));
+            found.push(classify_wait(e, &varying, locals));
         } else if may_wait(e)
             || callee_name(e)
                 .is_some_and(|n| waits.helpers.iter().chain(waits.sleepers).any(|h| h == n))
@@ -414,7 +432,7 @@ fn judge_loop(
         || has_bound(body, &assigned_names(looped))
         || leaves_otherwise(body)
         || in_timeout(fn_body, looped.span);
-    (no_delay || !fixed.is_empty() || !capped).then(|| Finding {
+    (no_delay || !fixed.is_empty() || !capped).then_some(Finding {
         span: attempt.span,
         no_delay,
         fixed,
@@ -447,24 +465,18 @@ fn assigned_names(looped: &Expr) -> Vec<String> {
 }
 
 /// A sleep whose duration is the same every round and has no randomness is fixed.
-fn classify_wait(call: &Expr, varying: &[String], locals: &Locals<'_>, fn_body: &Block) -> Wait {
+fn classify_wait(call: &Expr, varying: &[String], locals: &Locals<'_>) -> Wait {
     let arg = match &call.kind {
         ExprKind::Call { args, .. } | ExprKind::MethodCall { args, .. } => args.first(),
         _ => None,
     };
     match arg {
-        Some(arg) if is_fixed_duration(arg, varying, locals, fn_body, 0) => Wait::Fixed(call.span),
+        Some(arg) if is_fixed_duration(arg, varying, locals, 0) => Wait::Fixed(call.span),
         _ => Wait::Other,
     }
 }
 
-fn is_fixed_duration(
-    e: &Expr,
-    varying: &[String],
-    locals: &Locals<'_>,
-    fn_body: &Block,
-    depth: usize,
-) -> bool {
+fn is_fixed_duration(e: &Expr, varying: &[String], locals: &Locals<'_>, depth: usize) -> bool {
     let e = e.peel();
     match &e.kind {
         ExprKind::Lit(Lit::Int(_) | Lit::Float(_)) => true,
@@ -476,7 +488,7 @@ fn is_fixed_duration(
                 let defs = locals.defs(name);
                 depth < 4
                     && defs.len() == 1
-                    && is_fixed_duration(defs[0], varying, locals, fn_body, depth + 1)
+                    && is_fixed_duration(defs[0], varying, locals, depth + 1)
             }
             None => p.segments.last().is_some_and(|s| is_const_name(s)),
         },
@@ -484,7 +496,7 @@ fn is_fixed_duration(
             func.as_path().is_some_and(is_duration_ctor)
                 && args
                     .iter()
-                    .all(|a| is_fixed_duration(a, varying, locals, fn_body, depth + 1))
+                    .all(|a| is_fixed_duration(a, varying, locals, depth + 1))
         }
         _ => false,
     }
