@@ -13,8 +13,9 @@ pub struct Linted {
 }
 
 /// Lints the package at `dir` `runs` times (at least once) and keeps the last run's findings
-/// with the median time. Exit codes 0 and 1 are results; 2 (or a crash) is an error.
-pub fn lint(binary: &Path, dir: &Path, runs: usize) -> Result<Linted> {
+/// with the median time, passing `extra` to the linter (the `-W` flags of
+/// [`allow_by_default`]). Exit codes 0 and 1 are results; 2 (or a crash) is an error.
+pub fn lint(binary: &Path, dir: &Path, runs: usize, extra: &[String]) -> Result<Linted> {
     let mut times = Vec::new();
     let mut findings = Vec::new();
     for _ in 0..runs.max(1) {
@@ -26,6 +27,7 @@ pub fn lint(binary: &Path, dir: &Path, runs: usize) -> Result<Linted> {
             // A shared or slow machine must not turn into `parse_error` findings: the
             // budget only guards against a hang, and timing is measured per crate anyway.
             .args(["--file-timeout-ms", "120000"])
+            .args(extra)
             .output()
             .with_context(|| format!("could not run `{}`", binary.display()))?;
         times.push(start.elapsed());
@@ -45,4 +47,42 @@ pub fn lint(binary: &Path, dir: &Path, runs: usize) -> Result<Linted> {
         findings,
         time: times[times.len() / 2],
     })
+}
+
+/// The lints that are off by default, read from `--list`: the lintcheck turns them on, since
+/// their precision here is what decides whether they may become `warn`.
+pub fn allow_by_default(binary: &Path) -> Result<Vec<String>> {
+    let out = Command::new(binary)
+        .args(["idem-lint", "--list"])
+        .output()
+        .with_context(|| format!("could not run `{}`", binary.display()))?;
+    if !out.status.success() {
+        bail!("`{} idem-lint --list` failed", binary.display());
+    }
+    Ok(parse_list(&String::from_utf8_lossy(&out.stdout)))
+}
+
+/// The names whose default level is `allow` in `--list` output (`name default effective ..`).
+fn parse_list(list: &str) -> Vec<String> {
+    list.lines()
+        .skip(1)
+        .filter_map(|l| {
+            let mut cols = l.split_whitespace();
+            let name = cols.next()?;
+            (cols.next()? == "allow").then(|| name.to_owned())
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn allow_by_default_lints_are_read_from_the_list() {
+        let list = "lint  default  effective  description\n\
+                    check_then_act  warn  allow  a store is read\n\
+                    retry_without_backoff  allow  allow  a retry loop\n";
+        assert_eq!(parse_list(list), vec!["retry_without_backoff"]);
+    }
 }

@@ -99,6 +99,10 @@ fn run(args: Args) -> Result<()> {
     let binary = binary
         .canonicalize()
         .with_context(|| format!("no linter binary at `{}`", binary.display()))?;
+    let enable: Vec<String> = lint::allow_by_default(&binary)?
+        .into_iter()
+        .flat_map(|name| ["-W".to_owned(), name])
+        .collect();
     let scratch = target_dir().join("lintcheck").join("fetch");
     let home = fetch::cargo_home();
 
@@ -107,7 +111,7 @@ fn run(args: Args) -> Result<()> {
         eprint!("{} {} ... ", spec.name, spec.version);
         let verdicts = all_verdicts.get(&spec.name);
         let outcome = fetch::source_dir(&home, &spec, &scratch)
-            .and_then(|dir| lint::lint(&binary, &dir, args.runs));
+            .and_then(|dir| lint::lint(&binary, &dir, args.runs, &enable));
         let result = match outcome {
             Ok(linted) => {
                 let (findings, vanished) =

@@ -11,6 +11,8 @@ pub struct Settings {
     pub check_then_act: CheckThenActSettings,
     pub unguarded_entry_point: UnguardedEntryPointSettings,
     pub mark_outside_transaction: MarkOutsideTransactionSettings,
+    pub retry_without_backoff: crate::lints::retry_without_backoff::Settings,
+    pub dead_letter_without_context: crate::lints::dead_letter_without_context::Settings,
 }
 
 /// `[lints.nondeterministic_key]`: extends the built-in catalogs.
@@ -81,6 +83,14 @@ impl Settings {
             }
             "mark_outside_transaction" => {
                 self.mark_outside_transaction = parse(value)?;
+                Ok(())
+            }
+            "retry_without_backoff" => {
+                self.retry_without_backoff = parse(value)?;
+                Ok(())
+            }
+            "dead_letter_without_context" => {
+                self.dead_letter_without_context = parse(value)?;
                 Ok(())
             }
             _ if value.as_object().is_some_and(|o| o.is_empty()) => Ok(()),

@@ -47,6 +47,7 @@ pub mod store_ops;
 pub mod summary;
 pub mod transactions;
 pub mod types;
+pub mod words;
 
 pub use callgraph::{Call, CallGraph, CallKind};
 pub use chain::{Chain, Locals, MethodStep, Step};

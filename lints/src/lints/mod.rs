@@ -2,17 +2,23 @@
 //! [`PASSES`] the checks that report them.
 
 pub mod check_then_act;
+pub mod dead_letter_without_context;
+pub mod kafka_producer_not_idempotent;
 pub mod mark_outside_transaction;
 pub mod missing_idempotency_token;
 pub mod nondeterministic_key;
+pub mod retry_without_backoff;
 pub mod unguarded_entry_point;
 
 use crate::context::LintContext;
 use crate::lint::{Lint, PARSE_ERROR};
 pub use check_then_act::CHECK_THEN_ACT;
+pub use dead_letter_without_context::DEAD_LETTER_WITHOUT_CONTEXT;
+pub use kafka_producer_not_idempotent::KAFKA_PRODUCER_NOT_IDEMPOTENT;
 pub use mark_outside_transaction::MARK_OUTSIDE_TRANSACTION;
 pub use missing_idempotency_token::MISSING_IDEMPOTENCY_TOKEN;
 pub use nondeterministic_key::NONDETERMINISTIC_KEY;
+pub use retry_without_backoff::RETRY_WITHOUT_BACKOFF;
 pub use unguarded_entry_point::UNGUARDED_ENTRY_POINT;
 
 /// A check over a package that reports the listed lints.
@@ -32,6 +38,9 @@ pub static ALL: &[&Lint] = &[
     &MISSING_IDEMPOTENCY_TOKEN,
     &UNGUARDED_ENTRY_POINT,
     &MARK_OUTSIDE_TRANSACTION,
+    &RETRY_WITHOUT_BACKOFF,
+    &DEAD_LETTER_WITHOUT_CONTEXT,
+    &KAFKA_PRODUCER_NOT_IDEMPOTENT,
 ];
 
 pub static PASSES: &[LintPass] = &[
@@ -59,6 +68,22 @@ pub static PASSES: &[LintPass] = &[
         lints: &[&MARK_OUTSIDE_TRANSACTION],
         check: mark_outside_transaction::check,
         seeded: true,
+    },
+    // The three below read loops, sends and client configs, not store operations or keys.
+    LintPass {
+        lints: &[&RETRY_WITHOUT_BACKOFF],
+        check: retry_without_backoff::check,
+        seeded: false,
+    },
+    LintPass {
+        lints: &[&DEAD_LETTER_WITHOUT_CONTEXT],
+        check: dead_letter_without_context::check,
+        seeded: false,
+    },
+    LintPass {
+        lints: &[&KAFKA_PRODUCER_NOT_IDEMPOTENT],
+        check: kafka_producer_not_idempotent::check,
+        seeded: false,
     },
 ];
 
