@@ -79,7 +79,24 @@ pub fn check(
 /// [`check`] with overlays and a cache: files come from [`Inputs::overlays`] before the disk,
 /// and parse results and each package's findings from [`Inputs::cache`] when their key
 /// matches (and go into it when computed).
+///
+/// Everything runs on the parse pool ([`parse::on_pool`]), whose threads have a large stack:
+/// the analysis recurses over trees as deep as the nesting scan lets through, and loading
+/// many packages from another pool nested each one's wait on a default stack.
 pub fn check_with(
+    ws: &Workspace,
+    opts: &ParseOptions,
+    config: &Config,
+    flags: &[LevelFlag],
+    inputs: Inputs<'_>,
+) -> Result<Report> {
+    parse::on_pool(|| check_here(ws, opts, config, flags, inputs))
+        .map_err(anyhow::Error::msg)
+        .and_then(|r| r)
+}
+
+/// [`check_with`] on the current thread and pool.
+fn check_here(
     ws: &Workspace,
     opts: &ParseOptions,
     config: &Config,

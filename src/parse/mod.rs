@@ -21,7 +21,7 @@ mod worker;
 
 pub use modpath::{ModDir, Resolved};
 pub use overlay::Overlays;
-pub use worker::STACK_SIZE;
+pub use worker::{on_pool, parsing, STACK_SIZE};
 
 use crate::cache::texts::Probe;
 use crate::cache::{Cache, FileKey, Store};

@@ -1,7 +1,7 @@
 use crate::analysis::entry::entry_points;
 use crate::analysis::flow::{FnFlow, KeyUse, Source, Step};
 use crate::analysis::message_key::{self, MessageKey};
-use crate::analysis::origin::{consumer_running, consumes_deliveries, minted_at_origin, Origin};
+use crate::analysis::origin::{consumer_running, consumes_deliveries, BodyIndex, Origin};
 use crate::analysis::FnId;
 use crate::catalog::SinkKind;
 use crate::context::LintContext;
@@ -101,11 +101,13 @@ pub fn check(cx: &mut LintContext<'_>) {
         if is_test_code(id, package) {
             continue;
         }
+        // Built on the fn's first finding, for all of them.
+        let mut index = None;
         for f in fn_findings(id, summaries.flow(id)) {
             if !seen.insert((f.source.span, f.span)) {
                 continue;
             }
-            match minted_where(package, id, &f) {
+            match minted_where(package, id, &f, &mut index) {
                 Some(Origin::RetryLoop(_)) => {
                     // Before a retry loop is the origin's place, unless a delivery's consumer
                     // runs this fn: then every redelivery mints a new key all the same.
@@ -136,12 +138,19 @@ pub fn check(cx: &mut LintContext<'_>) {
 /// Where the finding's key is minted, when that is the origin of a request rather than the
 /// handling of a delivery: measured from the source when it is in this fn, else from the
 /// first step the value took here (the call of the helper that made it).
-fn minted_where(package: &Package, id: FnId, f: &Finding) -> Option<Origin> {
+fn minted_where<'a>(
+    package: &'a Package,
+    id: FnId,
+    f: &Finding,
+    index: &mut Option<BodyIndex<'a>>,
+) -> Option<Origin> {
     let body = id.def(package).1.body.as_ref()?;
     let mint = std::iter::once(f.source.span)
         .chain(f.steps.iter().map(|s| s.span))
         .find(|s| body.span.contains(*s))?;
-    minted_at_origin(body, mint, f.span)
+    index
+        .get_or_insert_with(|| BodyIndex::new(body))
+        .minted_at_origin(mint, f.span)
 }
 
 /// Keys in tests are test data.
