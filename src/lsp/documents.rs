@@ -53,14 +53,13 @@ impl Documents {
         let Some(doc) = self.by_path.get_mut(path) else {
             bail!("`{}` changed but was never opened", path.display());
         };
-        let mut text = Pieces::new(&doc.text, PIECE_BYTES);
+        let mut text = Pieces::new(&doc.text, piece_size(doc.text.len()));
         for change in changes {
             match change.range {
-                None => text = Pieces::new(&change.text, PIECE_BYTES),
+                None => text = Pieces::new(&change.text, piece_size(change.text.len())),
                 Some(range) => {
-                    let start = text.offset(range.start, enc);
-                    let end = text.offset(range.end, enc).max(start);
-                    text.replace(start..end, &change.text);
+                    let (start, end) = text.range(range, enc);
+                    text.replace(start, end, &change.text);
                 }
             }
         }
@@ -80,8 +79,15 @@ impl Documents {
     }
 }
 
-/// Size pieces are cut to: an edit costs a piece's bytes and a look at every piece's counts.
-const PIECE_BYTES: usize = 4096;
+/// Least size pieces are cut to: an edit copies about one piece, and finding a line looks
+/// at the counts of the pieces before it (a 4 MB buffer is about 250 pieces). Larger texts
+/// get pieces of the square root of their size, so both stay under that root.
+const PIECE_BYTES: usize = 16 << 10;
+
+/// The size of the pieces of a `len`-byte text.
+fn piece_size(len: usize) -> usize {
+    PIECE_BYTES.max(len.isqrt())
+}
 
 /// A text being edited, in pieces of about [`PIECE_BYTES`], each with its count of newlines
 /// and whether it is ASCII: a position is found by skipping whole pieces, and an edit
@@ -89,6 +95,7 @@ const PIECE_BYTES: usize = 4096;
 struct Pieces {
     pieces: Vec<Piece>,
     size: usize,
+    len: usize,
 }
 
 struct Piece {
@@ -100,137 +107,226 @@ struct Piece {
 impl Piece {
     fn new(text: String) -> Piece {
         Piece {
-            newlines: text.bytes().filter(|&b| b == b'\n').count(),
+            newlines: text.matches('\n').count(),
             ascii: text.is_ascii(),
             text,
         }
     }
 }
 
+/// A place in [`Pieces`]: a piece (or the end), a byte within it, and the byte in the text.
+#[derive(Debug, Clone, Copy)]
+struct At {
+    piece: usize,
+    byte: usize,
+    global: usize,
+}
+
+/// A line's number and where it starts.
+#[derive(Debug, Clone, Copy)]
+struct Line {
+    number: usize,
+    start: At,
+}
+
 impl Pieces {
     fn new(text: &str, size: usize) -> Pieces {
-        let mut pieces = Pieces {
-            pieces: Vec::new(),
+        Pieces {
+            pieces: cut(text, size),
             size,
+            len: text.len(),
+        }
+    }
+
+    fn end(&self) -> At {
+        At {
+            piece: self.pieces.len(),
+            byte: 0,
+            global: self.len,
+        }
+    }
+
+    fn first_line(&self) -> Line {
+        Line {
+            number: 0,
+            start: At {
+                piece: 0,
+                byte: 0,
+                global: 0,
+            },
+        }
+    }
+
+    /// The bytes an LSP range covers, as [`super::position::offset`] finds its ends in the
+    /// joined text (an end before the start is the start). The end's line is looked for
+    /// from the start's.
+    fn range(&self, range: lsp_types::Range, enc: Encoding) -> (At, At) {
+        let (start, line) = self.offset(self.first_line(), range.start, enc);
+        let from = if range.end.line >= range.start.line {
+            line
+        } else {
+            self.first_line()
         };
-        pieces.pieces = pieces.cut(text);
-        pieces
+        let (end, _) = self.offset(from, range.end, enc);
+        (
+            start,
+            if end.global < start.global {
+                start
+            } else {
+                end
+            },
+        )
     }
 
-    /// `text` in pieces of about `self.size` bytes, cut at character boundaries.
-    fn cut(&self, mut text: &str) -> Vec<Piece> {
-        let mut out = Vec::new();
-        while !text.is_empty() {
-            let mut at = self.size.min(text.len());
-            while !text.is_char_boundary(at) {
-                at += 1;
-            }
-            out.push(Piece::new(text[..at].to_string()));
-            text = &text[at..];
-        }
-        out
-    }
-
-    fn len(&self) -> usize {
-        self.pieces.iter().map(|p| p.text.len()).sum()
-    }
-
-    /// The piece holding byte `at` of the text (or the end), and `at` within it.
-    fn locate(&self, mut at: usize) -> (usize, usize) {
-        for (i, p) in self.pieces.iter().enumerate() {
-            if at < p.text.len() {
-                return (i, at);
-            }
-            at -= p.text.len();
-        }
-        (self.pieces.len(), 0)
-    }
-
-    /// Piece, byte within it and byte in the text where line `line` starts; `None` past the
-    /// last line.
-    fn line_start(&self, line: usize) -> Option<(usize, usize, usize)> {
-        let mut left = line;
-        let mut global = 0;
-        for (i, p) in self.pieces.iter().enumerate() {
-            if left == 0 {
-                return Some((i, 0, global));
-            }
-            if p.newlines < left {
+    /// Line `number`, looked for from line `from` (at or before it); `None` past the last
+    /// line.
+    fn line(&self, from: Line, number: usize) -> Option<Line> {
+        let mut left = number - from.number;
+        let mut at = from.start;
+        while left > 0 {
+            let p = self.pieces.get(at.piece)?;
+            if at.byte == 0 && p.newlines < left {
+                // A whole piece before the line.
                 left -= p.newlines;
-                global += p.text.len();
+                at.piece += 1;
+                at.global += p.text.len();
                 continue;
             }
-            let (nl, _) = p.text.match_indices('\n').nth(left - 1)?;
-            return Some((i, nl + 1, global + nl + 1));
+            let rest = &p.text[at.byte..];
+            let newlines = if at.byte == 0 {
+                p.newlines
+            } else {
+                rest.matches('\n').count()
+            };
+            if newlines < left {
+                left -= newlines;
+                at = At {
+                    piece: at.piece + 1,
+                    byte: 0,
+                    global: at.global + rest.len(),
+                };
+                continue;
+            }
+            let (nl, _) = rest.match_indices('\n').nth(left - 1)?;
+            at.byte += nl + 1;
+            at.global += nl + 1;
+            left = 0;
         }
-        (left == 0).then_some((self.pieces.len(), 0, global))
+        Some(Line { number, start: at })
     }
 
-    /// The byte offset of an LSP position, as [`super::position::offset`] finds it in the
-    /// joined text.
-    fn offset(&self, pos: lsp_types::Position, enc: Encoding) -> usize {
-        let Some((mut piece, mut from, mut global)) = self.line_start(pos.line as usize) else {
-            return self.len();
+    /// The byte before `at` (`at` is not the start of the text).
+    fn before(&self, at: At) -> At {
+        let (piece, byte) = if at.byte > 0 {
+            (at.piece, at.byte - 1)
+        } else {
+            // Pieces are never empty.
+            (at.piece - 1, self.pieces[at.piece - 1].text.len() - 1)
         };
-        let want = pos.character as usize;
+        At {
+            piece,
+            byte,
+            global: at.global - 1,
+        }
+    }
+
+    /// Where an LSP position is, as [`super::position::offset`] finds it in the joined text,
+    /// and its line; the line is looked for from `from`, or from the first when `from` is
+    /// after it.
+    fn offset(&self, from: Line, pos: lsp_types::Position, enc: Encoding) -> (At, Line) {
+        let number = pos.line as usize;
+        let from = if from.number <= number {
+            from
+        } else {
+            self.first_line()
+        };
+        let Some(line) = self.line(from, number) else {
+            return (self.end(), self.first_line());
+        };
+        (self.column(line.start, pos.character as usize, enc), line)
+    }
+
+    /// Where column `want` of the line starting `at` is.
+    fn column(&self, mut at: At, want: usize, enc: Encoding) -> At {
         let mut units = 0;
         // Whether the last character of the line so far is `\r` (not part of the line when
         // a newline or the end follows).
         let mut after_cr = false;
-        while let Some(p) = self.pieces.get(piece) {
-            let rest = &p.text[from..];
+        let line_end = |at: At, after_cr: bool| if after_cr { self.before(at) } else { at };
+        while let Some(p) = self.pieces.get(at.piece) {
+            let rest = &p.text[at.byte..];
             let line = rest.find('\n').map_or(rest, |nl| &rest[..nl]);
-            if p.ascii {
+            let column = if p.ascii {
                 let k = want.saturating_sub(units);
-                if k < line.len() {
-                    return global + k;
-                }
                 units += line.len();
                 after_cr = line.ends_with('\r') || (line.is_empty() && after_cr);
+                (k < line.len()).then_some(k)
             } else {
-                for (k, c) in line.char_indices() {
+                line.char_indices().find_map(|(k, c)| {
                     if units >= want {
-                        return global + k;
+                        return Some(k);
                     }
                     units += enc.width(c);
                     after_cr = c == '\r';
-                }
+                    None
+                })
+            };
+            if let Some(k) = column {
+                return At {
+                    byte: at.byte + k,
+                    global: at.global + k,
+                    ..at
+                };
             }
-            global += line.len();
+            at.global += line.len();
             if line.len() < rest.len() {
                 // The line ends at a newline in this piece.
-                return global - usize::from(after_cr);
+                at.byte += line.len();
+                return line_end(at, after_cr);
             }
-            piece += 1;
-            from = 0;
+            at.piece += 1;
+            at.byte = 0;
         }
-        global - usize::from(after_cr)
+        line_end(at, after_cr)
     }
 
-    /// Replaces bytes `range` of the text (character boundaries) with `with`.
-    fn replace(&mut self, range: std::ops::Range<usize>, with: &str) {
-        let (first, lo) = self.locate(range.start);
-        let (last, hi) = self.locate(range.end);
+    /// Replaces the text from `start` to `end` with `with`.
+    fn replace(&mut self, start: At, end: At, with: &str) {
         let mut text = String::new();
-        if let Some(p) = self.pieces.get(first) {
-            text.push_str(&p.text[..lo]);
+        if let Some(p) = self.pieces.get(start.piece) {
+            text.push_str(&p.text[..start.byte]);
         }
         text.push_str(with);
-        if let Some(p) = self.pieces.get(last) {
-            text.push_str(&p.text[hi..]);
+        if let Some(p) = self.pieces.get(end.piece) {
+            text.push_str(&p.text[end.byte..]);
         }
-        let end = (last + 1).min(self.pieces.len());
-        let new = self.cut(&text);
-        self.pieces.splice(first.min(end)..end, new);
+        let to = (end.piece + 1).min(self.pieces.len());
+        self.pieces
+            .splice(start.piece.min(to)..to, cut(&text, self.size));
+        self.len = self.len - (end.global - start.global) + with.len();
     }
 
     fn join(&self) -> String {
-        let mut out = String::with_capacity(self.len());
+        let mut out = String::with_capacity(self.len);
         for p in &self.pieces {
             out.push_str(&p.text);
         }
         out
     }
+}
+
+/// `text` in pieces of about `size` bytes, cut at character boundaries.
+fn cut(mut text: &str, size: usize) -> Vec<Piece> {
+    let mut out = Vec::new();
+    while !text.is_empty() {
+        let mut at = size.min(text.len());
+        while !text.is_char_boundary(at) {
+            at += 1;
+        }
+        out.push(Piece::new(text[..at].to_string()));
+        text = &text[at..];
+    }
+    out
 }
 
 #[cfg(test)]
@@ -298,15 +394,20 @@ mod tests {
                 for _ in 0..300 {
                     let mut pos = || Position::new(next(60) as u32, next(12) as u32);
                     let (a, b) = (pos(), pos());
-                    let range = Range::new(a.min(b), a.max(b));
+                    // Mostly in order; a range that ends before it starts is empty.
+                    let range = if next(4) == 0 {
+                        Range::new(a, b)
+                    } else {
+                        Range::new(a.min(b), a.max(b))
+                    };
                     let with: String = (0..next(4))
                         .map(|_| alphabet[next(alphabet.len())])
                         .collect();
                     edit_whole(&mut whole, range, &with, enc);
-                    let start = pieces.offset(range.start, enc);
-                    let end = pieces.offset(range.end, enc).max(start);
-                    pieces.replace(start..end, &with);
+                    let (start, end) = pieces.range(range, enc);
+                    pieces.replace(start, end, &with);
                     assert_eq!(pieces.join(), whole, "{enc:?}, pieces of {size}");
+                    assert_eq!(pieces.len, whole.len());
                 }
             }
         }
