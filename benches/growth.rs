@@ -6,12 +6,19 @@
 //! - `check_then_act`: one fn with N exists/set pairs (the whole pipeline, every lint on);
 //! - `suppression`: N fns, each with an own-line `allow` directive and a finding it hides;
 //! - `one_long_line`: N findings on one line, rendering human and JSON output (time and
-//!   bytes).
+//!   bytes);
+//! - `keys_in_one_fn`: one fn with N nondeterministic keys, each a finding (issue 24, item 9);
+//! - `call_graph`: a complete call graph, every fn of N files calling every other, sized
+//!   so the number of calls doubles (issue 24, item 9);
+//! - `did_change_n`: one `didChange` of N ranged edits to a 1.1 MB buffer, and
+//!   `did_change_doc`: 8,000 edits to a buffer of N lines (issue 24, item 12).
 
 use cargo_idem_lint::cli::MessageFormat;
 use cargo_idem_lint::config::Config;
 use cargo_idem_lint::discovery::{self, Selection};
 use cargo_idem_lint::emit;
+use cargo_idem_lint::lsp::documents::{Document, Documents};
+use cargo_idem_lint::lsp::position::Encoding;
 use cargo_idem_lint::parse::ParseOptions;
 use cargo_idem_lint::report::{self, Report};
 use std::path::Path;
@@ -32,18 +39,18 @@ fn main() {
         "check_then_act",
         &[4_000, 8_000, 16_000],
         iterations,
-        pairs_in_one_fn,
+        |n| lib_rs(pairs_in_one_fn(n)),
         |dir| {
-            lint(dir);
+            lint(dir.path());
         },
     );
     series(
         "suppression",
         &[5_000, 10_000, 20_000],
         iterations,
-        suppressed_fns,
+        |n| lib_rs(suppressed_fns(n)),
         |dir| {
-            let r = lint(dir);
+            let r = lint(dir.path());
             assert!(r.findings.is_empty(), "every finding is suppressed");
         },
     );
@@ -52,33 +59,66 @@ fn main() {
         "one_long_line",
         &[250, 500, 1_000],
         iterations,
-        pairs_on_one_line,
+        |n| lib_rs(pairs_on_one_line(n)),
         |dir| {
-            let (human, json) = render(dir);
+            let (human, json) = render(dir.path());
             sizes.push((human, json));
         },
     );
     for (human, json) in sizes.iter().step_by(iterations) {
         println!("  one_long_line output: human {human} bytes, json {json} bytes");
     }
+    series(
+        "keys_in_one_fn",
+        &[10_000, 20_000, 40_000],
+        iterations,
+        |n| lib_rs(keys_in_one_fn(n)),
+        |dir| {
+            let r = lint(dir.path());
+            assert!(!r.findings.is_empty());
+        },
+    );
+    // 50, 71, 100 files: 2,500, 5,000 and 10,000 calls.
+    series(
+        "call_graph",
+        &[50, 71, 100],
+        iterations,
+        complete_call_graph,
+        |dir| {
+            lint(dir.path());
+        },
+    );
+    series(
+        "did_change_n",
+        &[8_000, 16_000, 32_000],
+        iterations,
+        |n| (100_000, n),
+        |&(lines, edits)| did_change(lines, edits),
+    );
+    series(
+        "did_change_doc",
+        &[100_000, 200_000, 400_000],
+        iterations,
+        |n| (n, 8_000),
+        |&(lines, edits)| did_change(lines, edits),
+    );
 }
 
 /// Times `run` on the input `make(n)` builds, for each `n`.
-fn series(
+fn series<T>(
     name: &str,
     sizes: &[usize],
     iterations: usize,
-    make: fn(usize) -> String,
-    mut run: impl FnMut(&Path),
+    mut make: impl FnMut(usize) -> T,
+    mut run: impl FnMut(&T),
 ) {
     let mut medians: Vec<Duration> = Vec::new();
     for &n in sizes {
-        let dir = tempfile::tempdir().expect("tempdir");
-        std::fs::write(dir.path().join("lib.rs"), make(n)).expect("write");
+        let input = make(n);
         let mut times: Vec<Duration> = (0..iterations)
             .map(|_| {
                 let start = Instant::now();
-                run(dir.path());
+                run(&input);
                 start.elapsed()
             })
             .collect();
@@ -94,6 +134,13 @@ fn series(
         );
         medians.push(median);
     }
+}
+
+/// A directory holding `text` as `lib.rs`.
+fn lib_rs(text: String) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(dir.path().join("lib.rs"), text).expect("write");
+    dir
 }
 
 fn lint(dir: &Path) -> Report {
@@ -156,4 +203,72 @@ fn suppressed_fns(n: usize) -> String {
             )
         })
         .collect()
+}
+
+fn keys_in_one_fn(n: usize) -> String {
+    let key = "    sqs.send_message().message_deduplication_id(uuid::Uuid::new_v4().to_string()).send().await.ok();\n";
+    format!(
+        "pub async fn h(sqs: &aws_sdk_sqs::Client) {{\n{}}}\n",
+        key.repeat(n)
+    )
+}
+
+/// A crate of `n` modules whose fns each check a key, call every fn of the crate, and
+/// write the key.
+fn complete_call_graph(n: usize) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let write = |path: &str, text: String| {
+        let path = dir.path().join(path);
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+        std::fs::write(path, text).expect("write");
+    };
+    write(
+        "Cargo.toml",
+        "[package]\nname = \"complete\"\nversion = \"0.1.0\"\nedition = \"2021\"\n[dependencies]\nredis = \"0.25\"\n".to_string(),
+    );
+    write(
+        "src/lib.rs",
+        (0..n).map(|i| format!("pub mod m{i};\n")).collect(),
+    );
+    let calls: String = (0..n)
+        .map(|j| format!("    crate::m{j}::f{j}(c, id).await?;\n"))
+        .collect();
+    for i in 0..n {
+        write(
+            &format!("src/m{i}.rs"),
+            format!(
+                "pub async fn f{i}(c: &mut redis::aio::ConnectionManager, id: u64) -> redis::RedisResult<()> {{\n    let k = format!(\"done:{{}}\", id);\n    if c.exists(&k).await? {{ return Ok(()); }}\n{calls}    c.set(&k, 1).await?;\n    Ok(())\n}}\n"
+            ),
+        );
+    }
+    dir
+}
+
+/// Applies one `didChange` of `edits` ranged edits spread over a buffer of `lines` lines.
+fn did_change(lines: usize, edits: usize) {
+    let path = std::path::PathBuf::from("/bench/big.rs");
+    let mut docs = Documents::default();
+    docs.open(
+        path.clone(),
+        Document {
+            uri: "file:///bench/big.rs".parse().expect("uri"),
+            version: 1,
+            text: "let x = 1;\n".repeat(lines).into(),
+        },
+    );
+    let changes = (0..edits)
+        .map(|i| {
+            let line = ((i * 19) % lines) as u32;
+            lsp_types::TextDocumentContentChangeEvent {
+                range: Some(lsp_types::Range::new(
+                    lsp_types::Position::new(line, 4),
+                    lsp_types::Position::new(line, 5),
+                )),
+                range_length: None,
+                text: "yy".to_string(),
+            }
+        })
+        .collect();
+    docs.change(&path, 2, changes, Encoding::Utf16)
+        .expect("the buffer is open");
 }
