@@ -205,7 +205,12 @@ fn quiet_broken_pipe(e: anyhow::Error) -> Result<()> {
 }
 
 /// How files are read and parsed: the per-file time budget from the flag, else the config,
-/// else the default; the size cap and the outside-workspace opt-in from the config.
+/// else the default; the size cap and the outside-workspace opt-in from the config; the
+/// per-package analysis budget from the flag, else the default.
 pub fn parse_options(args: &Args, config: &config::Config) -> parse::ParseOptions {
-    parse::ParseOptions::from_config(config, args.file_timeout_ms)
+    let mut opts = parse::ParseOptions::from_config(config, args.file_timeout_ms);
+    if let Some(ms) = args.package_timeout_ms {
+        opts.package_timeout = std::time::Duration::from_millis(ms);
+    }
+    opts
 }

@@ -8,11 +8,13 @@ use crate::parse::{self, Inputs, LoadedPackage, ParseOptions};
 use crate::source::{ReadPolicy, SourceFile};
 use crate::suppress::{self, CommentWarning};
 use anyhow::Result;
+use idem_lints::analysis::budget::Budget;
 use idem_lints::analysis::incremental::Reuse;
 use idem_lints::model::FileId;
 use idem_lints::{Diagnostic, Level};
 use rayon::prelude::*;
 use std::path::PathBuf;
+use std::time::Instant;
 
 /// One finding, at its effective level (never `allow`).
 #[derive(Debug, Clone)]
@@ -127,9 +129,12 @@ fn check_here(
                 policy: &policy,
                 inputs,
             };
-            let (mut diags, reuse) = lint_package(pkg, &load, &cfg.settings, &enabled);
+            let (mut diags, reuse, stopped) = lint_package(pkg, &load, &cfg.settings, &enabled);
             diags.extend(pkg.problems.iter().filter(|d| enabled(d.lint)).cloned());
-            let (findings, warnings) = finish(index, pkg, diags, |d| cfg.levels.get(d.lint));
+            let (findings, mut warnings) = finish(index, pkg, diags, |d| cfg.levels.get(d.lint));
+            if stopped {
+                warnings.push(out_of_budget(pkg, &ws.packages[index], opts));
+            }
             (findings, warnings, reuse)
         })
         .collect();
@@ -168,8 +173,31 @@ impl Reload<'_> {
     }
 }
 
+/// The warning for a package whose analysis ran out of its budget, at its first file.
+fn out_of_budget(pkg: &LoadedPackage, spec: &PackageSpec, opts: &ParseOptions) -> FileWarning {
+    let path = pkg
+        .sources
+        .first()
+        .map_or_else(|| spec.manifest_path.clone(), |s| s.path.clone());
+    FileWarning {
+        path,
+        warning: suppress::CommentWarning {
+            line: 1,
+            column: 1,
+            message: format!(
+                "the analysis of package `{}` stopped at its budget of {} ms \
+                 (`--package-timeout-ms`): these are the findings found so far, others may be missing",
+                spec.name,
+                opts.package_timeout.as_millis()
+            ),
+        },
+    }
+}
+
 /// The lints' findings on `pkg`, from the cache when the package and the lints are unchanged,
-/// and how much of a kept analysis was reused (`None`: not analysed, or nothing kept).
+/// how much of a kept analysis was reused (`None`: not analysed, or nothing kept), and
+/// whether the analysis stopped at its budget ([`ParseOptions::package_timeout`]; such
+/// findings are not cached).
 /// Leaves in `pkg` the models the output needs: every model when the package was analysed,
 /// else those of the files [`finish`] scans for suppression comments (the others stay
 /// outlines: decoding them was most of an unchanged re-run).
@@ -178,12 +206,14 @@ fn lint_package(
     load: &Reload<'_>,
     settings: &idem_lints::Settings,
     enabled: &idem_lints::Enabled<'_>,
-) -> (Vec<Diagnostic>, Option<Reuse>) {
+) -> (Vec<Diagnostic>, Option<Reuse>, bool) {
+    let within_budget = |pkg: &LoadedPackage| {
+        let budget = Budget::until(Instant::now() + load.opts.package_timeout);
+        idem_lints::check_package_within(&pkg.package, settings, enabled, &budget)
+    };
     let Some(cache) = load.inputs.cache.map(Cache::new) else {
-        return (
-            idem_lints::check_package(&pkg.package, settings, enabled),
-            None,
-        );
+        let (found, stopped) = within_budget(pkg);
+        return (found, None, stopped);
     };
     let mut key = PackageKey::of(pkg, settings, enabled);
     let cached = cache.load_findings(key);
@@ -191,32 +221,33 @@ fn lint_package(
     let wanted = |id: FileId| cached.is_none() || scanned[id.0 as usize];
     let same = load.complete(pkg, &wanted);
     match cached {
-        Some(found) if same => return (found, None),
+        Some(found) if same => return (found, None, false),
         _ if !same => {
             // Loaded again from scratch: the key is the new load's.
             key = PackageKey::of(pkg, settings, enabled);
             if let Some(found) = cache.load_findings(key) {
-                return (found, None);
+                return (found, None, false);
             }
         }
         _ => {}
     }
     let session = load.inputs.cache.filter(|s| s.keeps_analyses());
-    let (found, reuse) = if let Some(store) = session {
+    let (found, reuse, stopped) = if let Some(store) = session {
         // A long-lived session: start from the package's last analysis, keep this one.
         let prev = store.take_analysis(&load.spec.id);
         let (found, retained, reuse) =
             idem_lints::check_package_retaining(&pkg.package, settings, enabled, prev);
         store.put_analysis(&load.spec.id, retained);
-        (found, Some(reuse))
+        (found, Some(reuse), false)
     } else {
-        (
-            idem_lints::check_package(&pkg.package, settings, enabled),
-            None,
-        )
+        let (found, stopped) = within_budget(pkg);
+        (found, None, stopped)
     };
-    cache.store_findings(key, &found);
-    (found, reuse)
+    // A cut analysis is not the package's answer: a run with more time must not get it.
+    if !stopped {
+        cache.store_findings(key, &found);
+    }
+    (found, reuse, stopped)
 }
 
 /// Sets levels, drops suppressed findings, and sorts by file path and position.

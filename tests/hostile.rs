@@ -745,3 +745,74 @@ fn a_did_change_of_20000_edits_to_a_big_buffer_does_not_hold_up_shutdown() {
     let status = c.shutdown();
     assert!(status.success(), "{status:?}");
 }
+
+#[test]
+fn a_complete_call_graph_ends_at_the_package_budget_with_a_warning() {
+    // Issue 24 item 9: every fn of N files calling every other took 37 s at N = 250, 194 s
+    // at 500 and was killed at 600 s and 4.3 GB at 1,000, with no budget to stop it. Here
+    // N = 150 (over a minute in a debug build) next to a member with known findings.
+    let n = 150;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path();
+    write(
+        root,
+        "Cargo.toml",
+        b"[workspace]\nresolver = \"2\"\nmembers = [\"complete\", \"good\"]\n",
+    );
+    write(
+        root,
+        "complete/Cargo.toml",
+        manifest("complete", "[dependencies]\nredis = \"0.25\"\n").as_bytes(),
+    );
+    let mods: String = (0..n).map(|i| format!("pub mod m{i};\n")).collect();
+    write(root, "complete/src/lib.rs", mods.as_bytes());
+    let calls: String = (0..n)
+        .map(|j| format!("    crate::m{j}::f{j}(c, id).await?;\n"))
+        .collect();
+    for i in 0..n {
+        let f = format!(
+            "pub async fn f{i}(c: &mut redis::aio::ConnectionManager, id: u64) -> redis::RedisResult<()> {{\n    let k = format!(\"done:{{}}\", id);\n    if c.exists(&k).await? {{ return Ok(()); }}\n{calls}    c.set(&k, 1).await?;\n    Ok(())\n}}\n"
+        );
+        write(root, &format!("complete/src/m{i}.rs"), f.as_bytes());
+    }
+    write(root, "good/Cargo.toml", manifest("good", DEPS).as_bytes());
+    write(root, "good/src/lib.rs", GOOD.as_bytes());
+    let out = run(
+        root,
+        &[
+            s(root),
+            "--message-format",
+            "json",
+            "--package-timeout-ms",
+            "1000",
+        ],
+        &[],
+    );
+    assert_finished(&out);
+    let warnings: Vec<&str> = out
+        .stderr
+        .lines()
+        .filter(|l| l.contains("stopped at its budget of 1000 ms"))
+        .collect();
+    assert_eq!(warnings.len(), 1, "{}", out.stderr);
+    assert!(
+        warnings[0].starts_with("warning: ")
+            && warnings[0].contains("complete/src/lib.rs:1:1: the analysis of package `complete`"),
+        "{}",
+        out.stderr
+    );
+    // The other member is analysed in full.
+    let found = findings(root, &out);
+    let base = baseline(1);
+    let good: Vec<_> = base
+        .iter()
+        .filter(|f| f.0 == "src/good0.rs")
+        .map(|f| (f.1, f.2.clone(), f.3.clone()))
+        .collect();
+    let got: Vec<_> = found
+        .iter()
+        .filter(|f| f.0 == "good/src/lib.rs")
+        .map(|f| (f.1, f.2.clone(), f.3.clone()))
+        .collect();
+    assert_eq!(got, good);
+}
