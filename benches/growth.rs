@@ -7,7 +7,8 @@
 //! - `suppression`: N fns, each with an own-line `allow` directive and a finding it hides;
 //! - `one_long_line`: N findings on one line, rendering human and JSON output (time and
 //!   bytes);
-//! - `keys_in_one_fn`: one fn with N nondeterministic keys, each a finding (issue 24, item 9);
+//! - `keys_in_one_fn`: one fn given a message, with N nondeterministic keys, each a finding
+//!   with a suggestion (issue 24, item 9);
 //! - `call_graph`: a complete call graph, every fn of N files calling every other, sized
 //!   so the number of calls doubles (issue 24, item 9);
 //! - `did_change_n`: one `didChange` of N ranged edits to a 1.1 MB buffer, and
@@ -207,8 +208,9 @@ fn suppressed_fns(n: usize) -> String {
 
 fn keys_in_one_fn(n: usize) -> String {
     let key = "    sqs.send_message().message_deduplication_id(uuid::Uuid::new_v4().to_string()).send().await.ok();\n";
+    // Given a message, so each finding also gets its suggestion.
     format!(
-        "pub async fn h(sqs: &aws_sdk_sqs::Client) {{\n{}}}\n",
+        "pub struct Order {{ pub id: String }}\npub async fn h(sqs: &aws_sdk_sqs::Client, o: &Order) {{\n{}}}\n",
         key.repeat(n)
     )
 }
