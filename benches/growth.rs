@@ -2,7 +2,7 @@
 //! that double, in one run: the median time per size and the ratio per doubling, which
 //! must stay near 2 (linear), not 4 (quadratic).
 //!
-//! `cargo bench --bench growth -- [ITERATIONS]` (default 3) measures:
+//! `cargo bench --bench growth -- [ITERATIONS] [NAME..]` (default 3, every input) measures:
 //! - `check_then_act`: one fn with N exists/set pairs (the whole pipeline, every lint on);
 //! - `suppression`: N fns, each with an own-line `allow` directive and a finding it hides;
 //! - `one_long_line`: N findings on one line, rendering human and JSON output (time and
@@ -35,20 +35,26 @@ fn main() {
         .find_map(|a| a.parse().ok())
         .unwrap_or(3)
         .max(1);
+    let runs = Runs {
+        iterations,
+        // The inputs named on the command line, or all.
+        names: std::env::args()
+            .skip(1)
+            .filter(|a| !a.starts_with("--") && a.parse::<usize>().is_err())
+            .collect(),
+    };
     println!("median of {iterations} runs; ratio = time(2N) / time(N), linear is 2");
-    series(
+    runs.series(
         "check_then_act",
         &[4_000, 8_000, 16_000],
-        iterations,
         |n| lib_rs(pairs_in_one_fn(n)),
         |dir| {
             lint(dir.path());
         },
     );
-    series(
+    runs.series(
         "suppression",
         &[5_000, 10_000, 20_000],
-        iterations,
         |n| lib_rs(suppressed_fns(n)),
         |dir| {
             let r = lint(dir.path());
@@ -56,23 +62,21 @@ fn main() {
         },
     );
     let mut sizes = Vec::new();
-    series(
+    runs.series(
         "one_long_line",
         &[250, 500, 1_000],
-        iterations,
         |n| lib_rs(pairs_on_one_line(n)),
         |dir| {
             let (human, json) = render(dir.path());
             sizes.push((human, json));
         },
     );
-    for (human, json) in sizes.iter().step_by(iterations) {
+    for (human, json) in sizes.iter().step_by(runs.iterations) {
         println!("  one_long_line output: human {human} bytes, json {json} bytes");
     }
-    series(
+    runs.series(
         "keys_in_one_fn",
         &[10_000, 20_000, 40_000],
-        iterations,
         |n| lib_rs(keys_in_one_fn(n)),
         |dir| {
             let r = lint(dir.path());
@@ -80,29 +84,41 @@ fn main() {
         },
     );
     // 50, 71, 100 files: 2,500, 5,000 and 10,000 calls.
-    series(
-        "call_graph",
-        &[50, 71, 100],
-        iterations,
-        complete_call_graph,
-        |dir| {
-            lint(dir.path());
-        },
-    );
-    series(
+    runs.series("call_graph", &[50, 71, 100], complete_call_graph, |dir| {
+        lint(dir.path());
+    });
+    runs.series(
         "did_change_n",
         &[8_000, 16_000, 32_000],
-        iterations,
         |n| (100_000, n),
         |&(lines, edits)| did_change(lines, edits),
     );
-    series(
+    runs.series(
         "did_change_doc",
         &[100_000, 200_000, 400_000],
-        iterations,
         |n| (n, 8_000),
         |&(lines, edits)| did_change(lines, edits),
     );
+}
+
+struct Runs {
+    iterations: usize,
+    names: Vec<String>,
+}
+
+impl Runs {
+    /// Times `run` on the input `make(n)` builds, for each `n`, when `name` is wanted.
+    fn series<T>(
+        &self,
+        name: &str,
+        sizes: &[usize],
+        make: impl FnMut(usize) -> T,
+        run: impl FnMut(&T),
+    ) {
+        if self.names.is_empty() || self.names.iter().any(|n| n == name) {
+            series(name, sizes, self.iterations, make, run);
+        }
+    }
 }
 
 /// Times `run` on the input `make(n)` builds, for each `n`.
@@ -150,6 +166,7 @@ fn lint(dir: &Path) -> Report {
     // No budget: the point is how long it takes.
     let opts = ParseOptions {
         file_timeout: Duration::from_secs(3_600),
+        package_timeout: Duration::from_secs(3_600),
         ..ParseOptions::default()
     };
     report::check(&ws, &opts, &config, &[]).expect("checks")
