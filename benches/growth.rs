@@ -2,16 +2,24 @@
 //! that double, in one run: the median time per size and the ratio per doubling, which
 //! must stay near 2 (linear), not 4 (quadratic).
 //!
-//! `cargo bench --bench growth -- [ITERATIONS]` (default 3) measures:
+//! `cargo bench --bench growth -- [ITERATIONS] [NAME..]` (default 3, every input) measures:
 //! - `check_then_act`: one fn with N exists/set pairs (the whole pipeline, every lint on);
 //! - `suppression`: N fns, each with an own-line `allow` directive and a finding it hides;
 //! - `one_long_line`: N findings on one line, rendering human and JSON output (time and
-//!   bytes).
+//!   bytes);
+//! - `keys_in_one_fn`: one fn given a message, with N nondeterministic keys, each a finding
+//!   with a suggestion (issue 24, item 9);
+//! - `call_graph`: a complete call graph, every fn of N files calling every other, sized
+//!   so the number of calls doubles (issue 24, item 9);
+//! - `did_change_n`: one `didChange` of N ranged edits to a 1.1 MB buffer, and
+//!   `did_change_doc`: 8,000 edits to a buffer of N lines (issue 24, item 12).
 
 use cargo_idem_lint::cli::MessageFormat;
 use cargo_idem_lint::config::Config;
 use cargo_idem_lint::discovery::{self, Selection};
 use cargo_idem_lint::emit;
+use cargo_idem_lint::lsp::documents::{Document, Documents};
+use cargo_idem_lint::lsp::position::Encoding;
 use cargo_idem_lint::parse::ParseOptions;
 use cargo_idem_lint::report::{self, Report};
 use std::path::Path;
@@ -27,58 +35,107 @@ fn main() {
         .find_map(|a| a.parse().ok())
         .unwrap_or(3)
         .max(1);
+    let runs = Runs {
+        iterations,
+        // The inputs named on the command line, or all.
+        names: std::env::args()
+            .skip(1)
+            .filter(|a| !a.starts_with("--") && a.parse::<usize>().is_err())
+            .collect(),
+    };
     println!("median of {iterations} runs; ratio = time(2N) / time(N), linear is 2");
-    series(
+    runs.series(
         "check_then_act",
         &[4_000, 8_000, 16_000],
-        iterations,
-        pairs_in_one_fn,
+        |n| lib_rs(pairs_in_one_fn(n)),
         |dir| {
-            lint(dir);
+            lint(dir.path());
         },
     );
-    series(
+    runs.series(
         "suppression",
         &[5_000, 10_000, 20_000],
-        iterations,
-        suppressed_fns,
+        |n| lib_rs(suppressed_fns(n)),
         |dir| {
-            let r = lint(dir);
+            let r = lint(dir.path());
             assert!(r.findings.is_empty(), "every finding is suppressed");
         },
     );
     let mut sizes = Vec::new();
-    series(
+    runs.series(
         "one_long_line",
         &[250, 500, 1_000],
-        iterations,
-        pairs_on_one_line,
+        |n| lib_rs(pairs_on_one_line(n)),
         |dir| {
-            let (human, json) = render(dir);
+            let (human, json) = render(dir.path());
             sizes.push((human, json));
         },
     );
-    for (human, json) in sizes.iter().step_by(iterations) {
+    for (human, json) in sizes.iter().step_by(runs.iterations) {
         println!("  one_long_line output: human {human} bytes, json {json} bytes");
+    }
+    runs.series(
+        "keys_in_one_fn",
+        &[10_000, 20_000, 40_000],
+        |n| lib_rs(keys_in_one_fn(n)),
+        |dir| {
+            let r = lint(dir.path());
+            assert!(!r.findings.is_empty());
+        },
+    );
+    // 50, 71, 100 files: 2,500, 5,000 and 10,000 calls.
+    runs.series("call_graph", &[50, 71, 100], complete_call_graph, |dir| {
+        lint(dir.path());
+    });
+    runs.series(
+        "did_change_n",
+        &[8_000, 16_000, 32_000],
+        |n| (100_000, n),
+        |&(lines, edits)| did_change(lines, edits),
+    );
+    runs.series(
+        "did_change_doc",
+        &[100_000, 200_000, 400_000],
+        |n| (n, 8_000),
+        |&(lines, edits)| did_change(lines, edits),
+    );
+}
+
+struct Runs {
+    iterations: usize,
+    names: Vec<String>,
+}
+
+impl Runs {
+    /// Times `run` on the input `make(n)` builds, for each `n`, when `name` is wanted.
+    fn series<T>(
+        &self,
+        name: &str,
+        sizes: &[usize],
+        make: impl FnMut(usize) -> T,
+        run: impl FnMut(&T),
+    ) {
+        if self.names.is_empty() || self.names.iter().any(|n| n == name) {
+            series(name, sizes, self.iterations, make, run);
+        }
     }
 }
 
 /// Times `run` on the input `make(n)` builds, for each `n`.
-fn series(
+fn series<T>(
     name: &str,
     sizes: &[usize],
     iterations: usize,
-    make: fn(usize) -> String,
-    mut run: impl FnMut(&Path),
+    mut make: impl FnMut(usize) -> T,
+    mut run: impl FnMut(&T),
 ) {
     let mut medians: Vec<Duration> = Vec::new();
     for &n in sizes {
-        let dir = tempfile::tempdir().expect("tempdir");
-        std::fs::write(dir.path().join("lib.rs"), make(n)).expect("write");
+        let input = make(n);
         let mut times: Vec<Duration> = (0..iterations)
             .map(|_| {
                 let start = Instant::now();
-                run(dir.path());
+                run(&input);
                 start.elapsed()
             })
             .collect();
@@ -96,12 +153,20 @@ fn series(
     }
 }
 
+/// A directory holding `text` as `lib.rs`.
+fn lib_rs(text: String) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(dir.path().join("lib.rs"), text).expect("write");
+    dir
+}
+
 fn lint(dir: &Path) -> Report {
     let ws = discovery::discover(&Selection::dir(dir)).expect("discovers");
     let config = Config::load(&ws).expect("config");
     // No budget: the point is how long it takes.
     let opts = ParseOptions {
         file_timeout: Duration::from_secs(3_600),
+        package_timeout: Duration::from_secs(3_600),
         ..ParseOptions::default()
     };
     report::check(&ws, &opts, &config, &[]).expect("checks")
@@ -156,4 +221,73 @@ fn suppressed_fns(n: usize) -> String {
             )
         })
         .collect()
+}
+
+fn keys_in_one_fn(n: usize) -> String {
+    let key = "    sqs.send_message().message_deduplication_id(uuid::Uuid::new_v4().to_string()).send().await.ok();\n";
+    // Given a message, so each finding also gets its suggestion.
+    format!(
+        "pub struct Order {{ pub id: String }}\npub async fn h(sqs: &aws_sdk_sqs::Client, o: &Order) {{\n{}}}\n",
+        key.repeat(n)
+    )
+}
+
+/// A crate of `n` modules whose fns each check a key, call every fn of the crate, and
+/// write the key.
+fn complete_call_graph(n: usize) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let write = |path: &str, text: String| {
+        let path = dir.path().join(path);
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+        std::fs::write(path, text).expect("write");
+    };
+    write(
+        "Cargo.toml",
+        "[package]\nname = \"complete\"\nversion = \"0.1.0\"\nedition = \"2021\"\n[dependencies]\nredis = \"0.25\"\n".to_string(),
+    );
+    write(
+        "src/lib.rs",
+        (0..n).map(|i| format!("pub mod m{i};\n")).collect(),
+    );
+    let calls: String = (0..n)
+        .map(|j| format!("    crate::m{j}::f{j}(c, id).await?;\n"))
+        .collect();
+    for i in 0..n {
+        write(
+            &format!("src/m{i}.rs"),
+            format!(
+                "pub async fn f{i}(c: &mut redis::aio::ConnectionManager, id: u64) -> redis::RedisResult<()> {{\n    let k = format!(\"done:{{}}\", id);\n    if c.exists(&k).await? {{ return Ok(()); }}\n{calls}    c.set(&k, 1).await?;\n    Ok(())\n}}\n"
+            ),
+        );
+    }
+    dir
+}
+
+/// Applies one `didChange` of `edits` ranged edits spread over a buffer of `lines` lines.
+fn did_change(lines: usize, edits: usize) {
+    let path = std::path::PathBuf::from("/bench/big.rs");
+    let mut docs = Documents::default();
+    docs.open(
+        path.clone(),
+        Document {
+            uri: "file:///bench/big.rs".parse().expect("uri"),
+            version: 1,
+            text: "let x = 1;\n".repeat(lines).into(),
+        },
+    );
+    let changes = (0..edits)
+        .map(|i| {
+            let line = ((i * 19) % lines) as u32;
+            lsp_types::TextDocumentContentChangeEvent {
+                range: Some(lsp_types::Range::new(
+                    lsp_types::Position::new(line, 4),
+                    lsp_types::Position::new(line, 5),
+                )),
+                range_length: None,
+                text: "yy".to_string(),
+            }
+        })
+        .collect();
+    docs.change(&path, 2, changes, Encoding::Utf16)
+        .expect("the buffer is open");
 }

@@ -97,6 +97,11 @@ pub struct Args {
     #[arg(long)]
     pub allow_outside_workspace: bool,
 
+    /// Time budget for the analysis of one package, in milliseconds (default 300000). Past
+    /// it the analysis stops, a warning says so, and the findings found so far are reported.
+    #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(1..))]
+    pub package_timeout_ms: Option<u64>,
+
     /// Do not read or write the re-run cache (`target/idem-lint/`, or `$IDEM_LINT_CACHE_DIR`).
     #[arg(long)]
     pub no_cache: bool,

@@ -270,12 +270,16 @@ fn quiet_broken_pipe(e: anyhow::Error) -> Result<()> {
 
 /// How files are read and parsed: the per-file time budget and the size cap from the flag,
 /// else the config (which may only narrow them, see [`config`]), else the default; files
-/// outside the workspace only with `--allow-outside-workspace`.
+/// outside the workspace only with `--allow-outside-workspace`; the per-package analysis
+/// budget from the flag, else the default.
 pub fn parse_options(args: &Args, config: &config::Config) -> parse::ParseOptions {
     let mut opts = parse::ParseOptions::from_config(config, args.file_timeout_ms);
     if let Some(bytes) = args.max_file_bytes {
         opts.max_file_bytes = bytes;
     }
     opts.allow_outside_workspace |= args.allow_outside_workspace;
+    if let Some(ms) = args.package_timeout_ms {
+        opts.package_timeout = std::time::Duration::from_millis(ms);
+    }
     opts
 }

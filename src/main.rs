@@ -45,11 +45,11 @@ fn main() -> ExitCode {
     }
 }
 
-/// A panic on a parser thread is reported as that file's finding, so its message is not
+/// A panic while parsing a file is reported as that file's finding, so its message is not
 /// printed; any other panic becomes one `error:` line and exit code 2.
 fn quiet_panics() {
     std::panic::set_hook(Box::new(|info| {
-        if std::thread::current().name() == Some("idem-lint-parse") {
+        if cargo_idem_lint::parse::parsing() {
             return;
         }
         let msg = info

@@ -9,11 +9,13 @@ use crate::parse::{self, Inputs, LoadedPackage, ParseOptions};
 use crate::source::{ReadPolicy, SourceFile};
 use crate::suppress::{self, CommentWarning};
 use anyhow::Result;
+use idem_lints::analysis::budget::Budget;
 use idem_lints::analysis::incremental::Reuse;
 use idem_lints::model::FileId;
 use idem_lints::{Diagnostic, Level};
 use rayon::prelude::*;
 use std::path::PathBuf;
+use std::time::Instant;
 
 /// One finding, at its effective level (never `allow`).
 #[derive(Debug, Clone)]
@@ -101,7 +103,24 @@ pub fn check(
 /// [`check`] with overlays and a cache: files come from [`Inputs::overlays`] before the disk,
 /// and parse results and each package's findings from [`Inputs::cache`] when their key
 /// matches (and go into it when computed).
+///
+/// Everything runs on the parse pool ([`parse::on_pool`]), whose threads have a large stack:
+/// the analysis recurses over trees as deep as the nesting scan lets through, and loading
+/// many packages from another pool nested each one's wait on a default stack.
 pub fn check_with(
+    ws: &Workspace,
+    opts: &ParseOptions,
+    config: &Config,
+    flags: &[LevelFlag],
+    inputs: Inputs<'_>,
+) -> Result<Report> {
+    parse::on_pool(|| check_here(ws, opts, config, flags, inputs))
+        .map_err(anyhow::Error::msg)
+        .and_then(|r| r)
+}
+
+/// [`check_with`] on the current thread and pool.
+fn check_here(
     ws: &Workspace,
     opts: &ParseOptions,
     config: &Config,
@@ -144,9 +163,12 @@ pub fn check_with(
                 inputs,
                 links: links.of(index),
             };
-            let (mut diags, reuse) = lint_package(pkg, &load, &cfg.settings, &enabled);
+            let (mut diags, reuse, stopped) = lint_package(pkg, &load, &cfg.settings, &enabled);
             diags.extend(pkg.problems.iter().filter(|d| enabled(d.lint)).cloned());
-            let (findings, warnings) = finish(index, pkg, diags, |d| cfg.levels.get(d.lint));
+            let (findings, mut warnings) = finish(index, pkg, diags, |d| cfg.levels.get(d.lint));
+            if stopped {
+                warnings.push(out_of_budget(pkg, &ws.packages[index], opts));
+            }
             (findings, warnings, reuse)
         })
         .collect();
@@ -187,8 +209,31 @@ impl Reload<'_> {
     }
 }
 
+/// The warning for a package whose analysis ran out of its budget, at its first file.
+fn out_of_budget(pkg: &LoadedPackage, spec: &PackageSpec, opts: &ParseOptions) -> FileWarning {
+    let path = pkg
+        .sources
+        .first()
+        .map_or_else(|| spec.manifest_path.clone(), |s| s.path.clone());
+    FileWarning {
+        path,
+        warning: suppress::CommentWarning {
+            line: 1,
+            column: 1,
+            message: format!(
+                "the analysis of package `{}` stopped at its budget of {} ms \
+                 (`--package-timeout-ms`): these are the findings found so far, others may be missing",
+                spec.name,
+                opts.package_timeout.as_millis()
+            ),
+        },
+    }
+}
+
 /// The lints' findings on `pkg`, from the cache when the package and the lints are unchanged,
-/// and how much of a kept analysis was reused (`None`: not analysed, or nothing kept).
+/// how much of a kept analysis was reused (`None`: not analysed, or nothing kept), and
+/// whether the analysis stopped at its budget ([`ParseOptions::package_timeout`]; such
+/// findings are not cached).
 /// Leaves in `pkg` the models the output needs: every model when the package was analysed,
 /// else those of the files [`finish`] scans for suppression comments (the others stay
 /// outlines: decoding them was most of an unchanged re-run).
@@ -197,13 +242,17 @@ fn lint_package(
     load: &Reload<'_>,
     settings: &idem_lints::Settings,
     enabled: &idem_lints::Enabled<'_>,
-) -> (Vec<Diagnostic>, Option<Reuse>) {
+) -> (Vec<Diagnostic>, Option<Reuse>, bool) {
     let links = &load.links;
+    let within_budget = |pkg: &LoadedPackage| {
+        let budget = Budget::until(Instant::now() + load.opts.package_timeout);
+        linked(&pkg.package, links, |p| {
+            idem_lints::check_package_within(p, settings, enabled, &budget)
+        })
+    };
     let Some(cache) = load.inputs.cache.map(Cache::new) else {
-        let found = linked(&pkg.package, links, |p| {
-            (idem_lints::check_package(p, settings, enabled), ())
-        });
-        return (found.0, None);
+        let (found, stopped) = within_budget(pkg);
+        return (found, None, stopped);
     };
     let mut key = PackageKey::of(pkg, settings, enabled).with_links(links);
     let cached = cache.load_findings(key);
@@ -211,18 +260,18 @@ fn lint_package(
     let wanted = |id: FileId| cached.is_none() || scanned[id.0 as usize];
     let same = load.complete(pkg, &wanted);
     match cached {
-        Some(found) if same => return (found, None),
+        Some(found) if same => return (found, None, false),
         _ if !same => {
             // Loaded again from scratch: the key is the new load's.
             key = PackageKey::of(pkg, settings, enabled).with_links(links);
             if let Some(found) = cache.load_findings(key) {
-                return (found, None);
+                return (found, None, false);
             }
         }
         _ => {}
     }
     let session = load.inputs.cache.filter(|s| s.keeps_analyses());
-    let (found, reuse) = if let Some(store) = session {
+    let (found, reuse, stopped) = if let Some(store) = session {
         // A long-lived session: start from the package's last analysis, keep this one.
         let prev = store.take_analysis(&load.spec.id);
         let (found, (retained, reuse)) = linked(&pkg.package, links, |p| {
@@ -231,15 +280,16 @@ fn lint_package(
             (found, (retained, reuse))
         });
         store.put_analysis(&load.spec.id, retained);
-        (found, Some(reuse))
+        (found, Some(reuse), false)
     } else {
-        let found = linked(&pkg.package, links, |p| {
-            (idem_lints::check_package(p, settings, enabled), ())
-        });
-        (found.0, None)
+        let (found, stopped) = within_budget(pkg);
+        (found, None, stopped)
     };
-    cache.store_findings(key, &found);
-    (found, reuse)
+    // A cut analysis is not the package's answer: a run with more time must not get it.
+    if !stopped {
+        cache.store_findings(key, &found);
+    }
+    (found, reuse, stopped)
 }
 
 /// Whether the findings of `pkg` (as loaded, with `links`) are in the cache.

@@ -233,7 +233,8 @@ fn nesting_that_overflowed_the_stack_is_one_parse_error() {
         ),
         (
             "long_sum",
-            format!("fn f(x: u8) -> u8 {{ {}x }}\n", "x + ".repeat(2_500_000)),
+            // Under the default size cap of 8 MiB, so the nesting scan is what rejects it.
+            format!("fn f(x: u8) -> u8 {{ {}x }}\n", "x + ".repeat(2_000_000)),
         ),
     ];
     let names: Vec<&str> = inputs.iter().map(|(n, _)| *n).collect();
@@ -496,4 +497,314 @@ fn mkfifo(path: &Path) {
     // SAFETY: mkfifo(3) with a NUL-terminated path.
     let rc = unsafe { libc::mkfifo(c.as_ptr(), 0o644) };
     assert_eq!(rc, 0, "mkfifo {}", path.display());
+}
+
+// ---- issue 24, items 2, 9, 10 and 12: deep call chains, many members, many keys in one
+// fn, big files and big `didChange`s. Each input is built here; each run ends under the
+// watchdog (before the fixes: a stack overflow, exit 134, or a quadratic run).
+
+#[path = "common/lsp.rs"]
+mod lsp;
+
+/// A crate of `files` (paths relative to the crate root) with `deps` as its dependencies.
+fn crate_of(deps: &str, files: &[(&str, String)]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("tempdir");
+    write(
+        dir.path(),
+        "Cargo.toml",
+        manifest("hostile", deps).as_bytes(),
+    );
+    for (path, text) in files {
+        write(dir.path(), path, text.as_bytes());
+    }
+    dir
+}
+
+/// Asserts a JSON run ended normally: exit 0, the stream complete, no panic or overflow.
+fn assert_finished(out: &Out) {
+    assert_eq!(out.code, 0, "exit code; stderr:\n{}", out.stderr);
+    assert!(
+        out.stdout.trim_end().ends_with(r#""success":true}"#),
+        "the JSON stream is complete; stderr:\n{}",
+        out.stderr
+    );
+    assert!(
+        !out.stderr.contains("panicked") && !out.stderr.contains("overflow"),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn a_chain_of_1200_async_fns_ending_in_a_redis_write_is_analysed() {
+    // Issue 24 item 2: the completion analysis recursed once per call of the chain on a
+    // default-stack pool thread (exit 134, no output).
+    let n = 1_200;
+    let sig = "(c: &mut redis::aio::ConnectionManager, sqs: &aws_sdk_sqs::Client) -> redis::RedisResult<()>";
+    let mut lib: String = (0..n - 1)
+        .map(|i| format!("pub async fn f{i}{sig} {{ f{}(c, sqs).await }}\n", i + 1))
+        .collect();
+    // The last one writes to Redis, and makes a key that is a finding: the analysis reached it.
+    lib.push_str(&format!(
+        "pub async fn f{}{sig} {{ sqs.send_message().message_deduplication_id(uuid::Uuid::new_v4().to_string()).send().await.ok(); c.set(\"done\", 1).await }}\n",
+        n - 1
+    ));
+    let dir = crate_of(
+        "[dependencies]\nredis = \"0.25\"\nuuid = \"1\"\naws-sdk-sqs = \"1\"\n",
+        &[("src/lib.rs", lib)],
+    );
+    let out = run(
+        dir.path(),
+        &[s(dir.path()), "--message-format", "json"],
+        &[],
+    );
+    assert_finished(&out);
+    let found = findings(dir.path(), &out);
+    assert_eq!(
+        found
+            .iter()
+            .map(|f| (f.0.as_str(), f.1, f.2.as_str()))
+            .collect::<Vec<_>>(),
+        [("src/lib.rs", n as u64, "idem::nondeterministic_key")],
+        "{found:#?}"
+    );
+}
+
+#[test]
+fn a_workspace_of_2000_one_line_members_is_linted() {
+    // Issue 24 item 2: packages loading on the global pool waited for the parse pool with
+    // other packages' loads nested on their default stacks, and overflowed.
+    let n = 2_000;
+    let members: Vec<String> = (0..n).map(|i| format!("\"m{i}\"")).collect();
+    let mut files = vec![(
+        "Cargo.toml".to_string(),
+        format!(
+            "[workspace]\nresolver = \"2\"\nmembers = [{}]\n",
+            members.join(", ")
+        ),
+    )];
+    for i in 0..n {
+        files.push((format!("m{i}/Cargo.toml"), manifest(&format!("m{i}"), "")));
+        files.push((format!("m{i}/src/lib.rs"), "pub fn f() {}\n".to_string()));
+    }
+    // One member with known findings, to see that the members were linted.
+    files.push(("m0/Cargo.toml".to_string(), manifest("m0", DEPS)));
+    files.push(("m0/src/lib.rs".to_string(), GOOD.to_string()));
+    let dir = tempfile::tempdir().expect("tempdir");
+    for (path, text) in &files {
+        write(dir.path(), path, text.as_bytes());
+    }
+    let out = run(
+        dir.path(),
+        &[s(dir.path()), "--message-format", "json"],
+        &[],
+    );
+    assert_finished(&out);
+    let found = findings(dir.path(), &out);
+    let base = baseline(1);
+    let good: Vec<_> = base
+        .iter()
+        .filter(|f| f.0 == "src/good0.rs")
+        .map(|f| (f.1, f.2.clone()))
+        .collect();
+    let got: Vec<_> = found
+        .iter()
+        .filter(|f| f.0 == "m0/src/lib.rs")
+        .map(|f| (f.1, f.2.clone()))
+        .collect();
+    assert_eq!(
+        got, good,
+        "the member's findings are those of the same file alone"
+    );
+    assert_eq!(found.len(), good.len(), "{found:#?}");
+}
+
+#[test]
+fn twenty_thousand_keys_in_one_fn_are_each_reported() {
+    // Issue 24 item 9: each key walked the whole body again (quadratic: 10,000 keys took
+    // 316 s), and once more for its suggestion when the fn is given a message (`o`). The
+    // growth is measured in `benches/growth.rs` (`keys_in_one_fn`).
+    let n = 20_000;
+    let body: String = (0..n)
+        .map(|_| "    sqs.send_message().message_deduplication_id(uuid::Uuid::new_v4().to_string()).send().await.ok();\n")
+        .collect();
+    let dir = crate_of(
+        "[dependencies]\nuuid = \"1\"\naws-sdk-sqs = \"1\"\n",
+        &[(
+            "src/lib.rs",
+            format!("pub struct Order {{ pub id: String }}\npub async fn h(sqs: &aws_sdk_sqs::Client, o: &Order) {{\n{body}}}\n"),
+        )],
+    );
+    let out = run(
+        dir.path(),
+        &[s(dir.path()), "--message-format", "short"],
+        &[],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let lines: Vec<u64> = out
+        .stdout
+        .lines()
+        .filter(|l| l.contains("warning[idem::nondeterministic_key]"))
+        .filter_map(|l| l.split(':').nth(1)?.parse().ok())
+        .collect();
+    assert_eq!(lines, (3..n as u64 + 3).collect::<Vec<_>>());
+}
+
+#[test]
+fn big_files_are_capped_and_lexing_stops_at_the_budget() {
+    // Issue 24 item 10: a 60 MB file cost 29 s and 3 GB even with `--file-timeout-ms 1`,
+    // all of it spent lexing before the first look at the clock.
+    let line = "pub fn f(x: u64) -> u64 { x + 1 }\n";
+    let dir = tempfile::tempdir().expect("tempdir");
+    write(dir.path(), "good.rs", GOOD.as_bytes());
+    // Over the default cap of 8 MiB: not read at all.
+    write(
+        dir.path(),
+        "huge.rs",
+        line.repeat(20_000_000 / line.len()).as_bytes(),
+    );
+    // Under the cap, with a lexing error at its very end: a parser that lexes the whole
+    // file before looking at the clock reports the error; one that looks while scanning
+    // gives up at the budget.
+    let late = format!(
+        "{}pub fn g() {{ let s = \"unterminated; }}\n",
+        line.repeat(7_000_000 / line.len())
+    );
+    write(dir.path(), "late.rs", late.as_bytes());
+    let out = run(
+        dir.path(),
+        &[
+            s(dir.path()),
+            "--message-format",
+            "json",
+            "--file-timeout-ms",
+            "1",
+        ],
+        &[],
+    );
+    assert_finished(&out);
+    let found = findings(dir.path(), &out);
+    let about = |file: &str| -> Vec<&str> {
+        found
+            .iter()
+            .filter(|f| f.0 == file)
+            .map(|f| f.3.as_str())
+            .collect()
+    };
+    let huge = about("huge.rs");
+    assert_eq!(huge.len(), 1, "{found:#?}");
+    assert!(
+        huge[0].contains("over the limit of 8388608 bytes"),
+        "{found:#?}"
+    );
+    let late = about("late.rs");
+    assert_eq!(late.len(), 1, "{found:#?}");
+    assert!(
+        late[0].starts_with("parsing took longer than 1 ms"),
+        "{found:#?}"
+    );
+    assert!(out.rss < MAX_RSS_BYTES, "peak RSS {} MiB", out.rss >> 20);
+}
+
+#[test]
+fn a_did_change_of_20000_edits_to_a_big_buffer_does_not_hold_up_shutdown() {
+    // Issue 24 item 12: each ranged change copied the buffer and indexed its lines again;
+    // 8,000 of them on a 1.1 MB buffer held the main loop (and `shutdown`) for 24 s. Here
+    // 20,000 on 4.4 MB: ten times that work.
+    let (_tmp, root) = lsp::fixture_copy();
+    let mut c = lsp::Client::start(BIN, &["--debounce-ms", "20"], &root);
+    lsp::initialize(&mut c, &[&root], serde_json::json!({}));
+    let lines = 400_000;
+    let text = "let x = 1;\n".repeat(lines);
+    let path = root.join("src/big.rs");
+    lsp::open(&mut c, &path, &text);
+    let changes: Vec<serde_json::Value> = (0..20_000)
+        .map(|i| {
+            let line = (i * 19) % lines;
+            serde_json::json!({
+                "range": {"start": {"line": line, "character": 4},
+                          "end": {"line": line, "character": 5}},
+                "text": "yy",
+            })
+        })
+        .collect();
+    c.notify(
+        "textDocument/didChange",
+        serde_json::json!({"textDocument": {"uri": lsp::uri(&path), "version": 2},
+                           "contentChanges": changes}),
+    );
+    // Answered (the client waits up to 60 s) and the server exits cleanly.
+    let status = c.shutdown();
+    assert!(status.success(), "{status:?}");
+}
+
+#[test]
+fn a_complete_call_graph_ends_at_the_package_budget_with_a_warning() {
+    // Issue 24 item 9: every fn of N files calling every other took 37 s at N = 250, 194 s
+    // at 500 and was killed at 600 s and 4.3 GB at 1,000, with no budget to stop it. Here
+    // N = 150 (over a minute in a debug build) next to a member with known findings.
+    let n = 150;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path();
+    write(
+        root,
+        "Cargo.toml",
+        b"[workspace]\nresolver = \"2\"\nmembers = [\"complete\", \"good\"]\n",
+    );
+    write(
+        root,
+        "complete/Cargo.toml",
+        manifest("complete", "[dependencies]\nredis = \"0.25\"\n").as_bytes(),
+    );
+    let mods: String = (0..n).map(|i| format!("pub mod m{i};\n")).collect();
+    write(root, "complete/src/lib.rs", mods.as_bytes());
+    let calls: String = (0..n)
+        .map(|j| format!("    crate::m{j}::f{j}(c, id).await?;\n"))
+        .collect();
+    for i in 0..n {
+        let f = format!(
+            "pub async fn f{i}(c: &mut redis::aio::ConnectionManager, id: u64) -> redis::RedisResult<()> {{\n    let k = format!(\"done:{{}}\", id);\n    if c.exists(&k).await? {{ return Ok(()); }}\n{calls}    c.set(&k, 1).await?;\n    Ok(())\n}}\n"
+        );
+        write(root, &format!("complete/src/m{i}.rs"), f.as_bytes());
+    }
+    write(root, "good/Cargo.toml", manifest("good", DEPS).as_bytes());
+    write(root, "good/src/lib.rs", GOOD.as_bytes());
+    let out = run(
+        root,
+        &[
+            s(root),
+            "--message-format",
+            "json",
+            "--package-timeout-ms",
+            "1000",
+        ],
+        &[],
+    );
+    assert_finished(&out);
+    let warnings: Vec<&str> = out
+        .stderr
+        .lines()
+        .filter(|l| l.contains("stopped at its budget of 1000 ms"))
+        .collect();
+    assert_eq!(warnings.len(), 1, "{}", out.stderr);
+    assert!(
+        warnings[0].starts_with("warning: ")
+            && warnings[0].contains("complete/src/lib.rs:1:1: the analysis of package `complete`"),
+        "{}",
+        out.stderr
+    );
+    // The other member is analysed in full.
+    let found = findings(root, &out);
+    let base = baseline(1);
+    let good: Vec<_> = base
+        .iter()
+        .filter(|f| f.0 == "src/good0.rs")
+        .map(|f| (f.1, f.2.clone(), f.3.clone()))
+        .collect();
+    let got: Vec<_> = found
+        .iter()
+        .filter(|f| f.0 == "good/src/lib.rs")
+        .map(|f| (f.1, f.2.clone(), f.3.clone()))
+        .collect();
+    assert_eq!(got, good);
 }

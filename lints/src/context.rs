@@ -1,5 +1,6 @@
 //! What a lint pass sees ([`LintContext`]) and the entry point that runs every pass.
 
+use crate::analysis::budget::Budget;
 use crate::analysis::incremental::{Retained, Reuse};
 use crate::analysis::{relevance, Analysis};
 use crate::catalog::Catalog;
@@ -22,6 +23,7 @@ pub struct LintContext<'a> {
     enabled: &'a Enabled<'a>,
     diagnostics: Vec<Diagnostic>,
     analysis: &'a OnceLock<Analysis>,
+    budget: &'a Budget,
 }
 
 impl<'a> LintContext<'a> {
@@ -30,6 +32,7 @@ impl<'a> LintContext<'a> {
         settings: &'a Settings,
         enabled: &'a Enabled<'a>,
         analysis: &'a OnceLock<Analysis>,
+        budget: &'a Budget,
     ) -> Self {
         LintContext {
             package,
@@ -37,13 +40,14 @@ impl<'a> LintContext<'a> {
             enabled,
             diagnostics: Vec::new(),
             analysis,
+            budget,
         }
     }
 
     /// The package's analysis, built on first use and shared by every pass.
     pub fn analysis(&self) -> &Analysis {
         self.analysis
-            .get_or_init(|| fresh_analysis(self.package, self.settings))
+            .get_or_init(|| fresh_analysis(self.package, self.settings, self.budget))
     }
 
     /// Whether findings of `lint` would be shown; passes skip work for disabled lints.
@@ -80,7 +84,20 @@ pub fn check_package(
     settings: &Settings,
     enabled: &Enabled<'_>,
 ) -> Vec<Diagnostic> {
-    run_passes(package, settings, enabled, OnceLock::new()).0
+    check_package_within(package, settings, enabled, &Budget::default()).0
+}
+
+/// [`check_package`] within `budget`: once it runs out, no more function bodies are walked
+/// and the passes finish on what the analysis had, so findings may be missing. Returns the
+/// findings and whether the budget ran out.
+pub fn check_package_within(
+    package: &Package,
+    settings: &Settings,
+    enabled: &Enabled<'_>,
+    budget: &Budget,
+) -> (Vec<Diagnostic>, bool) {
+    let (found, _) = run_passes(package, settings, enabled, OnceLock::new(), budget);
+    (found, budget.spent())
 }
 
 /// [`check_package`] for a caller that analyses version after version of a package (the
@@ -94,8 +111,15 @@ pub fn check_package_retaining(
     prev: Option<Retained>,
 ) -> (Vec<Diagnostic>, Retained, Reuse) {
     let (analysis, reuse) = Analysis::reusing(package, settings, prev);
-    let (diags, analysis) = run_passes(package, settings, enabled, OnceLock::from(analysis));
-    let analysis = analysis.unwrap_or_else(|| fresh_analysis(package, settings));
+    let unbounded = Budget::default();
+    let (diags, analysis) = run_passes(
+        package,
+        settings,
+        enabled,
+        OnceLock::from(analysis),
+        &unbounded,
+    );
+    let analysis = analysis.unwrap_or_else(|| fresh_analysis(package, settings, &unbounded));
     (diags, analysis.retain(package, settings), reuse)
 }
 
@@ -107,6 +131,7 @@ fn run_passes(
     settings: &Settings,
     enabled: &Enabled<'_>,
     analysis: OnceLock<Analysis>,
+    budget: &Budget,
 ) -> (Vec<Diagnostic>, Option<Analysis>) {
     let mut passes: Vec<&LintPass> = PASSES
         .iter()
@@ -116,12 +141,12 @@ fn run_passes(
         passes.retain(|pass| !pass.seeded);
     }
     if passes.len() > 1 {
-        build_shared_parts(package, settings, &analysis);
+        build_shared_parts(package, settings, &analysis, budget);
     }
     let found: Vec<Vec<Diagnostic>> = passes
         .par_iter()
         .map(|pass| {
-            let mut cx = LintContext::new(package, settings, enabled, &analysis);
+            let mut cx = LintContext::new(package, settings, enabled, &analysis, budget);
             (pass.check)(&mut cx);
             cx.into_diagnostics()
         })
@@ -137,11 +162,18 @@ fn run_passes(
 /// on the same thread, inside its `OnceLock`, and wait for itself. Every pass but
 /// `missing_idempotency_token` reads the summaries, so with two passes on they would be
 /// built anyway.
-fn build_shared_parts(package: &Package, settings: &Settings, analysis: &OnceLock<Analysis>) {
-    let analysis = analysis.get_or_init(|| fresh_analysis(package, settings));
+fn build_shared_parts(
+    package: &Package,
+    settings: &Settings,
+    analysis: &OnceLock<Analysis>,
+    budget: &Budget,
+) {
+    let analysis = analysis.get_or_init(|| fresh_analysis(package, settings, budget));
     analysis.summaries(package);
 }
 
-fn fresh_analysis(package: &Package, settings: &Settings) -> Analysis {
-    Analysis::with_catalog(package, Catalog::from_settings(settings))
+fn fresh_analysis(package: &Package, settings: &Settings, budget: &Budget) -> Analysis {
+    let mut catalog = Catalog::from_settings(settings);
+    catalog.budget = budget.clone();
+    Analysis::with_catalog(package, catalog)
 }

@@ -19,7 +19,9 @@ pub mod settings;
 #[doc(hidden)]
 pub mod testing;
 
-pub use context::{check_package, check_package_retaining, Enabled, LintContext};
+pub use context::{
+    check_package, check_package_retaining, check_package_within, Enabled, LintContext,
+};
 pub use diagnostic::{Applicability, Diagnostic, Label, Suggestion};
 pub use lint::{Level, Lint};
 pub use settings::Settings;

@@ -31,7 +31,8 @@ impl Encoding {
         }
     }
 
-    fn width(self, c: char) -> usize {
+    /// Code units of `c`.
+    pub(super) fn width(self, c: char) -> usize {
         match self {
             Encoding::Utf8 => c.len_utf8(),
             Encoding::Utf16 => c.len_utf16(),

@@ -12,7 +12,8 @@ use serde_json::{json, Value};
 use std::io::{self, BufRead, Read, Write};
 use std::thread::JoinHandle;
 
-/// Largest body read. A 64 MiB source file (the read cap) escaped in JSON fits.
+/// Largest body read. A source file at the read cap (8 MiB by default, larger with
+/// `--max-file-bytes`) escaped in JSON fits.
 const MAX_BODY_BYTES: usize = 512 << 20;
 /// Longest header line kept; longer ones are garbage.
 const MAX_HEADER_LINE: u64 = 8 << 10;

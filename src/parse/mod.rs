@@ -22,7 +22,7 @@ mod worker;
 
 pub use modpath::{ModDir, Resolved};
 pub use overlay::Overlays;
-pub use worker::STACK_SIZE;
+pub use worker::{on_pool, parsing, STACK_SIZE};
 
 use crate::cache::texts::Probe;
 use crate::cache::{Cache, FileKey, Store};
@@ -51,9 +51,15 @@ pub struct ParseOptions {
     /// sources through `#[path = "../../.."]`); off by default so an untrusted checkout cannot
     /// make the linter print files of the machine it runs on.
     pub allow_outside_workspace: bool,
+    /// Time budget for the analysis of one package (after its files are parsed); past it
+    /// the analysis stops with the findings found so far and a warning.
+    pub package_timeout: Duration,
 }
 
 pub const DEFAULT_FILE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Far above what any real crate takes (tokio: about a second), far below a hang.
+pub const DEFAULT_PACKAGE_TIMEOUT: Duration = Duration::from_secs(300);
 
 impl Default for ParseOptions {
     fn default() -> Self {
@@ -61,6 +67,7 @@ impl Default for ParseOptions {
             file_timeout: DEFAULT_FILE_TIMEOUT,
             max_file_bytes: DEFAULT_MAX_FILE_BYTES,
             allow_outside_workspace: false,
+            package_timeout: DEFAULT_PACKAGE_TIMEOUT,
         }
     }
 }

@@ -1,5 +1,8 @@
 //! The parse pool: long-lived threads with a stack sized for the deepest file the nesting scan
-//! accepts, where each file is read, parsed and lowered within its time budget.
+//! accepts, where each file is read, parsed and lowered within its time budget, and where the
+//! analysis runs too ([`crate::report::check_with`] runs all of its work here): one pool, so
+//! no thread of another pool (with a default stack) waits on it while running other work
+//! nested on its own stack.
 //!
 //! syn trees are `!Send` and proc_macro2 spans resolve only on the parsing thread, so parse
 //! and lowering happen together here and only the `Send` [`FileModel`] comes back. syn
@@ -15,15 +18,27 @@
 //! the whole pool.
 
 use idem_lints::model::{lower_file_until, FileId, FileModel, LowerError, ParseError};
+use std::cell::Cell;
 use std::sync::OnceLock;
 use std::time::Instant;
 
 /// Stack of each pool thread.
 pub const STACK_SIZE: usize = 512 << 20;
 
-/// Name of the pool's threads; the binary's panic hook stays quiet on them, because a panic
-/// there is reported as that file's finding.
+/// Name of the pool's threads.
 pub const THREAD_NAME: &str = "idem-lint-parse";
+
+thread_local! {
+    /// Set while [`parse`] runs on this thread.
+    static PARSING: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Whether this thread is parsing a file: a panic here is reported as that file's finding,
+/// so the binary's panic hook stays quiet (a panic in the analysis, on the same threads, is
+/// printed).
+pub fn parsing() -> bool {
+    PARSING.with(Cell::get)
+}
 
 pub enum Outcome {
     /// Boxed: a file model is large next to the other outcomes.
@@ -61,8 +76,18 @@ pub fn parse(
     in_test: bool,
     deadline: Instant,
 ) -> Outcome {
+    /// Clears [`PARSING`] however the parse ends.
+    struct Parsing;
+    impl Drop for Parsing {
+        fn drop(&mut self) {
+            PARSING.with(|p| p.set(false));
+        }
+    }
+    PARSING.with(|p| p.set(true));
+    let parsing = Parsing;
     let lowered =
         std::panic::catch_unwind(|| lower_file_until(text, id, module, in_test, Some(deadline)));
+    drop(parsing);
     match lowered {
         Ok(Ok(model)) => Outcome::Parsed(Box::new(model)),
         Ok(Err(LowerError::Syntax(e))) => Outcome::Invalid(e),

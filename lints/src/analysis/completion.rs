@@ -40,6 +40,22 @@ pub enum Role {
     Business { idempotent: bool },
 }
 
+/// A function whose writes are being computed ([`Completion::writes`]).
+struct Frame<'a> {
+    id: FnId,
+    tx: Rc<Transactions>,
+    /// Its expressions in walk order, and the next one to look at.
+    nodes: Vec<&'a Expr>,
+    next: usize,
+    out: Vec<Write>,
+}
+
+/// What an expression is for the writes ([`Completion::target`]).
+enum Target<'a> {
+    Operation(&'a StoreAccess),
+    Callees(Vec<FnId>),
+}
+
 /// A write a function performs, directly or through a helper.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Write {
@@ -182,31 +198,88 @@ impl<'a> Completion<'a> {
     }
 
     /// What `id` writes, directly or through helpers, executors seen from `id` (bounded).
+    ///
+    /// Depth first over the helpers `id` calls, with an explicit stack: a chain of calls is
+    /// as long as the crate under review makes it, and a recursion as deep overflowed the
+    /// thread's stack (1,200 async fns each calling the next). Helpers are visited in the
+    /// order the recursion visited them, so a cycle is cut at the same call.
     pub fn writes(&self, id: FnId) -> Rc<Vec<Write>> {
-        let i = self.graph.index(id);
-        if let Some(done) = self.writes.borrow().get(&i) {
+        if let Some(done) = self.memo(id) {
             // A recursive call sees nothing of the function being computed.
-            return done.clone().unwrap_or_default();
+            return done.unwrap_or_default();
         }
-        self.writes.borrow_mut().insert(i, None);
-        let mut out = Vec::new();
-        if let Some(body) = &id.def(self.package).1.body {
-            let tx = self.transactions(id);
-            body.walk(&mut |e| {
-                if out.len() < MAX_WRITES {
-                    out.extend(self.writes_at(id, &tx, e));
+        let mut stack = vec![self.enter(id)];
+        while let Some(frame) = stack.last_mut() {
+            match self.advance(frame) {
+                Some(callee) => {
+                    let next = self.enter(callee);
+                    stack.push(next);
                 }
-            });
+                None => {
+                    if let Some(frame) = stack.pop() {
+                        self.leave(frame);
+                    }
+                }
+            }
         }
-        out.truncate(MAX_WRITES);
-        let out = Rc::new(out);
-        self.writes.borrow_mut().insert(i, Some(out.clone()));
-        out
+        self.memo(id).flatten().unwrap_or_default()
     }
 
-    /// The writes expression `e` of fn `id` performs: a store operation, or a call of a
-    /// helper (its writes seen from here), or a configured mark.
-    pub fn writes_at(&self, id: FnId, tx: &Transactions, e: &Expr) -> Vec<Write> {
+    /// The memo of `id`: `Some(None)` while it is being computed.
+    fn memo(&self, id: FnId) -> Option<Option<Rc<Vec<Write>>>> {
+        self.writes.borrow().get(&self.graph.index(id)).cloned()
+    }
+
+    /// Starts computing the writes of `id`: its expressions in walk order.
+    fn enter(&self, id: FnId) -> Frame<'a> {
+        self.writes.borrow_mut().insert(self.graph.index(id), None);
+        let mut nodes = Vec::new();
+        if let Some(body) = &id.def(self.package).1.body {
+            body.walk(&mut |e| nodes.push(e));
+        }
+        Frame {
+            id,
+            tx: self.transactions(id),
+            nodes,
+            next: 0,
+            out: Vec::new(),
+        }
+    }
+
+    /// Collects the writes of `frame`'s expressions up to the first call of a helper whose
+    /// writes are not known yet, and returns that helper; `None` when the frame is done.
+    fn advance(&self, frame: &mut Frame<'a>) -> Option<FnId> {
+        while frame.next < frame.nodes.len() && frame.out.len() < MAX_WRITES {
+            let e = frame.nodes[frame.next];
+            if let Some(callee) = self.unvisited_callee(frame.id, e) {
+                return Some(callee);
+            }
+            frame.out.extend(self.writes_at(frame.id, &frame.tx, e));
+            frame.next += 1;
+        }
+        None
+    }
+
+    fn leave(&self, mut frame: Frame<'a>) {
+        frame.out.truncate(MAX_WRITES);
+        let i = self.graph.index(frame.id);
+        self.writes.borrow_mut().insert(i, Some(Rc::new(frame.out)));
+    }
+
+    /// A helper [`Completion::writes_at`] would ask the writes of, at `e`, that has no memo.
+    fn unvisited_callee(&self, id: FnId, e: &Expr) -> Option<FnId> {
+        let Target::Callees(callees) = self.target(id, e) else {
+            return None;
+        };
+        let memo = self.writes.borrow();
+        callees
+            .into_iter()
+            .find(|&c| self.walks_into(c) && !memo.contains_key(&self.graph.index(c)))
+    }
+
+    /// What expression `e` of fn `id` is for the writes: a store operation, or the crate fns
+    /// it may call.
+    fn target(&self, id: FnId, e: &Expr) -> Target<'a> {
         if let Some(ev) = self
             .summaries
             .flow(id)
@@ -214,18 +287,37 @@ impl<'a> Completion<'a> {
             .iter()
             .find(|ev| ev.via.is_none() && ev.span == e.span)
         {
-            return self.direct(id, tx, e, &ev.access).into_iter().collect();
+            return Target::Operation(&ev.access);
         }
         // Every crate fn the call may run (each implementation of a trait method); a trait
         // method no crate type implements has no body to look into.
-        let callees: Vec<FnId> = self
-            .graph
-            .calls_at(id, e.span)
-            .iter()
-            .filter(|c| c.kind != CallKind::Value)
-            .map(|c| c.callee)
-            .filter(|c| c.def(self.package).1.body.is_some())
-            .collect();
+        Target::Callees(
+            self.graph
+                .calls_at(id, e.span)
+                .iter()
+                .filter(|c| c.kind != CallKind::Value)
+                .map(|c| c.callee)
+                .filter(|c| c.def(self.package).1.body.is_some())
+                .collect(),
+        )
+    }
+
+    /// Whether the writes through a call of `callee` are its own writes, rather than one
+    /// configured mark.
+    fn walks_into(&self, callee: FnId) -> bool {
+        let (file, def) = callee.def(self.package);
+        !names_fn(self.marks, self.resolver, file, def)
+    }
+
+    /// The writes expression `e` of fn `id` performs: a store operation, or a call of a
+    /// helper (its writes seen from here), or a configured mark.
+    pub fn writes_at(&self, id: FnId, tx: &Transactions, e: &Expr) -> Vec<Write> {
+        let callees = match self.target(id, e) {
+            Target::Operation(access) => {
+                return self.direct(id, tx, e, access).into_iter().collect();
+            }
+            Target::Callees(callees) => callees,
+        };
         if callees.is_empty() {
             return self
                 .configured_external(tx, e)
@@ -241,8 +333,8 @@ impl<'a> Completion<'a> {
 
     /// The writes of crate fn `callee`, called by `e`, seen from the caller.
     fn writes_through(&self, tx: &Transactions, e: &Expr, callee_id: FnId) -> Vec<Write> {
-        let (callee_file, callee) = callee_id.def(self.package);
-        if names_fn(self.marks, self.resolver, callee_file, callee) {
+        let callee = callee_id.def(self.package).1;
+        if !self.walks_into(callee_id) {
             return vec![Write {
                 role: Role::Mark,
                 store: Store::Sql,

@@ -590,6 +590,10 @@ pub fn walk_bound(
     texts: &[TextArg],
     depth: usize,
 ) -> FnFlow {
+    // Past the package's budget no more bodies are walked ([`super::budget`]).
+    if cx.catalog.budget.spent() {
+        return FnFlow::default();
+    }
     let mut w = Walker::new(cx, callees, id);
     w.rewalk_depth = depth;
     let f = w.f;

@@ -23,6 +23,7 @@
 //! - [`incremental`]: the next version's analysis from the previous one's, after an edit of
 //!   fn bodies ([`Analysis::reusing`]).
 
+pub mod budget;
 pub mod callgraph;
 pub mod chain;
 pub mod completion;

@@ -11,7 +11,7 @@ use super::entry::EntryKind;
 use super::flow::FnId;
 use crate::model::ir::{BinOp, Block, Expr, ExprKind, Lit, Pat, Stmt};
 use crate::model::Span;
-use std::collections::{HashSet, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 
 /// Why a key minted at `mint` is made once per request rather than once per delivery.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,11 +29,10 @@ pub enum Origin {
 
 /// Whether the key minted at `mint` (a span inside `body`; the call that entered the
 /// function when the key was made by a helper) and used as a key at `sink` is made once at
-/// the origin of a request. See [`Origin`] for the shapes.
+/// the origin of a request. See [`Origin`] for the shapes. A caller asking this of many keys
+/// of one body indexes it once ([`BodyIndex`]).
 pub fn minted_at_origin(body: &Block, mint: Span, sink: Span) -> Option<Origin> {
-    when_absent(body, mint, sink)
-        .or_else(|| rendered_form(body, mint))
-        .or_else(|| retry_loop(body, mint, sink))
+    BodyIndex::new(body).minted_at_origin(mint, sink)
 }
 
 /// Entry kinds that run once per delivery: a request, a message, a job, a task. `main` and
@@ -61,31 +60,293 @@ pub fn consumer_running(graph: &CallGraph, consumers: &HashSet<FnId>, id: FnId) 
     None
 }
 
-/// Minted in the branch an `if` takes when no key was given: the `if` tests the key's own
-/// holder (`headers`, the `given` option), not some other lookup (`!seen.contains_key(id)`
-/// guards work, and a key minted there is a consumer's).
-fn when_absent(body: &Block, mint: Span, sink: Span) -> Option<Origin> {
-    let dest = sink_destination(body, sink);
-    let mut found = None;
-    body.walk(&mut |e| {
-        let ExprKind::If { cond, then, els } = &e.kind else {
-            return;
+/// What [`minted_at_origin`] reads of a body, gathered in one walk, so that each key asks
+/// about the few places around it: a body with thousands of keys cost a walk of the whole
+/// body per key and per shape (quadratic).
+pub struct BodyIndex<'a> {
+    /// Statements that tell where a sink's value goes ([`BodyIndex::sink_destination`]).
+    destinations: Nested<Destination<'a>>,
+    /// `if`s that test whether a key is present ([`BodyIndex::when_absent`]).
+    presence_ifs: Nested<PresenceIf<'a>>,
+    /// Initializers of `let name = ..` ([`BodyIndex::rendered_form`]).
+    lets: Nested<&'a str>,
+    /// Per name, the first macro (walk order, span) with an HTML `<input` that carries it.
+    forms: HashMap<&'a str, Walked>,
+    /// Retry loops ([`is_retry_loop`]).
+    loops: Nested<Span>,
+    /// Per name, the starts of the retry loops that mention it, in order, each with the
+    /// first loop (walk order, span) among those starting there or later.
+    mentioned_in: HashMap<&'a str, Vec<(u32, Walked)>>,
+}
+
+/// An expression's place in walk order, and its span.
+type Walked = (usize, Span);
+
+/// A statement whose value (its `let` binding, or the variable its expression starts from)
+/// receives what a sink inside it writes: `None` for a `let` whose pattern is not a name.
+type Destination<'a> = Option<&'a str>;
+
+/// An `if` testing a key holder: whether its `then` runs when a key is present, the holder,
+/// and facts of its branches.
+struct PresenceIf<'a> {
+    cond: Span,
+    present: bool,
+    holder: &'a str,
+    then: Span,
+    els: Option<Span>,
+    then_has_tail: bool,
+    then_assigns_holder: bool,
+}
+
+impl<'a> BodyIndex<'a> {
+    pub fn new(body: &'a Block) -> BodyIndex<'a> {
+        let mut destinations = Vec::new();
+        let mut lets = Vec::new();
+        let mut statements = |b: &'a Block, with_lets: bool, order: &mut usize| {
+            for s in &b.stmts {
+                match s {
+                    Stmt::Let {
+                        pat,
+                        init: Some(init),
+                        ..
+                    } => {
+                        *order += 1;
+                        destinations.push((init.span, *order, pat.simple_name()));
+                        if with_lets {
+                            if let Some(name) = pat.simple_name() {
+                                lets.push((init.span, *order, name));
+                            }
+                        }
+                    }
+                    Stmt::Expr { expr: e, .. } => {
+                        if let Some(name) = root_name(e) {
+                            *order += 1;
+                            destinations.push((e.span, *order, Some(name)));
+                        }
+                    }
+                    _ => {}
+                }
+            }
         };
-        let Some((present, holder)) = presence_test(cond) else {
-            return;
-        };
-        let holds_key = |b: &Block| dest.as_deref() == Some(holder) || assigns(b, holder);
-        let in_then = then.span.contains(mint) && !present && holds_key(then);
-        // `if let Some(k) = given { k } else { mint }`: the `if` yields the given key or a
-        // fresh one.
-        let in_else = els.as_ref().is_some_and(|x| x.span.contains(mint))
-            && present
-            && (then.tail().is_some() || dest.as_deref() == Some(holder));
-        if (in_then || in_else) && found.is_none() {
-            found = Some(Origin::WhenAbsent(cond.span));
+        let mut order = 0;
+        statements(body, true, &mut order);
+        let mut presence_ifs = Vec::new();
+        let mut form_macros: Vec<(usize, &'a Expr)> = Vec::new();
+        let mut loops = Vec::new();
+        let mut walked = 0;
+        body.walk(&mut |e| {
+            walked += 1;
+            match &e.kind {
+                ExprKind::Block(b) | ExprKind::Async { block: b, .. } => {
+                    statements(b, true, &mut order)
+                }
+                ExprKind::If { then, .. } => statements(then, false, &mut order),
+                _ => {}
+            }
+            if let Some(p) = presence_if(e) {
+                presence_ifs.push((e.span, walked, p));
+            }
+            if is_form_macro(e) {
+                form_macros.push((walked, e));
+            }
+            if is_retry_loop(e) {
+                loops.push((e, walked));
+            }
+        });
+        let mut forms = HashMap::new();
+        for (walked, m) in form_macros {
+            if let ExprKind::Macro(mac) = &m.kind {
+                for name in mac
+                    .args
+                    .iter()
+                    .filter_map(|a| a.peel().as_path()?.as_ident())
+                {
+                    forms.entry(name).or_insert((walked, m.span));
+                }
+            }
         }
-    });
-    found
+        let mut mentioned_in: HashMap<&'a str, Vec<(u32, Walked)>> = HashMap::new();
+        for (l, walked) in &loops {
+            let mut names = HashSet::new();
+            l.walk(&mut |x| {
+                names.extend(x.as_path().and_then(|p| p.as_ident()));
+            });
+            for name in names {
+                mentioned_in
+                    .entry(name)
+                    .or_default()
+                    .push((l.span.lo, (*walked, l.span)));
+            }
+        }
+        for list in mentioned_in.values_mut() {
+            list.sort_unstable_by_key(|(lo, (walked, _))| (*lo, *walked));
+            let mut first: Option<Walked> = None;
+            for slot in list.iter_mut().rev() {
+                let here = slot.1;
+                let least = first.filter(|f| f.0 < here.0).unwrap_or(here);
+                slot.1 = least;
+                first = Some(least);
+            }
+        }
+        BodyIndex {
+            destinations: Nested::new(destinations),
+            presence_ifs: Nested::new(presence_ifs),
+            lets: Nested::new(lets),
+            forms,
+            loops: Nested::new(
+                loops
+                    .into_iter()
+                    .map(|(l, w)| (l.span, w, l.span))
+                    .collect(),
+            ),
+            mentioned_in,
+        }
+    }
+
+    /// [`minted_at_origin`] on the indexed body.
+    pub fn minted_at_origin(&self, mint: Span, sink: Span) -> Option<Origin> {
+        self.when_absent(mint, sink)
+            .or_else(|| self.rendered_form(mint))
+            .or_else(|| self.retry_loop(mint, sink))
+    }
+
+    /// The variable a sink outside the loop wrote the key into: `headers` of
+    /// `headers.insert(k, key);`, `req` of `let req = http.post(u).header(k, key);`. The
+    /// innermost statement around the sink that names one decides.
+    fn sink_destination(&self, sink: Span) -> Option<&'a str> {
+        self.destinations
+            .around(sink)
+            .max_by_key(|(order, _)| *order)
+            .and_then(|(_, dest)| *dest)
+    }
+
+    /// Minted in the branch an `if` takes when no key was given: the `if` tests the key's own
+    /// holder (`headers`, the `given` option), not some other lookup (`!seen.contains_key(id)`
+    /// guards work, and a key minted there is a consumer's). The outermost such `if` decides.
+    fn when_absent(&self, mint: Span, sink: Span) -> Option<Origin> {
+        let dest = self.sink_destination(sink);
+        self.presence_ifs
+            .around(mint)
+            .filter(|(_, p)| {
+                let holds_key = dest == Some(p.holder) || p.then_assigns_holder;
+                let in_then = p.then.contains(mint) && !p.present && holds_key;
+                // `if let Some(k) = given { k } else { mint }`: the `if` yields the given key
+                // or a fresh one.
+                let in_else = p.els.is_some_and(|x| x.contains(mint))
+                    && p.present
+                    && (p.then_has_tail || dest == Some(p.holder));
+                in_then || in_else
+            })
+            .min_by_key(|(order, _)| *order)
+            .map(|(_, p)| Origin::WhenAbsent(p.cond))
+    }
+
+    /// The key is bound by `let name = ..mint..` and `name` is an argument of a macro whose
+    /// template holds an HTML `<input`.
+    fn rendered_form(&self, mint: Span) -> Option<Origin> {
+        self.lets
+            .around(mint)
+            .filter_map(|(_, name)| self.forms.get(name))
+            .min_by_key(|(walked, _)| *walked)
+            .map(|(_, span)| Origin::RenderedForm(*span))
+    }
+
+    fn retry_loop(&self, mint: Span, sink: Span) -> Option<Origin> {
+        if self.loops.around(mint).next().is_some() {
+            return None;
+        }
+        let around_sink = self
+            .loops
+            .around(sink)
+            .filter(|(_, l)| l.lo >= mint.hi)
+            .map(|(order, l)| (order, *l));
+        // A loop after the sink that uses the variable the sink wrote the key into.
+        let after = self.sink_destination(sink).and_then(|dest| {
+            let list = self.mentioned_in.get(dest)?;
+            let from = mint.hi.max(sink.hi);
+            let at = list.partition_point(|(lo, _)| *lo < from);
+            list.get(at).map(|(_, first)| *first)
+        });
+        around_sink
+            .chain(after)
+            .min_by_key(|(order, _)| *order)
+            .map(|(_, l)| Origin::RetryLoop(l))
+    }
+}
+
+/// An `if` whose condition is a presence test ([`presence_test`]).
+fn presence_if(e: &Expr) -> Option<PresenceIf<'_>> {
+    let ExprKind::If { cond, then, els } = &e.kind else {
+        return None;
+    };
+    let (present, holder) = presence_test(cond)?;
+    Some(PresenceIf {
+        cond: cond.span,
+        present,
+        holder,
+        then: then.span,
+        els: els.as_ref().map(|x| x.span),
+        then_has_tail: then.tail().is_some(),
+        then_assigns_holder: assigns(then, holder),
+    })
+}
+
+/// A macro whose template holds an HTML `<input`.
+fn is_form_macro(e: &Expr) -> bool {
+    let ExprKind::Macro(m) = &e.kind else {
+        return false;
+    };
+    m.args.iter().any(|a| match &a.kind {
+        ExprKind::Lit(Lit::Str(s)) => s.to_ascii_lowercase().contains("<input"),
+        _ => false,
+    })
+}
+
+/// `loop`, `while` and `for _ in <range>`: loops that repeat an attempt. A `for` over
+/// items (`for record in event.records`) handles one item per turn and is not one.
+fn is_retry_loop(e: &Expr) -> bool {
+    match &e.kind {
+        ExprKind::Loop { .. } => true,
+        ExprKind::For { iter, .. } => matches!(iter.peel().kind, ExprKind::Range { .. }),
+        _ => false,
+    }
+}
+
+/// Spans of a syntax tree (nested or apart, never overlapping) with a value and an order
+/// each, for finding the few that hold a given span in time proportional to how deep it is.
+struct Nested<T> {
+    /// By start, the longer first at the same start.
+    entries: Vec<(Span, usize, T)>,
+    /// Index of the nearest earlier entry that holds each one.
+    parent: Vec<Option<usize>>,
+}
+
+impl<T> Nested<T> {
+    fn new(mut entries: Vec<(Span, usize, T)>) -> Nested<T> {
+        entries.sort_by_key(|(s, order, _)| (s.lo, std::cmp::Reverse(s.hi), *order));
+        let mut parent = Vec::with_capacity(entries.len());
+        let mut open: Vec<usize> = Vec::new();
+        for (i, (s, _, _)) in entries.iter().enumerate() {
+            while open.last().is_some_and(|&j| !entries[j].0.contains(*s)) {
+                open.pop();
+            }
+            parent.push(open.last().copied());
+            open.push(i);
+        }
+        Nested { entries, parent }
+    }
+
+    /// The order and value of every entry whose span holds `span`, innermost first.
+    fn around(&self, span: Span) -> impl Iterator<Item = (usize, &T)> + '_ {
+        let start = self
+            .entries
+            .partition_point(|(s, _, _)| s.lo <= span.lo)
+            .checked_sub(1);
+        std::iter::successors(start, |&i| self.parent[i])
+            .map(|i| &self.entries[i])
+            .filter(move |(s, _, _)| s.contains(span))
+            .map(|(_, order, v)| (*order, v))
+    }
 }
 
 /// Whether `cond` holds when a key is there (`x.contains_key(..)`, `x.is_some()`,
@@ -150,122 +411,6 @@ fn binds_a_value(pat: &Pat) -> bool {
         Pat::Ref(p) | Pat::Typed { pat: p, .. } => binds_a_value(p),
         _ => false,
     }
-}
-
-/// The key is bound by `let name = ..mint..` and `name` is an argument of a macro whose
-/// template holds an HTML `<input`.
-fn rendered_form(body: &Block, mint: Span) -> Option<Origin> {
-    let mut names = Vec::new();
-    let mut collect = |b: &Block| {
-        for s in &b.stmts {
-            if let Stmt::Let {
-                pat,
-                init: Some(init),
-                ..
-            } = s
-            {
-                if init.span.contains(mint) {
-                    names.extend(pat.simple_name().map(str::to_owned));
-                }
-            }
-        }
-    };
-    collect(body);
-    body.walk(&mut |e| {
-        if let ExprKind::Block(b) | ExprKind::Async { block: b, .. } = &e.kind {
-            collect(b);
-        }
-    });
-    let mut found = None;
-    body.walk(&mut |e| {
-        let ExprKind::Macro(m) = &e.kind else {
-            return;
-        };
-        let html = m.args.iter().any(|a| match &a.kind {
-            ExprKind::Lit(Lit::Str(s)) => s.to_ascii_lowercase().contains("<input"),
-            _ => false,
-        });
-        let carries = m.args.iter().any(|a| {
-            a.peel()
-                .as_path()
-                .and_then(|p| p.as_ident())
-                .is_some_and(|n| names.iter().any(|k| k == n))
-        });
-        if html && carries && found.is_none() {
-            found = Some(Origin::RenderedForm(e.span));
-        }
-    });
-    found
-}
-
-fn retry_loop(body: &Block, mint: Span, sink: Span) -> Option<Origin> {
-    let loops = retry_loops(body);
-    if loops.iter().any(|l| l.span.contains(mint)) {
-        return None;
-    }
-    let dest = sink_destination(body, sink);
-    loops
-        .iter()
-        .filter(|l| l.span.lo >= mint.hi)
-        .find(|l| {
-            l.span.contains(sink)
-                || (sink.hi <= l.span.lo && dest.as_deref().is_some_and(|d| mentions(l, d)))
-        })
-        .map(|l| Origin::RetryLoop(l.span))
-}
-
-/// `loop`, `while` and `for _ in <range>`: loops that repeat an attempt. A `for` over
-/// items (`for record in event.records`) handles one item per turn and is not one.
-fn retry_loops(body: &Block) -> Vec<&Expr> {
-    let mut out = Vec::new();
-    body.walk(&mut |e| match &e.kind {
-        ExprKind::Loop { .. } => out.push(e),
-        ExprKind::For { iter, .. } if matches!(iter.peel().kind, ExprKind::Range { .. }) => {
-            out.push(e)
-        }
-        _ => {}
-    });
-    out
-}
-
-/// The variable a sink outside the loop wrote the key into: `headers` of
-/// `headers.insert(k, key);`, `req` of `let req = http.post(u).header(k, key);`.
-fn sink_destination(body: &Block, sink: Span) -> Option<String> {
-    let mut found = None;
-    let mut visit = |b: &Block| {
-        for s in &b.stmts {
-            match s {
-                Stmt::Let {
-                    pat,
-                    init: Some(init),
-                    ..
-                } if init.span.contains(sink) => {
-                    found = pat.simple_name().map(str::to_owned);
-                }
-                Stmt::Expr { expr: e, .. } if e.span.contains(sink) => {
-                    if let Some(name) = root_name(e) {
-                        found = Some(name.to_owned());
-                    }
-                }
-                _ => {}
-            }
-        }
-    };
-    visit(body);
-    body.walk(&mut |e| match &e.kind {
-        ExprKind::Block(b) | ExprKind::Async { block: b, .. } => visit(b),
-        ExprKind::If { then, .. } => visit(then),
-        _ => {}
-    });
-    found
-}
-
-fn mentions(e: &Expr, name: &str) -> bool {
-    let mut found = false;
-    e.walk(&mut |x| {
-        found |= x.as_path().and_then(|p| p.as_ident()) == Some(name);
-    });
-    found
 }
 
 #[cfg(test)]

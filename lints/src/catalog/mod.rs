@@ -24,6 +24,8 @@ pub struct Catalog {
     pub sinks: SinkCatalog,
     /// Check and mark names of stores whose body is not visible.
     pub store_names: StoreNames,
+    /// The package's analysis budget, which the walks look at.
+    pub budget: crate::analysis::budget::Budget,
 }
 
 impl Catalog {
@@ -37,6 +39,7 @@ impl Catalog {
                 &settings.check_then_act.checks,
                 &settings.check_then_act.marks,
             ),
+            budget: Default::default(),
         }
     }
 }

@@ -1,15 +1,15 @@
 use crate::analysis::entry::entry_points;
 use crate::analysis::flow::{FnFlow, KeyUse, Source, Step};
 use crate::analysis::message_key::{self, MessageKey};
-use crate::analysis::origin::{consumer_running, consumes_deliveries, minted_at_origin, Origin};
+use crate::analysis::origin::{consumer_running, consumes_deliveries, BodyIndex, Origin};
 use crate::analysis::FnId;
 use crate::catalog::SinkKind;
 use crate::context::LintContext;
 use crate::declare_lint;
 use crate::diagnostic::Applicability;
-use crate::model::ir::{Expr, ExprKind};
+use crate::model::ir::{Block, Expr, ExprKind};
 use crate::model::{FnDef, Package, Span};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 declare_lint! {
     /// ### What it does
@@ -106,11 +106,13 @@ pub fn check(cx: &mut LintContext<'_>) {
         if is_test_code(id, package) {
             continue;
         }
+        // Built on the fn's first finding, for all of them.
+        let mut index = None;
         for f in fn_findings(id, summaries.flow(id)) {
             if !seen.insert((f.source.span, f.span)) {
                 continue;
             }
-            match minted_where(package, id, &f) {
+            match minted_where(package, id, &f, &mut index) {
                 Some(Origin::RetryLoop(_)) => {
                     // Before a retry loop is the origin's place, unless a delivery's consumer
                     // runs this fn: then every redelivery mints a new key all the same.
@@ -132,8 +134,16 @@ pub fn check(cx: &mut LintContext<'_>) {
             }
         }
     }
+    // A fn's findings come together; its possible edits are gathered once for all of them.
+    let mut edits: Option<(FnId, Option<SourceEdits<'_>>)> = None;
     for f in findings {
-        let fix = message_key_in_place_of_source(package, f.id.def(package).1, &f.source);
+        if edits.as_ref().map(|(id, _)| *id) != Some(f.id) {
+            edits = Some((f.id, SourceEdits::of(package, f.id.def(package).1)));
+        }
+        let fix = edits
+            .as_ref()
+            .and_then(|(_, e)| e.as_ref())
+            .and_then(|e| e.in_place_of(&f.source));
         report(cx, f, fix);
     }
 }
@@ -141,12 +151,19 @@ pub fn check(cx: &mut LintContext<'_>) {
 /// Where the finding's key is minted, when that is the origin of a request rather than the
 /// handling of a delivery: measured from the source when it is in this fn, else from the
 /// first step the value took here (the call of the helper that made it).
-fn minted_where(package: &Package, id: FnId, f: &Finding) -> Option<Origin> {
+fn minted_where<'a>(
+    package: &'a Package,
+    id: FnId,
+    f: &Finding,
+    index: &mut Option<BodyIndex<'a>>,
+) -> Option<Origin> {
     let body = id.def(package).1.body.as_ref()?;
     let mint = std::iter::once(f.source.span)
         .chain(f.steps.iter().map(|s| s.span))
         .find(|s| body.span.contains(*s))?;
-    minted_at_origin(body, mint, f.span)
+    index
+        .get_or_insert_with(|| BodyIndex::new(body))
+        .minted_at_origin(mint, f.span)
 }
 
 /// Keys in tests are test data.
@@ -158,13 +175,19 @@ fn is_test_code(id: FnId, package: &Package) -> bool {
 /// strongest sink (an API or store sink before a name-only one, then the first).
 fn fn_findings(id: FnId, flow: &FnFlow) -> Vec<Finding> {
     let mut best: Vec<(&KeyUse, &Source, Vec<Step>)> = Vec::new();
+    // Where each source is in `best`: a fn with thousands of keys looked through all of them
+    // for each.
+    let mut slots: HashMap<Span, usize> = HashMap::new();
     for ku in &flow.key_uses {
         for (source, trail) in ku.value.nondet() {
             let steps: Vec<Step> = trail.steps().into_iter().cloned().collect();
-            match best.iter_mut().find(|(_, s, _)| s.span == source.span) {
-                Some(slot) if stronger(ku, slot.0) => *slot = (ku, source, steps),
+            match slots.get(&source.span) {
+                Some(&i) if stronger(ku, best[i].0) => best[i] = (ku, source, steps),
                 Some(_) => {}
-                None => best.push((ku, source, steps)),
+                None => {
+                    slots.insert(source.span, best.len());
+                    best.push((ku, source, steps));
+                }
             }
         }
     }
@@ -192,52 +215,88 @@ fn stronger(a: &KeyUse, b: &KeyUse) -> bool {
 /// it is only formatted (`Uuid::new_v4().to_string()`, `format!("n-{}", Utc::now().timestamp())`),
 /// so any id with `Display` takes its place. `MaybeIncorrect`: one message that makes
 /// several keys needs its stage added, and the guess of "the message" is by parameter and
-/// field names.
-fn message_key_in_place_of_source(
-    package: &Package,
-    f: &FnDef,
-    source: &Source,
-) -> Option<(MessageKey, Vec<(Span, String)>)> {
-    let body = f.body.as_ref()?;
-    if !body.span.contains(source.span) {
-        return None;
-    }
-    let key = message_key::in_params(package, f)?;
-    let mut edit = None;
-    body.walk(&mut |e| match &e.kind {
-        ExprKind::MethodCall {
-            receiver,
-            method,
-            args,
-            ..
-        } if method == "to_string" && args.is_empty() && only_converts(receiver, source.span) => {
-            edit = Some((e.span, key.owned_string()));
-        }
-        ExprKind::Macro(m)
-            if matches!(
-                m.path.last(),
-                "format" | "format_args" | "write" | "writeln"
-            ) =>
-        {
-            if let Some(arg) = m.args.iter().find(|a| only_converts(a, source.span)) {
-                edit = Some((arg.span, key.expr()));
-            }
-        }
-        _ => {}
-    });
-    Some((key, vec![edit?]))
+/// field names. Gathered in one walk of the body, by the source each edit would replace:
+/// a fn with thousands of keys walked its body once per key.
+struct SourceEdits<'a> {
+    key: MessageKey,
+    body: &'a Block,
+    /// The last place (in walk order) that only converts each source.
+    by_source: HashMap<Span, Edit>,
 }
 
-/// `e` is the source followed by argument-less calls only (`Uuid::new_v4().simple()`,
-/// `Utc::now().timestamp_millis()`): a value made from the source alone.
-fn only_converts(e: &Expr, source: Span) -> bool {
-    match &e.kind {
-        _ if e.span == source => true,
-        ExprKind::MethodCall { receiver, args, .. } => {
-            args.is_empty() && only_converts(receiver, source)
-        }
-        _ => false,
+#[derive(Debug, Clone, Copy)]
+enum Edit {
+    /// `source.to_string()`, replaced by the key as an owned string.
+    ToString(Span),
+    /// A format argument, replaced by the key's expression.
+    FormatArg(Span),
+}
+
+impl<'a> SourceEdits<'a> {
+    fn of(package: &Package, f: &'a FnDef) -> Option<SourceEdits<'a>> {
+        let body = f.body.as_ref()?;
+        let key = message_key::in_params(package, f)?;
+        let mut by_source = HashMap::new();
+        body.walk(&mut |e| match &e.kind {
+            ExprKind::MethodCall {
+                receiver,
+                method,
+                args,
+                ..
+            } if method == "to_string" && args.is_empty() => {
+                for source in converted(receiver) {
+                    by_source.insert(source, Edit::ToString(e.span));
+                }
+            }
+            ExprKind::Macro(m)
+                if matches!(
+                    m.path.last(),
+                    "format" | "format_args" | "write" | "writeln"
+                ) =>
+            {
+                // The first argument that converts a source is its edit in this macro.
+                let mut here: HashMap<Span, Edit> = HashMap::new();
+                for arg in &m.args {
+                    for source in converted(arg) {
+                        here.entry(source).or_insert(Edit::FormatArg(arg.span));
+                    }
+                }
+                by_source.extend(here);
+            }
+            _ => {}
+        });
+        Some(SourceEdits {
+            key,
+            body,
+            by_source,
+        })
     }
+
+    fn in_place_of(&self, source: &Source) -> Option<(MessageKey, Vec<(Span, String)>)> {
+        if !self.body.span.contains(source.span) {
+            return None;
+        }
+        let edit = match self.by_source.get(&source.span)? {
+            Edit::ToString(span) => (*span, self.key.owned_string()),
+            Edit::FormatArg(span) => (*span, self.key.expr()),
+        };
+        Some((self.key.clone(), vec![edit]))
+    }
+}
+
+/// The spans of the values `e` is made from alone: itself, and down its argument-less calls
+/// (`Uuid::new_v4().simple()`, `Utc::now().timestamp_millis()` convert the source).
+fn converted(e: &Expr) -> Vec<Span> {
+    let mut out = vec![e.span];
+    let mut at = e;
+    while let ExprKind::MethodCall { receiver, args, .. } = &at.kind {
+        if !args.is_empty() {
+            break;
+        }
+        out.push(receiver.span);
+        at = receiver;
+    }
+    out
 }
 
 fn report(cx: &mut LintContext<'_>, f: Finding, fix: Option<(MessageKey, Vec<(Span, String)>)>) {

@@ -94,9 +94,10 @@ fn lower_text(
             span: Span::new(file, (offset + lo) as u32, (offset + hi) as u32),
         })
     };
-    let docs = match nesting::check(body, MAX_NESTING) {
+    let docs = match nesting::check_until(body, MAX_NESTING, deadline) {
         Ok(docs) => docs,
-        Err(deep) => {
+        Err(nesting::Rejected::OutOfTime) => return Err(LowerError::OutOfTime),
+        Err(nesting::Rejected::TooDeep(deep)) => {
             let end = body[deep.offset..]
                 .chars()
                 .next()
@@ -116,6 +117,10 @@ fn lower_text(
         Vec::new()
     };
     let parsed = doc_text::without_doc_text(body, &docs);
+    // syn lexes the whole text before its first item: not begun past the deadline.
+    if deadline.is_some_and(|d| Instant::now() >= d) {
+        return Err(LowerError::OutOfTime);
+    }
     // The spans of this file's tree are only needed until it is lowered: the thread's
     // proc_macro2 source map would otherwise keep every text it parsed (and an offset cache
     // per text) until the thread ends.

@@ -16,6 +16,7 @@
 //! comments anyway, it also says where the line doc comments are ([`super::doc_text`]).
 
 use std::ops::Range;
+use std::time::Instant;
 
 /// Deepest nesting score accepted; deeper files are a `parse_error` ("nested deeper than").
 /// The deepest file among the 150,000 of a registry cache with tokio, rust-analyzer and the
@@ -46,12 +47,42 @@ pub fn max_nesting(text: &str) -> (usize, usize) {
 /// comments are (`///` and `//!`, from the slashes up to the end of the line), which the same
 /// lexing finds for free (see [`super::doc_text`]).
 pub fn check(text: &str, limit: usize) -> Result<Vec<Range<usize>>, TooDeep> {
+    check_until(text, limit, None).map_err(|r| match r {
+        Rejected::TooDeep(deep) => deep,
+        // No deadline, so never out of time.
+        Rejected::OutOfTime => TooDeep {
+            offset: 0,
+            modules: false,
+        },
+    })
+}
+
+/// Why [`check_until`] rejected a text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rejected {
+    TooDeep(TooDeep),
+    /// `deadline` passed during the scan.
+    OutOfTime,
+}
+
+/// Bytes scanned between two looks at the clock: a few hundred microseconds of scanning.
+const CLOCK_EVERY: usize = 256 << 10;
+
+/// [`check`], giving up once `deadline` passes: the scan is the first pass over the whole
+/// text, so a file far over its budget stops here rather than after syn lexed all of it.
+pub fn check_until(
+    text: &str,
+    limit: usize,
+    deadline: Option<Instant>,
+) -> Result<Vec<Range<usize>>, Rejected> {
     let mut scan = Scan::new(limit);
+    scan.deadline = deadline;
     match scan.run(text.as_bytes()) {
-        Some(offset) => Err(TooDeep {
+        Some(_) if scan.out_of_time => Err(Rejected::OutOfTime),
+        Some(offset) => Err(Rejected::TooDeep(TooDeep {
             offset,
             modules: scan.modules > MAX_MODULE_NESTING,
-        }),
+        })),
         None => Ok(scan.line_docs),
     }
 }
@@ -85,6 +116,10 @@ struct Scan {
     after_mod: u8,
     /// Line doc comments seen.
     line_docs: Vec<Range<usize>>,
+    deadline: Option<Instant>,
+    /// Offset at which to look at the clock next.
+    next_clock: usize,
+    out_of_time: bool,
 }
 
 impl Scan {
@@ -104,7 +139,20 @@ impl Scan {
             modules: 0,
             after_mod: 0,
             line_docs: Vec::new(),
+            deadline: None,
+            next_clock: CLOCK_EVERY,
+            out_of_time: false,
         }
+    }
+
+    /// Whether the deadline passed, looking at the clock once per [`CLOCK_EVERY`] bytes.
+    fn past_deadline(&mut self, at: usize) -> bool {
+        if at < self.next_clock {
+            return false;
+        }
+        self.next_clock = at + CLOCK_EVERY;
+        self.out_of_time = self.deadline.is_some_and(|d| Instant::now() >= d);
+        self.out_of_time
     }
 
     fn top(&mut self) -> &mut Group {
@@ -183,6 +231,9 @@ impl Scan {
     fn run(&mut self, b: &[u8]) -> Option<usize> {
         let mut i = 0;
         while i < b.len() {
+            if self.past_deadline(i) {
+                return Some(i);
+            }
             let c = b[i];
             let start = i;
             // Whitespace and comments keep `mod name {` together; any other token moves it on.
