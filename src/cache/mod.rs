@@ -21,8 +21,9 @@
 //! an uncached one prints, byte for byte.
 //!
 //! A [`Store`] only keeps bytes: [`DiskCache`] under the target directory (`target/idem-lint/`,
-//! for the command line, where [`disk_root`] allows), [`Session`] in memory (for a long-lived caller such as the language
-//! server). Encoding is here, once: postcard over the model's serde derives, with no `unsafe`.
+//! for the command line, where [`disk_root`] allows), [`Session`] in memory (for a long-lived
+//! caller such as the language server). Encoding is here, once: postcard over the model's serde
+//! derives, with no `unsafe`.
 //! An entry that does not decode is a miss, and the result is computed and stored again.
 
 mod disk;
