@@ -185,15 +185,21 @@ fn lint_dirs(
 /// [`lint`] after discovery.
 pub fn lint_workspace(
     args: &Args,
-    ws: discovery::Workspace,
+    mut ws: discovery::Workspace,
     only: &[std::path::PathBuf],
 ) -> Result<Linted> {
     let config = config::Config::load(&ws)?;
     let opts = parse_options(args, &config);
-    let disk = (!args.no_cache)
-        .then(|| cache::disk_root(&ws))
-        .flatten()
-        .and_then(|root| cache::DiskCache::open(&root));
+    let disk = if args.no_cache {
+        None
+    } else {
+        cache::disk_root(&ws)
+            .unwrap_or_else(|refused| {
+                ws.warnings.push(refused);
+                None
+            })
+            .and_then(|root| cache::DiskCache::open(&root))
+    };
     let inputs = parse::Inputs {
         overlays: None,
         cache: disk.as_ref().map(|d| d as &dyn cache::Store),

@@ -329,8 +329,12 @@ fn another_build_reads_none_of_these_entries() {
     // The old build's files copied into the new build's directory are foreign too.
     let new = Counting::new(DiskCache::open_build(cache_dir.path(), 2).expect("opens"));
     for f in walk_files(old.dir()) {
-        let rel = f.strip_prefix(old.dir()).expect("below");
-        std::fs::copy(&f, new.inner.dir().join(rel)).expect("copy");
+        let to = new
+            .inner
+            .dir()
+            .join(f.strip_prefix(old.dir()).expect("below"));
+        std::fs::create_dir_all(to.parent().expect("parent")).expect("mkdir");
+        std::fs::copy(&f, to).expect("copy");
     }
     let report = project.check(Some(&new), &[]);
     assert_eq!(
@@ -412,28 +416,140 @@ fn concurrent_runs_on_one_cache_agree() {
     }
 }
 
-#[test]
-fn pruning_keeps_what_the_run_used_and_drops_the_rest() {
+/// Space a file takes on disk (its allocated blocks), as the budget counts it.
+fn disk_bytes(path: &Path) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(path).expect("stat").blocks() * 512
+}
+
+/// Whether `path` is an entry of `kind` (`models`, `outlines`, `findings`).
+fn of_kind(path: &Path, kind: &str) -> bool {
+    path.components().any(|c| c.as_os_str() == kind)
+}
+
+fn apparent_bytes(path: &Path) -> u64 {
+    std::fs::metadata(path).expect("stat").len()
+}
+
+/// A cache directory holding the demo's entries twice: stale ones from a run before every
+/// file was edited (`stale`) and the last run's own (`own`, still open in `cache`).
+struct TwoGenerations {
+    _dir: tempfile::TempDir,
+    _cache_dir: tempfile::TempDir,
+    cache: DiskCache,
+    stale: Vec<PathBuf>,
+    own: Vec<PathBuf>,
+}
+
+fn two_generations(build: u128) -> TwoGenerations {
     let dir = copy_of_demo();
     let cache_dir = tempfile::tempdir().expect("tempdir");
     let project = Project::load(dir.path());
-    let old = DiskCache::open_build(cache_dir.path(), 5).expect("opens");
+    let old = DiskCache::open_build(cache_dir.path(), build).expect("opens");
     project.check(Some(&old), &[]);
-    let before = walk_files(old.dir());
-    // Every file edited: the old entries are stale.
+    let stale = walk_files(old.dir());
     for f in walk_files(&dir.path().join("src")) {
         let mut text = std::fs::read_to_string(&f).expect("read");
         text.push_str("\n// edited\n");
         std::fs::write(&f, text).expect("write");
     }
-    let cache = DiskCache::open_build(cache_dir.path(), 5).expect("opens");
+    let cache = DiskCache::open_build(cache_dir.path(), build).expect("opens");
     project.check(Some(&cache), &[]);
-    let all = walk_files(cache.dir());
-    assert_eq!(all.len(), 2 * before.len());
-    cache.prune_to(1);
-    let left = walk_files(cache.dir());
-    assert_eq!(left.len(), before.len(), "the run's own entries stay");
-    assert!(left.iter().all(|f| !before.contains(f)), "stale ones go");
+    let own: Vec<PathBuf> = walk_files(cache.dir())
+        .into_iter()
+        .filter(|f| !stale.contains(f))
+        .collect();
+    assert_eq!(own.len(), stale.len());
+    TwoGenerations {
+        _dir: dir,
+        _cache_dir: cache_dir,
+        cache,
+        stale,
+        own,
+    }
+}
+
+/// The smallest budget whose three quarters (what pruning brings a directory down to) hold
+/// `bytes`.
+fn budget_holding(bytes: u64) -> u64 {
+    (bytes / 3 + 1) * 4
+}
+
+#[test]
+fn pruning_keeps_what_the_run_used_and_drops_the_rest() {
+    let g = two_generations(5);
+    let own: u64 = g.own.iter().map(|f| disk_bytes(f)).sum();
+    g.cache.prune_to(budget_holding(own));
+    let left = walk_files(g.cache.dir());
+    assert_eq!(left, g.own, "the run's own entries stay, the stale ones go");
+}
+
+/// Entries are far smaller than a disk block: counted by length, a directory several times
+/// over its budget on disk looked well under it.
+#[test]
+fn pruning_counts_disk_blocks_not_lengths() {
+    let g = two_generations(8);
+    let all: Vec<&PathBuf> = g.stale.iter().chain(&g.own).collect();
+    let apparent: u64 = all.iter().map(|f| apparent_bytes(f)).sum();
+    let on_disk: u64 = all.iter().map(|f| disk_bytes(f)).sum();
+    assert!(on_disk > 2 * apparent, "{on_disk} on disk, {apparent} long");
+    // Over budget only when blocks are counted.
+    g.cache.prune_to(apparent + 1);
+    let left: u64 = walk_files(g.cache.dir())
+        .iter()
+        .map(|f| disk_bytes(f))
+        .sum();
+    assert!(left <= (apparent + 1) / 4 * 3, "{left} bytes left");
+    assert!(
+        g.stale.iter().all(|f| !f.exists()),
+        "the stale entries go first"
+    );
+}
+
+/// A workspace whose own entries exceed the budget keeps it all the same: the run's models
+/// go (an unchanged re-run reads outlines and findings), its outlines and findings stay.
+#[test]
+fn a_run_whose_own_entries_exceed_the_budget_loses_its_models_first() {
+    let g = two_generations(9);
+    let models: Vec<&PathBuf> = g.own.iter().filter(|f| of_kind(f, "models")).collect();
+    let rest: u64 = g
+        .own
+        .iter()
+        .filter(|f| !models.contains(f))
+        .map(|f| disk_bytes(f))
+        .sum();
+    assert!(!models.is_empty());
+    g.cache.prune_to(budget_holding(rest));
+    let left = walk_files(g.cache.dir());
+    let kept_own: Vec<&PathBuf> = g.own.iter().filter(|f| left.contains(f)).collect();
+    assert!(g.stale.iter().all(|f| !left.contains(f)), "stale first");
+    assert!(models.iter().all(|f| !left.contains(f)), "then models");
+    assert_eq!(kept_own.len(), g.own.len() - models.len(), "{left:?}");
+    assert!(left.iter().any(|f| of_kind(f, "outlines")));
+    assert!(left.iter().any(|f| of_kind(f, "findings")));
+}
+
+/// Entries are spread over directories named by the key's first two hex digits, so no
+/// directory holds every entry of a large workspace.
+#[test]
+fn entries_are_sharded_by_the_first_byte_of_their_key() {
+    let g = two_generations(10);
+    let mut shards = std::collections::HashSet::new();
+    for f in g.own.iter().chain(&g.stale) {
+        let name = f.file_name().and_then(|n| n.to_str()).expect("name");
+        let shard = f.parent().expect("shard");
+        let kind = shard.parent().expect("kind");
+        assert_eq!(kind.parent(), Some(g.cache.dir()), "{}", f.display());
+        assert_eq!(name.len(), 32, "{name}");
+        assert_eq!(
+            shard.file_name().and_then(|n| n.to_str()),
+            Some(&name[..2]),
+            "{}",
+            f.display()
+        );
+        shards.insert(shard.to_path_buf());
+    }
+    assert!(shards.len() > 3, "{shards:?}");
 }
 
 #[test]

@@ -808,3 +808,225 @@ fn the_baseline_is_read_like_a_source() {
         .expect("read")
         .contains("check_then_act"));
 }
+
+// ---- issue 24 items 4 and 5: the re-run cache writes, reads and deletes nothing outside the
+// workspace, and trusts no entry it did not write ----
+
+mod issue24_cache {
+    use super::common::{self, manifest, s, tree, BIN};
+    use super::RACY;
+    use std::collections::BTreeMap;
+    use std::os::unix::fs::symlink;
+    use std::path::{Path, PathBuf};
+    use std::process::Command;
+
+    /// Every file, directory and symlink below `dir` with its contents (a symlink's target),
+    /// symlinks not followed: two snapshots differ when anything below `dir` changed.
+    fn snapshot(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+        let mut out = BTreeMap::new();
+        let mut todo = vec![dir.to_path_buf()];
+        while let Some(d) = todo.pop() {
+            for e in std::fs::read_dir(&d).expect("list").flatten() {
+                let p = e.path();
+                let kind = e.file_type().expect("type");
+                let content = if kind.is_symlink() {
+                    std::fs::read_link(&p)
+                        .expect("readlink")
+                        .into_os_string()
+                        .into_encoded_bytes()
+                } else if kind.is_dir() {
+                    todo.push(p.clone());
+                    b"<dir>".to_vec()
+                } else {
+                    std::fs::read(&p).expect("read")
+                };
+                out.insert(p, content);
+            }
+        }
+        out
+    }
+
+    /// The binary on `ws`, run from inside it (so its `.cargo/config.toml` applies) as a CI
+    /// job runs it, with this test's cache secret and no cache location from the environment
+    /// except `env`.
+    fn lint(ws: &Path, secret: &Path, args: &[&str], env: &[(&str, &Path)]) -> common::Run {
+        let out = Command::new(BIN)
+            .args([s(ws), "--message-format", "json"])
+            .args(args)
+            .current_dir(ws)
+            .env_remove("IDEM_LINT_CACHE_DIR")
+            .env_remove("CARGO_TARGET_DIR")
+            .env_remove("CARGO_BUILD_TARGET_DIR")
+            .env("IDEM_LINT_CACHE_SECRET", secret)
+            .envs(env.iter().map(|(k, v)| (*k, *v)))
+            .output()
+            .expect("the binary runs");
+        common::Run {
+            code: out.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+
+    fn racy_crate() -> tempfile::TempDir {
+        tree(&[
+            ("Cargo.toml", &manifest("victim", "")),
+            ("src/lib.rs", RACY),
+        ])
+    }
+
+    /// Files below `dir` (not following symlinks).
+    fn files_below(dir: &Path) -> Vec<PathBuf> {
+        let mut snap = snapshot(dir);
+        snap.retain(|p, v| v.as_slice() != b"<dir>" && !p.is_symlink());
+        snap.into_keys().collect()
+    }
+
+    #[test]
+    fn a_checkout_cannot_aim_the_cache_outside_the_workspace() {
+        let secrets = tempfile::tempdir().expect("tempdir");
+        let secret = secrets.path().join("secret");
+        let attacks = [
+            "target is a symlink",
+            "target/idem-lint is a symlink",
+            ".cargo/config.toml build.target-dir",
+            "CACHEDIR.TAG is a dangling symlink",
+        ];
+        for attack in attacks {
+            let outside = tempfile::tempdir().expect("tempdir");
+            let o = outside.path();
+            // What pruning of old builds would take for its own: directories named like
+            // builds, more than are kept.
+            for build in ["0123", "4567", "89ab", "cdef"] {
+                common::write(o, &format!("{build:0>32}/models/keep"), b"precious");
+            }
+            let ws = racy_crate();
+            let w = ws.path();
+            let tag_target = o.join("made-by-the-tag");
+            match attack {
+                "target is a symlink" => symlink(o, w.join("target")).expect("symlink"),
+                "target/idem-lint is a symlink" => {
+                    std::fs::create_dir(w.join("target")).expect("mkdir");
+                    symlink(o, w.join("target/idem-lint")).expect("symlink");
+                }
+                ".cargo/config.toml build.target-dir" => common::write(
+                    w,
+                    ".cargo/config.toml",
+                    format!("[build]\ntarget-dir = \"{}\"\n", s(o)).as_bytes(),
+                ),
+                _ => {
+                    std::fs::create_dir_all(w.join("target/idem-lint")).expect("mkdir");
+                    symlink(&tag_target, w.join("target/idem-lint/CACHEDIR.TAG")).expect("symlink");
+                }
+            }
+            let before = snapshot(o);
+            let plain = lint(w, &secret, &["--no-cache"], &[]);
+            plain.assert_code(0);
+            let run = lint(w, &secret, &[], &[]);
+            assert_eq!(run.stdout, plain.stdout, "{attack}");
+            assert_eq!(run.code, 0, "{attack}: {}", run.stderr);
+            assert_eq!(snapshot(o), before, "{attack}: a file outside changed");
+            assert!(!tag_target.exists(), "{attack}");
+            if attack.starts_with("CACHEDIR") {
+                // The workspace's own target directory still caches.
+                let entries = files_below(&w.join("target/idem-lint"));
+                assert!(!entries.is_empty(), "{attack}: nothing cached");
+                assert_eq!(run.stderr, "", "{attack}");
+            } else {
+                let lines: Vec<&str> = run.stderr.lines().collect();
+                assert_eq!(lines.len(), 1, "{attack}: {}", run.stderr);
+                assert!(
+                    lines[0].starts_with("warning: no re-run cache: ")
+                        && lines[0].contains("IDEM_LINT_CACHE_DIR"),
+                    "{attack}: {}",
+                    run.stderr
+                );
+            }
+        }
+    }
+
+    /// What the person running the linter names is used, outside the workspace or not.
+    #[test]
+    fn the_environment_may_place_the_cache_outside_the_workspace() {
+        let secrets = tempfile::tempdir().expect("tempdir");
+        let secret = secrets.path().join("secret");
+        for var in ["CARGO_TARGET_DIR", "IDEM_LINT_CACHE_DIR"] {
+            let outside = tempfile::tempdir().expect("tempdir");
+            let ws = racy_crate();
+            // The checkout's config names another place; the environment wins.
+            common::write(
+                ws.path(),
+                ".cargo/config.toml",
+                b"[build]\ntarget-dir = \"/nonexistent/elsewhere\"\n",
+            );
+            let run = lint(ws.path(), &secret, &[], &[(var, outside.path())]);
+            run.assert_code(0);
+            assert_eq!(run.stderr, "", "{var}");
+            assert!(
+                !files_below(outside.path()).is_empty(),
+                "{var}: nothing cached"
+            );
+            assert!(!ws.path().join("target").exists(), "{var}");
+        }
+    }
+
+    /// The entry of `kind` (`findings`, ...) a run left below `root`: its path, its build's
+    /// directory name and its key, as anyone who can list the tree sees them.
+    fn entry_of(root: &Path, kind: &str) -> (PathBuf, u128, u128) {
+        let entries: Vec<PathBuf> = files_below(root)
+            .into_iter()
+            .filter(|p| p.components().any(|c| c.as_os_str() == kind))
+            .collect();
+        assert_eq!(entries.len(), 1, "{entries:?}");
+        let path = entries[0].clone();
+        let rel = path.strip_prefix(root).expect("below");
+        let build = rel.components().next().expect("build directory");
+        let hex = |s: &std::ffi::OsStr| {
+            u128::from_str_radix(s.to_str().expect("utf-8"), 16).expect("hex name")
+        };
+        let key = hex(path.file_name().expect("name"));
+        (path.clone(), hex(build.as_os_str()), key)
+    }
+
+    /// A pull request that finds (or guesses) the layout of `target/idem-lint/` writes a
+    /// findings entry saying "none": everything in it is what the tree shows (the build's
+    /// directory name, the entry's name, its header layout, an unkeyed checksum), and the run
+    /// must still report the finding and fail under `-D warnings`.
+    #[test]
+    fn a_findings_entry_forged_from_what_the_tree_shows_is_not_trusted() {
+        let secrets = tempfile::tempdir().expect("tempdir");
+        let secret = secrets.path().join("secret");
+        let ws = racy_crate();
+        let w = ws.path();
+        let first = lint(w, &secret, &["-D", "warnings"], &[]);
+        first.assert_code(1);
+        assert_eq!(first.findings(w).len(), 1);
+        let (path, build, key) = entry_of(&w.join("target/idem-lint"), "findings");
+        let stored = std::fs::read(&path).expect("read");
+        let payload = postcard::to_allocvec(&Vec::<()>::new()).expect("encodes");
+        let mut forged = stored[..8].to_vec();
+        forged.extend(build.to_le_bytes());
+        forged.push(cargo_idem_lint::cache::Kind::Findings as u8);
+        forged.extend(key.to_le_bytes());
+        forged.extend((payload.len() as u64).to_le_bytes());
+        forged.extend(xxhash_rust::xxh3::xxh3_64(&payload).to_le_bytes());
+        forged.extend(&payload);
+        std::fs::write(&path, forged).expect("write");
+        let second = lint(w, &secret, &["-D", "warnings"], &[]);
+        assert_eq!(second.code, 1, "the forged entry was trusted");
+        assert_eq!(second.stdout, first.stdout);
+        // Nor does an entry this user's linter wrote for another input stand in for this
+        // one: the tag covers the entry's key.
+        let clean = tree(&[
+            ("Cargo.toml", &manifest("victim", "")),
+            ("src/lib.rs", "pub fn nothing_here() {}\n"),
+        ]);
+        lint(clean.path(), &secret, &[], &[]).assert_code(0);
+        let (clean_entry, _, _) = entry_of(&clean.path().join("target/idem-lint"), "findings");
+        let (path, _, _) = entry_of(&w.join("target/idem-lint"), "findings");
+        std::fs::copy(clean_entry, &path).expect("copy");
+        let third = lint(w, &secret, &["-D", "warnings"], &[]);
+        assert_eq!(third.code, 1, "another input's entry was trusted");
+        assert_eq!(third.stdout, first.stdout);
+    }
+}

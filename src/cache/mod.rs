@@ -21,21 +21,26 @@
 //! an uncached one prints, byte for byte.
 //!
 //! A [`Store`] only keeps bytes: [`DiskCache`] under the target directory (`target/idem-lint/`,
-//! for the command line), [`Session`] in memory (for a long-lived caller such as the language
-//! server). Encoding is here, once: postcard over the model's serde derives, with no `unsafe`.
+//! for the command line, where [`disk_root`] allows), [`Session`] in memory (for a long-lived
+//! caller such as the language server). Encoding is here, once: postcard over the model's serde
+//! derives, with no `unsafe`.
 //! An entry that does not decode is a miss, and the result is computed and stored again.
 
 mod disk;
 mod key;
+mod nofollow;
+mod root;
+mod secret;
 mod session;
 pub(crate) mod texts;
 
 pub use disk::DiskCache;
 pub use key::{FileKey, PackageKey};
+pub use root::disk_root;
+pub use secret::SECRET_ENV;
 pub use session::Session;
 pub use texts::DiskTexts;
 
-use crate::discovery::Workspace;
 use idem_lints::analysis::incremental::Retained;
 use idem_lints::model::{with_file_id, FileId, FileModel};
 use idem_lints::Diagnostic;
@@ -46,17 +51,6 @@ use std::sync::Arc;
 
 /// Overrides where the disk cache lives (a directory; one per build is made inside it).
 pub const CACHE_DIR_ENV: &str = "IDEM_LINT_CACHE_DIR";
-
-/// Where the disk cache of `ws` lives: `$IDEM_LINT_CACHE_DIR` when set, else `idem-lint/` in
-/// cargo's target directory. A plain directory of `.rs` files has no target directory, and
-/// the linter does not write into a tree that is not a cargo project: no cache there unless
-/// the variable says where.
-pub fn disk_root(ws: &Workspace) -> Option<std::path::PathBuf> {
-    match std::env::var_os(CACHE_DIR_ENV) {
-        Some(dir) if !dir.is_empty() => Some(dir.into()),
-        _ => ws.target_dir.as_ref().map(|t| t.join("idem-lint")),
-    }
-}
 
 /// What an entry holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
