@@ -1,7 +1,8 @@
 //! Catalogs of known APIs the analyses look for: nondeterministic value sources
 //! ([`sources`]), places where a value is used as an idempotency key ([`sinks`]), the
 //! operations that take an idempotency token ([`tokens`]) and the names of store checks and
-//! marks whose body is not visible ([`store_names`]).
+//! marks whose body is not visible ([`store_names`]), and the store traits whose methods
+//! are also called in path form ([`store_traits`]).
 //!
 //! Both are data, not code: a lint asks "is this call a source?" or "is this name a key?"
 //! and the answer comes from a table that users extend in `idem-lint.toml`
@@ -10,6 +11,7 @@
 pub mod sinks;
 pub mod sources;
 pub mod store_names;
+pub mod store_traits;
 pub mod tokens;
 
 pub use sinks::{SinkCatalog, SinkKind};

@@ -8,6 +8,7 @@ use super::{
     ItemSpan, ModDecl, NamedItem, Param, SelfKind, Span, StructDef, TypeAliasDef, UseDecl,
     Visibility,
 };
+use crate::catalog::store_traits;
 use std::time::Instant;
 use syn::punctuated::Punctuated;
 use syn::spanned::Spanned;
@@ -1228,6 +1229,37 @@ impl Lowerer<'_> {
         Expr { kind, span }
     }
 
+    /// `Trait::method(receiver, args)` for a store trait ([`store_traits`]), and
+    /// `<C as Trait>::method(..)`, as the `receiver.method(args)` it stands for: the stores'
+    /// rooms read method calls, whichever way the user spelled them. A reference taken for
+    /// the receiver (`&mut conn`) is the auto-ref of the method form, so it is dropped.
+    fn path_form_method(&mut self, c: &syn::ExprCall) -> Option<ExprKind> {
+        let syn::Expr::Path(p) = &*c.func else {
+            return None;
+        };
+        let segments = &p.path.segments;
+        let method = segments.last()?;
+        let trait_at = match &p.qself {
+            Some(q) => q.position.checked_sub(1)?,
+            None => segments.len().checked_sub(2)?,
+        };
+        let trait_name = segments.get(trait_at)?.ident.to_string();
+        if !store_traits::is_method_trait(&trait_name) {
+            return None;
+        }
+        let (first, rest) = (c.args.first()?, c.args.iter().skip(1));
+        let receiver = match first {
+            syn::Expr::Reference(r) => &*r.expr,
+            other => other,
+        };
+        Some(ExprKind::MethodCall {
+            receiver: self.boxed(receiver),
+            method: unraw(&method.ident),
+            method_span: self.range(expr_span::ident_bounds(&method.ident)),
+            args: self.exprs(rest),
+        })
+    }
+
     /// The child that starts where its parent (bounds `b`) starts.
     fn boxed_lo(&mut self, e: &syn::Expr, b: Option<(usize, usize)>) -> Box<Expr> {
         Box::new(self.expr_hinted(e, b.map(|b| b.0), None))
@@ -1251,9 +1283,12 @@ impl Lowerer<'_> {
         match e {
             syn::Expr::Path(p) => ExprKind::Path(self.expr_path(p, b)),
             syn::Expr::Lit(l) => ExprKind::Lit(lit(&l.lit)),
-            syn::Expr::Call(c) => ExprKind::Call {
-                func: self.boxed_lo(&c.func, b),
-                args: self.exprs(&c.args),
+            syn::Expr::Call(c) => match self.path_form_method(c) {
+                Some(method_call) => method_call,
+                None => ExprKind::Call {
+                    func: self.boxed_lo(&c.func, b),
+                    args: self.exprs(&c.args),
+                },
             },
             syn::Expr::MethodCall(m) => ExprKind::MethodCall {
                 receiver: self.boxed_lo(&m.receiver, b),
