@@ -350,3 +350,121 @@ fn the_pre_commit_hook_lints_every_crate_its_files_belong_to() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("no package to lint"));
 }
+
+/// pre-commit itself (issue 25, item 1): the hook of `.pre-commit-hooks.yaml`, as a local
+/// hook (`language: system` on the built binary instead of `language: rust`, which would
+/// build this repository), run by `pre-commit run` on a commit that stages a clean file of
+/// one crate and a file with findings of another. pre-commit passes the files in git's
+/// order, the clean crate's first: the commit must still be refused, with the other crate's
+/// findings. `.ci/run` installs pre-commit; without it this test fails and says so.
+#[test]
+fn pre_commit_refuses_a_commit_with_findings_in_a_second_crate() {
+    let pre_commit = which("pre-commit").unwrap_or_else(|| {
+        panic!("`pre-commit` is not installed (`python3 -m pip install pre-commit`; `.ci/run` does it)")
+    });
+    let hooks = load(".pre-commit-hooks.yaml");
+    let hook = hooks
+        .as_vec()
+        .expect("a list of hooks")
+        .iter()
+        .find(|h| h["id"].as_str() == Some("idem-lint"))
+        .expect("the idem-lint hook")
+        .clone();
+    let field = |k: &str| hook[k].as_str().expect(k).to_string();
+    let types: Vec<&str> = hook["types"]
+        .as_vec()
+        .expect("types")
+        .iter()
+        .map(|t| t.as_str().expect("type"))
+        .collect();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let repo = dir.path();
+    let git = |args: &[&str]| {
+        let out = Command::new("git")
+            .args(args)
+            .current_dir(repo)
+            .output()
+            .expect("git runs");
+        assert!(
+            out.status.success(),
+            "git {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    git(&["init", "-q"]);
+    // The clean crate sorts first, so it comes first on the hook's command line.
+    for (name, crate_name) in [("a-svc", "a-svc"), ("b-svc", "b-svc")] {
+        let to = repo.join(name);
+        common::copy_dir(&common::repo().join("fixtures/demo"), &to);
+        let manifest = to.join("Cargo.toml");
+        let text = std::fs::read_to_string(&manifest).expect("manifest");
+        std::fs::write(
+            &manifest,
+            text.replace(
+                "name = \"demo-transcoder\"",
+                &format!("name = \"{crate_name}\""),
+            ),
+        )
+        .expect("write");
+    }
+    std::fs::write(
+        repo.join(".pre-commit-config.yaml"),
+        format!(
+            "repos:\n  - repo: local\n    hooks:\n      - id: {id}\n        name: {name}\n        entry: {entry}\n        language: system\n        types: [{types}]\n        pass_filenames: {pass}\n        require_serial: {serial}\n        args: [-D, warnings]\n",
+            id = field("id"),
+            name = field("name"),
+            entry = field("entry"),
+            types = types.join(", "),
+            pass = hook["pass_filenames"].as_bool().expect("pass_filenames"),
+            serial = hook["require_serial"].as_bool().expect("require_serial"),
+        ),
+    )
+    .expect("write the config");
+    git(&[
+        "add",
+        ".pre-commit-config.yaml",
+        "a-svc/src/lib.rs",
+        "b-svc/src/notify.rs",
+    ]);
+
+    let bin_dir = PathBuf::from(common::BIN)
+        .parent()
+        .expect("bin dir")
+        .to_path_buf();
+    let path = std::env::join_paths(std::iter::once(bin_dir).chain(std::env::split_paths(
+        &std::env::var_os("PATH").unwrap_or_default(),
+    )))
+    .expect("PATH");
+    let out = Command::new(pre_commit)
+        .args(["run", "--color", "never"])
+        .current_dir(repo)
+        .env("PATH", path)
+        .env("PRE_COMMIT_HOME", dir.path().join(".pre-commit-home"))
+        .env_remove("NO_COLOR")
+        .output()
+        .expect("pre-commit runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("Failed"), "{stdout}");
+    for finding in [
+        "b-svc/src/notify.rs:42:5",
+        "b-svc/src/notify.rs:59:5",
+        "b-svc/src/notify.rs:66:17",
+    ] {
+        assert!(stdout.contains(finding), "{finding} missing:\n{stdout}");
+    }
+    // The other staged file's crate was linted too, and has no finding in it.
+    assert!(!stdout.contains("a-svc/src/lib.rs:"), "{stdout}");
+}
+
+fn which(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
+}
