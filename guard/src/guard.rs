@@ -897,7 +897,9 @@ pub(crate) fn encode<T: Serialize + DeserializeOwned>(value: &T) -> StoredResult
 
 /// Retries a store write that failed on a store error (a dropped connection, say) a few times
 /// within about a second, for writes that must not keep their caller waiting long (withdrawing
-/// a reservation, releasing a cancelled transaction's record).
+/// a reservation, releasing a cancelled transaction's record). The DynamoDB store's
+/// transactions are its only caller, hence the feature gate.
+#[cfg(feature = "dynamodb")]
 pub(crate) async fn retry_store<T, Fut: Future<Output = Result<T, Error>>>(
     mut write: impl FnMut() -> Fut,
 ) -> Result<T, Error> {
