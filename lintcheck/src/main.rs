@@ -99,9 +99,10 @@ fn run(args: Args) -> Result<()> {
     let binary = binary
         .canonicalize()
         .with_context(|| format!("no linter binary at `{}`", binary.display()))?;
-    let enable: Vec<String> = lint::allow_by_default(&binary)?
-        .into_iter()
-        .flat_map(|name| ["-W".to_owned(), name])
+    let off_by_default = lint::allow_by_default(&binary)?;
+    let enable: Vec<String> = off_by_default
+        .iter()
+        .flat_map(|name| ["-W".to_owned(), name.clone()])
         .collect();
     let scratch = target_dir().join("lintcheck").join("fetch");
     let home = fetch::cargo_home();
@@ -150,7 +151,7 @@ fn run(args: Args) -> Result<()> {
         format!("binary: `{}`", binary.display()),
         format!("runs per crate: {} (time is the median)", args.runs.max(1)),
     ];
-    let md = report::render(&results, &header);
+    let md = report::render(&results, &header, &off_by_default);
     let out = args
         .out
         .unwrap_or_else(|| target_dir().join("lintcheck").join("report.md"));
@@ -159,11 +160,11 @@ fn run(args: Args) -> Result<()> {
             .with_context(|| format!("could not create `{}`", parent.display()))?;
     }
     std::fs::write(&out, md).with_context(|| format!("could not write `{}`", out.display()))?;
-    let t = report::totals(&results);
+    let t = report::totals(&results, &off_by_default);
     let ratio = |x: Option<f64>| x.map_or("n/a".to_string(), |x| format!("{x:.3}"));
     println!(
         "{} crates ({} failed): {} findings, {} TP, {} FP, {} debatable, {} NEW, {} VANISHED; \
-         precision {}; bugs found {}/{} (recall {}); lint time {} ms",
+         precision {} ({} for the lints on by default); bugs found {}/{} (recall {}); lint time {} ms",
         results.len(),
         t.failed,
         t.counts.findings,
@@ -173,6 +174,7 @@ fn run(args: Args) -> Result<()> {
         t.counts.new,
         t.vanished,
         ratio(t.counts.precision()),
+        ratio(t.on_by_default.precision()),
         t.bugs_found,
         t.bugs,
         ratio(t.recall()),

@@ -68,6 +68,10 @@ impl Counts {
 pub struct Totals {
     /// Idempotency lints only (see [`NOT_IDEMPOTENCY`]).
     pub counts: Counts,
+    /// The same for the lints a user gets without asking: the lintcheck also turns on the
+    /// lints that are `allow` by default (to measure them), and their findings must not blur
+    /// the precision of what users see.
+    pub on_by_default: Counts,
     pub per_lint: BTreeMap<String, Counts>,
     pub vanished: usize,
     pub bugs: usize,
@@ -82,13 +86,18 @@ impl Totals {
     }
 }
 
-pub fn totals(results: &[CrateResult]) -> Totals {
+/// The totals of `results`; `off_by_default` names the lints that are `allow` by default.
+pub fn totals(results: &[CrateResult], off_by_default: &[String]) -> Totals {
     let mut t = Totals::default();
     for r in results {
         for m in r.findings() {
-            t.per_lint.entry(m.finding.lint.clone()).or_default().add(m);
-            if !NOT_IDEMPOTENCY.contains(&m.finding.lint.as_str()) {
+            let lint = m.finding.lint.as_str();
+            t.per_lint.entry(lint.to_owned()).or_default().add(m);
+            if !NOT_IDEMPOTENCY.contains(&lint) {
                 t.counts.add(m);
+                if !off_by_default.iter().any(|off| off == lint) {
+                    t.on_by_default.add(m);
+                }
             }
         }
         t.vanished += r.vanished.len();
@@ -118,8 +127,9 @@ fn ms(d: Duration) -> String {
 }
 
 /// Renders the whole report. `header` lines (which binary, how it was run) go under the title.
-pub fn render(results: &[CrateResult], header: &[String]) -> String {
-    let t = totals(results);
+/// `off_by_default` as for [`totals`].
+pub fn render(results: &[CrateResult], header: &[String], off_by_default: &[String]) -> String {
+    let t = totals(results, off_by_default);
     let mut out = String::new();
     let w = &mut out;
     let _ = writeln!(w, "# idem-lint lintcheck report\n");
@@ -128,14 +138,14 @@ pub fn render(results: &[CrateResult], header: &[String]) -> String {
     }
     let _ = writeln!(w, "\n## Summary\n");
     let c = t.counts;
-    let _ = writeln!(w, "| crates | failed | findings | TP | FP | debatable | NEW | VANISHED | precision | bugs found / labelled | recall | lint time (ms) |");
+    let _ = writeln!(w, "| crates | failed | findings | TP | FP | debatable | NEW | VANISHED | precision | precision, lints on by default | bugs found / labelled | recall | lint time (ms) |");
     let _ = writeln!(
         w,
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
     );
     let _ = writeln!(
         w,
-        "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} / {} | {} | {} |",
+        "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} / {} | {} | {} |",
         results.len(),
         t.failed,
         c.findings,
@@ -145,6 +155,7 @@ pub fn render(results: &[CrateResult], header: &[String]) -> String {
         c.new,
         t.vanished,
         ratio(c.precision()),
+        ratio(t.on_by_default.precision()),
         t.bugs_found,
         t.bugs,
         ratio(t.recall()),
@@ -153,20 +164,26 @@ pub fn render(results: &[CrateResult], header: &[String]) -> String {
     let _ = writeln!(
         w,
         "\nPrecision is TP / (TP + FP) over idempotency findings with a verdict \
-         (`parse_error` is counted per lint below, not in precision); recall is labelled bugs \
-         found / labelled bugs.\n"
+         (`parse_error` is counted per lint below, not in precision); \"lints on by default\" \
+         leaves out the lints that are `allow` by default, which the lintcheck turns on to \
+         measure them; recall is labelled bugs found / labelled bugs.\n"
     );
 
     let _ = writeln!(w, "## Per lint\n");
     let _ = writeln!(
         w,
-        "| lint | findings | TP | FP | debatable | NEW | precision |"
+        "| lint | default | findings | TP | FP | debatable | NEW | precision |"
     );
-    let _ = writeln!(w, "| --- | --- | --- | --- | --- | --- | --- |");
+    let _ = writeln!(w, "| --- | --- | --- | --- | --- | --- | --- | --- |");
     for (lint, c) in &t.per_lint {
+        let default = if off_by_default.contains(lint) {
+            "allow"
+        } else {
+            "on"
+        };
         let _ = writeln!(
             w,
-            "| `{lint}` | {} | {} | {} | {} | {} | {} |",
+            "| `{lint}` | {default} | {} | {} | {} | {} | {} | {} |",
             c.findings,
             c.tp,
             c.fp,
@@ -406,7 +423,7 @@ mod tests {
 
     #[test]
     fn totals_leave_parse_errors_out_of_precision() {
-        let t = totals(&sample());
+        let t = totals(&sample(), &[]);
         assert_eq!(
             t.counts,
             Counts {
@@ -424,19 +441,34 @@ mod tests {
         assert_eq!(t.time, Duration::from_millis(42));
     }
 
+    /// A lint that is `allow` by default counts in the overall precision (the lintcheck
+    /// measures it) and not in the precision of the lints users get without asking.
+    #[test]
+    fn lints_off_by_default_are_left_out_of_the_default_precision() {
+        let off = vec!["check_then_act".to_string()];
+        let t = totals(&sample(), &off);
+        assert_eq!(t.counts.precision(), Some(2.0 / 3.0));
+        assert_eq!(t.on_by_default.tp + t.on_by_default.fp, 1);
+        assert_eq!(t.on_by_default.precision(), Some(1.0));
+        let md = render(&sample(), &[], &off);
+        assert!(md.contains("| `check_then_act` | allow |"), "{md}");
+        assert!(md.contains("| `nondeterministic_key` | on |"), "{md}");
+        assert!(md.contains("| 0.667 | 1.000 |"), "{md}");
+    }
+
     #[test]
     fn precision_and_recall_are_undefined_without_data() {
-        let t = totals(&[]);
+        let t = totals(&[], &[]);
         assert_eq!(t.counts.precision(), None);
         assert_eq!(t.recall(), None);
-        assert!(render(&[], &[]).contains("No findings."));
+        assert!(render(&[], &[], &[]).contains("No findings."));
     }
 
     #[test]
     fn renders_every_finding_with_its_verdict_new_vanished_bugs_and_failures() {
-        let md = render(&sample(), &["binary: x".to_string()]);
+        let md = render(&sample(), &["binary: x".to_string()], &[]);
         assert!(
-            md.contains("| 3 | 1 | 5 | 2 | 1 | 1 | 1 | 1 | 0.667 | 1 / 3 | 0.333 | 42 |"),
+            md.contains("| 3 | 1 | 5 | 2 | 1 | 1 | 1 | 1 | 0.667 | 0.667 | 1 / 3 | 0.333 | 42 |"),
             "{md}"
         );
         assert!(md.contains("### `check_then_act` (2)"));
@@ -460,6 +492,6 @@ mod tests {
             findings: vec![matched("check_then_act", "x()", None)],
             time: Duration::ZERO,
         };
-        assert!(render(&results, &[]).contains("| tokio | 1.0.0 | **control has findings** |"));
+        assert!(render(&results, &[], &[]).contains("| tokio | 1.0.0 | **control has findings** |"));
     }
 }
