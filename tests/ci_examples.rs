@@ -5,7 +5,7 @@
 mod common;
 
 use serde_json::Value;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 use yaml_rust2::{Yaml, YamlLoader};
 
@@ -43,14 +43,7 @@ fn shell(script: &str, cwd: &Path, cargo_home: &Path) -> Output {
 
 /// [`shell`] with more environment variables.
 fn shell_env(script: &str, cwd: &Path, cargo_home: &Path, env: &[(&str, &Path)]) -> Output {
-    let bin_dir = PathBuf::from(common::BIN)
-        .parent()
-        .expect("bin dir")
-        .to_path_buf();
-    let path = std::env::join_paths(std::iter::once(bin_dir).chain(std::env::split_paths(
-        &std::env::var_os("PATH").unwrap_or_default(),
-    )))
-    .expect("PATH");
+    let path = common::path_with_binary_first();
     // GitHub's default shell for `run`.
     Command::new("bash")
         .args(["--noprofile", "--norc", "-eo", "pipefail", "-c", script])
@@ -359,7 +352,7 @@ fn the_pre_commit_hook_lints_every_crate_its_files_belong_to() {
 /// findings. `.ci/run` installs pre-commit; without it this test fails and says so.
 #[test]
 fn pre_commit_refuses_a_commit_with_findings_in_a_second_crate() {
-    let pre_commit = which("pre-commit").unwrap_or_else(|| {
+    let pre_commit = common::which("pre-commit").unwrap_or_else(|| {
         panic!("`pre-commit` is not installed (`python3 -m pip install pre-commit`; `.ci/run` does it)")
     });
     let hooks = load(".pre-commit-hooks.yaml");
@@ -427,14 +420,7 @@ fn pre_commit_refuses_a_commit_with_findings_in_a_second_crate() {
         "b-svc/src/notify.rs",
     ]);
 
-    let bin_dir = PathBuf::from(common::BIN)
-        .parent()
-        .expect("bin dir")
-        .to_path_buf();
-    let path = std::env::join_paths(std::iter::once(bin_dir).chain(std::env::split_paths(
-        &std::env::var_os("PATH").unwrap_or_default(),
-    )))
-    .expect("PATH");
+    let path = common::path_with_binary_first();
     let out = Command::new(pre_commit)
         .args(["run", "--color", "never"])
         .current_dir(repo)
@@ -460,11 +446,4 @@ fn pre_commit_refuses_a_commit_with_findings_in_a_second_crate() {
     }
     // The other staged file's crate was linted too, and has no finding in it.
     assert!(!stdout.contains("a-svc/src/lib.rs:"), "{stdout}");
-}
-
-fn which(name: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|d| d.join(name))
-        .find(|p| p.is_file())
 }

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 #[test]
 fn neovim_receives_diagnostics_before_and_after_an_unsaved_edit_and_applies_a_fix() {
-    let nvim = which("nvim").unwrap_or_else(|| {
+    let nvim = common::which("nvim").unwrap_or_else(|| {
         panic!(
             "`nvim` is not installed: this test drives Neovim's LSP client \
              (`apt-get install -y neovim`; `.ci/run` does it)"
@@ -38,17 +38,7 @@ fn neovim_receives_diagnostics_before_and_after_an_unsaved_edit_and_applies_a_fi
         .stderr(Stdio::inherit())
         .spawn()
         .expect("start nvim");
-    let deadline = Instant::now() + Duration::from_secs(180);
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("wait for nvim") {
-            break status;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("nvim did not finish within 180 s");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    let status = wait_or_kill(&mut child, Duration::from_secs(180));
     let text = std::fs::read_to_string(&out)
         .unwrap_or_else(|e| panic!("nvim wrote no report ({status}): {e}"));
     let report: Value = serde_json::from_str(&text).expect("JSON report");
@@ -112,7 +102,7 @@ fn neovim_receives_diagnostics_before_and_after_an_unsaved_edit_and_applies_a_fi
 /// the three buffers, and every finding shown once (issue 25, item 2).
 #[test]
 fn the_readme_configuration_starts_one_server_for_every_buffer_of_a_project() {
-    let nvim = which("nvim").expect("`nvim` is not installed (`.ci/run` installs it)");
+    let nvim = common::which("nvim").expect("`nvim` is not installed (`.ci/run` installs it)");
     let tmp = tempfile::tempdir().expect("tempdir");
     let root = tmp.path().canonicalize().expect("canonical").join("svc");
     common::copy_dir(&common::repo().join("fixtures/demo"), &root);
@@ -131,11 +121,7 @@ fn the_readme_configuration_starts_one_server_for_every_buffer_of_a_project() {
 
     // `cargo idem-lint` finds the built binary first on PATH (a fresh CARGO_HOME keeps an
     // installed one out of the way).
-    let bin_dir = std::path::Path::new(common::BIN).parent().expect("bin dir");
-    let path = std::env::join_paths(std::iter::once(bin_dir.to_path_buf()).chain(
-        std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()),
-    ))
-    .expect("PATH");
+    let path = common::path_with_binary_first();
     let out = tmp.path().join("report.json");
     let script = common::repo().join("tests/nvim/readme_config.lua");
     let mut child = Command::new(nvim)
@@ -205,11 +191,4 @@ fn wait_or_kill(child: &mut std::process::Child, limit: Duration) -> std::proces
         }
         std::thread::sleep(Duration::from_millis(50));
     }
-}
-
-fn which(name: &str) -> Option<std::path::PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|d| d.join(name))
-        .find(|p| p.is_file())
 }

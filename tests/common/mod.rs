@@ -258,3 +258,21 @@ fn copy_entries(from: &Path, to: &Path, top: bool) {
         }
     }
 }
+
+/// `PATH` with the built binary's directory first, so `cargo idem-lint` and a hook's
+/// `cargo-idem-lint` entry run it.
+pub fn path_with_binary_first() -> std::ffi::OsString {
+    let bin_dir = Path::new(BIN).parent().expect("bin dir").to_path_buf();
+    std::env::join_paths(std::iter::once(bin_dir).chain(std::env::split_paths(
+        &std::env::var_os("PATH").unwrap_or_default(),
+    )))
+    .expect("PATH")
+}
+
+/// The executable `name` on `PATH`.
+pub fn which(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
+}
