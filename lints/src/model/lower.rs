@@ -1674,15 +1674,57 @@ fn is_cfg_test(attrs: &[syn::Attribute]) -> bool {
     attrs.iter().any(is_cfg_test_attr)
 }
 
-/// `#[cfg(test)]` (not `#[cfg(not(test))]`).
+/// `#[cfg(P)]` where `P` holds in test builds only: `test`, `all(.., test, ..)`, or an
+/// `any(..)` each of whose branches does (never `not(test)`).
 fn is_cfg_test_attr(a: &syn::Attribute) -> bool {
-    a.path().is_ident("cfg")
-        && matches!(&a.meta, syn::Meta::List(l) if l.tokens.to_string().trim() == "test")
+    a.path().is_ident("cfg") && a.parse_args::<syn::Meta>().is_ok_and(|p| only_in_tests(&p))
+}
+
+fn only_in_tests(predicate: &syn::Meta) -> bool {
+    match predicate {
+        syn::Meta::Path(p) => p.is_ident("test"),
+        syn::Meta::List(l) => {
+            let Ok(items) =
+                l.parse_args_with(Punctuated::<syn::Meta, syn::Token![,]>::parse_terminated)
+            else {
+                return false;
+            };
+            if l.path.is_ident("all") {
+                items.iter().any(only_in_tests)
+            } else if l.path.is_ident("any") {
+                !items.is_empty() && items.iter().all(only_in_tests)
+            } else {
+                false
+            }
+        }
+        syn::Meta::NameValue(_) => false,
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn code_under_a_cfg_that_holds_only_in_tests_is_test_code() {
+        let cfg = |p: &str| -> bool {
+            let attr: syn::Attribute = syn::parse_quote!(#[cfg(DUMMY)]);
+            let text = quote::quote!(#attr).to_string().replace("DUMMY", p);
+            let file: syn::File = syn::parse_str(&format!("{text} fn f() {{}}")).expect("parses");
+            let syn::Item::Fn(f) = &file.items[0] else {
+                panic!("a fn")
+            };
+            is_cfg_test_attr(&f.attrs[0])
+        };
+        assert!(cfg("test"));
+        assert!(cfg("all(test, feature = \"postgres\")"));
+        assert!(cfg("all(unix, all(test, debug_assertions))"));
+        assert!(cfg("any(test, all(test, unix))"));
+        assert!(!cfg("not(test)"));
+        assert!(!cfg("any(test, feature = \"mock\")"));
+        assert!(!cfg("feature = \"test\""));
+        assert!(!cfg("all(unix, not(test))"));
+    }
 
     fn lower(src: &str) -> FileModel {
         lower_file(src, FileId(0), vec!["crate".into()], false).expect("parses")
