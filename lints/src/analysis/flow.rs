@@ -712,6 +712,9 @@ struct Walker<'a, 'c> {
     /// Per block: names bound in it and what they shadowed, restored on exit.
     scopes: Vec<Vec<Saved<'a>>>,
     branch_depth: usize,
+    /// The branch depth each local was bound at: an assignment at that depth replaces its
+    /// value (a local of an async block or closure assigned in that same body).
+    bound_at: FastMap<String, usize>,
     /// The value closure parameters get: the receiver of the method the closure is passed to.
     closure_arg: Option<Value>,
     /// Spans of the blocks being walked, innermost last.
@@ -728,7 +731,13 @@ struct Walker<'a, 'c> {
     out: FnFlow,
 }
 
-type Saved<'a> = (String, Option<Value>, Option<DescSrc<'a>>, Option<String>);
+type Saved<'a> = (
+    String,
+    Option<Value>,
+    Option<DescSrc<'a>>,
+    Option<String>,
+    Option<usize>,
+);
 
 /// What a local's [`KeyDesc`] is made from.
 #[derive(Debug, Clone)]
@@ -962,6 +971,7 @@ impl<'a, 'c> Walker<'a, 'c> {
             strs: FastMap::default(),
             scopes: vec![Vec::new()],
             branch_depth: 0,
+            bound_at: FastMap::default(),
             closure_arg: None,
             blocks: Vec::new(),
             bodies: Vec::new(),
@@ -986,12 +996,14 @@ impl<'a> Walker<'a, '_> {
             self.vals.get(name).cloned(),
             self.descs.get(name).cloned(),
             self.strs.get(name).cloned(),
+            self.bound_at.get(name).copied(),
         ));
     }
 
     fn bind_name(&mut self, name: &str, v: Value, desc: Option<DescSrc<'a>>, s: Option<String>) {
         self.save(name);
         self.vals.insert(name.to_owned(), v);
+        self.bound_at.insert(name.to_owned(), self.branch_depth);
         match desc {
             Some(d) => self.descs.insert(name.to_owned(), d),
             None => self.descs.remove(name),
@@ -1081,15 +1093,17 @@ impl<'a> Walker<'a, '_> {
     fn exit_block(&mut self) {
         self.blocks.pop();
         if let Some(saved) = self.scopes.pop() {
-            for (name, v, d, s) in saved.into_iter().rev() {
+            for (name, v, d, s, at) in saved.into_iter().rev() {
                 restore(&mut self.vals, &name, v);
+                restore(&mut self.bound_at, &name, at);
                 restore(&mut self.descs, &name, d);
                 restore(&mut self.strs, &name, s);
             }
         }
     }
 
-    /// `x = v`: replaces `x` outside branches, adds to it inside one.
+    /// `x = v`: replaces `x` outside branches and in the branch that bound it, adds to it
+    /// inside a branch below that.
     fn assign(&mut self, lhs: &'a Expr, v: Value) {
         match &lhs.peel().kind {
             ExprKind::Path(p) => {
@@ -1102,7 +1116,8 @@ impl<'a> Walker<'a, '_> {
                             None,
                         );
                     }
-                    if self.branch_depth == 0 {
+                    let own_branch = self.bound_at.get(name) == Some(&self.branch_depth);
+                    if self.branch_depth == 0 || own_branch {
                         self.vals.insert(name.to_owned(), v);
                         self.descs.remove(name);
                     } else {

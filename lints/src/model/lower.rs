@@ -1336,7 +1336,7 @@ impl Lowerer<'_> {
                 expr: self.boxed_lo(&c.expr, b),
                 ty: self.ty(&c.ty),
             },
-            syn::Expr::Await(a) => ExprKind::Await(self.boxed_lo(&a.base, b)),
+            syn::Expr::Await(a) => ExprKind::Await(self.boxed_lo(traced_future(&a.base), b)),
             syn::Expr::Try(t) => ExprKind::Try(self.boxed_lo(&t.expr, b)),
             syn::Expr::Paren(p) => self.expr(&p.expr).kind,
             syn::Expr::Group(g) => self.expr(&g.expr).kind,
@@ -1701,6 +1701,20 @@ fn only_in_tests(predicate: &syn::Meta) -> bool {
     }
 }
 
+/// The future an `.await` waits on, through `tracing`'s adapters (`.instrument(span)`,
+/// `.in_current_span()`): they change how it is traced, not what it does.
+fn traced_future(e: &syn::Expr) -> &syn::Expr {
+    match e {
+        syn::Expr::MethodCall(m)
+            if (m.method == "instrument" && m.args.len() == 1)
+                || (m.method == "in_current_span" && m.args.is_empty()) =>
+        {
+            traced_future(&m.receiver)
+        }
+        _ => e,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1737,6 +1751,22 @@ mod tests {
         let main = m.fns.iter().find(|f| f.name == "main").unwrap();
         let s = main.name_span;
         assert_eq!(&src[s.lo as usize..s.hi as usize], "main");
+    }
+
+    #[test]
+    fn tracing_adapters_are_awaited_through() {
+        let m = lower(
+            "async fn f(c: C, s: Span) { c.send().instrument(s).await; \
+             c.go().in_current_span().await; c.instrument().await; }",
+        );
+        let mut awaited = Vec::new();
+        let body = m.fns[0].body.as_ref().expect("a body");
+        body.walk(&mut |e| {
+            if let ExprKind::Await(inner) = &e.kind {
+                awaited.extend(inner.method_chain().first().map(|m| m.to_string()));
+            }
+        });
+        assert_eq!(awaited, ["send", "go", "instrument"]);
     }
 
     #[test]

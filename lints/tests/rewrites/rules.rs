@@ -73,6 +73,42 @@ pub const ALL: &[Rewrite] = &[
         name: "key_from_helper",
         apply: key_from_helper,
     },
+    Rewrite {
+        name: "instrument_attribute",
+        apply: instrument_attribute,
+    },
+    Rewrite {
+        name: "context_after_await",
+        apply: context_after_await,
+    },
+    Rewrite {
+        name: "instrument_on_await",
+        apply: instrument_on_await,
+    },
+    Rewrite {
+        name: "if_let_some",
+        apply: if_let_some,
+    },
+    Rewrite {
+        name: "let_else_none",
+        apply: let_else_none,
+    },
+    Rewrite {
+        name: "tokio_spawn_body",
+        apply: tokio_spawn_body,
+    },
+    Rewrite {
+        name: "retry_closure_body",
+        apply: retry_closure_body,
+    },
+    Rewrite {
+        name: "impl_trait_conn",
+        apply: impl_trait_conn,
+    },
+    Rewrite {
+        name: "continue_in_batch",
+        apply: continue_in_batch,
+    },
 ];
 
 /// Runs `visit` over the parsed file with fresh edits; the result only if it parses.
@@ -507,17 +543,7 @@ pub fn comments_and_attributes(text: &str) -> Option<String> {
 
 /// The body of every `async fn` runs in an `async move` block awaited at once.
 pub fn async_move_body(text: &str) -> Option<String> {
-    rewrite(text, |file, edits| {
-        let mut wrap = |sig: &syn::Signature, block: &syn::Block| {
-            if sig.asyncness.is_some() && !block.stmts.is_empty() {
-                let braces = block.brace_token.span;
-                edits.insert_after(braces.open(), " async move {");
-                edits.insert_before(braces.close(), "}.await ");
-            }
-        };
-        let mut fns = AllFns { on_fn: &mut wrap };
-        fns.visit_file(file);
-    })
+    wrap_async_bodies(text, " async move {", "}.await ")
 }
 
 struct AllFns<'f> {
@@ -875,6 +901,226 @@ fn names_used(tokens: &TokenStream, params: &[(String, String)]) -> Option<HashS
     ok.then_some(used)
 }
 
+// ------------------------------------------------------------------ more wrapping
+
+/// `#[tracing::instrument(skip_all)]` on every fn with a body, on the fn's own line.
+pub fn instrument_attribute(text: &str) -> Option<String> {
+    struct Fns<'e, 't> {
+        edits: &'e mut Edits<'t>,
+    }
+    impl Fns<'_, '_> {
+        /// Before the visibility when there is one (`#[..] pub fn`), else before the signature.
+        fn mark(&mut self, vis: &syn::Visibility, sig: &syn::Signature) {
+            let at = match vis {
+                syn::Visibility::Inherited => sig.span(),
+                _ => vis.span(),
+            };
+            self.edits
+                .insert_before(at, "#[tracing::instrument(skip_all)] ");
+        }
+    }
+    impl<'ast> Visit<'ast> for Fns<'_, '_> {
+        fn visit_item_fn(&mut self, f: &'ast syn::ItemFn) {
+            self.mark(&f.vis, &f.sig);
+            visit::visit_item_fn(self, f);
+        }
+
+        fn visit_impl_item_fn(&mut self, f: &'ast syn::ImplItemFn) {
+            self.mark(&f.vis, &f.sig);
+            visit::visit_impl_item_fn(self, f);
+        }
+    }
+    rewrite(text, |file, edits| Fns { edits }.visit_file(file))
+}
+
+/// `.await?` becomes `.await.context("store step")?` (`anyhow::Context`): an error-context
+/// call between the operation and its `?`.
+pub fn context_after_await(text: &str) -> Option<String> {
+    struct Tries<'e, 't> {
+        edits: &'e mut Edits<'t>,
+    }
+    impl<'ast> Visit<'ast> for Tries<'_, '_> {
+        fn visit_expr_try(&mut self, t: &'ast syn::ExprTry) {
+            if matches!(*t.expr, syn::Expr::Await(_)) {
+                self.edits
+                    .insert_before(t.question_token.span(), ".context(\"store step\")");
+            }
+            visit::visit_expr_try(self, t);
+        }
+    }
+    rewrite(text, |file, edits| Tries { edits }.visit_file(file))
+}
+
+/// `call(..).await` becomes `call(..).instrument(tracing::Span::current()).await`
+/// (`tracing::Instrument`) for every awaited method call.
+pub fn instrument_on_await(text: &str) -> Option<String> {
+    struct Awaits<'e, 't> {
+        edits: &'e mut Edits<'t>,
+    }
+    impl<'ast> Visit<'ast> for Awaits<'_, '_> {
+        fn visit_expr_await(&mut self, a: &'ast syn::ExprAwait) {
+            if matches!(*a.base, syn::Expr::MethodCall(_)) {
+                self.edits
+                    .insert_after(a.base.span(), ".instrument(tracing::Span::current())");
+            }
+            visit::visit_expr_await(self, a);
+        }
+    }
+    rewrite(text, |file, edits| Awaits { edits }.visit_file(file))
+}
+
+/// The receiver of `cond` when it is `x.is_some()` (`some`) or `x.is_none()` (`!some`).
+fn option_test(cond: &syn::Expr, some: bool) -> Option<&syn::Expr> {
+    let syn::Expr::MethodCall(m) = cond else {
+        return None;
+    };
+    let name = if some { "is_some" } else { "is_none" };
+    (m.method == name && m.args.is_empty()).then_some(&*m.receiver)
+}
+
+/// `if x.is_some() { a }` becomes `if let Some(_) = x { a }`.
+pub fn if_let_some(text: &str) -> Option<String> {
+    rewrite(text, |file, edits| {
+        each_fn_block(file, |b| {
+            for i in plain_ifs(b) {
+                if let Some(x) = option_test(&i.cond, true) {
+                    let with = format!("let Some(_) = {}", edits.source(x.span()));
+                    edits.replace(i.cond.span(), with);
+                }
+            }
+        });
+    })
+}
+
+/// Whether a block leaves its fn or loop on every path: its last statement is a `return`,
+/// `continue` or `break`.
+fn diverges(b: &syn::Block) -> bool {
+    matches!(
+        b.stmts.last(),
+        Some(syn::Stmt::Expr(
+            syn::Expr::Return(_) | syn::Expr::Continue(_) | syn::Expr::Break(_),
+            _
+        ))
+    )
+}
+
+/// `if x.is_some() { return .. }` (no `else`) becomes `let None = x else { return .. };`,
+/// and `if x.is_none() { return .. }` becomes `let Some(_) = x else { return .. };`.
+pub fn let_else_none(text: &str) -> Option<String> {
+    rewrite(text, |file, edits| {
+        each_fn_block(file, |b| {
+            for i in plain_ifs(b).filter(|i| i.else_branch.is_none() && diverges(&i.then_branch)) {
+                let (pat, x) = match (option_test(&i.cond, true), option_test(&i.cond, false)) {
+                    (Some(x), _) => ("None", x),
+                    (None, Some(x)) => ("Some(_)", x),
+                    (None, None) => continue,
+                };
+                let with = format!("let {pat} = {} else", edits.source(x.span()));
+                edits.replace_between(i.if_token.span(), i.cond.span(), with);
+                edits.insert_after(i.then_branch.span(), ";");
+            }
+        });
+    })
+}
+
+/// Wraps the body of every `async fn` (with statements) in `open ... close` on the body's
+/// first and last lines.
+fn wrap_async_bodies(text: &str, open: &str, close: &str) -> Option<String> {
+    rewrite(text, |file, edits| {
+        let mut wrap = |sig: &syn::Signature, block: &syn::Block| {
+            if sig.asyncness.is_some() && !block.stmts.is_empty() {
+                let braces = block.brace_token.span;
+                edits.insert_after(braces.open(), open);
+                edits.insert_before(braces.close(), close);
+            }
+        };
+        AllFns { on_fn: &mut wrap }.visit_file(file);
+    })
+}
+
+/// The body of every `async fn` runs in a task: `tokio::spawn(async move { .. }).await`.
+pub fn tokio_spawn_body(text: &str) -> Option<String> {
+    wrap_async_bodies(
+        text,
+        " tokio::spawn(async move {",
+        "}).await.expect(\"the task ran\") ",
+    )
+}
+
+/// The body of every `async fn` is a closure handed to a retry helper:
+/// `with_retry(|| async move { .. }).await`.
+pub fn retry_closure_body(text: &str) -> Option<String> {
+    wrap_async_bodies(text, " with_retry(|| async move {", "}).await ")
+}
+
+/// `conn: &mut ConnectionManager` becomes `conn: &mut impl redis::aio::ConnectionLike`: the
+/// client known by its trait only (`AsyncCommands` is implemented for every one).
+pub fn impl_trait_conn(text: &str) -> Option<String> {
+    rewrite(text, |file, edits| {
+        let mut generic = |sig: &syn::Signature, _: &syn::Block| {
+            for arg in &sig.inputs {
+                let syn::FnArg::Typed(t) = arg else {
+                    continue;
+                };
+                let syn::Type::Reference(r) = &*t.ty else {
+                    continue;
+                };
+                let syn::Type::Path(ty) = &*r.elem else {
+                    continue;
+                };
+                let last = ty.path.segments.last().map(|s| s.ident.to_string());
+                if r.mutability.is_some()
+                    && last.is_some_and(|l| REDIS_CONNECTIONS.contains(&l.as_str()))
+                {
+                    edits.replace(ty.span(), "impl redis::aio::ConnectionLike");
+                }
+            }
+        };
+        AllFns {
+            on_fn: &mut generic,
+        }
+        .visit_file(file);
+    })
+}
+
+/// An `async fn` whose body ends in `Ok(())` runs its steps in a loop over a one-item batch,
+/// and its early `return Ok(())`s (the last statement of an `if` directly in the body) become
+/// `continue`: `for _item in [()] { ..; if seen { continue; } .. } Ok(())`.
+pub fn continue_in_batch(text: &str) -> Option<String> {
+    rewrite(text, |file, edits| {
+        let mut batch = |sig: &syn::Signature, block: &syn::Block| {
+            let Some((syn::Stmt::Expr(tail, None), steps)) = block.stmts.split_last() else {
+                return;
+            };
+            if sig.asyncness.is_none() || steps.is_empty() || edits.source(tail.span()) != "Ok(())"
+            {
+                return;
+            }
+            let returns: Vec<&syn::Expr> = steps
+                .iter()
+                .filter_map(|s| match s {
+                    syn::Stmt::Expr(syn::Expr::If(i), _) => i.then_branch.stmts.last(),
+                    _ => None,
+                })
+                .filter_map(|s| match s {
+                    syn::Stmt::Expr(e @ syn::Expr::Return(_), _) => Some(e),
+                    _ => None,
+                })
+                .filter(|e| edits.source(e.span()) == "return Ok(())")
+                .collect();
+            if returns.is_empty() {
+                return;
+            }
+            for r in returns {
+                edits.replace(r.span(), "continue");
+            }
+            edits.insert_after(block.brace_token.span.open(), " for _item in [()] {");
+            edits.insert_before(tail.span(), "} ");
+        };
+        AllFns { on_fn: &mut batch }.visit_file(file);
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -927,5 +1173,57 @@ mod tests {
             "{out}"
         );
         assert_eq!(out.lines().count(), SAMPLE.lines().count());
+    }
+    #[test]
+    fn option_tests_become_if_let_and_let_else() {
+        let out = if_let_some(SAMPLE).expect("an `is_some` test");
+        assert!(out.contains("if let Some(_) = out.item() {"), "{out}");
+        let out = let_else_none(SAMPLE).expect("an `is_some` test that returns");
+        assert!(out.contains("let None = out.item() else {"), "{out}");
+        assert!(out.contains("return Ok(());\n    };"), "{out}");
+    }
+
+    #[test]
+    fn early_returns_become_continue_in_a_batch_loop() {
+        let out = continue_in_batch(SAMPLE).expect("an early return");
+        assert!(out.contains("{ for _item in [()] {"), "{out}");
+        assert!(out.contains("continue;"), "{out}");
+        assert!(out.contains("} Ok(())"), "{out}");
+        assert!(!out.contains("return"), "{out}");
+    }
+
+    #[test]
+    fn bodies_are_wrapped_in_a_task_and_a_retry_closure() {
+        let out = tokio_spawn_body(SAMPLE).expect("an async fn");
+        assert!(out.contains("{ tokio::spawn(async move {"), "{out}");
+        assert!(out.contains("}).await.expect(\"the task ran\") }"), "{out}");
+        let out = retry_closure_body(SAMPLE).expect("an async fn");
+        assert!(out.contains("{ with_retry(|| async move {"), "{out}");
+    }
+
+    #[test]
+    fn tracing_is_added_to_fns_and_awaits() {
+        let out = instrument_attribute(SAMPLE).expect("a fn");
+        assert!(
+            out.starts_with("#[tracing::instrument(skip_all)] async fn f"),
+            "{out}"
+        );
+        let out = instrument_on_await(SAMPLE).expect("awaited calls");
+        assert!(
+            out.contains(".send().instrument(tracing::Span::current())\n        .await"),
+            "{out}"
+        );
+        let out = context_after_await(SAMPLE).expect("awaited `?`s");
+        assert!(out.contains(".await.context(\"store step\")?;"), "{out}");
+    }
+
+    #[test]
+    fn redis_connections_become_impl_trait() {
+        let out = impl_trait_conn("async fn f(conn: &mut ConnectionManager) {}\n")
+            .expect("a connection parameter");
+        assert_eq!(
+            out,
+            "async fn f(conn: &mut impl redis::aio::ConnectionLike) {}\n"
+        );
     }
 }
