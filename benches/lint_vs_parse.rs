@@ -11,9 +11,12 @@
 //!   package relevant ([`idem_lints::analysis::relevance`]): the call graph and summaries are
 //!   built even where nothing could be found, so their cost stays measured;
 //!
-//! and prints medians and the ratios to bare. Inputs default to tokio and rust-analyzer's
-//! `hir-ty` (the registry crate `ra_ap_hir_ty`), the newest versions under
-//! `$CARGO_HOME/registry/src` (fetch them with a scratch project and `cargo fetch`).
+//! and prints medians and the ratios to bare. Inputs default to tokio, lemmy's `lemmy_api`, the
+//! sqlx job queue `graphile_worker` and rust-analyzer's `hir-ty` (the registry crate
+//! `ra_ap_hir_ty`), the newest versions under `$CARGO_HOME/registry/src` (fetch them with a
+//! scratch project and `cargo fetch`). The relevance pre-check skips tokio and hir-ty, so their
+//! `full` is the floor of a package with nothing to find; lemmy_api and graphile_worker use
+//! stores, so their `full` is the analysis on real code.
 //!
 //! The growth check takes the last input's `src/` (hir-ty's by default) 1x, 2x and 4x (copies in separate
 //! modules `c0`..`c3` of one crate, so each copy resolves inside itself) and prints the full
@@ -77,7 +80,8 @@ fn main() {
         .map(|a| (short_name(Path::new(a)), PathBuf::from(a)))
         .collect();
     if dirs.is_empty() {
-        for krate in ["tokio", "ra_ap_hir_ty"] {
+        // hir-ty stays last: the growth check copies the last input.
+        for krate in ["tokio", "lemmy_api", "graphile_worker", "ra_ap_hir_ty"] {
             match newest_registry_crate(krate) {
                 Some(dir) => dirs.push((krate.trim_start_matches("ra_ap_").to_string(), dir)),
                 None => eprintln!(
