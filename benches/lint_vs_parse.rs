@@ -11,9 +11,12 @@
 //!   package relevant ([`idem_lints::analysis::relevance`]): the call graph and summaries are
 //!   built even where nothing could be found, so their cost stays measured;
 //!
-//! and prints medians and the ratios to bare. Inputs default to tokio and rust-analyzer's
-//! `hir-ty` (the registry crate `ra_ap_hir_ty`), the newest versions under
-//! `$CARGO_HOME/registry/src` (fetch them with a scratch project and `cargo fetch`).
+//! and prints medians and the ratios to bare. Inputs default to tokio, lemmy's `lemmy_apub`, the
+//! sqlx job queue `graphile_worker` and rust-analyzer's `hir-ty` (the registry crate
+//! `ra_ap_hir_ty`), the newest versions under `$CARGO_HOME/registry/src` (fetch them with a
+//! scratch project and `cargo fetch`). tokio and hir-ty name no store crate; lemmy_apub and
+//! graphile_worker depend on diesel and sqlx, so the relevance pre-check lets the analysis run
+//! on them: their `full` measures it on real code.
 //!
 //! The growth check takes the last input's `src/` (hir-ty's by default) 1x, 2x and 4x (copies in separate
 //! modules `c0`..`c3` of one crate, so each copy resolves inside itself) and prints the full
@@ -77,7 +80,8 @@ fn main() {
         .map(|a| (short_name(Path::new(a)), PathBuf::from(a)))
         .collect();
     if dirs.is_empty() {
-        for krate in ["tokio", "ra_ap_hir_ty"] {
+        // hir-ty stays last: the growth check copies the last input.
+        for krate in ["tokio", "lemmy_apub", "graphile_worker", "ra_ap_hir_ty"] {
             match newest_registry_crate(krate) {
                 Some(dir) => dirs.push((krate.trim_start_matches("ra_ap_").to_string(), dir)),
                 None => eprintln!(
@@ -442,14 +446,19 @@ fn registry_dirs() -> impl Iterator<Item = (String, PathBuf)> {
         .map(|e| (e.file_name().to_string_lossy().into_owned(), e.path()))
 }
 
-/// The newest `krate-X.Y.Z` under `$CARGO_HOME/registry/src/*/`.
+/// The newest `krate-X.Y.Z` (or `krate-X.Y.Z-pre`, older than `X.Y.Z`) under
+/// `$CARGO_HOME/registry/src/*/`.
 fn newest_registry_crate(krate: &str) -> Option<PathBuf> {
     let prefix = format!("{krate}-");
-    let mut found: Vec<(Vec<u64>, PathBuf)> = registry_dirs()
+    let mut found: Vec<((Vec<u64>, bool), PathBuf)> = registry_dirs()
         .filter_map(|(name, path)| {
             let version = name.strip_prefix(&prefix)?;
-            let parts: Option<Vec<u64>> = version.split('.').map(|p| p.parse().ok()).collect();
-            Some((parts?, path))
+            let (release, pre) = match version.split_once('-') {
+                Some((release, _)) => (release, true),
+                None => (version, false),
+            };
+            let parts: Option<Vec<u64>> = release.split('.').map(|p| p.parse().ok()).collect();
+            Some(((parts?, !pre), path))
         })
         .collect();
     found.sort();
