@@ -11,7 +11,8 @@ use serde::Deserialize;
 
 declare_lint! {
     /// ### What it does
-    /// Finds a `?` on an awaited call or a store call that runs after a claim that never
+    /// Finds a `?` (or its `match` spelling, `Err(e) => return Err(e)`) on an awaited call
+    /// or a store call that runs after a claim that never
     /// expires (the claims of `claim_without_expiry`: `SET NX` without `EX`, a conditional
     /// `put_item` without a TTL, a claim row without a lease) and before anything releases
     /// it: a delete of the key, a write to the same key or table (a `failed` status, the
@@ -144,16 +145,29 @@ fn first_leaking_exit(body: &Block, flow: &FnFlow, i: usize, releases: &[Span]) 
     let mut exits = Vec::new();
     body.walk(&mut |e| match &e.kind {
         ExprKind::Closure { .. } | ExprKind::Async { .. } => nested.push(e.span),
-        ExprKind::Try(inner) if transient(inner, &calls) => exits.push(e.span),
+        ExprKind::Try(inner) if transient(inner, &calls) => exits.push((e.span, e.span)),
+        // `match call().await { Ok(v) => v, Err(e) => return Err(e.into()) }`: `?` spelled out.
+        ExprKind::Match { scrutinee, arms } if transient(scrutinee, &calls) => {
+            for arm in arms {
+                arm.body.walk(&mut |x| {
+                    if returns_err(x) {
+                        exits.push((x.span, e.span));
+                    }
+                });
+            }
+        }
         _ => {}
     });
-    exits.sort_by_key(|s| s.lo);
-    exits.into_iter().find(|x| {
-        x.lo > claim.hi
-            && !nested.iter().any(|n| n.contains(*x) && !n.contains(claim))
-            && !lost.iter().any(|b| b.contains(*x))
+    // Each exit with the expression that fails (the `?` or the `match`): one that holds the
+    // claim is the claim's own failure.
+    exits.sort_by_key(|(x, _)| x.lo);
+    let (exit, _) = exits.into_iter().find(|&(x, failing)| {
+        failing.lo > claim.hi
+            && !nested.iter().any(|n| n.contains(x) && !n.contains(claim))
+            && !lost.iter().any(|b| b.contains(x))
             && !releases.iter().any(|r| r.lo > claim.hi && r.hi <= x.hi)
-    })
+    })?;
+    Some(exit)
 }
 
 /// A `?` on something that may fail for a while and then succeed: an awaited call or a
@@ -162,6 +176,15 @@ fn transient(e: &Expr, calls: &[Span]) -> bool {
     let mut awaited = false;
     e.walk(&mut |x| awaited |= matches!(x.kind, ExprKind::Await(_)));
     awaited || calls.contains(&e.peel().span)
+}
+
+/// `return Err(..)`.
+fn returns_err(e: &Expr) -> bool {
+    let ExprKind::Return(Some(value)) = &e.kind else {
+        return false;
+    };
+    matches!(&value.kind, ExprKind::Call { func, .. }
+        if func.as_path().is_some_and(|p| p.last() == "Err"))
 }
 
 /// The branches that run when claim `i` was lost (or whose polarity is not known): what
