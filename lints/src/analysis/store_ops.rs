@@ -1498,6 +1498,80 @@ mod tests {
         );
     }
 
+    /// The expiry of every operation of `f`'s body, in order.
+    fn expiries(deps: &[&'static str], body: &str) -> Vec<Option<Expiry>> {
+        let src = format!("async fn f() {{ {body} }}");
+        let file = lower_file(&src, FileId(0), vec!["crate".into()], false).unwrap();
+        let env = Env {
+            deps: deps.to_vec(),
+        };
+        let mut out = Vec::new();
+        file.fns[0].body.as_ref().unwrap().walk(&mut |e| {
+            if let Some(op) = classify(&env, e) {
+                out.push(op.shape.expiry);
+            }
+        });
+        out
+    }
+
+    #[test]
+    fn claims_know_when_they_expire() {
+        use Expiry::*;
+        let redis = expiries(
+            &["redis"],
+            r#"conn.set_nx(&key, 1).await?;
+               cmd("SET").arg(&key).arg(1).arg("NX").query_async(&mut conn).await?;
+               cmd("SET").arg(&key).arg(1).arg("NX").arg("EX").arg(60 * 60).query_async(&mut conn).await?;
+               cmd("SET").arg(&key).arg(1).arg("NX").arg("PX").arg(1500).query_async(&mut conn).await?;
+               conn.set_ex(&key, "1", 24 * 60 * 60).await?;
+               conn.set_options(&key, 1, SetOptions::default().conditional_set(ExistenceCheck::NX)).await?;
+               conn.set_options(&key, 1, SetOptions::default().conditional_set(ExistenceCheck::NX).with_expiration(SetExpiry::EX(30))).await?;
+               redis::pipe().cmd("SET").arg(&key).arg(1).arg("NX").ignore().expire(&key, 90).query_async(&mut conn).await?;
+               conn.set(&key, 1).await?;
+               conn.get(&key).await?;"#,
+        );
+        assert_eq!(
+            redis,
+            vec![
+                Some(Never),
+                Some(Never),
+                Some(After(Some(3_600_000))),
+                Some(After(Some(1500))),
+                Some(After(Some(86_400_000))),
+                Some(Never),
+                Some(After(Some(30_000))),
+                Some(After(Some(90_000))),
+                None,
+                None,
+            ]
+        );
+        let ddb = expiries(
+            &["aws_sdk_dynamodb"],
+            r#"ddb.put_item().table_name("c").item("pk", k).condition_expression("attribute_not_exists(pk)").send().await?;
+               ddb.put_item().table_name("c").item("pk", k).item("ttl", AttributeValue::N((now + 600).to_string())).condition_expression("attribute_not_exists(pk)").send().await?;
+               ddb.put_item().table_name("c").item("pk", k).item("status", s).condition_expression("attribute_not_exists(pk)").send().await?;
+               ddb.put_item().table_name("c").set_item(Some(item)).condition_expression("attribute_not_exists(pk)").send().await?;
+               ddb.put_item().table_name("c").item("pk", k).send().await?;"#,
+        );
+        assert_eq!(
+            ddb,
+            vec![
+                Some(Never),
+                Some(After(Some(600_000))),
+                Some(After(None)),
+                None,
+                None
+            ]
+        );
+        let sql = expiries(
+            &["sqlx"],
+            r#"query("INSERT INTO processed_events (id) VALUES ($1) ON CONFLICT DO NOTHING").bind(id).execute(&pool).await?;
+               query("INSERT INTO processed_events (id, locked_until) VALUES ($1, $2) ON CONFLICT DO NOTHING").bind(id).bind(t).execute(&pool).await?;
+               query("INSERT INTO users (email) VALUES ($1) ON CONFLICT DO NOTHING").bind(e).execute(&pool).await?;"#,
+        );
+        assert_eq!(sql, vec![Some(Never), Some(After(None)), None]);
+    }
+
     /// The write shapes of the statements of `f`'s body, as (marks_done, increments).
     fn shapes(deps: &[&'static str], body: &str) -> Vec<(bool, bool)> {
         let src = format!("async fn f() {{ {body} }}");
