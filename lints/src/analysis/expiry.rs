@@ -13,6 +13,7 @@ use super::durations::{int_of, millis_of};
 use super::flow::FnFlow;
 use super::sql::{OnConflict, SqlStatement, SqlVerb};
 use super::store_ops::{Access, Expiry, OpEnv, Store};
+use super::summary::StoreAccess;
 use super::transactions::{names_a_transaction, Executor, Transactions};
 use crate::model::ir::{Block, Expr, ExprKind};
 use crate::model::{FnDef, Package, Span};
@@ -225,8 +226,9 @@ pub(crate) fn sql_claim(st: &SqlStatement) -> Option<Expiry> {
     })
 }
 
-/// The claims function `f` makes and wins (their answer is tested) that nothing expires:
-/// indices into `flow.store_events`. A Redis claim followed by an `EXPIRE` of any key in
+/// The claims function `f` makes and wins (their answer is tested) that nothing expires,
+/// storing a marker ([`holds_a_marker`]) under a key not minted in the function: indices
+/// into `flow.store_events`. A Redis claim followed by an `EXPIRE` of any key in
 /// the function, and a SQL claim inside a transaction (a failure rolls the row back) or on
 /// a connection the caller passes (which may be one), are not among them.
 pub fn never_expiring_claims(package: &Package, f: &FnDef, flow: &FnFlow) -> Vec<usize> {
@@ -242,6 +244,15 @@ pub fn never_expiring_claims(package: &Package, f: &FnDef, flow: &FnFlow) -> Vec
             {
                 return false;
             }
+            // A key minted here (`Ulid::new()`, a nonce) is never claimed by a redelivery:
+            // it reserves a fresh name, not a message.
+            let fresh = flow
+                .key_uses
+                .iter()
+                .any(|k| Some(k.span) == ev.access.key_span && k.value.nondet().next().is_some());
+            if fresh || !holds_a_marker(&ev.access) {
+                return false;
+            }
             match ev.access.store {
                 Store::Redis => !expires,
                 Store::Sql => expr_at(body, ev.span).is_some_and(|op| {
@@ -254,6 +265,25 @@ pub fn never_expiring_claims(package: &Package, f: &FnDef, flow: &FnFlow) -> Vec
             }
         })
         .collect()
+}
+
+/// Whether a claim stores a marker ("taken", a worker, a timestamp) rather than data kept
+/// until the work is done (a queue's item payload under its id is storage, not a claim):
+/// Redis claims whose value is a marker, DynamoDB items of markers and context or in a table
+/// named for claims, dedupe-named SQL tables.
+fn holds_a_marker(a: &StoreAccess) -> bool {
+    let claim_table = a.table.as_deref().is_some_and(|t| {
+        let t = t.to_ascii_lowercase();
+        super::sql::is_dedupe_table_name(&t)
+            || ["claim", "lock", "lease", "reservation"]
+                .iter()
+                .any(|w| t.contains(w))
+    });
+    match a.store {
+        Store::Redis => a.value_is_marker,
+        Store::DynamoDb => a.value_is_marker || claim_table,
+        _ => true,
+    }
 }
 
 /// `conn.expire(&k, 60)`, `pexpire`, `expire_at`, `cmd("EXPIRE")`: where a function gives

@@ -32,8 +32,12 @@ declare_lint! {
     /// time or more) or a lease a reaper can take back.
     ///
     /// ### Known problems
-    /// `SADD` and `HSETNX` claims are not judged (a set member or a hash field has no TTL of
-    /// its own). Options or items built outside the function (a parameter, a helper) are
+    /// Only claims that store a marker are judged: a Redis value that is a literal, a
+    /// constant or a timestamp (an item's payload stored under its id until a worker
+    /// completes it is storage, meant to stay; a lock valued with its owner's id is missed),
+    /// a DynamoDB item of markers and context or in a table named for claims, locks or
+    /// dedupe; a key minted in the function (a nonce) is not a message's claim. `SADD` and
+    /// `HSETNX` claims are not judged (a set member or a hash field has no TTL of its own). Options or items built outside the function (a parameter, a helper) are
     /// not judged. An `EXPIRE` of any key in the function counts as the claim's. A
     /// function of the crate that sets the TTL under another name can be named:
     /// `expires = ["refresh_lease"]` in `[lints.claim_without_expiry]`.
