@@ -11,8 +11,9 @@ use serde::Deserialize;
 
 declare_lint! {
     /// ### What it does
-    /// Finds a `?` (or its `match` spelling, `Err(e) => return Err(e)`) on an awaited call
-    /// or a store call that runs after a claim that never
+    /// Finds a `?` (or its spellings `Err(e) => return Err(e)` in a `match` and `if let
+    /// Err(e) = .. { return Err(e) }`) on an awaited call or a store call that runs after a
+    /// claim that never
     /// expires (the claims of `claim_without_expiry`: `SET NX` without `EX`, a conditional
     /// `put_item` without a TTL, a claim row without a lease) and before anything releases
     /// it: a delete of the key, a write to the same key or table (a `failed` status, the
@@ -154,6 +155,18 @@ fn first_leaking_exit(body: &Block, flow: &FnFlow, i: usize, releases: &[Span]) 
                         exits.push((x.span, e.span));
                     }
                 });
+            }
+        }
+        // `if let Err(e) = call().await { return Err(e) }`.
+        ExprKind::If { cond, then, .. } => {
+            if let ExprKind::Let { expr, .. } = &cond.kind {
+                if transient(expr, &calls) {
+                    then.walk(&mut |x| {
+                        if returns_err(x) {
+                            exits.push((x.span, e.span));
+                        }
+                    });
+                }
             }
         }
         _ => {}
