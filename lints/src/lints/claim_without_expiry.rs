@@ -185,7 +185,7 @@ fn report(
             format!("`{}` claim without an expiry", access.command),
             "give the claim a TTL (`SET key value NX EX ttl`, at least twice the work time) \
              so a crashed worker's claim goes away; `idem_guard`'s `#[idempotent]` \
-             reservation carries one",
+             reservation carries a lease (`lease = ..`), renewed while the work runs",
         ),
         Store::DynamoDb => (
             "conditional `put_item` claim without a TTL or lease attribute".to_owned(),

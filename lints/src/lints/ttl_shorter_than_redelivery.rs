@@ -58,7 +58,8 @@ declare_lint! {
     /// let claimed: bool = redis::cmd("SET").arg(&key).arg(1).arg("NX").arg("EX").arg(600)
     ///     .query_async(&mut conn).await?;
     /// ```
-    /// `idem_guard` takes the in-progress and completed TTLs as settings: set them from the
+    /// With `idem_guard`, `#[idempotent(lease = .., retention = ..)]`: the in-progress lease
+    /// is renewed while the work runs, and the retention of completed records is set from the
     /// same constants as the queue.
     pub TTL_SHORTER_THAN_REDELIVERY, "ttl_shorter_than_redelivery", Allow,
     "a dedupe or claim TTL shorter than the redelivery window set in the same code"
@@ -183,32 +184,49 @@ fn dedupe_ttl(a: &StoreAccess, won_claim: bool) -> Option<u64> {
 /// Records a visibility timeout, a redrive policy's receive count or a retry total.
 fn read_window<'a>(env: &FnConsts<'a>, e: &'a Expr, w: &mut Windows) {
     match &e.kind {
-        ExprKind::MethodCall { method, args, .. } => match (method.as_str(), args.as_slice()) {
-            ("visibility_timeout" | "set_visibility_timeout", [n]) => {
-                if let Some(s) = int_of(env, unwrap_some(n)) {
-                    keep_max(&mut w.visibility, s * 1000, e.span);
-                }
-            }
-            ("max_elapsed_time" | "with_max_elapsed_time", [d]) => {
-                if let Some(ms) = millis_of(env, unwrap_some(d)) {
-                    keep_max(&mut w.retry_total, ms, e.span);
-                }
-            }
-            // `.attributes(QueueAttributeName::VisibilityTimeout, "300")`.
-            (_, [name, value]) if names_visibility(env, name) => {
-                let secs = env
-                    .string_of(value)
-                    .and_then(|s| s.trim().parse().ok())
-                    .or_else(|| int_of(env, value));
-                if let Some(s) = secs {
-                    keep_max(&mut w.visibility, s * 1000, e.span);
-                }
-            }
-            _ => {}
-        },
+        ExprKind::MethodCall {
+            method,
+            method_span,
+            args,
+            ..
+        } => {
+            // The setter alone (`visibility_timeout(120)`), not the builder chain before it.
+            let at = Span {
+                lo: method_span.lo,
+                ..e.span
+            };
+            read_setter(env, method, args, at, w)
+        }
         ExprKind::Lit(Lit::Str(s)) => {
             if let Some(n) = receive_count(s) {
                 keep_max(&mut w.receive_count, n, e.span);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// A builder setter of a visibility timeout, a queue attribute or a retry total.
+fn read_setter<'a>(env: &FnConsts<'a>, method: &str, args: &'a [Expr], at: Span, w: &mut Windows) {
+    match (method, args) {
+        ("visibility_timeout" | "set_visibility_timeout", [n]) => {
+            if let Some(s) = int_of(env, unwrap_some(n)) {
+                keep_max(&mut w.visibility, s * 1000, at);
+            }
+        }
+        ("max_elapsed_time" | "with_max_elapsed_time", [d]) => {
+            if let Some(ms) = millis_of(env, unwrap_some(d)) {
+                keep_max(&mut w.retry_total, ms, at);
+            }
+        }
+        // `.attributes(QueueAttributeName::VisibilityTimeout, "300")`.
+        (_, [name, value]) if names_visibility(env, name) => {
+            let secs = env
+                .string_of(value)
+                .and_then(|s| s.trim().parse().ok())
+                .or_else(|| int_of(env, value));
+            if let Some(s) = secs {
+                keep_max(&mut w.visibility, s * 1000, at);
             }
         }
         _ => {}
@@ -296,10 +314,31 @@ fn report(cx: &mut LintContext<'_>, command: &str, span: Span, ttl: u64, w: &Win
             }
             d.note("a delivery after the key expired finds no key and does the work again");
             d.help(format!(
-                "make the TTL longer than {} (twice the work time or more); `idem_guard`'s \
-                 TTL settings take the same constants as the queue",
+                "make the TTL longer than {} (twice the work time or more); with `idem_guard`, \
+                 `#[idempotent(lease = .., retention = ..)]`: a lease renewed while the work \
+                 runs and a retention longer than the window",
                 secs(w.ms)
             ));
         },
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn redrive_policies_give_their_receive_count() {
+        let policy = r#"{"deadLetterTargetArn":"arn:aws:sqs:eu-west-1:1:dlq","maxReceiveCount":"5"}"#;
+        assert_eq!(receive_count(policy), Some(5));
+        assert_eq!(receive_count(r#"{"maxReceiveCount": 12}"#), Some(12));
+        assert_eq!(receive_count("maxReceiveCount"), None);
+        assert_eq!(receive_count(r#"{"visibility": 30}"#), None);
+    }
+
+    #[test]
+    fn durations_read_in_seconds() {
+        assert_eq!(secs(600_000), "600 s");
+        assert_eq!(secs(1_500), "1.5 s");
+    }
 }
