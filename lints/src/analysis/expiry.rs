@@ -236,7 +236,8 @@ pub fn never_expiring_claims(package: &Package, f: &FnDef, flow: &FnFlow) -> Vec
         return Vec::new();
     };
     let mut txs = None;
-    let expires = !expire_calls(body).is_empty();
+    // Read only when a Redis claim asks: most functions make none.
+    let mut expires = None;
     (0..flow.store_events.len())
         .filter(|&i| {
             let ev = &flow.store_events[i];
@@ -254,7 +255,7 @@ pub fn never_expiring_claims(package: &Package, f: &FnDef, flow: &FnFlow) -> Vec
                 return false;
             }
             match ev.access.store {
-                Store::Redis => !expires,
+                Store::Redis => !*expires.get_or_insert_with(|| !expire_calls(body).is_empty()),
                 Store::Sql => expr_at(body, ev.span).is_some_and(|op| {
                     let txs = txs.get_or_insert_with(|| Transactions::of_fn(package, f));
                     // A handle named as a transaction is one, even where its `begin` is

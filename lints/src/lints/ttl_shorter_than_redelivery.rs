@@ -93,6 +93,49 @@ pub fn check(cx: &mut LintContext<'_>) {
     let package = cx.package;
     let analysis = cx.analysis();
     let resolver = &analysis.resolver;
+    let summaries = analysis.summaries(package);
+    // The dedupe TTLs first: most packages have none, and then no window is looked for.
+    let mut candidates = Vec::new();
+    for id in summaries.ids() {
+        if id.def(package).1.in_test {
+            continue;
+        }
+        let ttls: Vec<(&StoreAccess, Span, u64)> = summaries
+            .flow(id)
+            .store_events
+            .iter()
+            .filter(|e| e.via.is_none())
+            .filter_map(|e| Some((&e.access, e.span, dedupe_ttl(&e.access, e.won_claim())?)))
+            .collect();
+        if !ttls.is_empty() {
+            candidates.push((id, ttls));
+        }
+    }
+    if candidates.is_empty() {
+        return;
+    }
+    let package_windows = package_windows(cx, resolver);
+    let mut findings = Vec::new();
+    for (id, ttls) in candidates {
+        let (file, f) = id.def(package);
+        let mut local = package_windows.clone();
+        if let (Some(body), Some(env)) = (&f.body, FnConsts::new(package, resolver, file, f)) {
+            body.walk(&mut |e| local.extend(work_timeout(&env, e)));
+        }
+        for (access, span, ttl) in ttls {
+            if let Some(w) = local.iter().filter(|w| w.ms > ttl).max_by_key(|w| w.ms) {
+                findings.push((access.command.clone(), span, ttl, w.clone()));
+            }
+        }
+    }
+    for (command, span, ttl, window) in findings {
+        report(cx, &command, span, ttl, &window);
+    }
+}
+
+/// The redelivery windows the package sets as constants, and the configured one.
+fn package_windows(cx: &LintContext<'_>, resolver: &crate::analysis::Resolver) -> Vec<Window> {
+    let package = cx.package;
     let mut windows = Windows::default();
     for (file, f) in package.fns().filter(|(_, f)| !f.in_test) {
         let (Some(body), Some(env)) = (&f.body, FnConsts::new(package, resolver, file, f)) else {
@@ -117,7 +160,7 @@ pub fn check(cx: &mut LintContext<'_>) {
             at: None,
             what: "`redelivery_seconds` in the configuration".to_owned(),
         });
-    let mut package_windows: Vec<Window> = configured.into_iter().collect();
+    let mut out: Vec<Window> = configured.into_iter().collect();
     if let Some((v, at)) = windows.visibility {
         let (ms, what) = match windows.receive_count {
             Some((n, _)) => (
@@ -126,49 +169,20 @@ pub fn check(cx: &mut LintContext<'_>) {
             ),
             None => (v, format!("SQS visibility timeout {}", secs(v))),
         };
-        package_windows.push(Window {
+        out.push(Window {
             ms,
             at: Some(at),
             what,
         });
     }
     if let Some((ms, at)) = windows.retry_total {
-        package_windows.push(Window {
+        out.push(Window {
             ms,
             at: Some(at),
             what: format!("retry schedule of {}", secs(ms)),
         });
     }
-    let summaries = analysis.summaries(package);
-    let mut findings = Vec::new();
-    for id in summaries.ids() {
-        let (file, f) = id.def(package);
-        if f.in_test {
-            continue;
-        }
-        let ttls: Vec<(&StoreAccess, Span, u64)> = summaries
-            .flow(id)
-            .store_events
-            .iter()
-            .filter(|e| e.via.is_none())
-            .filter_map(|e| Some((&e.access, e.span, dedupe_ttl(&e.access, e.won_claim())?)))
-            .collect();
-        if ttls.is_empty() {
-            continue;
-        }
-        let mut local = package_windows.clone();
-        if let (Some(body), Some(env)) = (&f.body, FnConsts::new(package, resolver, file, f)) {
-            body.walk(&mut |e| local.extend(work_timeout(&env, e)));
-        }
-        for (access, span, ttl) in ttls {
-            if let Some(w) = local.iter().filter(|w| w.ms > ttl).max_by_key(|w| w.ms) {
-                findings.push((access.command.clone(), span, ttl, w.clone()));
-            }
-        }
-    }
-    for (command, span, ttl, window) in findings {
-        report(cx, &command, span, ttl, &window);
-    }
+    out
 }
 
 /// The TTL of a claim whose answer is tested, or of a Redis write of a marker value.
@@ -329,7 +343,8 @@ mod tests {
 
     #[test]
     fn redrive_policies_give_their_receive_count() {
-        let policy = r#"{"deadLetterTargetArn":"arn:aws:sqs:eu-west-1:1:dlq","maxReceiveCount":"5"}"#;
+        let policy =
+            r#"{"deadLetterTargetArn":"arn:aws:sqs:eu-west-1:1:dlq","maxReceiveCount":"5"}"#;
         assert_eq!(receive_count(policy), Some(5));
         assert_eq!(receive_count(r#"{"maxReceiveCount": 12}"#), Some(12));
         assert_eq!(receive_count("maxReceiveCount"), None);
