@@ -40,7 +40,8 @@ declare_lint! {
     /// ### Known problems
     /// Windows are read from the whole package: a visibility timeout of one queue is
     /// compared with the TTL of a consumer of another. TTLs and windows read from the
-    /// environment or a config file are not known, so nothing is reported for them. The
+    /// environment or a config file are not known, so nothing is reported for them; nor is
+    /// arithmetic on a constant (`TTL * 1000`: only literals are multiplied out). The
     /// five-minute SQS FIFO deduplication window is not compared.
     ///
     /// ### Example
