@@ -104,3 +104,64 @@ fn suppressed_deny_findings_do_not_fail_the_run() {
     ]);
     run(&[s(dir.path()), "-D", "warnings"]).assert_code(0);
 }
+
+/// The claim and TTL lints (allow by default, turned on here) are silenced on their line like
+/// any other: each source reports one finding without its comment and none with it.
+#[test]
+fn the_claim_and_ttl_lints_are_suppressed_on_the_line() {
+    let deps = "[dependencies]\nredis = \"0.27\"\n";
+    let claim = "pub async fn f(conn: &mut redis::aio::MultiplexedConnection, id: &str) -> redis::RedisResult<()> {\n    \
+                 let won: bool = redis::AsyncCommands::set_nx(conn, format!(\"job:{id}\"), 1).await?; // idem-lint: allow(claim_without_expiry)\n    \
+                 if !won { return Ok(()); }\n    \
+                 work().await?; // idem-lint: allow(claim_not_released)\n    \
+                 Ok(())\n}\n\
+                 async fn work() -> redis::RedisResult<()> { Ok(()) }\n";
+    let ttl = "pub async fn g(conn: &mut redis::aio::MultiplexedConnection, id: &str) -> redis::RedisResult<()> {\n    \
+               // idem-lint: allow(ttl_shorter_than_redelivery)\n    \
+               redis::AsyncCommands::set_ex(conn, format!(\"done:{id}\"), \"1\", 60).await\n}\n";
+    let config = "[lints.ttl_shorter_than_redelivery]\nredelivery_seconds = 600\n";
+    let flags = [
+        "-W",
+        "claim_without_expiry",
+        "-W",
+        "claim_not_released",
+        "-W",
+        "ttl_shorter_than_redelivery",
+    ];
+    for src in [claim, ttl] {
+        for with_comment in [true, false] {
+            let text = if with_comment {
+                src.to_owned()
+            } else {
+                src.lines()
+                    .map(|l| l.split(" // idem-lint").next().unwrap_or(l))
+                    .filter(|l| !l.trim_start().starts_with("// idem-lint"))
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            };
+            let dir = tree(&[
+                ("Cargo.toml", &manifest("sup", deps)),
+                ("idem-lint.toml", config),
+                ("src/lib.rs", &text),
+            ]);
+            let mut args = vec![s(dir.path()), "--message-format", "short"];
+            args.extend(flags);
+            let out = run(&args);
+            let found = out
+                .stdout
+                .lines()
+                .filter(|l| {
+                    l.contains("claim_without_expiry")
+                        || l.contains("claim_not_released")
+                        || l.contains("ttl_shorter_than_redelivery")
+                })
+                .count();
+            let want = match (with_comment, src == claim) {
+                (true, _) => 0,
+                (false, true) => 2,
+                (false, false) => 1,
+            };
+            assert_eq!(found, want, "{}\n{}", text, out.stdout);
+        }
+    }
+}

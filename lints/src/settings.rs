@@ -11,6 +11,9 @@ pub struct Settings {
     pub check_then_act: CheckThenActSettings,
     pub unguarded_entry_point: UnguardedEntryPointSettings,
     pub mark_outside_transaction: MarkOutsideTransactionSettings,
+    pub claim_without_expiry: crate::lints::claim_without_expiry::Settings,
+    pub claim_not_released: crate::lints::claim_not_released::Settings,
+    pub ttl_shorter_than_redelivery: crate::lints::ttl_shorter_than_redelivery::Settings,
     pub retry_without_backoff: crate::lints::retry_without_backoff::Settings,
     pub dead_letter_without_context: crate::lints::dead_letter_without_context::Settings,
 }
@@ -83,6 +86,18 @@ impl Settings {
             }
             "mark_outside_transaction" => {
                 self.mark_outside_transaction = parse(value)?;
+                Ok(())
+            }
+            "claim_without_expiry" => {
+                self.claim_without_expiry = parse(value)?;
+                Ok(())
+            }
+            "claim_not_released" => {
+                self.claim_not_released = parse(value)?;
+                Ok(())
+            }
+            "ttl_shorter_than_redelivery" => {
+                self.ttl_shorter_than_redelivery = parse(value)?;
                 Ok(())
             }
             "retry_without_backoff" => {

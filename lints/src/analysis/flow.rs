@@ -953,6 +953,15 @@ impl<'a> OpEnv<'a> for Walker<'a, '_> {
             DescSrc::Desc(_) => None,
         }
     }
+
+    fn const_value(&self, path: &Path) -> Option<&'a Expr> {
+        let def = self.resolve(path);
+        let super::resolve::Krate::Local(target) = def.krate else {
+            return None;
+        };
+        let (_, c) = self.cx.package.const_def(target, &def.segments)?;
+        Some(&c.value)
+    }
 }
 
 impl<'a, 'c> Walker<'a, 'c> {

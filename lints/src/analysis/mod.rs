@@ -14,7 +14,8 @@
 //! - [`types`]: local type evidence ([`TypeEnv`]).
 //! - [`store_ops`]: is this call a Redis/DynamoDB/SQL read, write or atomic claim, with
 //!   which key ([`store_ops::classify`]); [`sql`] reads SQL text, [`query_builders`] diesel
-//!   and sea-orm chains.
+//!   and sea-orm chains; [`expiry`]: when a claim expires; [`durations`]: TTLs and
+//!   timeouts written as constants.
 //! - [`flow`]: value flow inside one function ([`flow::walk`], [`FnFlow`]);
 //!   [`read_index`]: the reads its decisions test, by key.
 //! - [`summary`]: every function's [`FnSummary`] to a fixed point ([`Summaries`]), reached
@@ -28,8 +29,10 @@ pub mod callgraph;
 pub mod chain;
 pub mod completion;
 pub mod dominance;
+pub mod durations;
 pub mod effects;
 pub mod entry;
+pub mod expiry;
 pub mod field_texts;
 pub(crate) mod file_memo;
 pub mod flow;

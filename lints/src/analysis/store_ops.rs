@@ -126,6 +126,11 @@ pub trait OpEnv<'a> {
     fn query_file_text(&self, _path: &str) -> Option<String> {
         None
     }
+    /// The value of the crate `const` or `static` `path` names, when it is one the model
+    /// keeps (text, a number, a `Duration`).
+    fn const_value(&self, _path: &Path) -> Option<&'a Expr> {
+        None
+    }
 }
 
 /// How many locals a request builder is followed through (`let b = ..; let b2 = b.x(); b2.send()`).
@@ -433,7 +438,10 @@ fn redis_method<'a>(
         locking: false,
         dedupe_table: false,
         keys_certain: true,
-        shape: redis_shape(env, name, value_idx.and_then(|i| args.get(i))),
+        shape: WriteShape {
+            expiry: super::expiry::redis_method(env, name, access, args),
+            ..redis_shape(env, name, value_idx.and_then(|i| args.get(i)))
+        },
     })
 }
 
@@ -575,7 +583,10 @@ fn cmd_op<'a>(
         "DEL" | "UNLINK" => (Access::Delete, None),
         _ => return None,
     };
-    let shape = redis_shape(env, &upper, value.and_then(|i| args.get(i).copied()));
+    let shape = WriteShape {
+        expiry: super::expiry::redis_cmd(env, &upper, access, args),
+        ..redis_shape(env, &upper, value.and_then(|i| args.get(i).copied()))
+    };
     Some(StoreOp {
         store: Store::Redis,
         access,
@@ -613,8 +624,12 @@ fn redis_pipe<'a>(env: &dyn OpEnv<'a>, receiver: &'a Expr, span: Span) -> Option
     steps.reverse();
     let mut ops: Vec<StoreOp<'a>> = Vec::new();
     let mut raw: Option<(String, Vec<&'a Expr>)> = None;
-    let flush = |raw: &mut Option<(String, Vec<&'a Expr>)>, ops: &mut Vec<StoreOp<'a>>| {
+    // An `EXPIRE` of the pipeline gives its claim a TTL.
+    let mut expire = None;
+    let mut pipe_expire = None;
+    let mut flush = |raw: &mut Option<(String, Vec<&'a Expr>)>, ops: &mut Vec<StoreOp<'a>>| {
         if let Some((name, args)) = raw.take() {
+            expire = expire.or(super::expiry::pipeline_expire(env, &name, &args));
             ops.extend(cmd_op(env, &name, &args, span));
         }
     };
@@ -635,6 +650,8 @@ fn redis_pipe<'a>(env: &dyn OpEnv<'a>, receiver: &'a Expr, span: Span) -> Option
             }
             _ => {
                 flush(&mut raw, &mut ops);
+                let all: Vec<&Expr> = args.iter().collect();
+                pipe_expire = pipe_expire.or(super::expiry::pipeline_expire(env, method, &all));
                 let Some(&(name, access, key_idx, value_idx)) =
                     REDIS_METHODS.iter().find(|(n, ..)| *n == method)
                 else {
@@ -655,12 +672,16 @@ fn redis_pipe<'a>(env: &dyn OpEnv<'a>, receiver: &'a Expr, span: Span) -> Option
                     locking: false,
                     dedupe_table: false,
                     keys_certain: true,
-                    shape: redis_shape(env, name, value),
+                    shape: WriteShape {
+                        expiry: super::expiry::redis_method(env, name, access, args),
+                        ..redis_shape(env, name, value)
+                    },
                 });
             }
         }
     }
     flush(&mut raw, &mut ops);
+    let pipe_expire = pipe_expire.or(expire);
     let rank = |a: Access| match a {
         Access::Claim => 4,
         Access::Write => 3,
@@ -668,7 +689,11 @@ fn redis_pipe<'a>(env: &dyn OpEnv<'a>, receiver: &'a Expr, span: Span) -> Option
         Access::Read => 1,
         Access::Delete => 0,
     };
-    ops.into_iter().max_by_key(|o| rank(o.access))
+    let mut op = ops.into_iter().max_by_key(|o| rank(o.access))?;
+    if op.shape.expiry == Some(Expiry::Never) && pipe_expire.is_some() {
+        op.shape.expiry = pipe_expire;
+    }
+    Some(op)
 }
 
 // ---------------------------------------------------------------- DynamoDB
@@ -811,7 +836,12 @@ fn dynamodb<'a>(env: &dyn OpEnv<'a>, receiver: &'a Expr, span: Span) -> Option<S
     let attributes: Vec<(Option<String>, &Expr)> = pairs("item")
         .chain(pairs("expression_attribute_values"))
         .collect();
-    let shape = WriteShape::of_dynamodb(env, update_text.as_deref(), &attributes);
+    let mut shape = WriteShape::of_dynamodb(env, update_text.as_deref(), &attributes);
+    if op == "put_item" && access == Access::Claim {
+        let items: Vec<(Option<String>, &Expr)> = pairs("item").collect();
+        let whole = calls.iter().any(|(m, _)| *m == "set_item");
+        shape.expiry = super::expiry::dynamodb_put(env, condition_text.as_deref(), &items, whole);
+    }
     Some(StoreOp {
         store: Store::DynamoDb,
         access,
@@ -1030,7 +1060,10 @@ fn sql_statement_op<'a>(env: &dyn OpEnv<'a>, root: SqlRoot<'a>, span: Span) -> S
         locking: st.locking,
         dedupe_table: st.verb == SqlVerb::Insert && st.is_dedupe_table()
             || st.reads_by_dedupe_key(),
-        shape: WriteShape::of_sql(env, &st, &root.binds),
+        shape: WriteShape {
+            expiry: super::expiry::sql_claim(&st),
+            ..WriteShape::of_sql(env, &st, &root.binds)
+        },
         keys_certain: st.keys_certain(),
     }
 }
@@ -1153,6 +1186,21 @@ pub struct WriteShape {
     /// A plain SQL insert of only a dedupe table's key (and timestamps): the key is the
     /// primary key, so a repeat fails instead of writing twice.
     pub key_only: bool,
+    /// When what a claim or a TTL'd write stores goes away by itself; `None` where the
+    /// store model does not tell (reads, most writes, `SADD`, conditional updates).
+    pub expiry: Option<Expiry>,
+}
+
+/// When a stored key or row expires ([`WriteShape::expiry`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Expiry {
+    /// Never: `SET NX` without `EX`/`PX`, `SETNX`, a conditional `put_item` without a TTL or
+    /// lease attribute, a claim row with no lease, status or timestamp column.
+    Never,
+    /// After a TTL or lease, in milliseconds when it is a constant (`EX 3600`, `set_ex(k,
+    /// v, TTL)`, a TTL attribute of `now + 3600`). A lease column or a status a reaper can
+    /// reset counts as an expiry of unknown length.
+    After(Option<u64>),
 }
 
 /// Values that say "finished".
@@ -1271,6 +1319,7 @@ impl WriteShape {
             marks_done: st.assigned.iter().any(|(c, v)| done(c, v)),
             increments: st.assigned.iter().any(|(_, v)| *v == Assigned::SelfRef),
             key_only: st.inserts_only_key(),
+            expiry: None,
         }
     }
 
@@ -1308,6 +1357,7 @@ impl WriteShape {
             marks_done,
             increments,
             key_only: false,
+            expiry: None,
         }
     }
 }
@@ -1446,6 +1496,80 @@ mod tests {
                 (Store::Sql, Upsert, "INSERT INTO seen".into(), 1),
             ]
         );
+    }
+
+    /// The expiry of every operation of `f`'s body, in order.
+    fn expiries(deps: &[&'static str], body: &str) -> Vec<Option<Expiry>> {
+        let src = format!("async fn f() {{ {body} }}");
+        let file = lower_file(&src, FileId(0), vec!["crate".into()], false).unwrap();
+        let env = Env {
+            deps: deps.to_vec(),
+        };
+        let mut out = Vec::new();
+        file.fns[0].body.as_ref().unwrap().walk(&mut |e| {
+            if let Some(op) = classify(&env, e) {
+                out.push(op.shape.expiry);
+            }
+        });
+        out
+    }
+
+    #[test]
+    fn claims_know_when_they_expire() {
+        use Expiry::*;
+        let redis = expiries(
+            &["redis"],
+            r#"conn.set_nx(&key, 1).await?;
+               cmd("SET").arg(&key).arg(1).arg("NX").query_async(&mut conn).await?;
+               cmd("SET").arg(&key).arg(1).arg("NX").arg("EX").arg(60 * 60).query_async(&mut conn).await?;
+               cmd("SET").arg(&key).arg(1).arg("NX").arg("PX").arg(1500).query_async(&mut conn).await?;
+               conn.set_ex(&key, "1", 24 * 60 * 60).await?;
+               conn.set_options(&key, 1, SetOptions::default().conditional_set(ExistenceCheck::NX)).await?;
+               conn.set_options(&key, 1, SetOptions::default().conditional_set(ExistenceCheck::NX).with_expiration(SetExpiry::EX(30))).await?;
+               redis::pipe().cmd("SET").arg(&key).arg(1).arg("NX").ignore().expire(&key, 90).query_async(&mut conn).await?;
+               conn.set(&key, 1).await?;
+               conn.get(&key).await?;"#,
+        );
+        assert_eq!(
+            redis,
+            vec![
+                Some(Never),
+                Some(Never),
+                Some(After(Some(3_600_000))),
+                Some(After(Some(1500))),
+                Some(After(Some(86_400_000))),
+                Some(Never),
+                Some(After(Some(30_000))),
+                Some(After(Some(90_000))),
+                None,
+                None,
+            ]
+        );
+        let ddb = expiries(
+            &["aws_sdk_dynamodb"],
+            r#"ddb.put_item().table_name("c").item("pk", k).condition_expression("attribute_not_exists(pk)").send().await?;
+               ddb.put_item().table_name("c").item("pk", k).item("ttl", AttributeValue::N((now + 600).to_string())).condition_expression("attribute_not_exists(pk)").send().await?;
+               ddb.put_item().table_name("c").item("pk", k).item("status", s).condition_expression("attribute_not_exists(pk)").send().await?;
+               ddb.put_item().table_name("c").set_item(Some(item)).condition_expression("attribute_not_exists(pk)").send().await?;
+               ddb.put_item().table_name("c").item("pk", k).send().await?;"#,
+        );
+        assert_eq!(
+            ddb,
+            vec![
+                Some(Never),
+                Some(After(Some(600_000))),
+                Some(After(None)),
+                None,
+                None
+            ]
+        );
+        let sql = expiries(
+            &["sqlx"],
+            r#"query("INSERT INTO processed_events (id) VALUES ($1) ON CONFLICT DO NOTHING").bind(id).execute(&pool).await?;
+               query("INSERT INTO processed_events (id, locked_until) VALUES ($1, $2) ON CONFLICT DO NOTHING").bind(id).bind(t).execute(&pool).await?;
+               query("INSERT INTO users (email) VALUES ($1) ON CONFLICT DO NOTHING").bind(e).execute(&pool).await?;"#,
+        );
+        assert_eq!(sql, vec![Some(Never), Some(After(None)), None]);
     }
 
     /// The write shapes of the statements of `f`'s body, as (marks_done, increments).

@@ -2,23 +2,29 @@
 //! [`PASSES`] the checks that report them.
 
 pub mod check_then_act;
+pub mod claim_not_released;
+pub mod claim_without_expiry;
 pub mod dead_letter_without_context;
 pub mod kafka_producer_not_idempotent;
 pub mod mark_outside_transaction;
 pub mod missing_idempotency_token;
 pub mod nondeterministic_key;
 pub mod retry_without_backoff;
+pub mod ttl_shorter_than_redelivery;
 pub mod unguarded_entry_point;
 
 use crate::context::LintContext;
 use crate::lint::{Lint, PARSE_ERROR};
 pub use check_then_act::CHECK_THEN_ACT;
+pub use claim_not_released::CLAIM_NOT_RELEASED;
+pub use claim_without_expiry::CLAIM_WITHOUT_EXPIRY;
 pub use dead_letter_without_context::DEAD_LETTER_WITHOUT_CONTEXT;
 pub use kafka_producer_not_idempotent::KAFKA_PRODUCER_NOT_IDEMPOTENT;
 pub use mark_outside_transaction::MARK_OUTSIDE_TRANSACTION;
 pub use missing_idempotency_token::MISSING_IDEMPOTENCY_TOKEN;
 pub use nondeterministic_key::NONDETERMINISTIC_KEY;
 pub use retry_without_backoff::RETRY_WITHOUT_BACKOFF;
+pub use ttl_shorter_than_redelivery::TTL_SHORTER_THAN_REDELIVERY;
 pub use unguarded_entry_point::UNGUARDED_ENTRY_POINT;
 
 /// A check over a package that reports the listed lints.
@@ -38,6 +44,9 @@ pub static ALL: &[&Lint] = &[
     &MISSING_IDEMPOTENCY_TOKEN,
     &UNGUARDED_ENTRY_POINT,
     &MARK_OUTSIDE_TRANSACTION,
+    &CLAIM_WITHOUT_EXPIRY,
+    &CLAIM_NOT_RELEASED,
+    &TTL_SHORTER_THAN_REDELIVERY,
     &RETRY_WITHOUT_BACKOFF,
     &DEAD_LETTER_WITHOUT_CONTEXT,
     &KAFKA_PRODUCER_NOT_IDEMPOTENT,
@@ -67,6 +76,21 @@ pub static PASSES: &[LintPass] = &[
     LintPass {
         lints: &[&MARK_OUTSIDE_TRANSACTION],
         check: mark_outside_transaction::check,
+        seeded: true,
+    },
+    LintPass {
+        lints: &[&CLAIM_WITHOUT_EXPIRY],
+        check: claim_without_expiry::check,
+        seeded: true,
+    },
+    LintPass {
+        lints: &[&CLAIM_NOT_RELEASED],
+        check: claim_not_released::check,
+        seeded: true,
+    },
+    LintPass {
+        lints: &[&TTL_SHORTER_THAN_REDELIVERY],
+        check: ttl_shorter_than_redelivery::check,
         seeded: true,
     },
     // The three below read loops, sends and client configs, not store operations or keys.

@@ -520,8 +520,9 @@ impl Lowerer<'_> {
         }
     }
 
-    /// Keeps the initializer of a `&str` constant, or of a struct literal whose fields may
-    /// hold text (a table of queries); other constants are never text.
+    /// Keeps the initializer of a `&str` constant, of a struct literal whose fields may
+    /// hold text (a table of queries), or of an integer or `Duration` constant (a TTL, a
+    /// visibility timeout); other constants are never read.
     fn const_def(
         &mut self,
         module: &[String],
@@ -531,7 +532,7 @@ impl Lowerer<'_> {
     ) {
         let is_str = matches!(ty, syn::Type::Reference(r)
             if matches!(&*r.elem, syn::Type::Path(p) if p.path.is_ident("str")));
-        if !is_str && !matches!(init, syn::Expr::Struct(_)) {
+        if !is_str && !matches!(init, syn::Expr::Struct(_)) && !is_number_or_duration(ty) {
             return;
         }
         let value = self.expr(init);
@@ -1319,9 +1320,11 @@ impl Lowerer<'_> {
             syn::Expr::Binary(bin) => {
                 let lhs = self.boxed_lo(&bin.left, b);
                 let rhs = self.boxed_hi(&bin.right, b);
-                match bin_op(&bin.op) {
-                    Some(op) => ExprKind::Binary { op, lhs, rhs },
-                    None => ExprKind::AssignOp { lhs, rhs },
+                match (fold_int(&bin.op, &lhs, &rhs), bin_op(&bin.op)) {
+                    // `60 * 60 * 24`: one literal, so a TTL written so reads as a number.
+                    (Some(n), _) => ExprKind::Lit(Lit::Int(n.to_string())),
+                    (None, Some(op)) => ExprKind::Binary { op, lhs, rhs },
+                    (None, None) => ExprKind::AssignOp { lhs, rhs },
                 }
             }
             syn::Expr::Reference(r) => ExprKind::Ref {
@@ -1603,6 +1606,33 @@ pub(crate) fn inline_captures(fmt: &str) -> Vec<String> {
         rest = &rest[end.min(rest.len())..];
     }
     out
+}
+
+/// `u64`, `i32`, `usize`, `Duration`, `std::time::Duration`: a constant a TTL may be.
+fn is_number_or_duration(ty: &syn::Type) -> bool {
+    const NUMBERS: &[&str] = &[
+        "u8", "u16", "u32", "u64", "u128", "usize", "i8", "i16", "i32", "i64", "i128", "isize",
+        "Duration",
+    ];
+    matches!(ty, syn::Type::Path(p)
+        if p.path.segments.last().is_some_and(|s| NUMBERS.iter().any(|n| s.ident == n)))
+}
+
+/// `a op b` of two integer literals, when it is `+`, `-`, `*` or `/` and does not
+/// overflow.
+fn fold_int(op: &syn::BinOp, lhs: &Expr, rhs: &Expr) -> Option<u64> {
+    let int = |e: &Expr| match &e.kind {
+        ExprKind::Lit(Lit::Int(digits)) => digits.parse::<u64>().ok(),
+        _ => None,
+    };
+    let (a, b) = (int(lhs)?, int(rhs)?);
+    match op {
+        syn::BinOp::Add(_) => a.checked_add(b),
+        syn::BinOp::Sub(_) => a.checked_sub(b),
+        syn::BinOp::Mul(_) => a.checked_mul(b),
+        syn::BinOp::Div(_) => a.checked_div(b),
+        _ => None,
+    }
 }
 
 fn bin_op(op: &syn::BinOp) -> Option<BinOp> {

@@ -16,7 +16,7 @@ mod edit;
 mod rules;
 
 use idem_lints::testing::{self, line_of, parse_annotations};
-use idem_lints::Settings;
+use idem_lints::{Level, Settings};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use syn::spanned::Spanned;
@@ -38,7 +38,46 @@ const ROOTS: &[(&str, &[&str])] = &[
         "../fixtures/missing_idempotency_token",
         &["missing_idempotency_token"],
     ),
+    (
+        "../fixtures/claim_without_expiry",
+        &["claim_without_expiry"],
+    ),
+    ("../fixtures/claim_not_released", &["claim_not_released"]),
+    (
+        "../fixtures/ttl_shorter_than_redelivery",
+        &["ttl_shorter_than_redelivery"],
+    ),
 ];
+
+/// Roots whose fixtures are linted with the settings of their own `idem-lint.toml` (the
+/// other roots skip a configured fixture: its own test holds it to its config).
+const CONFIGURED_ROOTS: &[&str] = &[
+    "../fixtures/claim_without_expiry",
+    "../fixtures/claim_not_released",
+    "../fixtures/ttl_shorter_than_redelivery",
+];
+
+/// The `[lints.<name>]` settings of a fixture's `idem-lint.toml`, applied as the driver does
+/// (levels aside: the suite reports every lint).
+fn settings_of(dir: &Path) -> Settings {
+    let mut settings = Settings::default();
+    let Ok(text) = std::fs::read_to_string(dir.join("idem-lint.toml")) else {
+        return settings;
+    };
+    let config: toml::Table = toml::from_str(&text).expect("fixture config parses");
+    let lints = config.get("lints").and_then(toml::Value::as_table);
+    for (name, value) in lints.into_iter().flatten() {
+        if let Some(table) = value.as_table() {
+            let mut table = table.clone();
+            table.remove("level");
+            let value = serde_json::to_value(table).expect("toml converts to json");
+            settings
+                .set(name, value)
+                .expect("fixture settings are valid");
+        }
+    }
+    settings
+}
 
 /// Kept findings per lint the suite requires, in percent.
 const MIN_KEPT: usize = 95;
@@ -143,6 +182,7 @@ fn check_variant(
     rewrite: &'static str,
     sources: &[(PathBuf, String)],
     lints: &[&str],
+    settings: &Settings,
 ) {
     let relevant = |l: &str| lints.is_empty() || lints.contains(&l);
     let ranges: Vec<FnRanges> = sources.iter().map(|(_, t)| FnRanges::of(t)).collect();
@@ -158,7 +198,10 @@ fn check_variant(
     }
     let package = testing::package_of_sources(dir, sources);
     let mut got = Buckets::new();
-    for d in testing::check(&package, &Settings::default()) {
+    // The root's lints are on even at `allow` (as their fixtures' `idem-lint.toml` sets).
+    let on =
+        |l: &'static idem_lints::Lint| l.default_level != Level::Allow || lints.contains(&l.name);
+    for d in idem_lints::check_package(&package, settings, &on) {
         let file = d.span.file.0 as usize;
         if relevant(d.lint.name) {
             let line = line_of(&sources[file].1, d.span.lo);
@@ -216,9 +259,11 @@ fn run_suite() -> Table {
     for (root, lints) in ROOTS {
         for dir in testing::fixture_crates(Path::new(root)) {
             // Fixtures configured by an `idem-lint.toml` are held to it by their own test.
-            if dir.join("idem-lint.toml").is_file() {
+            let configured = CONFIGURED_ROOTS.contains(root);
+            if dir.join("idem-lint.toml").is_file() && !configured {
                 continue;
             }
+            let settings = settings_of(&dir);
             let sources = testing::fixture_sources(&dir);
             for rule in rules::ALL {
                 let mut changed = false;
@@ -234,7 +279,7 @@ fn run_suite() -> Table {
                     .collect();
                 if changed {
                     dump_variant(&dir, rule.name, &variant);
-                    check_variant(&mut table, &dir, rule.name, &variant, lints);
+                    check_variant(&mut table, &dir, rule.name, &variant, lints, &settings);
                 }
             }
         }

@@ -1,0 +1,360 @@
+//! `ttl_shorter_than_redelivery`: a dedupe or claim TTL, written as a constant, shorter than
+//! a redelivery window the same code sets as a constant.
+
+use crate::analysis::durations::{int_of, millis_of, FnConsts};
+use crate::analysis::store_ops::{Expiry, OpEnv};
+use crate::analysis::{Access, StoreAccess};
+use crate::context::LintContext;
+use crate::declare_lint;
+use crate::model::ir::{Expr, ExprKind, Lit};
+use crate::model::Span;
+use serde::Deserialize;
+
+declare_lint! {
+    /// ### What it does
+    /// Finds a dedupe key or claim whose TTL is a constant (`SET k v NX EX 60`, `set_ex(k,
+    /// "1", TTL)`, `PX`, an `EXPIRE` in the claim's pipeline, a DynamoDB TTL attribute of
+    /// `now + N`, `Duration::from_secs(N)` and `const`s followed) that is shorter than a
+    /// redelivery window the code sets as a constant too:
+    ///
+    /// - the SQS visibility timeout (`visibility_timeout(300)`, a `VisibilityTimeout`
+    ///   queue attribute) times the redrive policy's `maxReceiveCount` when the code has
+    ///   one: a message is redelivered until then;
+    /// - a `timeout(Duration, ..)` around the work in the claim's function: the work may
+    ///   run that long while the claim is already gone;
+    /// - a retry schedule's total (`backoff`'s `max_elapsed_time`);
+    /// - `redelivery_seconds` in `[lints.ttl_shorter_than_redelivery]`, for a window set
+    ///   outside the code (infrastructure config, a queue's console settings).
+    ///
+    /// Dedupe writes are Redis writes of a marker value (`"1"`, `"done"`, a timestamp) with
+    /// a TTL, and claims whose answer is tested. Both numbers must be constants; the
+    /// message names both.
+    ///
+    /// ### Why is this bad?
+    /// The key is the only memory of "this message was handled". When it expires before
+    /// the queue stops redelivering (or while the work is still running), the next delivery
+    /// of the same message finds no key and does the work again: a second charge, a second
+    /// e-mail. The TTL must outlive every redelivery: twice the work time or more, and
+    /// longer than visibility timeout × receive count.
+    ///
+    /// ### Known problems
+    /// Windows are read from the whole package: a visibility timeout of one queue is
+    /// compared with the TTL of a consumer of another. TTLs and windows read from the
+    /// environment or a config file are not known, so nothing is reported for them; nor is
+    /// arithmetic on a constant (`TTL * 1000`: only literals are multiplied out). The
+    /// five-minute SQS FIFO deduplication window is not compared.
+    ///
+    /// ### Example
+    /// ```rust
+    /// sqs.receive_message().queue_url(&url).visibility_timeout(300).send().await?;
+    /// // ...
+    /// let claimed: bool = redis::cmd("SET").arg(&key).arg(1).arg("NX").arg("EX").arg(60)
+    ///     .query_async(&mut conn).await?;
+    /// ```
+    ///
+    /// ### Use instead
+    /// ```rust
+    /// sqs.receive_message().queue_url(&url).visibility_timeout(300).send().await?;
+    /// // ...
+    /// let claimed: bool = redis::cmd("SET").arg(&key).arg(1).arg("NX").arg("EX").arg(600)
+    ///     .query_async(&mut conn).await?;
+    /// ```
+    /// With `idem_guard`, `#[idempotent(lease = .., retention = ..)]`: the in-progress lease
+    /// is renewed while the work runs, and the retention of completed records is set from the
+    /// same constants as the queue.
+    pub TTL_SHORTER_THAN_REDELIVERY, "ttl_shorter_than_redelivery", Allow,
+    "a dedupe or claim TTL shorter than the redelivery window set in the same code"
+}
+
+/// `[lints.ttl_shorter_than_redelivery]`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Settings {
+    /// The longest time a message may be redelivered, set outside the code (seconds).
+    pub redelivery_seconds: Option<u64>,
+}
+
+/// A redelivery window, in milliseconds, and where it was read.
+#[derive(Debug, Clone)]
+struct Window {
+    ms: u64,
+    at: Option<Span>,
+    what: String,
+}
+
+/// The windows seen package-wide.
+#[derive(Default)]
+struct Windows {
+    visibility: Option<(u64, Span)>,
+    receive_count: Option<(u64, Span)>,
+    retry_total: Option<(u64, Span)>,
+}
+
+pub fn check(cx: &mut LintContext<'_>) {
+    let package = cx.package;
+    let analysis = cx.analysis();
+    let resolver = &analysis.resolver;
+    let summaries = analysis.summaries(package);
+    // The dedupe TTLs first: most packages have none, and then no window is looked for.
+    let mut candidates = Vec::new();
+    for id in summaries.ids() {
+        if id.def(package).1.in_test {
+            continue;
+        }
+        let ttls: Vec<(&StoreAccess, Span, u64)> = summaries
+            .flow(id)
+            .store_events
+            .iter()
+            .filter(|e| e.via.is_none())
+            .filter_map(|e| Some((&e.access, e.span, dedupe_ttl(&e.access, e.won_claim())?)))
+            .collect();
+        if !ttls.is_empty() {
+            candidates.push((id, ttls));
+        }
+    }
+    if candidates.is_empty() {
+        return;
+    }
+    let package_windows = package_windows(cx, resolver);
+    let mut findings = Vec::new();
+    for (id, ttls) in candidates {
+        let (file, f) = id.def(package);
+        let mut local = package_windows.clone();
+        if let (Some(body), Some(env)) = (&f.body, FnConsts::new(package, resolver, file, f)) {
+            body.walk(&mut |e| local.extend(work_timeout(&env, e)));
+        }
+        for (access, span, ttl) in ttls {
+            if let Some(w) = local.iter().filter(|w| w.ms > ttl).max_by_key(|w| w.ms) {
+                findings.push((access.command.clone(), span, ttl, w.clone()));
+            }
+        }
+    }
+    for (command, span, ttl, window) in findings {
+        report(cx, &command, span, ttl, &window);
+    }
+}
+
+/// The redelivery windows the package sets as constants, and the configured one.
+fn package_windows(cx: &LintContext<'_>, resolver: &crate::analysis::Resolver) -> Vec<Window> {
+    let package = cx.package;
+    let mut windows = Windows::default();
+    for (file, f) in package.fns().filter(|(_, f)| !f.in_test) {
+        let (Some(body), Some(env)) = (&f.body, FnConsts::new(package, resolver, file, f)) else {
+            continue;
+        };
+        body.walk(&mut |e| read_window(&env, e, &mut windows));
+    }
+    // A redrive policy kept in a `const` (`const REDRIVE: &str = r#"{..}"#`).
+    for c in package.files.iter().flat_map(|f| &f.consts) {
+        c.value.walk(&mut |e| {
+            if let Some(n) = e.as_str_lit().and_then(receive_count) {
+                keep_max(&mut windows.receive_count, n, e.span);
+            }
+        });
+    }
+    let configured = cx
+        .settings
+        .ttl_shorter_than_redelivery
+        .redelivery_seconds
+        .map(|s| Window {
+            ms: s * 1000,
+            at: None,
+            what: "`redelivery_seconds` in the configuration".to_owned(),
+        });
+    let mut out: Vec<Window> = configured.into_iter().collect();
+    if let Some((v, at)) = windows.visibility {
+        let (ms, what) = match windows.receive_count {
+            Some((n, _)) => (
+                v * n,
+                format!("SQS visibility timeout {} × maxReceiveCount {n}", secs(v)),
+            ),
+            None => (v, format!("SQS visibility timeout {}", secs(v))),
+        };
+        out.push(Window {
+            ms,
+            at: Some(at),
+            what,
+        });
+    }
+    if let Some((ms, at)) = windows.retry_total {
+        out.push(Window {
+            ms,
+            at: Some(at),
+            what: format!("retry schedule of {}", secs(ms)),
+        });
+    }
+    out
+}
+
+/// The TTL of a claim whose answer is tested, or of a Redis write of a marker value.
+fn dedupe_ttl(a: &StoreAccess, won_claim: bool) -> Option<u64> {
+    let Some(Expiry::After(Some(ms))) = a.shape.expiry else {
+        return None;
+    };
+    let dedupe =
+        won_claim || a.access == Access::Write && (a.value_is_marker || a.shape.marks_done);
+    dedupe.then_some(ms)
+}
+
+/// Records a visibility timeout, a redrive policy's receive count or a retry total.
+fn read_window<'a>(env: &FnConsts<'a>, e: &'a Expr, w: &mut Windows) {
+    match &e.kind {
+        ExprKind::MethodCall {
+            method,
+            method_span,
+            args,
+            ..
+        } => {
+            // The setter alone (`visibility_timeout(120)`), not the builder chain before it.
+            let at = Span {
+                lo: method_span.lo,
+                ..e.span
+            };
+            read_setter(env, method, args, at, w)
+        }
+        ExprKind::Lit(Lit::Str(s)) => {
+            if let Some(n) = receive_count(s) {
+                keep_max(&mut w.receive_count, n, e.span);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// A builder setter of a visibility timeout, a queue attribute or a retry total.
+fn read_setter<'a>(env: &FnConsts<'a>, method: &str, args: &'a [Expr], at: Span, w: &mut Windows) {
+    match (method, args) {
+        ("visibility_timeout" | "set_visibility_timeout", [n]) => {
+            if let Some(s) = int_of(env, unwrap_some(n)) {
+                keep_max(&mut w.visibility, s * 1000, at);
+            }
+        }
+        ("max_elapsed_time" | "with_max_elapsed_time", [d]) => {
+            if let Some(ms) = millis_of(env, unwrap_some(d)) {
+                keep_max(&mut w.retry_total, ms, at);
+            }
+        }
+        // `.attributes(QueueAttributeName::VisibilityTimeout, "300")`.
+        (_, [name, value]) if names_visibility(env, name) => {
+            let secs = env
+                .string_of(value)
+                .and_then(|s| s.trim().parse().ok())
+                .or_else(|| int_of(env, value));
+            if let Some(s) = secs {
+                keep_max(&mut w.visibility, s * 1000, at);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// `Some(x)` → `x`.
+fn unwrap_some(e: &Expr) -> &Expr {
+    match &e.peel().kind {
+        ExprKind::Call { func, args } if args.len() == 1 => {
+            if func.as_path().is_some_and(|p| p.last() == "Some") {
+                &args[0]
+            } else {
+                e
+            }
+        }
+        _ => e,
+    }
+}
+
+fn names_visibility<'a>(env: &FnConsts<'a>, e: &'a Expr) -> bool {
+    let by_path = e
+        .peel()
+        .as_path()
+        .is_some_and(|p| p.last() == "VisibilityTimeout");
+    by_path || env.string_of(e).is_some_and(|s| s == "VisibilityTimeout")
+}
+
+/// The `maxReceiveCount` of a redrive policy written as JSON text.
+fn receive_count(s: &str) -> Option<u64> {
+    let at = s.find("maxReceiveCount")? + "maxReceiveCount".len();
+    let digits: String = s[at..]
+        .chars()
+        .skip_while(|c| !c.is_ascii_digit())
+        .take_while(char::is_ascii_digit)
+        .collect();
+    digits.parse().ok()
+}
+
+/// `tokio::time::timeout(Duration::from_secs(120), work(..))`: how long the work may run.
+fn work_timeout<'a>(env: &FnConsts<'a>, e: &'a Expr) -> Option<Window> {
+    let ExprKind::Call { func, args } = &e.kind else {
+        return None;
+    };
+    if func.as_path()?.last() != "timeout" || args.len() != 2 {
+        return None;
+    }
+    let ms = millis_of(env, &args[0])?;
+    Some(Window {
+        ms,
+        at: Some(e.span),
+        what: format!("work timeout {}", secs(ms)),
+    })
+}
+
+fn keep_max(slot: &mut Option<(u64, Span)>, value: u64, at: Span) {
+    if slot.is_none_or(|(v, _)| value > v) {
+        *slot = Some((value, at));
+    }
+}
+
+/// `90 s`, `1.5 s`.
+fn secs(ms: u64) -> String {
+    if ms % 1000 == 0 {
+        format!("{} s", ms / 1000)
+    } else {
+        format!("{} s", ms as f64 / 1000.0)
+    }
+}
+
+fn report(cx: &mut LintContext<'_>, command: &str, span: Span, ttl: u64, w: &Window) {
+    cx.span_lint(
+        &TTL_SHORTER_THAN_REDELIVERY,
+        span,
+        format!(
+            "`{command}` TTL of {} is shorter than the redelivery window of {} ({})",
+            secs(ttl),
+            secs(w.ms),
+            w.what
+        ),
+        |d| {
+            d.primary_label(format!("expires after {}", secs(ttl)));
+            if let Some(at) = w.at {
+                d.span_label(at, format!("redelivered for up to {}", secs(w.ms)));
+            }
+            d.note("a delivery after the key expired finds no key and does the work again");
+            d.help(format!(
+                "make the TTL longer than {} (twice the work time or more); with `idem_guard`, \
+                 `#[idempotent(lease = .., retention = ..)]`: a lease renewed while the work \
+                 runs and a retention longer than the window",
+                secs(w.ms)
+            ));
+        },
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn redrive_policies_give_their_receive_count() {
+        let policy =
+            r#"{"deadLetterTargetArn":"arn:aws:sqs:eu-west-1:1:dlq","maxReceiveCount":"5"}"#;
+        assert_eq!(receive_count(policy), Some(5));
+        assert_eq!(receive_count(r#"{"maxReceiveCount": 12}"#), Some(12));
+        assert_eq!(receive_count("maxReceiveCount"), None);
+        assert_eq!(receive_count(r#"{"visibility": 30}"#), None);
+    }
+
+    #[test]
+    fn durations_read_in_seconds() {
+        assert_eq!(secs(600_000), "600 s");
+        assert_eq!(secs(1_500), "1.5 s");
+    }
+}
