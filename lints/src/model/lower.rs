@@ -1244,8 +1244,8 @@ impl Lowerer<'_> {
             None => segments.len().checked_sub(2)?,
         };
         let trait_name = segments.get(trait_at)?.ident.to_string();
-        let aliased =
-            || trait_at == 0 && p.qself.is_none() && self.imports_method_trait(&trait_name);
+        // `Cmds::set(..)`, `<C as Cmds>::get(..)`: an unqualified trait name may be an alias.
+        let aliased = || trait_at == 0 && self.imports_method_trait(&trait_name);
         if !store_traits::is_method_trait(&trait_name) && !aliased() {
             return None;
         }
