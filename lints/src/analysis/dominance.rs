@@ -175,6 +175,12 @@ impl<E: Events> Walker<'_, E> {
                 self.expr(receiver, st);
                 self.args(e, args, st);
             }
+            // `join!(async { .. }, ..)` awaits its futures before it returns.
+            ExprKind::Macro(m) if m.joins_futures() => {
+                for a in &m.args {
+                    self.inline(|w, st| w.run_now(a, st), st);
+                }
+            }
             ExprKind::Macro(m) => {
                 m.args.iter().for_each(|a| self.expr(a, st));
                 if diverges(m.path.last()) {

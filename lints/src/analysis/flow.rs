@@ -1323,35 +1323,7 @@ impl<'a> Walker<'a, '_> {
             | ExprKind::Cast { expr, .. } => self.eval(expr),
             // `async move { .. }.await` runs its block now, exactly once: its assignments
             // replace values as the function body's do.
-            ExprKind::Await(inner) if matches!(inner.kind, ExprKind::Async { .. }) => {
-                let ExprKind::Async { block, .. } = &inner.kind else {
-                    return Value::default();
-                };
-                self.bodies.push(block.span);
-                let v = self.eval_block(block);
-                self.bodies.pop();
-                v
-            }
-            ExprKind::Await(inner) => {
-                let mut v = self.eval(inner);
-                let call = inner.peel();
-                if matches!(
-                    call.kind,
-                    ExprKind::Call { .. } | ExprKind::MethodCall { .. }
-                ) {
-                    if v.ops().next().is_none() {
-                        self.effect(inner.span);
-                    }
-                    // What an awaited call of another crate returns comes from the outside
-                    // world (a response, rows read back), not from the arguments it was sent.
-                    let crate_call = self.out.calls.last().is_some_and(|c| c.span == call.span);
-                    if !crate_call {
-                        v.facts.retain(|f| matches!(f, Fact::Op(_)));
-                        v.fields.clear();
-                    }
-                }
-                v
-            }
+            ExprKind::Await(inner) => self.eval_await(inner),
             ExprKind::Try(inner) => self.eval_try(inner),
             // `match x { Ok(v) => v, Err(e) => return Err(e.into()) }` is `x?` written out.
             ExprKind::Match { scrutinee, arms } if is_try_match(arms) => self.eval_try(scrutinee),
@@ -1974,6 +1946,35 @@ impl<'a> Walker<'a, '_> {
         }
     }
 
+    /// `inner.await`. `async move { .. }.await` runs its block now, exactly once: its
+    /// assignments replace values as the function body's do.
+    fn eval_await(&mut self, inner: &'a Expr) -> Value {
+        if let ExprKind::Async { block, .. } = &inner.kind {
+            self.bodies.push(block.span);
+            let v = self.eval_block(block);
+            self.bodies.pop();
+            return v;
+        }
+        let mut v = self.eval(inner);
+        let call = inner.peel();
+        if matches!(
+            call.kind,
+            ExprKind::Call { .. } | ExprKind::MethodCall { .. }
+        ) {
+            if v.ops().next().is_none() {
+                self.effect(inner.span);
+            }
+            // What an awaited call of another crate returns comes from the outside
+            // world (a response, rows read back), not from the arguments it was sent.
+            let crate_call = self.out.calls.last().is_some_and(|c| c.span == call.span);
+            if !crate_call {
+                v.facts.retain(|f| matches!(f, Fact::Op(_)));
+                v.fields.clear();
+            }
+        }
+        v
+    }
+
     fn eval_macro(&mut self, e: &'a Expr, m: &'a MacroCall) -> Value {
         let name = m.path.last();
         let def = self.resolve(&m.path);
@@ -1983,6 +1984,16 @@ impl<'a> Walker<'a, '_> {
                 &format!("{}!()", m.path.segments.join("::")),
                 src.kind,
             );
+        }
+        if m.joins_futures() {
+            // Each future is awaited here; the value is the tuple of their outputs.
+            let mut out = Value::default();
+            for (i, a) in m.args.iter().enumerate() {
+                let v = self.eval_await(a);
+                out.union(&v);
+                out.fields.push((i.to_string(), v));
+            }
+            return out;
         }
         let vals = self.eval_args(&m.args);
         if matches!(name, "write" | "writeln") {
