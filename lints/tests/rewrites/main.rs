@@ -12,11 +12,12 @@
 //! --nocapture`); the test fails on any negative flagged and when a lint keeps less than
 //! [`MIN_KEPT`] of its findings under a rewrite the lints are expected to see through.
 
+mod config;
 mod edit;
 mod rules;
 
+use config::FixtureConfig;
 use idem_lints::testing::{self, line_of, parse_annotations};
-use idem_lints::Settings;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use syn::spanned::Spanned;
@@ -38,6 +39,9 @@ const ROOTS: &[(&str, &[&str])] = &[
         "../fixtures/missing_idempotency_token",
         &["missing_idempotency_token"],
     ),
+    ("../fixtures/retry_without_backoff", &[]),
+    ("../fixtures/dead_letter_without_context", &[]),
+    ("../fixtures/kafka_producer_not_idempotent", &[]),
 ];
 
 /// Kept findings per lint the suite requires, in percent.
@@ -143,6 +147,7 @@ fn check_variant(
     rewrite: &'static str,
     sources: &[(PathBuf, String)],
     lints: &[&str],
+    config: &FixtureConfig,
 ) {
     let relevant = |l: &str| lints.is_empty() || lints.contains(&l);
     let ranges: Vec<FnRanges> = sources.iter().map(|(_, t)| FnRanges::of(t)).collect();
@@ -158,7 +163,7 @@ fn check_variant(
     }
     let package = testing::package_of_sources(dir, sources);
     let mut got = Buckets::new();
-    for d in testing::check(&package, &Settings::default()) {
+    for d in config.check(&package) {
         let file = d.span.file.0 as usize;
         if relevant(d.lint.name) {
             let line = line_of(&sources[file].1, d.span.lo);
@@ -215,26 +220,12 @@ fn run_suite() -> Table {
     let mut table = Table::default();
     for (root, lints) in ROOTS {
         for dir in testing::fixture_crates(Path::new(root)) {
-            // Fixtures configured by an `idem-lint.toml` are held to it by their own test.
-            if dir.join("idem-lint.toml").is_file() {
-                continue;
-            }
+            let config = FixtureConfig::of(&dir);
             let sources = testing::fixture_sources(&dir);
             for rule in rules::ALL {
-                let mut changed = false;
-                let variant: Vec<(PathBuf, String)> = sources
-                    .iter()
-                    .map(|(path, text)| match (rule.apply)(text) {
-                        Some(out) => {
-                            changed = true;
-                            (path.clone(), out)
-                        }
-                        None => (path.clone(), text.clone()),
-                    })
-                    .collect();
-                if changed {
+                if let Some(variant) = rule.apply.to_crate(&sources) {
                     dump_variant(&dir, rule.name, &variant);
-                    check_variant(&mut table, &dir, rule.name, &variant, lints);
+                    check_variant(&mut table, &dir, rule.name, &variant, lints, &config);
                 }
             }
         }
