@@ -484,6 +484,12 @@ impl Lowerer<'_> {
             syn::Item::Static(st) => {
                 self.named(module, &st.ident, &st.vis, ItemKind::Const);
                 self.const_def(module, &st.ident, &st.ty, &st.expr);
+                let ty = self.ty(&st.ty);
+                self.model.statics.push(TypeAliasDef {
+                    name: unraw(&st.ident),
+                    module: module.to_vec(),
+                    ty,
+                });
                 ItemKind::Const
             }
             syn::Item::Type(t) => {
