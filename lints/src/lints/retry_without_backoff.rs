@@ -250,6 +250,14 @@ fn attempt_in_stmt<'a>(body: &'a Block, stmt: &'a Stmt) -> Option<&'a Expr> {
         _ => return None,
     };
     let (tested, leaves_on_ok) = match &expr.kind {
+        // `match sent.is_ok() { true => break, false => {} }`: an `if` written as a match.
+        ExprKind::Match { scrutinee, arms } if arms.iter().all(|a| bool_pat(&a.pat).is_some()) => {
+            let (tested, on) = success_test(scrutinee)?;
+            let leaves = arms
+                .iter()
+                .any(|a| bool_pat(&a.pat) == Some(on) && exits(&a.body));
+            (tested, leaves)
+        }
         ExprKind::Match { scrutinee, arms } => {
             // Every success leaves (an `Ok(Some(_)) => continue` is a work loop, not a retry),
             // and some failure goes round again, other than an interrupted system call.
@@ -262,13 +270,15 @@ fn attempt_in_stmt<'a>(body: &'a Block, stmt: &'a Stmt) -> Option<&'a Expr> {
             });
             (&**scrutinee, ok_leaves && err_stays)
         }
-        ExprKind::If { cond, then, .. } => match &cond.kind {
-            ExprKind::Let { pat, expr } if is_variant(pat, "Ok") => (&**expr, block_exits(then)),
-            ExprKind::MethodCall {
-                receiver, method, ..
-            } if method == "is_ok" => (&**receiver, block_exits(then)),
-            _ => return None,
-        },
+        ExprKind::If { cond, then, els } => {
+            let (tested, on) = success_test(cond)?;
+            let leaves = if on {
+                block_exits(then)
+            } else {
+                els.as_deref().is_some_and(exits)
+            };
+            (tested, leaves)
+        }
         _ => return None,
     };
     if !leaves_on_ok {
@@ -277,6 +287,31 @@ fn attempt_in_stmt<'a>(body: &'a Block, stmt: &'a Stmt) -> Option<&'a Expr> {
     let attempt = bound_in(body, tested).unwrap_or(tested);
     (is_request(attempt) && !is_receive(attempt) && !uses_fresh_value(body, attempt))
         .then_some(attempt)
+}
+
+/// The result a condition tests for success, and the condition's value on success:
+/// `r.is_ok()` and `let Ok(_) = r` are true on success, `r.is_err()` and `!r.is_ok()` false.
+fn success_test(cond: &Expr) -> Option<(&Expr, bool)> {
+    match &cond.peel().kind {
+        ExprKind::Let { pat, expr } if is_variant(pat, "Ok") => Some((expr, true)),
+        ExprKind::Let { pat, expr } if is_variant(pat, "Err") => Some((expr, false)),
+        ExprKind::MethodCall {
+            receiver, method, ..
+        } if method == "is_ok" => Some((receiver, true)),
+        ExprKind::MethodCall {
+            receiver, method, ..
+        } if method == "is_err" => Some((receiver, false)),
+        ExprKind::Unary { not: true, expr } => success_test(expr).map(|(t, on)| (t, !on)),
+        _ => None,
+    }
+}
+
+/// `true` or `false` as a pattern.
+fn bool_pat(p: &Pat) -> Option<bool> {
+    match p {
+        Pat::Lit(Lit::Bool(b)) => Some(*b),
+        _ => None,
+    }
 }
 
 /// A guard that picks an interrupted or would-block call (`e.kind() == Interrupted`): it is
