@@ -85,7 +85,8 @@ declare_lint! {
     /// `rows_affected` test, the saved response read only on the losing branch and the
     /// claimed row completed by an `UPDATE`), or under a lock taken before it in the same
     /// function (`pg_try_advisory_lock`, `pg_advisory_xact_lock`, `SELECT .. FOR UPDATE`, a
-    /// Redis `SET NX` lock), or in a helper every caller of which holds such a lock; a
+    /// Redis `SET NX` lock), or in a helper every caller of which holds such a lock (or
+    /// calls it only from helpers whose callers do, up to five calls up); a
     /// write that is itself conditional (`ON CONFLICT DO NOTHING`, `IF NOT EXISTS`); a
     /// key-only `INSERT` into a dedupe table (`INSERT INTO processed (event_id) VALUES
     /// ($1)`) whose error stops the handler (`?`) before any work, since the second
