@@ -397,6 +397,12 @@ fn next_placeholder(text: &str) -> Option<(usize, usize, &str)> {
     None
 }
 
+/// Whether a repeat of the write fails with an error (a conditional DynamoDB write, a
+/// key-only insert), so that `?` on it stops a second delivery.
+fn fails_out(a: &StoreAccess) -> bool {
+    a.store == Store::DynamoDb && a.access == Access::Claim || a.shape.key_only
+}
+
 /// A value that reached a key sink.
 #[derive(Debug, Clone)]
 pub struct KeyUse {
@@ -419,6 +425,9 @@ pub struct StoreEvent {
     /// Whether the result is tested (a branch, a `?` on a conditional DynamoDB write, or
     /// returned to the caller): a claim whose result nobody looks at claims nothing.
     pub checked: bool,
+    /// Whether its error leaves the function (`?` on a conditional DynamoDB write or a
+    /// key-only insert): a caller's `?` on the call stops there too.
+    pub tried: bool,
 }
 
 impl StoreEvent {
@@ -628,7 +637,10 @@ pub fn walk_bound(
     }
     let ret_ops: Vec<usize> = w.out.ret.ops().collect();
     for i in ret_ops {
-        w.out.store_events[i].checked = true;
+        let ev = &mut w.out.store_events[i];
+        ev.checked = true;
+        // Returned, a key-only insert's or a conditional write's error is the caller's.
+        ev.tried |= fails_out(&ev.access);
     }
     let unknown = w.unknown_texts.take();
     w.out.text_params = f
@@ -1173,6 +1185,7 @@ impl<'a> Walker<'a, '_> {
             span,
             via,
             checked: false,
+            tried: false,
         });
         self.out.store_events.len() - 1
     }
@@ -1789,9 +1802,14 @@ impl<'a> Walker<'a, '_> {
                 .map(|p| args.get(param_arg(p)).and_then(|a| self.describe(a)))
                 .collect();
             for a in &s.accesses {
+                let tried = s.tried.contains(a);
                 let mut a = a.clone();
                 a.key = a.key.map(|k| k.instantiate(&descs));
-                self.event(a, call.span, Some(id));
+                let i = self.event(a, call.span, Some(id));
+                // The helper's error is this write's: the call's own `?` tests it.
+                if tried {
+                    out.add(Fact::Op(i));
+                }
             }
             if let Some(a) = &s.ret_access {
                 let mut a = a.clone();
@@ -1905,13 +1923,11 @@ impl<'a> Walker<'a, '_> {
         let v = self.eval(inner);
         let dynamo_claims: Vec<usize> = v
             .ops()
-            .filter(|&i| {
-                let a = &self.out.store_events[i].access;
-                a.store == Store::DynamoDb && a.access == Access::Claim || a.shape.key_only
-            })
+            .filter(|&i| fails_out(&self.out.store_events[i].access))
             .collect();
         for i in dynamo_claims {
             self.out.store_events[i].checked = true;
+            self.out.store_events[i].tried = true;
         }
         v
     }
