@@ -181,6 +181,18 @@ pub const ALL: &[Rewrite] = &[
         name: "client_in_static",
         apply: Apply::Crate(client_in_static),
     },
+    Rewrite {
+        name: "step_helper_in_module",
+        apply: Apply::Crate(step_helper_in_module),
+    },
+    Rewrite {
+        name: "step_helper_two_deep",
+        apply: Apply::Crate(step_helper_two_deep),
+    },
+    Rewrite {
+        name: "step_extension_trait",
+        apply: Apply::Crate(step_extension_trait),
+    },
 ];
 
 /// Runs `visit` over the parsed file with fresh edits; the result only if it parses.
@@ -1320,13 +1332,20 @@ fn with_child_module(
     text: String,
     name: &str,
     items: &str,
+    glob_use: bool,
 ) -> Option<()> {
     let child = child_module_path(path, name);
     if out.iter().any(|(p, _)| *p == child) {
         return None;
     }
-    let text = format!("{text}\nmod {name};\n");
-    let module = format!("#![allow(unused_imports)]\nuse super::*;\n{items}");
+    // A trait's methods are called by name: its module's items are brought in.
+    let glob = if glob_use {
+        format!("use {name}::*;\n")
+    } else {
+        String::new()
+    };
+    let text = format!("{text}\nmod {name};\n{glob}");
+    let module = format!("#![allow(unused_imports, non_camel_case_types)]\nuse super::*;\n{items}");
     syn::parse_file(&text).ok()?;
     syn::parse_file(&module).ok()?;
     out.iter_mut().find(|(p, _)| p == path)?.1 = text;
@@ -1470,7 +1489,8 @@ fn keys_in_module(sources: &[(PathBuf, String)], place: KeyPlace) -> Option<Sour
         if helpers.is_empty() {
             continue;
         }
-        changed |= with_child_module(&mut out, path, edited, "key_helpers", &helpers).is_some();
+        changed |=
+            with_child_module(&mut out, path, edited, "key_helpers", &helpers, false).is_some();
     }
     changed.then_some(out)
 }
@@ -1486,6 +1506,308 @@ pub fn key_helper_two_deep(sources: &[(PathBuf, String)]) -> Option<Sources> {
 /// The key a method of the message type: `msg.key_of_0()`, the `impl Msg` in another file.
 pub fn key_method_on_message(sources: &[(PathBuf, String)]) -> Option<Sources> {
     keys_in_module(sources, KeyPlace::MessageMethod)
+}
+
+// ------------------------------------------------------------------ step helpers
+
+/// Where [`extract_steps`] puts a store step or an effect.
+#[derive(Clone, Copy, PartialEq)]
+enum StepPlace {
+    /// A fn of a child module in its own file; `deep`: it calls a second fn there that runs
+    /// the step.
+    Module { deep: bool },
+    /// A method of an extension trait on the client's type (`conn.step_0(&key)`), the trait
+    /// and its impl in a child module's file.
+    ExtensionTrait,
+}
+
+/// The lower-case names a statement's tokens use as values (not methods after `.`, not
+/// path roots before `::`, not fns or macros called by name, not field labels), or `None`
+/// when it uses `self` or a closure.
+fn value_names(tokens: TokenStream) -> Option<Vec<String>> {
+    let tts: Vec<TokenTree> = tokens.into_iter().collect();
+    let mut out = Vec::new();
+    let punct = |j: Option<usize>| match j.and_then(|j| tts.get(j)) {
+        Some(TokenTree::Punct(p)) => Some(p.as_char()),
+        _ => None,
+    };
+    for (i, tt) in tts.iter().enumerate() {
+        match tt {
+            TokenTree::Ident(id) => {
+                let name = id.to_string();
+                if matches!(name.as_str(), "self" | "Self" | "move") {
+                    return None;
+                }
+                let after_dot_or_path = matches!(punct(i.checked_sub(1)), Some('.' | ':'));
+                let next = punct(Some(i + 1));
+                let called = matches!(tts.get(i + 1), Some(TokenTree::Group(g)) if g.delimiter() == proc_macro2::Delimiter::Parenthesis);
+                let keyword = matches!(
+                    name.as_str(),
+                    "let"
+                        | "mut"
+                        | "ref"
+                        | "as"
+                        | "true"
+                        | "false"
+                        | "await"
+                        | "async"
+                        | "if"
+                        | "else"
+                        | "match"
+                        | "in"
+                        | "for"
+                        | "return"
+                );
+                if !after_dot_or_path
+                    && !called
+                    && !keyword
+                    && !matches!(next, Some(':' | '!'))
+                    && name.starts_with(|c: char| c.is_lowercase() || c == '_')
+                    && name != "_"
+                {
+                    out.push(name);
+                }
+            }
+            TokenTree::Group(g) => out.extend(value_names(g.stream())?),
+            TokenTree::Punct(p) if p.as_char() == '|' => return None,
+            _ => {}
+        }
+    }
+    Some(out)
+}
+
+/// `text` without its `//~` annotations.
+fn without_annotations(text: &str) -> String {
+    text.lines()
+        .map(|l| l.split("//~").next().unwrap_or(l).trim_end())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The `//~` annotations of each line of `text`, one line each (empty when none).
+fn annotation_lines(text: &str) -> Vec<String> {
+    text.lines()
+        .map(|l| {
+            l.find("//~")
+                .map_or(String::new(), |i| format!(" {}", &l[i..]))
+        })
+        .collect()
+}
+
+/// A statement that runs a step and drops its value: `E.await?;`, `let _: T = E.await?;`,
+/// `E.await;`. Returns whether it has a `?`.
+fn step_statement(stmt: &syn::Stmt) -> Option<bool> {
+    let (expr, dropped) = match stmt {
+        syn::Stmt::Expr(e, Some(_)) => (e, true),
+        syn::Stmt::Local(syn::Local {
+            pat,
+            init: Some(init),
+            ..
+        }) if init.diverge.is_none() => {
+            let wild = match pat {
+                syn::Pat::Wild(_) => true,
+                syn::Pat::Type(t) => matches!(*t.pat, syn::Pat::Wild(_)),
+                _ => false,
+            };
+            (&*init.expr, wild)
+        }
+        _ => return None,
+    };
+    if !dropped {
+        return None;
+    }
+    match expr {
+        syn::Expr::Try(t) if matches!(*t.expr, syn::Expr::Await(_)) => Some(true),
+        syn::Expr::Await(a) if matches!(*a.base, syn::Expr::Call(_) | syn::Expr::MethodCall(_)) => {
+            Some(false)
+        }
+        _ => None,
+    }
+}
+
+/// The store writes and effects of async fns (statements of the fn body that await a call
+/// and drop its value) moved into helpers of a child module `steps` in its own file; the
+/// statement becomes a call of its helper, on the statement's first line, the annotations
+/// kept on their lines. A step whose names are not all parameters of the fn (or keys built
+/// by `format!` in it) stays.
+/// `prefix` names the helpers apart from other files' (`step_balance_0`): two extension
+/// traits with one method name on one type would be ambiguous.
+fn extract_steps(text: &str, place: StepPlace, prefix: &str) -> Option<(String, String)> {
+    let mut helpers = String::new();
+    let out = rewrite(text, |file, edits| {
+        let mut count = 0;
+        let mut extract = |sig: &syn::Signature, block: &syn::Block| {
+            if sig.asyncness.is_none() {
+                return;
+            }
+            let output = match &sig.output {
+                syn::ReturnType::Type(_, ty) => edits.source(ty.span()).to_owned(),
+                syn::ReturnType::Default => String::new(),
+            };
+            // A helper with `?` returns the fn's own `Result<(), E>`.
+            let unit_result = output.contains("Result") && output.contains("()");
+            // A parameter typed by the fn's own type parameters stays: the helper has none.
+            let generics: Vec<String> = sig
+                .generics
+                .type_params()
+                .map(|t| t.ident.to_string())
+                .collect();
+            let generic = |ty: &str| {
+                generics
+                    .iter()
+                    .any(|g| replace_word(ty, g, "\u{0}").contains('\u{0}'))
+            };
+            let mut known: Vec<(String, String, bool)> = sig
+                .inputs
+                .iter()
+                .filter_map(|a| match a {
+                    syn::FnArg::Typed(t) => match &*t.pat {
+                        syn::Pat::Ident(p) if p.subpat.is_none() => {
+                            let ty = edits.source(t.ty.span()).to_owned();
+                            if generic(&ty) {
+                                return None;
+                            }
+                            let client = matches!(&*t.ty, syn::Type::Reference(r)
+                                if matches!(&*r.elem, syn::Type::Path(tp)
+                                    if tp.path.segments.last().is_some_and(|s| CLIENT_TYPES.contains(&s.ident.to_string().as_str()))));
+                            Some((p.ident.to_string(), ty, client))
+                        }
+                        _ => None,
+                    },
+                    syn::FnArg::Receiver(_) => None,
+                })
+                .collect();
+            for stmt in &block.stmts {
+                if let syn::Stmt::Local(syn::Local {
+                    pat: syn::Pat::Ident(name),
+                    init: Some(init),
+                    ..
+                }) = stmt
+                {
+                    if matches!(&*init.expr, syn::Expr::Macro(m) if m.mac.path.is_ident("format")) {
+                        known.push((name.ident.to_string(), "&str".into(), false));
+                    }
+                    continue;
+                }
+                let Some(tried) = step_statement(stmt) else {
+                    continue;
+                };
+                if tried && !unit_result {
+                    continue;
+                }
+                let Some(names) = value_names(quote::quote!(#stmt)) else {
+                    continue;
+                };
+                let mut used: Vec<&(String, String, bool)> = Vec::new();
+                let mut ok = true;
+                for n in &names {
+                    match known.iter().find(|(k, ..)| k == n) {
+                        Some(k) if !used.iter().any(|u| u.0 == k.0) => used.push(k),
+                        Some(_) => {}
+                        None => ok = false,
+                    }
+                }
+                if !ok || used.is_empty() {
+                    continue;
+                }
+                let source = edits.source(stmt.span()).to_owned();
+                let body = without_annotations(&source);
+                let ret = if tried {
+                    format!(" -> {output}")
+                } else {
+                    String::new()
+                };
+                let tail = if tried { "\n    Ok(())" } else { "" };
+                let helper = format!("step_{prefix}_{count}");
+                let call = match place {
+                    StepPlace::Module { deep } => {
+                        let typed: Vec<String> =
+                            used.iter().map(|(n, t, _)| format!("{n}: {t}")).collect();
+                        let args: Vec<&str> = used.iter().map(|(n, ..)| n.as_str()).collect();
+                        let (typed, args) = (typed.join(", "), args.join(", "));
+                        if deep {
+                            helpers.push_str(&format!(
+                                "\npub(crate) async fn {helper}({typed}){ret} {{\n    {helper}_run({args}).await\n}}\n\nasync fn {helper}_run({typed}){ret} {{\n    {body}{tail}\n}}\n"
+                            ));
+                        } else {
+                            helpers.push_str(&format!(
+                                "\npub(crate) async fn {helper}({typed}){ret} {{\n    {body}{tail}\n}}\n"
+                            ));
+                        }
+                        format!("steps::{helper}({args}).await")
+                    }
+                    StepPlace::ExtensionTrait => {
+                        let Some(client) = used.iter().find(|(.., c)| *c) else {
+                            continue;
+                        };
+                        let recv_ty = client.1.trim_start_matches('&').trim();
+                        let (receiver, ty) = match recv_ty.strip_prefix("mut ") {
+                            Some(ty) => ("&mut self", ty.trim()),
+                            None => ("&self", recv_ty),
+                        };
+                        let others: Vec<&&(String, String, bool)> =
+                            used.iter().filter(|u| u.0 != client.0).collect();
+                        let typed: String = others
+                            .iter()
+                            .map(|(n, t, _)| format!(", {n}: {t}"))
+                            .collect();
+                        let args: Vec<&str> = others.iter().map(|(n, ..)| n.as_str()).collect();
+                        let body = replace_word(&body, &client.0, "self");
+                        let tr = format!("Steps_{prefix}_{count}");
+                        helpers.push_str(&format!(
+                            "\npub(crate) trait {tr} {{\n    async fn {helper}({receiver}{typed}){ret};\n}}\n\nimpl {tr} for {ty} {{\n    async fn {helper}({receiver}{typed}){ret} {{\n        {body}{tail}\n    }}\n}}\n"
+                        ));
+                        format!("{}.{helper}({}).await", client.0, args.join(", "))
+                    }
+                };
+                count += 1;
+                let mut lines = annotation_lines(&source);
+                let question = if tried { "?" } else { "" };
+                if let Some(first) = lines.first_mut() {
+                    *first = format!("{call}{question};{first}");
+                }
+                edits.replace(stmt.span(), lines.join("\n"));
+            }
+        };
+        AllFns {
+            on_fn: &mut extract,
+        }
+        .visit_file(file);
+    })?;
+    Some((out, helpers))
+}
+
+fn steps_in_module(sources: &[(PathBuf, String)], place: StepPlace) -> Option<Sources> {
+    let mut out: Sources = sources.to_vec();
+    let mut changed = false;
+    for (path, text) in sources {
+        let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("file");
+        let Some((edited, helpers)) = extract_steps(text, place, stem) else {
+            continue;
+        };
+        if helpers.is_empty() {
+            continue;
+        }
+        let glob = place == StepPlace::ExtensionTrait;
+        changed |= with_child_module(&mut out, path, edited, "steps", &helpers, glob).is_some();
+    }
+    changed.then_some(out)
+}
+
+/// Writes and effects moved into fns of a child module in another file.
+pub fn step_helper_in_module(sources: &[(PathBuf, String)]) -> Option<Sources> {
+    steps_in_module(sources, StepPlace::Module { deep: false })
+}
+
+/// The same, two calls deep.
+pub fn step_helper_two_deep(sources: &[(PathBuf, String)]) -> Option<Sources> {
+    steps_in_module(sources, StepPlace::Module { deep: true })
+}
+
+/// Writes and effects on a client moved into methods of an extension trait on the client's
+/// type, trait and impl in another file: `conn.step_0(&key).await?`.
+pub fn step_extension_trait(sources: &[(PathBuf, String)]) -> Option<Sources> {
+    steps_in_module(sources, StepPlace::ExtensionTrait)
 }
 
 // ------------------------------------------------------------------ moved clients
