@@ -965,6 +965,14 @@ impl<'a> OpEnv<'a> for Walker<'a, '_> {
             DescSrc::Desc(_) => None,
         }
     }
+
+    fn builder_of(&self, call: &'a Expr) -> Option<&'a Expr> {
+        let [one] = self.cx.graph.calls_at(self.id, call.span) else {
+            return None;
+        };
+        let tail = one.callee.def(self.cx.package).1.body.as_ref()?.tail()?;
+        store_ops::self_contained_builder(tail).then_some(tail)
+    }
 }
 
 impl<'a, 'c> Walker<'a, 'c> {
