@@ -162,22 +162,27 @@ fn parent_file(sources: &[(PathBuf, String)], path: &Path) -> Option<usize> {
         .find_map(|c| sources.iter().position(|(p, _)| p == c))
 }
 
-/// Where a finding in a file the rewrite added (a helper a step or a key moved to) counts:
-/// at the call of its fn (`name(` not after `fn `), followed through helpers of added files
-/// (two levels deep), so the finding the helper now holds is the one the call site had.
+/// The fn names of each file of the fixture before the rewrite.
+type Original = Vec<std::collections::HashSet<String>>;
+
+/// Where a finding in a fn the rewrite added (a helper a step, a key or a builder moved to,
+/// in its file or a file it added) counts: at the call of that fn (`name(` not after `fn `),
+/// followed through added helpers (two levels deep), so the finding the helper now holds is
+/// the one the call site had.
 fn call_site(
     sources: &[(PathBuf, String)],
     ranges: &[FnRanges],
-    added_from: usize,
+    original: &Original,
     (mut file, mut line): (usize, usize),
 ) -> (usize, usize) {
     for _ in 0..4 {
-        if file < added_from {
-            break;
-        }
         let Some((.., name)) = ranges[file].innermost(line) else {
             break;
         };
+        let added = original.get(file).is_none_or(|names| !names.contains(name));
+        if !added {
+            break;
+        }
         let call = format!("{name}(");
         // Called from its own file (the second of two helpers) or from the module's parent.
         let parent = parent_file(sources, &sources[file].0);
@@ -208,7 +213,7 @@ fn check_variant(
     sources: &[(PathBuf, String)],
     lints: &[&str],
     config: &FixtureConfig,
-    added_from: usize,
+    original: &Original,
 ) {
     let relevant = |l: &str| lints.is_empty() || lints.contains(&l);
     let ranges: Vec<FnRanges> = sources.iter().map(|(_, t)| FnRanges::of(t)).collect();
@@ -228,7 +233,7 @@ fn check_variant(
         let file = d.span.file.0 as usize;
         if relevant(d.lint.name) {
             let line = line_of(&sources[file].1, d.span.lo);
-            let (file, bucket) = call_site(sources, &ranges, added_from, (file, line));
+            let (file, bucket) = call_site(sources, &ranges, original, (file, line));
             *got.entry((file, bucket, d.lint.name.to_owned()))
                 .or_default() += 1;
         }
@@ -284,12 +289,15 @@ fn run_suite() -> Table {
         for dir in testing::fixture_crates(Path::new(root)) {
             let config = FixtureConfig::of(&dir);
             let sources = testing::fixture_sources(&dir);
+            let original: Original = sources
+                .iter()
+                .map(|(_, text)| FnRanges::of(text).0.into_iter().map(|r| r.2).collect())
+                .collect();
             for rule in rules::ALL {
                 if let Some(variant) = rule.apply.to_crate(&sources) {
                     dump_variant(&dir, rule.name, &variant);
-                    let added_from = sources.len();
                     check_variant(
-                        &mut table, &dir, rule.name, &variant, lints, &config, added_from,
+                        &mut table, &dir, rule.name, &variant, lints, &config, &original,
                     );
                 }
             }

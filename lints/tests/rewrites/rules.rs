@@ -158,6 +158,10 @@ pub const ALL: &[Rewrite] = &[
         apply: Apply::File(extra_builder_calls),
     },
     Rewrite {
+        name: "builder_from_helper",
+        apply: Apply::File(builder_from_helper),
+    },
+    Rewrite {
         name: "key_helper_in_module",
         apply: Apply::Crate(key_helper_in_module),
     },
@@ -1272,6 +1276,151 @@ pub fn extra_builder_calls(text: &str) -> Option<String> {
         }
     }
     rewrite(text, |file, edits| Sends { edits }.visit_file(file))
+}
+
+// ------------------------------------------------------------------ builders from helpers
+
+/// DynamoDB operations whose fluent builder a helper may hand out.
+const DYNAMO_OPS: &[&str] = &[
+    "get_item",
+    "put_item",
+    "update_item",
+    "delete_item",
+    "query",
+    "transact_write_items",
+];
+
+/// `fooBar` of `foo_bar`.
+fn camel(snake: &str) -> String {
+    snake
+        .split('_')
+        .map(|w| {
+            let mut c = w.chars();
+            c.next()
+                .map(|f| f.to_uppercase().chain(c).collect::<String>())
+                .unwrap_or_default()
+        })
+        .collect()
+}
+
+/// `ddb.put_item().table_name("t")` on a client parameter becomes `put_item_request_0(ddb)`,
+/// a helper at the end of the file returning the builder (`fn put_item_request_0(ddb:
+/// &Client) -> PutItemFluentBuilder { ddb.put_item().table_name("t") }`); `redis::cmd("SET")`
+/// becomes `cmd_0()` returning a `redis::Cmd`. The rest of the chain stays at the call.
+pub fn builder_from_helper(text: &str) -> Option<String> {
+    let (out, helpers) = {
+        let mut helpers = String::new();
+        let out = rewrite(text, |file, edits| {
+            let mut count = 0;
+            let mut extract = |sig: &syn::Signature, block: &syn::Block| {
+                let params: Vec<(String, String)> = sig
+                    .inputs
+                    .iter()
+                    .filter_map(|a| match a {
+                        syn::FnArg::Typed(t) => match &*t.pat {
+                            syn::Pat::Ident(p) if p.subpat.is_none() => {
+                                Some((p.ident.to_string(), edits.source(t.ty.span()).to_owned()))
+                            }
+                            _ => None,
+                        },
+                        syn::FnArg::Receiver(_) => None,
+                    })
+                    .collect();
+                let mut found: Vec<(Span, String, String)> = Vec::new();
+                let mut visit = BuilderCalls {
+                    params: &params,
+                    found: &mut found,
+                    edits,
+                };
+                visit.visit_block(block);
+                for (span, source, kind) in found {
+                    let helper = format!("{kind}_request_{count}");
+                    count += 1;
+                    let (typed, args, ret) = match kind.as_str() {
+                        "cmd" => (String::new(), String::new(), "redis::Cmd".to_owned()),
+                        op => {
+                            let (p, ty) = params
+                                .iter()
+                                .find(|(p, _)| source.starts_with(&format!("{p}.")))
+                                .cloned()
+                                .unwrap_or_default();
+                            (
+                                format!("{p}: {ty}"),
+                                p,
+                                format!(
+                                    "aws_sdk_dynamodb::operation::{op}::builders::{}FluentBuilder",
+                                    camel(op)
+                                ),
+                            )
+                        }
+                    };
+                    // The annotations stay on their lines at the call; the helper has none.
+                    helpers.push_str(&format!(
+                        "\nfn {helper}({typed}) -> {ret} {{\n    {}\n}}\n",
+                        without_annotations(&source)
+                    ));
+                    let mut lines = annotation_lines(&source);
+                    if let Some(first) = lines.first_mut() {
+                        *first = format!("{helper}({args}){first}");
+                    }
+                    edits.replace(span, lines.join("\n"));
+                }
+            };
+            AllFns {
+                on_fn: &mut extract,
+            }
+            .visit_file(file);
+        });
+        (out, helpers)
+    };
+    Some(out? + &helpers).filter(|o| syn::parse_file(o).is_ok())
+}
+
+/// The builder starts [`builder_from_helper`] moves: `(span, source, kind)`.
+struct BuilderCalls<'p, 'f, 'e, 't> {
+    params: &'p [(String, String)],
+    found: &'f mut Vec<(Span, String, String)>,
+    edits: &'e Edits<'t>,
+}
+
+impl<'ast> Visit<'ast> for BuilderCalls<'_, '_, '_, '_> {
+    fn visit_expr_method_call(&mut self, m: &'ast syn::ExprMethodCall) {
+        // `client.op()` on a parameter, with its `.table_name(..)` when that comes next.
+        let op = |e: &syn::Expr| -> Option<String> {
+            let syn::Expr::MethodCall(call) = e else {
+                return None;
+            };
+            let name = call.method.to_string();
+            let on_param = matches!(&*call.receiver, syn::Expr::Path(p)
+                if p.path.get_ident().is_some_and(|id| self.params.iter().any(|(n, _)| id == n)));
+            (on_param && call.args.is_empty() && DYNAMO_OPS.contains(&name.as_str()))
+                .then_some(name)
+        };
+        if m.method == "table_name" {
+            if let Some(name) = op(&m.receiver) {
+                let source = self.edits.source(m.span()).to_owned();
+                self.found.push((m.span(), source, name));
+                return;
+            }
+        } else if let Some(name) = op(&syn::Expr::MethodCall(m.clone())) {
+            let source = self.edits.source(m.span()).to_owned();
+            self.found.push((m.span(), source, name));
+            return;
+        }
+        visit::visit_expr_method_call(self, m);
+    }
+
+    fn visit_expr_call(&mut self, c: &'ast syn::ExprCall) {
+        let is_cmd = matches!(&*c.func, syn::Expr::Path(p)
+            if p.path.segments.len() == 2 && p.path.segments[0].ident == "redis" && p.path.segments[1].ident == "cmd");
+        let literal = matches!(c.args.first(), Some(syn::Expr::Lit(_))) && c.args.len() == 1;
+        if is_cmd && literal {
+            let source = self.edits.source(c.span()).to_owned();
+            self.found.push((c.span(), source, "cmd".to_owned()));
+            return;
+        }
+        visit::visit_expr_call(self, c);
+    }
 }
 
 // ------------------------------------------------------------------ crate rewrites
