@@ -1,12 +1,16 @@
 //! The rewrite suite: every fixture crate of every lint, rewritten in ways that keep its
 //! meaning ([`rules::ALL`]), must keep its findings, and its negatives must stay silent.
 //!
-//! A variant is one fixture crate with one rewrite applied to every file it changes. Its
+//! A variant is one fixture crate with one rewrite applied to every file it changes (or, for
+//! a crate rewrite, to the crate at once: it may add files, declared by a `mod` line). Its
 //! expected findings are its `//~` annotations (the rewrites keep them on their lines). A
 //! finding may move inside its function (a split statement reports where the call now
 //! starts), so findings and annotations are compared per function and lint: a finding
 //! matched by an annotation in the same function is kept, an annotation without one is
-//! lost, a finding beyond the annotations is a negative flagged.
+//! lost, a finding beyond the annotations is a negative flagged. A finding inside a fn the
+//! rewrite added (the helper a step, a key or a builder moved to) counts at the call of
+//! that fn. Each fixture is checked with its `idem-lint.toml` (levels and settings), so the
+//! allow-by-default lints are covered where their fixtures turn them on.
 //!
 //! The robustness table is printed (`cargo test -p idem-lints --test rewrites --
 //! --nocapture`); the test fails on any negative flagged and when a lint keeps less than
