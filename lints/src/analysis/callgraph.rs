@@ -415,6 +415,14 @@ impl Index {
         }
     }
 
+    /// Whether the crate implements one of its own traits for `ty` (an extension trait on
+    /// another crate's client: `impl StoreExt for redis::aio::ConnectionManager`).
+    fn extends(&self, ty: &DefPath) -> bool {
+        self.traits_of
+            .get(ty)
+            .is_some_and(|trs| trs.iter().any(DefPath::is_local))
+    }
+
     /// Method `name` called on a value of crate type or trait `ty`: one fn, or for a trait,
     /// each production implementation's method.
     fn method(&self, ty: &DefPath, name: &str) -> Vec<(FnId, CallKind)> {
@@ -717,7 +725,7 @@ impl<'a> Builder<'a> {
                     .type_of(receiver)?
             }
         };
-        if !ty.is_local() {
+        if !ty.is_local() && !self.index.extends(&ty) {
             return None;
         }
         Some(self.index.method(&ty, method))

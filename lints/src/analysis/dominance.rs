@@ -7,7 +7,7 @@
 //! (the path that goes on keeps what held). Closures and async blocks run later, after what
 //! held where they were made; what they do holds outside only when the caller says they run
 //! during the call that takes them ([`Events::runs_arguments`], for transaction closures), or
-//! for `async { .. }.await`.
+//! for `async { .. }.await` and the futures of a `join!`, which run side by side.
 //!
 //! Callers choose the facts (small integers) and say, per expression, which facts it
 //! establishes once evaluated: "the guard ran", "the transaction committed".
@@ -89,6 +89,19 @@ fn join(a: State, b: State) -> State {
             Some(a)
         }
     }
+}
+
+/// After futures that all run to completion: what any of them established; nothing
+/// follows when one never completes.
+fn both(a: State, b: State) -> State {
+    let (mut a, b) = (a?, b?);
+    if a.0.len() < b.0.len() {
+        a.0.resize(b.0.len(), 0);
+    }
+    for (x, y) in a.0.iter_mut().zip(&b.0) {
+        *x |= y;
+    }
+    Some(a)
 }
 
 struct Walker<'e, E> {
@@ -174,6 +187,17 @@ impl<E: Events> Walker<'_, E> {
             ExprKind::MethodCall { receiver, args, .. } => {
                 self.expr(receiver, st);
                 self.args(e, args, st);
+            }
+            // `join!(a, b)` runs its futures side by side and returns once all are done:
+            // each starts from what held before it, and what any of them establishes holds
+            // after it (never in a sibling: `join!(reserve(k), notify(k))` is unguarded).
+            ExprKind::Macro(m) if m.joins_futures() => {
+                let before = st.clone();
+                for a in &m.args {
+                    let mut arm = before.clone();
+                    self.inline(|w, st| w.run_now(a, st), &mut arm);
+                    *st = both(st.take(), arm);
+                }
             }
             ExprKind::Macro(m) => {
                 m.args.iter().for_each(|a| self.expr(a, st));

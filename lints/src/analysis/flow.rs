@@ -397,6 +397,12 @@ fn next_placeholder(text: &str) -> Option<(usize, usize, &str)> {
     None
 }
 
+/// Whether a repeat of the write fails with an error (a conditional DynamoDB write, a
+/// key-only insert), so that `?` on it stops a second delivery.
+fn fails_out(a: &StoreAccess) -> bool {
+    a.store == Store::DynamoDb && a.access == Access::Claim || a.shape.key_only
+}
+
 /// A value that reached a key sink.
 #[derive(Debug, Clone)]
 pub struct KeyUse {
@@ -419,6 +425,9 @@ pub struct StoreEvent {
     /// Whether the result is tested (a branch, a `?` on a conditional DynamoDB write, or
     /// returned to the caller): a claim whose result nobody looks at claims nothing.
     pub checked: bool,
+    /// Whether its error leaves the function (`?` on a conditional DynamoDB write or a
+    /// key-only insert): a caller's `?` on the call stops there too.
+    pub tried: bool,
 }
 
 impl StoreEvent {
@@ -628,7 +637,10 @@ pub fn walk_bound(
     }
     let ret_ops: Vec<usize> = w.out.ret.ops().collect();
     for i in ret_ops {
-        w.out.store_events[i].checked = true;
+        let ev = &mut w.out.store_events[i];
+        ev.checked = true;
+        // Returned, a key-only insert's or a conditional write's error is the caller's.
+        ev.tried |= fails_out(&ev.access);
     }
     let unknown = w.unknown_texts.take();
     w.out.text_params = f
@@ -962,6 +974,14 @@ impl<'a> OpEnv<'a> for Walker<'a, '_> {
         let (_, c) = self.cx.package.const_def(target, &def.segments)?;
         Some(&c.value)
     }
+
+    fn builder_of(&self, call: &'a Expr) -> Option<&'a Expr> {
+        let [one] = self.cx.graph.calls_at(self.id, call.span) else {
+            return None;
+        };
+        let tail = one.callee.def(self.cx.package).1.body.as_ref()?.tail()?;
+        store_ops::self_contained_builder(tail).then_some(tail)
+    }
 }
 
 impl<'a, 'c> Walker<'a, 'c> {
@@ -1182,6 +1202,7 @@ impl<'a> Walker<'a, '_> {
             span,
             via,
             checked: false,
+            tried: false,
         });
         self.out.store_events.len() - 1
     }
@@ -1332,35 +1353,7 @@ impl<'a> Walker<'a, '_> {
             | ExprKind::Cast { expr, .. } => self.eval(expr),
             // `async move { .. }.await` runs its block now, exactly once: its assignments
             // replace values as the function body's do.
-            ExprKind::Await(inner) if matches!(inner.kind, ExprKind::Async { .. }) => {
-                let ExprKind::Async { block, .. } = &inner.kind else {
-                    return Value::default();
-                };
-                self.bodies.push(block.span);
-                let v = self.eval_block(block);
-                self.bodies.pop();
-                v
-            }
-            ExprKind::Await(inner) => {
-                let mut v = self.eval(inner);
-                let call = inner.peel();
-                if matches!(
-                    call.kind,
-                    ExprKind::Call { .. } | ExprKind::MethodCall { .. }
-                ) {
-                    if v.ops().next().is_none() {
-                        self.effect(inner.span);
-                    }
-                    // What an awaited call of another crate returns comes from the outside
-                    // world (a response, rows read back), not from the arguments it was sent.
-                    let crate_call = self.out.calls.last().is_some_and(|c| c.span == call.span);
-                    if !crate_call {
-                        v.facts.retain(|f| matches!(f, Fact::Op(_)));
-                        v.fields.clear();
-                    }
-                }
-                v
-            }
+            ExprKind::Await(inner) => self.eval_await(inner),
             ExprKind::Try(inner) => self.eval_try(inner),
             // `match x { Ok(v) => v, Err(e) => return Err(e.into()) }` is `x?` written out.
             ExprKind::Match { scrutinee, arms } if is_try_match(arms) => self.eval_try(scrutinee),
@@ -1826,9 +1819,14 @@ impl<'a> Walker<'a, '_> {
                 .map(|p| args.get(param_arg(p)).and_then(|a| self.describe(a)))
                 .collect();
             for a in &s.accesses {
+                let tried = s.tried.contains(a);
                 let mut a = a.clone();
                 a.key = a.key.map(|k| k.instantiate(&descs));
-                self.event(a, call.span, Some(id));
+                let i = self.event(a, call.span, Some(id));
+                // The helper's error is this write's: the call's own `?` tests it.
+                if tried {
+                    out.add(Fact::Op(i));
+                }
             }
             if let Some(a) = &s.ret_access {
                 let mut a = a.clone();
@@ -1942,13 +1940,11 @@ impl<'a> Walker<'a, '_> {
         let v = self.eval(inner);
         let dynamo_claims: Vec<usize> = v
             .ops()
-            .filter(|&i| {
-                let a = &self.out.store_events[i].access;
-                a.store == Store::DynamoDb && a.access == Access::Claim || a.shape.key_only
-            })
+            .filter(|&i| fails_out(&self.out.store_events[i].access))
             .collect();
         for i in dynamo_claims {
             self.out.store_events[i].checked = true;
+            self.out.store_events[i].tried = true;
         }
         v
     }
@@ -1983,6 +1979,35 @@ impl<'a> Walker<'a, '_> {
         }
     }
 
+    /// `inner.await`. `async move { .. }.await` runs its block now, exactly once: its
+    /// assignments replace values as the function body's do.
+    fn eval_await(&mut self, inner: &'a Expr) -> Value {
+        if let ExprKind::Async { block, .. } = &inner.kind {
+            self.bodies.push(block.span);
+            let v = self.eval_block(block);
+            self.bodies.pop();
+            return v;
+        }
+        let mut v = self.eval(inner);
+        let call = inner.peel();
+        if matches!(
+            call.kind,
+            ExprKind::Call { .. } | ExprKind::MethodCall { .. }
+        ) {
+            if v.ops().next().is_none() {
+                self.effect(inner.span);
+            }
+            // What an awaited call of another crate returns comes from the outside
+            // world (a response, rows read back), not from the arguments it was sent.
+            let crate_call = self.out.calls.last().is_some_and(|c| c.span == call.span);
+            if !crate_call {
+                v.facts.retain(|f| matches!(f, Fact::Op(_)));
+                v.fields.clear();
+            }
+        }
+        v
+    }
+
     fn eval_macro(&mut self, e: &'a Expr, m: &'a MacroCall) -> Value {
         let name = m.path.last();
         let def = self.resolve(&m.path);
@@ -1992,6 +2017,16 @@ impl<'a> Walker<'a, '_> {
                 &format!("{}!()", m.path.segments.join("::")),
                 src.kind,
             );
+        }
+        if m.joins_futures() {
+            // Each future is awaited here; the value is the tuple of their outputs.
+            let mut out = Value::default();
+            for (i, a) in m.args.iter().enumerate() {
+                let v = self.eval_await(a);
+                out.union(&v);
+                out.fields.push((i.to_string(), v));
+            }
+            return out;
         }
         let vals = self.eval_args(&m.args);
         if matches!(name, "write" | "writeln") {

@@ -9,7 +9,8 @@
 //!   (`pg_try_advisory_lock`, `pg_advisory_xact_lock`) or a locking read (`SELECT .. FOR
 //!   UPDATE`), directly or inside a helper that is itself a guard.
 //! - [`held_by_every_caller`]`(summaries, id) -> bool`: every call of `id` in the crate runs
-//!   where [`held_before`] holds (a Redis lock held by the caller around the whole helper).
+//!   where [`held_before`] holds (a Redis lock held by the caller around the whole helper),
+//!   or in a caller all of whose calls do, up to five calls up.
 //!
 //! A lock counts as held until the function returns: an unlock in between is not seen
 //! (documented in `check_then_act`'s known problems). A lock taken in another arm of a
@@ -72,15 +73,24 @@ pub fn serializes(summaries: &Summaries, ev: &StoreEvent) -> bool {
 }
 
 /// Whether `id` is called somewhere in the crate and every call runs under a lock or a won
-/// claim of its caller.
+/// claim of its caller, or in a caller whose own calls all do (a helper between the lock
+/// and the work: `with_lock` → `step` → `process_locked`), up to five calls up.
 pub fn held_by_every_caller(package: &Package, summaries: &Summaries, id: FnId) -> bool {
+    held_by_callers_within(package, summaries, id, 5)
+}
+
+fn held_by_callers_within(package: &Package, summaries: &Summaries, id: FnId, up: usize) -> bool {
     let mut calls = 0usize;
     for caller in summaries.ids() {
         let flow = summaries.flow(caller);
         let f = caller.def(package).1;
         for call in flow.calls.iter().filter(|c| c.callee == id) {
             calls += 1;
-            if held_before(summaries, f, flow, call.span).is_none() {
+            let held = held_before(summaries, f, flow, call.span).is_some()
+                || up > 1
+                    && caller != id
+                    && held_by_callers_within(package, summaries, caller, up - 1);
+            if !held {
                 return false;
             }
         }

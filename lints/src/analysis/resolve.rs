@@ -12,6 +12,36 @@ use crate::model::{FileModel, FnDef, Package};
 use rayon::prelude::*;
 use std::sync::Mutex;
 
+/// The name an item imported under another name has where it is defined: `Cfg` is
+/// `ClientConfig` in a file with `use rdkafka::ClientConfig as Cfg;`; any other name is
+/// itself. For checks that match items by their written names (`ClientConfig::new`), so a
+/// renamed import reads as the item it names.
+pub fn original_name<'a>(file: &'a FileModel, name: &'a str) -> &'a str {
+    file.uses
+        .iter()
+        .find(|u| !u.glob && u.alias == name)
+        .and_then(|u| u.path.last())
+        .map_or(name, String::as_str)
+}
+
+/// Whether `path`, written in `file`, ends with `suffix` once its first segment is read
+/// through the file's renamed imports ([`original_name`]).
+pub fn path_ends_with_in(file: &FileModel, path: &Path, suffix: &[&str]) -> bool {
+    let n = path.segments.len();
+    n >= suffix.len()
+        && path.segments[n - suffix.len()..]
+            .iter()
+            .enumerate()
+            .zip(suffix)
+            .all(|((i, seg), want)| {
+                let seg = match i + (n - suffix.len()) {
+                    0 => original_name(file, seg),
+                    _ => seg,
+                };
+                seg == *want
+            })
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Krate {
     /// A crate of this package: the index of its target in [`Package::targets`].

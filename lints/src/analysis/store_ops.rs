@@ -131,6 +131,50 @@ pub trait OpEnv<'a> {
     fn const_value(&self, _path: &Path) -> Option<&'a Expr> {
         None
     }
+    /// The request builder a crate fn called by `call` returns (`fn put(&self) ->
+    /// PutItemFluentBuilder { self.client.put_item().table_name(T) }`), when it is built
+    /// from the fn's receiver or parameter alone ([`self_contained_builder`]).
+    fn builder_of(&self, _call: &'a Expr) -> Option<&'a Expr> {
+        None
+    }
+}
+
+/// A builder chain that needs nothing of the fn it is written in but its root: every
+/// argument of its calls is a literal or a constant, never a local or a parameter, so it
+/// reads the same at the call of the fn that returns it.
+pub(crate) fn self_contained_builder(e: &Expr) -> bool {
+    let mut cur = e.peel();
+    let mut calls = 0;
+    loop {
+        let args = match &cur.kind {
+            ExprKind::MethodCall { receiver, args, .. } => {
+                cur = receiver.peel();
+                args
+            }
+            ExprKind::Call { args, .. } => {
+                calls += 1;
+                return calls == 1 && args.iter().all(is_constant);
+            }
+            ExprKind::Path(_) | ExprKind::Field { .. } => return calls > 0,
+            _ => return false,
+        };
+        if !args.iter().all(is_constant) {
+            return false;
+        }
+        calls += 1;
+    }
+}
+
+/// A literal or a path that is not a local name (`"t"`, `TABLE`, `Self::TABLE`).
+fn is_constant(e: &Expr) -> bool {
+    match &e.peel().kind {
+        ExprKind::Lit(_) => true,
+        ExprKind::Ref { expr, .. } => is_constant(expr),
+        ExprKind::Path(p) => p
+            .as_ident()
+            .is_none_or(|n| n.starts_with(|c: char| c.is_uppercase())),
+        _ => false,
+    }
 }
 
 /// How many locals a request builder is followed through (`let b = ..; let b2 = b.x(); b2.send()`).
@@ -547,6 +591,12 @@ fn redis_cmd<'a>(env: &dyn OpEnv<'a>, receiver: &'a Expr, span: Span) -> Option<
                 let path = func.as_path()?;
                 let resolved = env.resolve(path);
                 if !(resolved.matches("redis::cmd") || resolved.matches("redis::Cmd::new")) {
+                    // `set_cmd().arg(k)`: the command from a crate fn.
+                    if locals < MAX_BUILDER_LOCALS {
+                        cur = env.builder_of(cur)?.peel();
+                        locals += 1;
+                        continue;
+                    }
                     return None;
                 }
                 break env.string_of(a.first()?)?;
@@ -705,6 +755,19 @@ fn dynamodb<'a>(env: &dyn OpEnv<'a>, receiver: &'a Expr, span: Span) -> Option<S
     let mut cur = receiver.peel();
     let mut locals = 0;
     let client = loop {
+        // `self.put().item(..).send()`: the builder from a crate fn.
+        if locals < MAX_BUILDER_LOCALS
+            && matches!(
+                cur.kind,
+                ExprKind::Call { .. } | ExprKind::MethodCall { .. }
+            )
+        {
+            if let Some(built) = env.builder_of(cur) {
+                cur = built.peel();
+                locals += 1;
+                continue;
+            }
+        }
         match &cur.kind {
             ExprKind::MethodCall {
                 receiver,

@@ -95,6 +95,9 @@ pub struct FnSummary {
     pub param_sinks: Vec<ParamSink>,
     /// Store operations performed, directly or through callees (bounded).
     pub accesses: Vec<StoreAccess>,
+    /// Of [`FnSummary::accesses`], those whose error the function returns with `?` (a
+    /// key-only insert, a conditional DynamoDB write): a repeat fails out of the call.
+    pub tried: Vec<StoreAccess>,
     /// An atomic claim whose result the function checks or returns: the function is a guard.
     pub guard: Option<StoreAccess>,
     /// Calls made for their effects, or store writes.
@@ -158,6 +161,9 @@ impl FnSummary {
             if s.accesses.len() < MAX_ACCESSES && !s.accesses.contains(&ev.access) {
                 s.accesses.push(ev.access.clone());
             }
+            if ev.tried && s.accesses.contains(&ev.access) && !s.tried.contains(&ev.access) {
+                s.tried.push(ev.access.clone());
+            }
             if ev.access.access == Access::Claim && ev.checked && s.guard.is_none() {
                 s.guard = Some(ev.access.clone());
             }
@@ -194,6 +200,11 @@ impl FnSummary {
                 out.accesses.push(a);
             }
         }
+        for a in self.tried {
+            if out.accesses.contains(&a) && !out.tried.contains(&a) {
+                out.tried.push(a);
+            }
+        }
         out.guard = out.guard.or(self.guard);
         out.has_effects |= self.has_effects;
         for tp in self.text_params {
@@ -227,6 +238,7 @@ impl FnSummary {
             && self.ret_access == other.ret_access
             && self.param_sinks == other.param_sinks
             && self.accesses == other.accesses
+            && self.tried == other.tried
             && self.guard == other.guard
             && self.has_effects == other.has_effects
             && self.text_params == other.text_params

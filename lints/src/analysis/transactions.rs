@@ -404,6 +404,17 @@ pub fn base_name(e: &Expr) -> Option<String> {
             args,
             ..
         } if args.is_empty() && SAME_HANDLE.contains(&method.as_str()) => base_name(receiver),
+        // `POOL.get().expect("..")`: the handle kept in a static's cell, unwrapped.
+        ExprKind::MethodCall {
+            receiver,
+            method,
+            args,
+            ..
+        } if method == "get" && args.is_empty()
+            || matches!(method.as_str(), "expect" | "unwrap") =>
+        {
+            base_name(receiver)
+        }
         _ => None,
     }
 }

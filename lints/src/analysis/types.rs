@@ -61,6 +61,27 @@ pub struct Types {
     fns: FastMap<DefPath, (usize, usize)>,
     /// Type alias path → the aliased type (`type Ddb = aws_sdk_dynamodb::Client`).
     aliases: FastMap<DefPath, DefPath>,
+    /// Static path → the type it holds, through the cell it is kept in (`static DDB:
+    /// OnceCell<Client>` holds a `Client`).
+    statics: FastMap<DefPath, DefPath>,
+}
+
+/// Cells and wrappers a static keeps its value in, and the methods that hand the value out
+/// (`DDB.get()`, `POOL.get_or_init(..)`, `Lazy::force(&X)` aside).
+const STATIC_CELLS: &[&str] = &[
+    "OnceCell", "OnceLock", "LazyLock", "Lazy", "LazyCell", "Arc", "Box", "Mutex", "RwLock",
+];
+const CELL_GETTERS: &[&str] = &["get", "get_or_init", "get_or_try_init", "force", "wait"];
+
+/// The type inside the cells of [`STATIC_CELLS`].
+fn in_cells(mut ty: &Type) -> &Type {
+    while let Type::Path { path, args } = ty {
+        match args.first() {
+            Some(inner) if STATIC_CELLS.contains(&path.last()) => ty = inner,
+            _ => break,
+        }
+    }
+    ty
 }
 
 impl Types {
@@ -107,11 +128,23 @@ impl Types {
                 }
             }
         }
-        Types {
+        let mut types = Types {
             structs,
             fns,
             aliases,
+            statics: FastMap::default(),
+        };
+        for file in &package.files {
+            for st in &file.statics {
+                let p =
+                    resolver.resolve_strs(file.target, &st.module, std::slice::from_ref(&st.name));
+                let held = in_cells(&st.ty);
+                if let Some(ty) = types.resolve(resolver, file.target, &st.module, held, None) {
+                    types.statics.insert(p, ty);
+                }
+            }
         }
+        types
     }
 
     /// `ty` with type aliases replaced by what they stand for (a few hops; a cycle stops).
@@ -379,9 +412,20 @@ impl<'a> TypeEnv<'a> {
         match &expr.kind {
             ExprKind::Path(p) => match p.as_ident() {
                 Some("self") => self.self_ty.and_then(|t| self.resolve_type(t)),
-                Some(name) => self.locals.get(name).cloned(),
-                None => None,
+                Some(name) if self.locals.contains_key(name) => self.locals.get(name).cloned(),
+                _ => self.static_type(p),
             },
+            // `DDB.get()`: the value kept in a static's cell.
+            ExprKind::MethodCall {
+                receiver, method, ..
+            } if CELL_GETTERS.contains(&method.as_str())
+                && receiver
+                    .peel()
+                    .as_path()
+                    .is_some_and(|p| self.static_type(p).is_some()) =>
+            {
+                self.type_of(receiver)
+            }
             ExprKind::Field { base, member } => {
                 let base_ty = self.type_of(base)?;
                 // A field of a type parameter's type (`store: S`) is bounded in the impl.
@@ -434,6 +478,19 @@ impl<'a> TypeEnv<'a> {
             ExprKind::Match { arms, .. } => arms.iter().find_map(|a| self.type_of(&a.body)),
             _ => None,
         }
+    }
+}
+
+impl TypeEnv<'_> {
+    /// The type a static at `path` holds, if it is one of the package's statics.
+    fn static_type(&self, path: &crate::model::ir::Path) -> Option<DefPath> {
+        if self.types.statics.is_empty() {
+            return None;
+        }
+        let def = self
+            .resolver
+            .resolve(self.target, self.module, path, self.self_ty);
+        self.types.statics.get(&def).cloned()
     }
 }
 

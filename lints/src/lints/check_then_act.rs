@@ -85,7 +85,8 @@ declare_lint! {
     /// `rows_affected` test, the saved response read only on the losing branch and the
     /// claimed row completed by an `UPDATE`), or under a lock taken before it in the same
     /// function (`pg_try_advisory_lock`, `pg_advisory_xact_lock`, `SELECT .. FOR UPDATE`, a
-    /// Redis `SET NX` lock), or in a helper every caller of which holds such a lock; a
+    /// Redis `SET NX` lock), or in a helper every caller of which holds such a lock (or
+    /// calls it only from helpers whose callers do, up to five calls up); a
     /// write that is itself conditional (`ON CONFLICT DO NOTHING`, `IF NOT EXISTS`); a
     /// key-only `INSERT` into a dedupe table (`INSERT INTO processed (event_id) VALUES
     /// ($1)`) whose error stops the handler (`?`) before any work, since the second
@@ -121,7 +122,12 @@ declare_lint! {
     /// written as an `OnConflict` chain, is not read; its binds are not matched to keys, so
     /// it is compared by table. A pipeline (`redis::pipe()`) counts as its
     /// strongest command. SQL text a helper builds with `format!` and returns is read where
-    /// a constructor keeps it in a field only when the helper is in the same file.
+    /// a constructor keeps it in a field only when the helper is in the same file. A store
+    /// trait called in path form under another name is read through the `use .. as ..` of
+    /// the call's own file, not through a glob import of another file's alias (`use
+    /// super::*;` bringing `Cmds` into `Cmds::set(..)`). A method of the crate's extension
+    /// trait on a client is followed when the receiver is typed as the client the trait is
+    /// implemented for, not on a generic, `impl Trait` or pooled connection.
     ///
     /// ### Example
     /// ```rust

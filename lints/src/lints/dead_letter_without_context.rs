@@ -1,12 +1,13 @@
 //! `dead_letter_without_context`: a message sent to a dead-letter queue, topic or table without
 //! the error that sent it there, or without the original message or its id.
 
-use crate::analysis::words::{called_path, has_part, path_ends_with};
+use crate::analysis::resolve::path_ends_with_in;
+use crate::analysis::words::{called_path, has_part};
 use crate::analysis::{Locals, MethodStep, Step};
 use crate::context::LintContext;
 use crate::declare_lint;
 use crate::model::ir::{Block, Expr, ExprKind, Lit};
-use crate::model::Span;
+use crate::model::{FileModel, Span};
 use serde::Deserialize;
 
 declare_lint! {
@@ -114,9 +115,9 @@ pub fn check(cx: &mut LintContext<'_>) {
         )
         .collect();
     let mut findings = Vec::new();
-    for (_, f) in cx.package.fns().filter(|(_, f)| !f.in_test) {
+    for (file, f) in cx.package.fns().filter(|(_, f)| !f.in_test) {
         let Some(body) = &f.body else { continue };
-        findings.extend(dead_letters(body, &names));
+        findings.extend(dead_letters(file, body, &names));
     }
     for f in findings {
         report(cx, f);
@@ -143,7 +144,7 @@ struct Evidence {
     opaque: bool,
 }
 
-fn dead_letters(body: &Block, names: &[String]) -> Vec<Finding> {
+fn dead_letters(file: &FileModel, body: &Block, names: &[String]) -> Vec<Finding> {
     let locals = Locals::of_body(body);
     let mut out = Vec::new();
     body.walk(&mut |e| {
@@ -160,7 +161,8 @@ fn dead_letters(body: &Block, names: &[String]) -> Vec<Finding> {
         let Some(step) = MethodStep::of(e) else {
             return;
         };
-        let Some((send, destination, payload)) = send_to_dead_letter(&step, &locals, names) else {
+        let Some((send, destination, payload)) = send_to_dead_letter(file, &step, &locals, names)
+        else {
             return;
         };
         let mut ev = Evidence::default();
@@ -192,6 +194,7 @@ type DeadLetterSend<'a> = (Span, Span, Vec<&'a Expr>);
 
 /// The send to a dead letter `step` makes, if it makes one.
 fn send_to_dead_letter<'a>(
+    file: &FileModel,
     step: &MethodStep<'a>,
     locals: &Locals<'a>,
     names: &[String],
@@ -203,7 +206,7 @@ fn send_to_dead_letter<'a>(
         return None;
     }
     let at = step.call_span();
-    if let Some((dest, payload)) = kafka_record(step, locals, names) {
+    if let Some((dest, payload)) = kafka_record(file, step, locals, names) {
         return Some((at, dest, payload));
     }
     if names_dead_letter(last_name(step.receiver)?, names) {
@@ -246,6 +249,7 @@ fn aws_request<'a>(
 
 /// `producer.send(FutureRecord::to(DLQ).payload(..).key(..), ..)`.
 fn kafka_record<'a>(
+    file: &FileModel,
     step: &MethodStep<'a>,
     locals: &Locals<'a>,
     names: &[String],
@@ -258,8 +262,8 @@ fn kafka_record<'a>(
                 continue;
             };
             let is_record = called_path(chain.root).is_some_and(|p| {
-                path_ends_with(p, &["FutureRecord", "to"])
-                    || path_ends_with(p, &["BaseRecord", "to"])
+                path_ends_with_in(file, p, &["FutureRecord", "to"])
+                    || path_ends_with_in(file, p, &["BaseRecord", "to"])
             });
             let Some(topic) = args.first().filter(|_| is_record) else {
                 continue;

@@ -1,13 +1,14 @@
 //! `kafka_producer_not_idempotent`: an rdkafka producer that may write a message twice, or a
 //! transactional consume-transform-produce loop that commits offsets outside the transaction.
 
-use crate::analysis::words::{called_path, path_ends_with};
+use crate::analysis::resolve::{original_name, path_ends_with_in};
+use crate::analysis::words::called_path;
 use crate::analysis::{Chain, Locals, MethodStep, Step};
 use crate::context::LintContext;
 use crate::declare_lint;
 use crate::diagnostic::Applicability;
 use crate::model::ir::{Block, Expr, ExprKind};
-use crate::model::{FnDef, Package, Span};
+use crate::model::{FileModel, FnDef, Package, Span};
 
 declare_lint! {
     /// ### What it does
@@ -95,12 +96,12 @@ pub fn check(cx: &mut LintContext<'_>) {
     let package = cx.package;
     let consumes = consumes_kafka(package);
     let mut findings = Vec::new();
-    for (_, f) in package.fns().filter(|(_, f)| !f.in_test) {
+    for (file, f) in package.fns().filter(|(_, f)| !f.in_test) {
         let Some(body) = &f.body else { continue };
         if consumes {
-            findings.extend(producer_configs(f, body));
+            findings.extend(producer_configs(file, f, body));
         }
-        findings.extend(offsets_outside_transaction(body));
+        findings.extend(offsets_outside_transaction(file, body));
     }
     for finding in findings {
         report(cx, finding);
@@ -134,7 +135,7 @@ struct Setting<'a> {
     step: MethodStep<'a>,
 }
 
-fn producer_configs<'a>(f: &'a FnDef, body: &'a Block) -> Vec<Finding> {
+fn producer_configs<'a>(file: &FileModel, f: &'a FnDef, body: &'a Block) -> Vec<Finding> {
     let locals = Locals::of_body(body);
     let mut out = Vec::new();
     let mut creates = Vec::new();
@@ -155,7 +156,7 @@ fn producer_configs<'a>(f: &'a FnDef, body: &'a Block) -> Vec<Finding> {
             .filter(|c| !c.steps.iter().any(|s| matches!(s, Step::Through(_))))
             .collect();
         // Every way the config was built must start empty: one from elsewhere may hold the key.
-        if chains.is_empty() || !chains.iter().all(|c| is_new_config(c.root)) {
+        if chains.is_empty() || !chains.iter().all(|c| is_new_config(file, c.root)) {
             continue;
         }
         let roots: Vec<Span> = chains.iter().map(|c| c.root.span).collect();
@@ -167,7 +168,7 @@ fn producer_configs<'a>(f: &'a FnDef, body: &'a Block) -> Vec<Finding> {
         {
             continue;
         }
-        if !(makes_producer(f, body, create.expr)
+        if !(makes_producer(file, f, body, create.expr)
             || settings
                 .iter()
                 .any(|s| PRODUCER_KEYS.contains(&s.key.as_str())))
@@ -214,10 +215,10 @@ fn is_idempotence_key(key: &str) -> bool {
 }
 
 /// `ClientConfig::new()` or `ClientConfig::default()`: a config with nothing set.
-fn is_new_config(e: &Expr) -> bool {
+fn is_new_config(file: &FileModel, e: &Expr) -> bool {
     called_path(e).is_some_and(|p| {
-        path_ends_with(p, &["ClientConfig", "new"])
-            || path_ends_with(p, &["ClientConfig", "default"])
+        path_ends_with_in(file, p, &["ClientConfig", "new"])
+            || path_ends_with_in(file, p, &["ClientConfig", "default"])
     })
 }
 
@@ -266,10 +267,10 @@ fn settings_of<'a>(
 }
 
 /// Whether the value `create` makes is a producer: typed, named or returned as one.
-fn makes_producer(f: &FnDef, body: &Block, create: &Expr) -> bool {
+fn makes_producer(file: &FileModel, f: &FnDef, body: &Block, create: &Expr) -> bool {
     let producer_type = |t: &crate::model::ir::Type| {
         t.core_path()
-            .is_some_and(|p| p.last().ends_with("Producer"))
+            .is_some_and(|p| original_name(file, p.last()).ends_with("Producer"))
     };
     let mut found = false;
     body.walk_lets(&mut |pat, init| {
@@ -286,27 +287,34 @@ fn makes_producer(f: &FnDef, body: &Block, create: &Expr) -> bool {
         }
     });
     let returned = body.tail().is_some_and(|t| t.span.contains(create.span));
-    found || (returned && f.ret.as_ref().is_some_and(|t| type_mentions(t, "Producer")))
+    found
+        || (returned
+            && f.ret
+                .as_ref()
+                .is_some_and(|t| type_mentions(file, t, "Producer")))
 }
 
-fn type_mentions(t: &crate::model::ir::Type, suffix: &str) -> bool {
+/// Whether a type written in `file` names a type ending in `suffix`, through renamed imports.
+fn type_mentions(file: &FileModel, t: &crate::model::ir::Type, suffix: &str) -> bool {
     use crate::model::ir::Type;
     match t {
         Type::Path { path, args } => {
-            path.last().ends_with(suffix) || args.iter().any(|a| type_mentions(a, suffix))
+            original_name(file, path.last()).ends_with(suffix)
+                || args.iter().any(|a| type_mentions(file, a, suffix))
         }
-        Type::Ref { inner, .. } => type_mentions(inner, suffix),
-        Type::Tuple(ts) => ts.iter().any(|a| type_mentions(a, suffix)),
+        Type::Ref { inner, .. } => type_mentions(file, inner, suffix),
+        Type::Tuple(ts) => ts.iter().any(|a| type_mentions(file, a, suffix)),
         _ => false,
     }
 }
 
 /// Whether the package consumes from Kafka: a config with `group.id`, or a consumer type.
 fn consumes_kafka(package: &Package) -> bool {
-    let consumer = |t: &crate::model::ir::Type| {
-        type_mentions(t, "StreamConsumer") || type_mentions(t, "BaseConsumer")
+    let consumer = |file: &FileModel, t: &crate::model::ir::Type| {
+        type_mentions(file, t, "StreamConsumer") || type_mentions(file, t, "BaseConsumer")
     };
     package.files.iter().any(|file| {
+        let consumer = |t: &crate::model::ir::Type| consumer(file, t);
         file.structs
             .iter()
             .any(|s| s.fields.iter().any(|(_, t)| consumer(t)))
@@ -330,7 +338,7 @@ fn sets_group_id(body: &Block) -> bool {
 }
 
 /// Offsets committed on their own in a function that runs a producer transaction.
-fn offsets_outside_transaction(body: &Block) -> Vec<Finding> {
+fn offsets_outside_transaction(file: &FileModel, body: &Block) -> Vec<Finding> {
     let mut transaction = None;
     let mut sends_offsets = false;
     let mut commits = Vec::new();
@@ -344,7 +352,9 @@ fn offsets_outside_transaction(body: &Block) -> Vec<Finding> {
             }
             "send_offsets_to_transaction" => sends_offsets = true,
             m if OFFSET_COMMITS.contains(&m) => commits.push(step.call_span()),
-            "commit" if step.args.iter().any(names_commit_mode) => commits.push(step.call_span()),
+            "commit" if step.args.iter().any(|a| names_commit_mode(file, a)) => {
+                commits.push(step.call_span())
+            }
             _ => {}
         }
     });
@@ -361,9 +371,12 @@ fn offsets_outside_transaction(body: &Block) -> Vec<Finding> {
 }
 
 /// `CommitMode::Async` and the like: the argument that marks a consumer's `commit`.
-fn names_commit_mode(e: &Expr) -> bool {
-    e.as_path()
-        .is_some_and(|p| p.segments.iter().any(|s| s == "CommitMode"))
+fn names_commit_mode(file: &FileModel, e: &Expr) -> bool {
+    e.as_path().is_some_and(|p| {
+        p.segments
+            .iter()
+            .any(|s| original_name(file, s) == "CommitMode")
+    })
 }
 
 fn report(cx: &mut LintContext<'_>, finding: Finding) {

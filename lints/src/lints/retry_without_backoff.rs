@@ -1,12 +1,13 @@
 //! `retry_without_backoff`: a retry loop with no delay, a fixed delay without jitter, or no
 //! attempt cap; and a retry crate's policy configured without jitter or without a cap.
 
+use crate::analysis::resolve::path_ends_with_in;
 use crate::analysis::words::{called_path, path_ends_with, words, Word};
 use crate::analysis::{Chain, Locals, MethodStep, Step};
 use crate::context::LintContext;
 use crate::declare_lint;
 use crate::model::ir::{Block, Expr, ExprKind, Lit, Pat, Stmt};
-use crate::model::{Package, Span};
+use crate::model::{FileModel, Package, Span};
 use serde::Deserialize;
 
 declare_lint! {
@@ -130,7 +131,7 @@ pub fn check(cx: &mut LintContext<'_>) {
     let helpers = &cx.settings.retry_without_backoff.backoff_helpers;
     let sleepers = sleeping_fns(package);
     let mut findings = Vec::new();
-    for (_, f) in package.fns().filter(|(_, f)| !f.in_test) {
+    for (file, f) in package.fns().filter(|(_, f)| !f.in_test) {
         let Some(body) = &f.body else { continue };
         let locals = Locals::of_body(body);
         body.walk(&mut |e| {
@@ -144,7 +145,7 @@ pub fn check(cx: &mut LintContext<'_>) {
                 }
             }
         });
-        findings.extend(crate_policies(package, body, &locals));
+        findings.extend(crate_policies(package, file, body, &locals));
     }
     for f in findings {
         report(cx, f);
@@ -249,6 +250,14 @@ fn attempt_in_stmt<'a>(body: &'a Block, stmt: &'a Stmt) -> Option<&'a Expr> {
         _ => return None,
     };
     let (tested, leaves_on_ok) = match &expr.kind {
+        // `match sent.is_ok() { true => break, false => {} }`: an `if` written as a match.
+        ExprKind::Match { scrutinee, arms } if arms.iter().all(|a| bool_pat(&a.pat).is_some()) => {
+            let (tested, on) = success_test(scrutinee)?;
+            let leaves = arms
+                .iter()
+                .any(|a| bool_pat(&a.pat) == Some(on) && exits(&a.body));
+            (tested, leaves)
+        }
         ExprKind::Match { scrutinee, arms } => {
             // Every success leaves (an `Ok(Some(_)) => continue` is a work loop, not a retry),
             // and some failure goes round again, other than an interrupted system call.
@@ -261,13 +270,15 @@ fn attempt_in_stmt<'a>(body: &'a Block, stmt: &'a Stmt) -> Option<&'a Expr> {
             });
             (&**scrutinee, ok_leaves && err_stays)
         }
-        ExprKind::If { cond, then, .. } => match &cond.kind {
-            ExprKind::Let { pat, expr } if is_variant(pat, "Ok") => (&**expr, block_exits(then)),
-            ExprKind::MethodCall {
-                receiver, method, ..
-            } if method == "is_ok" => (&**receiver, block_exits(then)),
-            _ => return None,
-        },
+        ExprKind::If { cond, then, els } => {
+            let (tested, on) = success_test(cond)?;
+            let leaves = if on {
+                block_exits(then)
+            } else {
+                els.as_deref().is_some_and(exits)
+            };
+            (tested, leaves)
+        }
         _ => return None,
     };
     if !leaves_on_ok {
@@ -276,6 +287,31 @@ fn attempt_in_stmt<'a>(body: &'a Block, stmt: &'a Stmt) -> Option<&'a Expr> {
     let attempt = bound_in(body, tested).unwrap_or(tested);
     (is_request(attempt) && !is_receive(attempt) && !uses_fresh_value(body, attempt))
         .then_some(attempt)
+}
+
+/// The result a condition tests for success, and the condition's value on success:
+/// `r.is_ok()` and `let Ok(_) = r` are true on success, `r.is_err()` and `!r.is_ok()` false.
+fn success_test(cond: &Expr) -> Option<(&Expr, bool)> {
+    match &cond.peel().kind {
+        ExprKind::Let { pat, expr } if is_variant(pat, "Ok") => Some((expr, true)),
+        ExprKind::Let { pat, expr } if is_variant(pat, "Err") => Some((expr, false)),
+        ExprKind::MethodCall {
+            receiver, method, ..
+        } if method == "is_ok" => Some((receiver, true)),
+        ExprKind::MethodCall {
+            receiver, method, ..
+        } if method == "is_err" => Some((receiver, false)),
+        ExprKind::Unary { not: true, expr } => success_test(expr).map(|(t, on)| (t, !on)),
+        _ => None,
+    }
+}
+
+/// `true` or `false` as a pattern.
+fn bool_pat(p: &Pat) -> Option<bool> {
+    match p {
+        Pat::Lit(Lit::Bool(b)) => Some(*b),
+        _ => None,
+    }
 }
 
 /// A guard that picks an interrupted or would-block call (`e.kind() == Interrupted`): it is
@@ -625,11 +661,16 @@ fn in_timeout(fn_body: &Block, looped: Span) -> bool {
 }
 
 /// A retry crate's policy, where the policy is built in the function that uses it.
-fn crate_policies(package: &Package, body: &Block, locals: &Locals<'_>) -> Vec<Finding> {
+fn crate_policies(
+    package: &Package,
+    file: &FileModel,
+    body: &Block,
+    locals: &Locals<'_>,
+) -> Vec<Finding> {
     let mut out = Vec::new();
     body.walk(&mut |e| {
-        for (krate, policy) in policy_uses(package, e) {
-            judge_use(krate, policy, locals, &mut out);
+        for (krate, policy) in policy_uses(package, file, e) {
+            judge_use(file, krate, policy, locals, &mut out);
         }
     });
     out
@@ -638,7 +679,11 @@ fn crate_policies(package: &Package, body: &Block, locals: &Locals<'_>) -> Vec<F
 /// The policies `e` hands to a retry crate, with the crate: `fetch.retry(policy)` (backon),
 /// `policy.retry(op)` (again), `Retry::spawn(policy, op)` (tokio-retry),
 /// `backoff::future::retry(policy, op)`.
-fn policy_uses<'a>(package: &Package, e: &'a Expr) -> Vec<(&'static str, &'a Expr)> {
+fn policy_uses<'a>(
+    package: &Package,
+    file: &FileModel,
+    e: &'a Expr,
+) -> Vec<(&'static str, &'a Expr)> {
     let mut out = Vec::new();
     match &e.kind {
         ExprKind::MethodCall {
@@ -659,8 +704,8 @@ fn policy_uses<'a>(package: &Package, e: &'a Expr) -> Vec<(&'static str, &'a Exp
             let tokio_retry =
                 package.depends_on("tokio_retry") || package.depends_on("tokio_retry2");
             if tokio_retry
-                && (path_ends_with(p, &["Retry", "spawn"])
-                    || path_ends_with(p, &["RetryIf", "spawn"]))
+                && (path_ends_with_in(file, p, &["Retry", "spawn"])
+                    || path_ends_with_in(file, p, &["RetryIf", "spawn"]))
             {
                 out.push(("tokio-retry", &args[0]));
             } else if package.depends_on("backoff")
@@ -676,12 +721,18 @@ fn policy_uses<'a>(package: &Package, e: &'a Expr) -> Vec<(&'static str, &'a Exp
 }
 
 /// Reports the policy `policy` of `krate` when its construction shows no jitter or no cap.
-fn judge_use(krate: &'static str, policy: &Expr, locals: &Locals<'_>, out: &mut Vec<Finding>) {
+fn judge_use(
+    file: &FileModel,
+    krate: &'static str,
+    policy: &Expr,
+    locals: &Locals<'_>,
+    out: &mut Vec<Finding>,
+) {
     let Some(chains) = locals.chains(policy) else {
         return;
     };
     for chain in chains {
-        let Some((no_jitter, no_cap)) = judge_policy(krate, &chain) else {
+        let Some((no_jitter, no_cap)) = judge_policy(file, krate, &chain) else {
             continue;
         };
         if no_jitter || no_cap {
@@ -702,12 +753,12 @@ fn judge_use(krate: &'static str, policy: &Expr, locals: &Locals<'_>, out: &mut 
 
 /// `(without jitter, without a cap)` of a policy whose construction the chain shows; `None`
 /// when its root is not one of the crate's constructors.
-fn judge_policy(krate: &str, chain: &Chain<'_>) -> Option<(bool, bool)> {
+fn judge_policy(file: &FileModel, krate: &str, chain: &Chain<'_>) -> Option<(bool, bool)> {
     let methods: Vec<&MethodStep<'_>> = chain.methods().collect();
     let has = |name: &str| methods.iter().any(|m| m.method == name);
     let root = chain.root.peel();
     let ctor = |suffixes: &[&[&str]]| {
-        called_path(root).is_some_and(|p| suffixes.iter().any(|s| path_ends_with(p, s)))
+        called_path(root).is_some_and(|p| suffixes.iter().any(|s| path_ends_with_in(file, p, s)))
     };
     if chain.steps.iter().any(|s| matches!(s, Step::Through(_))) {
         return None;

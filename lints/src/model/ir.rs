@@ -228,6 +228,14 @@ pub struct MacroCall {
     pub parsed: bool,
 }
 
+impl MacroCall {
+    /// `join!(a, b)`, `try_join!(..)` (futures, tokio): the argument futures are awaited
+    /// here, to completion, and the value is the tuple of their outputs.
+    pub fn joins_futures(&self) -> bool {
+        matches!(self.path.last(), "join" | "try_join")
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Arm {
     pub pat: Pat,

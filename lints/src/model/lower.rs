@@ -484,6 +484,12 @@ impl Lowerer<'_> {
             syn::Item::Static(st) => {
                 self.named(module, &st.ident, &st.vis, ItemKind::Const);
                 self.const_def(module, &st.ident, &st.ty, &st.expr);
+                let ty = self.ty(&st.ty);
+                self.model.statics.push(TypeAliasDef {
+                    name: unraw(&st.ident),
+                    module: module.to_vec(),
+                    ty,
+                });
                 ItemKind::Const
             }
             syn::Item::Type(t) => {
@@ -1245,7 +1251,9 @@ impl Lowerer<'_> {
             None => segments.len().checked_sub(2)?,
         };
         let trait_name = segments.get(trait_at)?.ident.to_string();
-        if !store_traits::is_method_trait(&trait_name) {
+        // `Cmds::set(..)`, `<C as Cmds>::get(..)`: an unqualified trait name may be an alias.
+        let aliased = || trait_at == 0 && self.imports_method_trait(&trait_name);
+        if !store_traits::is_method_trait(&trait_name) && !aliased() {
             return None;
         }
         let (first, rest) = (c.args.first()?, c.args.iter().skip(1));
@@ -1258,6 +1266,19 @@ impl Lowerer<'_> {
             method: unraw(&method.ident),
             method_span: self.range(expr_span::ident_bounds(&method.ident)),
             args: self.exprs(rest),
+        })
+    }
+
+    /// Whether `name` is a store trait imported under another name in this file (`use
+    /// redis::AsyncCommands as Cmds;`). The imports above the call are known by then, which
+    /// is where they are written.
+    fn imports_method_trait(&self, name: &str) -> bool {
+        self.model.uses.iter().any(|u| {
+            !u.glob
+                && u.alias == name
+                && u.path
+                    .last()
+                    .is_some_and(|t| store_traits::is_method_trait(t))
         })
     }
 

@@ -215,6 +215,10 @@ pub struct FileModel {
     /// Module-level `const`s and `static`s whose value may be text (`const INSERT: &str =
     /// "..";`, `static Q: &str = include_str!("q.sql");`), so SQL named by a constant is read.
     pub consts: Vec<ConstDef>,
+    /// `static CLIENT: OnceCell<Client> = ..;`: each static's declared type, so a client
+    /// kept in a static is typed where it is used.
+    #[serde(default)]
+    pub statics: Vec<TypeAliasDef>,
     /// The `include_str!` paths written in this file, with the text the driver read for
     /// each (the analysis never reads files itself).
     pub includes: Vec<Include>,

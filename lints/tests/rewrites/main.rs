@@ -1,22 +1,27 @@
 //! The rewrite suite: every fixture crate of every lint, rewritten in ways that keep its
 //! meaning ([`rules::ALL`]), must keep its findings, and its negatives must stay silent.
 //!
-//! A variant is one fixture crate with one rewrite applied to every file it changes. Its
+//! A variant is one fixture crate with one rewrite applied to every file it changes (or, for
+//! a crate rewrite, to the crate at once: it may add files, declared by a `mod` line). Its
 //! expected findings are its `//~` annotations (the rewrites keep them on their lines). A
 //! finding may move inside its function (a split statement reports where the call now
 //! starts), so findings and annotations are compared per function and lint: a finding
 //! matched by an annotation in the same function is kept, an annotation without one is
-//! lost, a finding beyond the annotations is a negative flagged.
+//! lost, a finding beyond the annotations is a negative flagged. A finding inside a fn the
+//! rewrite added (the helper a step, a key or a builder moved to) counts at the call of
+//! that fn. Each fixture is checked with its `idem-lint.toml` (levels and settings), so the
+//! allow-by-default lints are covered where their fixtures turn them on.
 //!
 //! The robustness table is printed (`cargo test -p idem-lints --test rewrites --
 //! --nocapture`); the test fails on any negative flagged and when a lint keeps less than
 //! [`MIN_KEPT`] of its findings under a rewrite the lints are expected to see through.
 
+mod config;
 mod edit;
 mod rules;
 
+use config::FixtureConfig;
 use idem_lints::testing::{self, line_of, parse_annotations};
-use idem_lints::{Level, Settings};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use syn::spanned::Spanned;
@@ -47,37 +52,10 @@ const ROOTS: &[(&str, &[&str])] = &[
         "../fixtures/ttl_shorter_than_redelivery",
         &["ttl_shorter_than_redelivery"],
     ),
+    ("../fixtures/retry_without_backoff", &[]),
+    ("../fixtures/dead_letter_without_context", &[]),
+    ("../fixtures/kafka_producer_not_idempotent", &[]),
 ];
-
-/// Roots whose fixtures are linted with the settings of their own `idem-lint.toml` (the
-/// other roots skip a configured fixture: its own test holds it to its config).
-const CONFIGURED_ROOTS: &[&str] = &[
-    "../fixtures/claim_without_expiry",
-    "../fixtures/claim_not_released",
-    "../fixtures/ttl_shorter_than_redelivery",
-];
-
-/// The `[lints.<name>]` settings of a fixture's `idem-lint.toml`, applied as the driver does
-/// (levels aside: the suite reports every lint).
-fn settings_of(dir: &Path) -> Settings {
-    let mut settings = Settings::default();
-    let Ok(text) = std::fs::read_to_string(dir.join("idem-lint.toml")) else {
-        return settings;
-    };
-    let config: toml::Table = toml::from_str(&text).expect("fixture config parses");
-    let lints = config.get("lints").and_then(toml::Value::as_table);
-    for (name, value) in lints.into_iter().flatten() {
-        if let Some(table) = value.as_table() {
-            let mut table = table.clone();
-            table.remove("level");
-            let value = serde_json::to_value(table).expect("toml converts to json");
-            settings
-                .set(name, value)
-                .expect("fixture settings are valid");
-        }
-    }
-    settings
-}
 
 /// Kept findings per lint the suite requires, in percent.
 const MIN_KEPT: usize = 95;
@@ -133,22 +111,29 @@ struct Table {
     problems: Vec<String>,
 }
 
-/// The line ranges of the fns of one file: the innermost one holding a line is its bucket.
-struct FnRanges(Vec<(usize, usize)>);
+/// The line ranges of the fns of one file (with their names): the innermost one holding a
+/// line is its bucket.
+struct FnRanges(Vec<(usize, usize, String)>);
 
 impl<'ast> Visit<'ast> for FnRanges {
     fn visit_item_fn(&mut self, f: &'ast syn::ItemFn) {
-        self.0.push((f.span().start().line, f.span().end().line));
+        let name = f.sig.ident.to_string();
+        self.0
+            .push((f.span().start().line, f.span().end().line, name));
         visit::visit_item_fn(self, f);
     }
 
     fn visit_impl_item_fn(&mut self, f: &'ast syn::ImplItemFn) {
-        self.0.push((f.span().start().line, f.span().end().line));
+        let name = f.sig.ident.to_string();
+        self.0
+            .push((f.span().start().line, f.span().end().line, name));
         visit::visit_impl_item_fn(self, f);
     }
 
     fn visit_trait_item_fn(&mut self, f: &'ast syn::TraitItemFn) {
-        self.0.push((f.span().start().line, f.span().end().line));
+        let name = f.sig.ident.to_string();
+        self.0
+            .push((f.span().start().line, f.span().end().line, name));
         visit::visit_trait_item_fn(self, f);
     }
 }
@@ -164,12 +149,70 @@ impl FnRanges {
 
     /// The first line of the innermost fn holding `line`, or 0 outside any.
     fn bucket(&self, line: usize) -> usize {
+        self.innermost(line).map_or(0, |(lo, ..)| *lo)
+    }
+
+    fn innermost(&self, line: usize) -> Option<&(usize, usize, String)> {
         self.0
             .iter()
-            .filter(|(lo, hi)| (*lo..=*hi).contains(&line))
-            .min_by_key(|(lo, hi)| hi - lo)
-            .map_or(0, |(lo, _)| *lo)
+            .filter(|(lo, hi, _)| (*lo..=*hi).contains(&line))
+            .min_by_key(|(lo, hi, _)| hi - lo)
     }
+}
+
+/// The file declaring the module of the file at `path`: `src/a/m.rs` is declared in
+/// `src/a.rs` (or `src/a/mod.rs`), `src/m.rs` in `src/lib.rs` or `src/main.rs`.
+fn parent_file(sources: &[(PathBuf, String)], path: &Path) -> Option<usize> {
+    let dir = path.parent()?;
+    let candidates = [
+        dir.join("lib.rs"),
+        dir.join("main.rs"),
+        dir.join("mod.rs"),
+        dir.with_extension("rs"),
+    ];
+    candidates
+        .iter()
+        .find_map(|c| sources.iter().position(|(p, _)| p == c))
+}
+
+/// The fn names of each file of the fixture before the rewrite.
+type Original = Vec<std::collections::HashSet<String>>;
+
+/// Where a finding in a fn the rewrite added (a helper a step, a key or a builder moved to,
+/// in its file or a file it added) counts: at the call of that fn (`name(` not after `fn `),
+/// followed through added helpers (two levels deep), so the finding the helper now holds is
+/// the one the call site had.
+fn call_site(
+    sources: &[(PathBuf, String)],
+    ranges: &[FnRanges],
+    original: &Original,
+    (mut file, mut line): (usize, usize),
+) -> (usize, usize) {
+    for _ in 0..4 {
+        let Some((.., name)) = ranges[file].innermost(line) else {
+            break;
+        };
+        let added = original.get(file).is_none_or(|names| !names.contains(name));
+        if !added {
+            break;
+        }
+        let call = format!("{name}(");
+        // Called from its own file (the second of two helpers) or from the module's parent.
+        let parent = parent_file(sources, &sources[file].0);
+        let site = [Some(file), parent].into_iter().flatten().find_map(|i| {
+            sources[i].1.lines().enumerate().find_map(|(n, l)| {
+                let at = l.find(&call)?;
+                let before = &l[..at];
+                let whole = !before.ends_with(|c: char| c.is_alphanumeric() || c == '_');
+                (whole && !before.trim_end().ends_with("fn")).then_some((i, n + 1))
+            })
+        });
+        let Some(site) = site else {
+            break;
+        };
+        (file, line) = site;
+    }
+    (file, ranges[file].bucket(line))
 }
 
 /// `(file, fn bucket, lint)` -> count.
@@ -182,7 +225,8 @@ fn check_variant(
     rewrite: &'static str,
     sources: &[(PathBuf, String)],
     lints: &[&str],
-    settings: &Settings,
+    config: &FixtureConfig,
+    original: &Original,
 ) {
     let relevant = |l: &str| lints.is_empty() || lints.contains(&l);
     let ranges: Vec<FnRanges> = sources.iter().map(|(_, t)| FnRanges::of(t)).collect();
@@ -198,14 +242,12 @@ fn check_variant(
     }
     let package = testing::package_of_sources(dir, sources);
     let mut got = Buckets::new();
-    // The root's lints are on even at `allow` (as their fixtures' `idem-lint.toml` sets).
-    let on =
-        |l: &'static idem_lints::Lint| l.default_level != Level::Allow || lints.contains(&l.name);
-    for d in idem_lints::check_package(&package, settings, &on) {
+    for d in config.check(&package) {
         let file = d.span.file.0 as usize;
         if relevant(d.lint.name) {
             let line = line_of(&sources[file].1, d.span.lo);
-            *got.entry((file, ranges[file].bucket(line), d.lint.name.to_owned()))
+            let (file, bucket) = call_site(sources, &ranges, original, (file, line));
+            *got.entry((file, bucket, d.lint.name.to_owned()))
                 .or_default() += 1;
         }
     }
@@ -258,28 +300,18 @@ fn run_suite() -> Table {
     let mut table = Table::default();
     for (root, lints) in ROOTS {
         for dir in testing::fixture_crates(Path::new(root)) {
-            // Fixtures configured by an `idem-lint.toml` are held to it by their own test.
-            let configured = CONFIGURED_ROOTS.contains(root);
-            if dir.join("idem-lint.toml").is_file() && !configured {
-                continue;
-            }
-            let settings = settings_of(&dir);
+            let config = FixtureConfig::of(&dir);
             let sources = testing::fixture_sources(&dir);
+            let original: Original = sources
+                .iter()
+                .map(|(_, text)| FnRanges::of(text).0.into_iter().map(|r| r.2).collect())
+                .collect();
             for rule in rules::ALL {
-                let mut changed = false;
-                let variant: Vec<(PathBuf, String)> = sources
-                    .iter()
-                    .map(|(path, text)| match (rule.apply)(text) {
-                        Some(out) => {
-                            changed = true;
-                            (path.clone(), out)
-                        }
-                        None => (path.clone(), text.clone()),
-                    })
-                    .collect();
-                if changed {
+                if let Some(variant) = rule.apply.to_crate(&sources) {
                     dump_variant(&dir, rule.name, &variant);
-                    check_variant(&mut table, &dir, rule.name, &variant, lints, &settings);
+                    check_variant(
+                        &mut table, &dir, rule.name, &variant, lints, &config, &original,
+                    );
                 }
             }
         }
