@@ -11,6 +11,7 @@ pub struct Settings {
     pub check_then_act: CheckThenActSettings,
     pub unguarded_entry_point: UnguardedEntryPointSettings,
     pub mark_outside_transaction: MarkOutsideTransactionSettings,
+    pub non_idempotent_update: crate::lints::non_idempotent_update::Settings,
     pub retry_without_backoff: crate::lints::retry_without_backoff::Settings,
     pub dead_letter_without_context: crate::lints::dead_letter_without_context::Settings,
 }
@@ -83,6 +84,10 @@ impl Settings {
             }
             "mark_outside_transaction" => {
                 self.mark_outside_transaction = parse(value)?;
+                Ok(())
+            }
+            "non_idempotent_update" => {
+                self.non_idempotent_update = parse(value)?;
                 Ok(())
             }
             "retry_without_backoff" => {

@@ -6,6 +6,7 @@ pub mod dead_letter_without_context;
 pub mod kafka_producer_not_idempotent;
 pub mod mark_outside_transaction;
 pub mod missing_idempotency_token;
+pub mod non_idempotent_update;
 pub mod nondeterministic_key;
 pub mod retry_without_backoff;
 pub mod unguarded_entry_point;
@@ -17,6 +18,7 @@ pub use dead_letter_without_context::DEAD_LETTER_WITHOUT_CONTEXT;
 pub use kafka_producer_not_idempotent::KAFKA_PRODUCER_NOT_IDEMPOTENT;
 pub use mark_outside_transaction::MARK_OUTSIDE_TRANSACTION;
 pub use missing_idempotency_token::MISSING_IDEMPOTENCY_TOKEN;
+pub use non_idempotent_update::NON_IDEMPOTENT_UPDATE;
 pub use nondeterministic_key::NONDETERMINISTIC_KEY;
 pub use retry_without_backoff::RETRY_WITHOUT_BACKOFF;
 pub use unguarded_entry_point::UNGUARDED_ENTRY_POINT;
@@ -38,6 +40,7 @@ pub static ALL: &[&Lint] = &[
     &MISSING_IDEMPOTENCY_TOKEN,
     &UNGUARDED_ENTRY_POINT,
     &MARK_OUTSIDE_TRANSACTION,
+    &NON_IDEMPOTENT_UPDATE,
     &RETRY_WITHOUT_BACKOFF,
     &DEAD_LETTER_WITHOUT_CONTEXT,
     &KAFKA_PRODUCER_NOT_IDEMPOTENT,
@@ -67,6 +70,11 @@ pub static PASSES: &[LintPass] = &[
     LintPass {
         lints: &[&MARK_OUTSIDE_TRANSACTION],
         check: mark_outside_transaction::check,
+        seeded: true,
+    },
+    LintPass {
+        lints: &[&NON_IDEMPOTENT_UPDATE],
+        check: non_idempotent_update::check,
         seeded: true,
     },
     // The three below read loops, sends and client configs, not store operations or keys.
