@@ -12,6 +12,7 @@ pub struct Settings {
     pub unguarded_entry_point: UnguardedEntryPointSettings,
     pub mark_outside_transaction: MarkOutsideTransactionSettings,
     pub non_idempotent_update: crate::lints::non_idempotent_update::Settings,
+    pub key_without_stage: crate::lints::key_without_stage::Settings,
     pub retry_without_backoff: crate::lints::retry_without_backoff::Settings,
     pub dead_letter_without_context: crate::lints::dead_letter_without_context::Settings,
 }
@@ -88,6 +89,10 @@ impl Settings {
             }
             "non_idempotent_update" => {
                 self.non_idempotent_update = parse(value)?;
+                Ok(())
+            }
+            "key_without_stage" => {
+                self.key_without_stage = parse(value)?;
                 Ok(())
             }
             "retry_without_backoff" => {

@@ -4,6 +4,7 @@
 pub mod check_then_act;
 pub mod dead_letter_without_context;
 pub mod kafka_producer_not_idempotent;
+pub mod key_without_stage;
 pub mod mark_outside_transaction;
 pub mod missing_idempotency_token;
 pub mod non_idempotent_update;
@@ -16,6 +17,7 @@ use crate::lint::{Lint, PARSE_ERROR};
 pub use check_then_act::CHECK_THEN_ACT;
 pub use dead_letter_without_context::DEAD_LETTER_WITHOUT_CONTEXT;
 pub use kafka_producer_not_idempotent::KAFKA_PRODUCER_NOT_IDEMPOTENT;
+pub use key_without_stage::KEY_WITHOUT_STAGE;
 pub use mark_outside_transaction::MARK_OUTSIDE_TRANSACTION;
 pub use missing_idempotency_token::MISSING_IDEMPOTENCY_TOKEN;
 pub use non_idempotent_update::NON_IDEMPOTENT_UPDATE;
@@ -41,6 +43,7 @@ pub static ALL: &[&Lint] = &[
     &UNGUARDED_ENTRY_POINT,
     &MARK_OUTSIDE_TRANSACTION,
     &NON_IDEMPOTENT_UPDATE,
+    &KEY_WITHOUT_STAGE,
     &RETRY_WITHOUT_BACKOFF,
     &DEAD_LETTER_WITHOUT_CONTEXT,
     &KAFKA_PRODUCER_NOT_IDEMPOTENT,
@@ -75,6 +78,11 @@ pub static PASSES: &[LintPass] = &[
     LintPass {
         lints: &[&NON_IDEMPOTENT_UPDATE],
         check: non_idempotent_update::check,
+        seeded: true,
+    },
+    LintPass {
+        lints: &[&KEY_WITHOUT_STAGE],
+        check: key_without_stage::check,
         seeded: true,
     },
     // The three below read loops, sends and client configs, not store operations or keys.
