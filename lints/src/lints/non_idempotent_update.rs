@@ -1,7 +1,7 @@
 //! `non_idempotent_update`: a write that adds to what is stored, reached from a handler of
 //! at-least-once deliveries with no idempotency guard on the way.
 
-use crate::analysis::entry::{EntryKind, EntryPoint};
+use crate::analysis::entry::{consumer_loops, EntryKind, EntryPoint};
 use crate::analysis::guards::{GuardFinder, GuardedPaths};
 use crate::analysis::message_key::{self, MessageKey};
 use crate::analysis::store_ops::Access;
@@ -27,7 +27,9 @@ declare_lint! {
     /// (`#[job]`, `build_fn`, a framework trait's callback), Lambda and `service_fn`
     /// handlers, spawned tasks, route handlers named like webhooks (`webhook`, `hook`,
     /// `callback`, `ipn`, `notification` in the name, module or route) and the functions
-    /// named in `entry_points`. The write is followed into helpers through the call graph.
+    /// named in `entry_points`, and functions that receive messages in a loop (`recv`,
+    /// `receive_message`, `xreadgroup`, `blpop`, `consumer.next()`...). The write is
+    /// followed into helpers through the call graph.
     ///
     /// Not reported: a write under a guard (an `#[idempotent]` handler, a checked claim such
     /// as `SET NX` or a conditional `put_item`, a helper that makes one, the functions named
@@ -184,11 +186,12 @@ fn find(cx: &LintContext<'_>) -> Vec<Finding> {
     let analysis = cx.analysis();
     let graph = analysis.call_graph(package);
     let summaries = analysis.summaries(package);
-    let entries: Vec<EntryPoint> = analysis
+    let mut entries: Vec<EntryPoint> = analysis
         .entry_points(package, &settings.entry_points)
         .into_iter()
         .filter(|e| delivers_at_least_once(package, e))
         .collect();
+    entries.extend(consumer_loops(package));
     if entries.is_empty() {
         return Vec::new();
     }
@@ -244,7 +247,8 @@ fn delivers_at_least_once(package: &Package, e: &EntryPoint) -> bool {
         | EntryKind::Service
         | EntryKind::Job
         | EntryKind::Spawned
-        | EntryKind::Configured => true,
+        | EntryKind::Configured
+        | EntryKind::Consumer => true,
         EntryKind::Route => is_webhook(e.id.def(package).1),
         EntryKind::Main | EntryKind::PublicApi => false,
     }

@@ -38,6 +38,11 @@ const ROOTS: &[(&str, &[&str])] = &[
         "../fixtures/missing_idempotency_token",
         &["missing_idempotency_token"],
     ),
+    (
+        "../fixtures/non_idempotent_update",
+        &["non_idempotent_update"],
+    ),
+    ("../fixtures/key_without_stage", &["key_without_stage"]),
 ];
 
 /// Kept findings per lint the suite requires, in percent.
@@ -158,7 +163,11 @@ fn check_variant(
     }
     let package = testing::package_of_sources(dir, sources);
     let mut got = Buckets::new();
-    for d in testing::check(&package, &Settings::default()) {
+    // The root's lints are checked even when off by default.
+    let enabled = |l: &idem_lints::Lint| {
+        l.default_level != idem_lints::Level::Allow || lints.contains(&l.name)
+    };
+    for d in idem_lints::check_package(&package, &Settings::default(), &enabled) {
         let file = d.span.file.0 as usize;
         if relevant(d.lint.name) {
             let line = line_of(&sources[file].1, d.span.lo);
@@ -215,8 +224,9 @@ fn run_suite() -> Table {
     let mut table = Table::default();
     for (root, lints) in ROOTS {
         for dir in testing::fixture_crates(Path::new(root)) {
-            // Fixtures configured by an `idem-lint.toml` are held to it by their own test.
-            if dir.join("idem-lint.toml").is_file() {
+            // Fixtures configured by an `idem-lint.toml` are held to it by their own test,
+            // unless all it does is turn on the root's lints (off by default).
+            if dir.join("idem-lint.toml").is_file() && !only_enables(&dir, lints) {
                 continue;
             }
             let sources = testing::fixture_sources(&dir);
@@ -240,6 +250,20 @@ fn run_suite() -> Table {
         }
     }
     table
+}
+
+/// Whether `dir`'s `idem-lint.toml` only sets levels of `lints`: `[lints]` and `name = "warn"`.
+fn only_enables(dir: &Path, lints: &[&str]) -> bool {
+    let text = std::fs::read_to_string(dir.join("idem-lint.toml")).unwrap_or_default();
+    !lints.is_empty()
+        && text.lines().map(str::trim).all(|l| {
+            l.is_empty()
+                || l.starts_with('#')
+                || l == "[lints]"
+                || l.split_once('=').is_some_and(|(name, level)| {
+                    lints.contains(&name.trim()) && level.trim() == "\"warn\""
+                })
+        })
 }
 
 /// With `IDEM_REWRITE_DUMP=DIR`, the variants are written under `DIR/<fixture>/<rewrite>/` to
