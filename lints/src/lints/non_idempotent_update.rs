@@ -25,11 +25,11 @@ declare_lint! {
     ///
     /// The handlers are those that get the same delivery again: job and queue handlers
     /// (`#[job]`, `build_fn`, a framework trait's callback), Lambda and `service_fn`
-    /// handlers, spawned tasks, route handlers named like webhooks (`webhook`, `hook`,
+    /// handlers, route handlers named like webhooks (`webhook`, `hook`,
     /// `callback`, `ipn`, `notification` in the name, module or route) and the functions
     /// named in `entry_points`, and functions that receive messages in a loop (`recv`,
     /// `receive_message`, `xreadgroup`, `blpop`, `consumer.next()`...). The write is
-    /// followed into helpers through the call graph.
+    /// followed into helpers and spawned tasks through the call graph.
     ///
     /// Not reported: a write under a guard (an `#[idempotent]` handler, a checked claim such
     /// as `SET NX` or a conditional `put_item`, a helper that makes one, the functions named
@@ -240,17 +240,18 @@ fn find(cx: &LintContext<'_>) -> Vec<Finding> {
 }
 
 /// Entry kinds whose deliveries come again: jobs, queue consumers, Lambda and service
-/// handlers, tasks, webhooks. `main` and a library's API run when their caller decides.
+/// handlers, webhooks. `main` and a library's API run when their caller decides.
 fn delivers_at_least_once(package: &Package, e: &EntryPoint) -> bool {
     match e.kind {
         EntryKind::Idempotent
         | EntryKind::Service
         | EntryKind::Job
-        | EntryKind::Spawned
         | EntryKind::Configured
         | EntryKind::Consumer => true,
         EntryKind::Route => is_webhook(e.id.def(package).1),
-        EntryKind::Main | EntryKind::PublicApi => false,
+        // A task runs once per spawn: it repeats when its spawner does (a consumer loop,
+        // a job), which the call graph follows.
+        EntryKind::Spawned | EntryKind::Main | EntryKind::PublicApi => false,
     }
 }
 
@@ -341,7 +342,7 @@ fn finding(
         ));
     }
     let entry_fn = entry.id.def(package).1;
-    // Only a fn called once per message takes the attribute; a spawned task is a loop.
+    // Only a fn called once per message takes the attribute; a consumer loop handles many.
     let per_message = matches!(
         entry.kind,
         EntryKind::Job | EntryKind::Service | EntryKind::Route
