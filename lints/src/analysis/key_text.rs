@@ -2,8 +2,10 @@
 //! through, so two uses of one key compare equal and two keys that differ by a literal part
 //! (`format!("{id}:thumbnail")`, `format!("{id}:transcode")`) do not.
 //!
-//! Public API: [`KeyText::of`]`(locals, expr)`, and [`exclusive`]`(body, a, b)`: whether
-//! two points of a body sit in different arms of one `if` or `match`, so at most one runs.
+//! Public API: [`KeyText::of`]`(locals, expr)`; [`exclusive`]`(body, a, b)`: whether
+//! two points of a body sit in different arms of one `if` or `match`, so at most one runs;
+//! [`fresh_call_in`]: a call in an expression (or the locals it reads) that makes a new value
+//! on every run, such as the id of an inserted row.
 //! Unlike [`super::flow::KeyDesc`], which compares keys loosely across a check and a write
 //! (a shared root is enough), this compares whole spellings.
 
@@ -118,6 +120,52 @@ fn spell(locals: &Locals<'_>, e: &Expr, depth: usize, value: &mut bool) -> Optio
         ),
         _ => return None,
     })
+}
+
+/// The first call in `e` that `is_fresh` says makes a new value on every run
+/// (`Uuid::new_v4()`), following locals to their definitions in force: the call's span.
+pub fn fresh_call_in(
+    locals: &Locals<'_>,
+    e: &Expr,
+    is_fresh: &dyn Fn(&crate::model::ir::Path) -> bool,
+) -> Option<Span> {
+    fresh_at(locals, e, is_fresh, 0)
+}
+
+fn fresh_at(
+    locals: &Locals<'_>,
+    e: &Expr,
+    is_fresh: &dyn Fn(&crate::model::ir::Path) -> bool,
+    depth: usize,
+) -> Option<Span> {
+    if depth > MAX_DEPTH {
+        return None;
+    }
+    let mut found = None;
+    e.walk(&mut |x| {
+        if found.is_some() {
+            return;
+        }
+        match &x.kind {
+            ExprKind::Call { func, .. } if func.as_path().is_some_and(is_fresh) => {
+                found = Some(x.span);
+            }
+            ExprKind::Path(p) => {
+                let def = p.as_ident().and_then(|name| {
+                    locals
+                        .defs(name)
+                        .iter()
+                        .rev()
+                        .find(|init| init.span.hi <= x.span.lo)
+                });
+                if let Some(init) = def {
+                    found = fresh_at(locals, init, is_fresh, depth + 1);
+                }
+            }
+            _ => {}
+        }
+    });
+    found
 }
 
 /// `"{id}:{}"` and `"{}:{}"` compare equal: inline captures are lowered to arguments.

@@ -3,6 +3,7 @@
 
 use crate::analysis::entry::{consumer_loops, EntryKind, EntryPoint};
 use crate::analysis::guards::{GuardFinder, GuardedPaths};
+use crate::analysis::key_text;
 use crate::analysis::message_key::{self, MessageKey};
 use crate::analysis::store_ops::Access;
 use crate::analysis::{CallGraph, FnId, StoreAccess};
@@ -21,6 +22,10 @@ declare_lint! {
     /// - SQL `UPDATE .. SET x = x + $1` (or `x - ..`), also in an upsert's `DO UPDATE`;
     /// - Redis `INCR`/`INCRBY`/`DECR`/`HINCRBY`/`ZINCRBY`/`LPUSH`/`RPUSH`/`XADD`/`APPEND`;
     /// - DynamoDB updates with `ADD`, `SET x = x + :v` or `SET l = list_append(l, :v)`;
+    /// - a plain SQL `INSERT` (no conflict handling) of a row whose key is made fresh on every
+    ///   run (`Uuid::new_v4()`, `Ulid::new()`... bound, directly or through a local), so a
+    ///   repeat adds a second row instead of failing on the first; not into log or audit
+    ///   tables;
     /// - calls of the helpers named in `[lints.non_idempotent_update] increments`.
     ///
     /// The handlers are those that get the same delivery again: job and queue handlers
@@ -52,6 +57,8 @@ declare_lint! {
     /// in `increments`. A guard the analysis does not recognize hides nothing: name it in
     /// `guards`. A dedupe insert anywhere in the same function counts as a guard, even when
     /// it is outside the increment's transaction (`mark_outside_transaction` reports that).
+    /// A fresh-key insert into a table with another unique column (the message id) fails on
+    /// a repeat and is reported all the same; a row keyed by a database serial is not seen.
     /// A counter whose double count is harmless (a statistic) is reported unless its key
     /// says so (`rate`, `limit`, `metric`, `stats`...): allow it on its line.
     ///
@@ -224,6 +231,7 @@ fn find(cx: &LintContext<'_>) -> Vec<Finding> {
             .map(|ev| (ev.span, describe(&ev.access)))
             .collect();
         candidates.extend(configured_increments(f, &settings.increments));
+        candidates.extend(fresh_key_inserts(analysis, file, f, flow));
         if candidates.is_empty() {
             continue;
         }
@@ -303,6 +311,70 @@ fn describe(a: &StoreAccess) -> String {
         "an increment"
     };
     format!("{what} (`{}`)", a.command)
+}
+
+/// Tables whose rows record what happened (a repeat adds a line to a log, not an effect).
+const LOG_TABLES: &[&str] = &["log", "audit", "trace", "metric", "history"];
+
+/// Plain SQL inserts of a row whose key is made fresh on every run (`Uuid::new_v4()` bound,
+/// or bound through a local): a repeat adds a second row instead of failing on the first.
+fn fresh_key_inserts(
+    analysis: &crate::analysis::Analysis,
+    file: &crate::model::FileModel,
+    f: &FnDef,
+    flow: &crate::analysis::FnFlow,
+) -> Vec<(Span, String)> {
+    let Some(body) = &f.body else {
+        return Vec::new();
+    };
+    let inserts: Vec<&StoreAccess> = flow
+        .store_events
+        .iter()
+        .filter(|ev| ev.via.is_none())
+        .map(|ev| &ev.access)
+        .filter(|a| {
+            a.store == crate::analysis::Store::Sql
+                && a.access == Access::Write
+                && a.command.starts_with("INSERT")
+                && !a.dedupe_table
+                && !a.shape.key_only
+                && !a
+                    .table
+                    .as_deref()
+                    .is_some_and(|t| LOG_TABLES.iter().any(|w| t.contains(w)))
+        })
+        .collect();
+    if inserts.is_empty() {
+        return Vec::new();
+    }
+    let locals = crate::analysis::Locals::of_body(body);
+    let is_fresh = |p: &crate::model::ir::Path| {
+        let path = analysis
+            .resolver
+            .resolve(file.target, &f.module, p, f.self_ty.as_ref());
+        analysis
+            .catalog
+            .sources
+            .find(&path)
+            .is_some_and(|s| s.kind == crate::catalog::SourceKind::RandomId)
+    };
+    let mut out = Vec::new();
+    for a in inserts {
+        let mut op = None;
+        body.walk(&mut |e| {
+            if e.span == a.span {
+                op = Some(e);
+            }
+        });
+        let fresh = op.and_then(|e| key_text::fresh_call_in(&locals, e, &is_fresh));
+        if fresh.is_some() {
+            out.push((
+                a.span,
+                format!("an insert of a row with a fresh key (`{}`)", a.command),
+            ));
+        }
+    }
+    out
 }
 
 /// Calls of the configured increment helpers in `f`'s body.
