@@ -1532,10 +1532,13 @@ mod tests {
             ddb.update_item().table_name("t").key("pk", k).update_expression("ADD balance :n").send().await?;
             sqlx::query("UPDATE jobs SET attempts = attempts + 1 WHERE id = $1").bind(id).execute(&pool).await?;
             sqlx::query("UPDATE jobs SET attempts = attempts + 1, paid = paid + $2 WHERE id = $1").bind(id).bind(n).execute(&pool).await?;
+            diesel::update(accounts.filter(id.eq(k))).set(balance.eq(balance + n)).execute(conn)?;
+            diesel::update(jobs.filter(id.eq(k))).set((attempts.eq(attempts + 1), note.eq(n))).execute(conn)?;
+            diesel::update(accounts.filter(id.eq(k))).set(balance.eq(n)).execute(conn)?;
         }"#;
         let file = lower_file(src, FileId(0), vec!["crate".into()], false).unwrap();
         let env = Env {
-            deps: vec!["aws_sdk_dynamodb", "sqlx"],
+            deps: vec!["aws_sdk_dynamodb", "sqlx", "diesel"],
         };
         let mut got = Vec::new();
         file.fns[0].body.as_ref().unwrap().walk(&mut |e| {
@@ -1552,6 +1555,9 @@ mod tests {
                 (false, true, false),
                 (false, true, true),
                 (false, true, false),
+                (false, true, false),
+                (false, true, true),
+                (false, false, false),
             ]
         );
     }
