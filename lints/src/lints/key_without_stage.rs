@@ -109,16 +109,23 @@ pub fn check(cx: &mut LintContext<'_>) {
                 .flow(id)
                 .store_events
                 .iter()
-                .filter_map(|ev| reservation(&ev.access, ev.span)),
+                .filter(|ev| ev.via.is_none())
+                .filter_map(|ev| reservation(&ev.access, ev.span, body, &locals)),
         );
+        uses.extend(helper_reservations(
+            package, graph, summaries, id, body, &locals,
+        ));
         uses.extend(idempotent_calls(package, graph, id, body, &locals));
         uses.extend(configured_claims(claims, body, &locals));
         let deletes: Vec<(Span, String)> = summaries
             .flow(id)
             .store_events
             .iter()
-            .filter(|ev| ev.access.access == Access::Delete)
-            .filter_map(|ev| Some((ev.span, ev.access.key.as_ref()?.text.clone())))
+            .filter(|ev| ev.access.access == Access::Delete && ev.via.is_none())
+            .filter_map(|ev| {
+                let key = expr_at(body, ev.access.key_span?)?;
+                Some((ev.span, KeyText::of(&locals, key)?.text))
+            })
             .collect();
         findings.extend(repeated(body, &uses, &deletes));
     }
@@ -136,6 +143,7 @@ fn repeated(body: &Block, uses: &[Use], deletes: &[(Span, String)]) -> Vec<(Use,
         let first = sorted[..i].iter().find(|earlier| {
             earlier.family == later.family
                 && earlier.key == later.key
+                && earlier.key_span != later.key_span
                 && !is_fresh(&later.key)
                 && !earlier.span.contains(later.span)
                 && !later.span.contains(earlier.span)
@@ -340,9 +348,10 @@ fn call_arg<'a>(body: &'a Block, span: Span, callee: &FnDef, param: usize) -> Op
 }
 
 /// A reservation of a key: `SET NX`, a conditional `put_item`, an `INSERT .. ON CONFLICT DO
-/// NOTHING`. Conditional updates are state transitions of one item, not reservations, and
-/// `SADD`/`HSETNX` are keyed by their set, not by the member they reserve.
-fn reservation(a: &StoreAccess, span: Span) -> Option<Use> {
+/// NOTHING`, with its key spelled in `body`. Conditional updates are state transitions of
+/// one item, not reservations, and `SADD`/`HSETNX` are keyed by their set, not by the member
+/// they reserve.
+fn reservation(a: &StoreAccess, span: Span, body: &Block, locals: &Locals<'_>) -> Option<Use> {
     if a.access != Access::Claim {
         return None;
     }
@@ -354,14 +363,72 @@ fn reservation(a: &StoreAccess, span: Span) -> Option<Use> {
         Store::Sql if a.command.starts_with("INSERT") => "SQL",
         _ => return None,
     };
-    let key = a.key.as_ref().filter(|k| !k.roots.is_empty())?;
-    Some(Use {
+    let key_span = a.key_span?;
+    let key = expr_at(body, key_span).and_then(|k| KeyText::of(locals, k))?;
+    key.has_value.then(|| Use {
         span,
-        key: key.text.clone(),
-        key_span: a.key_span.unwrap_or(span),
+        key: key.text,
+        key_span,
         what: format!("the key of the `{}` reservation", a.command),
         family: format!("{kind}:{}", a.table.as_deref().unwrap_or("")),
     })
+}
+
+/// The expression of `body` at exactly `span`.
+fn expr_at(body: &Block, span: Span) -> Option<&Expr> {
+    let mut found = None;
+    body.walk(&mut |e| {
+        if e.span == span && found.is_none() {
+            found = Some(e);
+        }
+    });
+    found
+}
+
+/// Calls of crate helpers that reserve a key built from their parameters: the key as the
+/// caller's arguments make it (one call deep).
+fn helper_reservations(
+    package: &Package,
+    graph: &CallGraph,
+    summaries: &crate::analysis::Summaries,
+    id: FnId,
+    body: &Block,
+    locals: &Locals<'_>,
+) -> Vec<Use> {
+    let mut out = Vec::new();
+    for call in graph
+        .calls(id)
+        .iter()
+        .filter(|c| c.kind == CallKind::Direct)
+    {
+        let callee = call.callee.def(package).1;
+        let Some(callee_body) = &callee.body else {
+            continue;
+        };
+        let callee_locals = Locals::of_body(callee_body);
+        for ev in summaries.flow(call.callee).store_events.iter() {
+            let Some(inner) = ev
+                .via
+                .is_none()
+                .then(|| reservation(&ev.access, ev.span, callee_body, &callee_locals))
+                .flatten()
+            else {
+                continue;
+            };
+            let Some((key, key_span)) = instantiate(body, locals, call.span, callee, &inner.key)
+            else {
+                continue;
+            };
+            out.push(Use {
+                span: call.span,
+                key,
+                key_span,
+                what: format!("{} in `{}`", inner.what, callee.display_name()),
+                family: inner.family,
+            });
+        }
+    }
+    out
 }
 
 /// Calls of `#[idempotent(key = ..)]` crate fns, with their keys as the caller passes them.
