@@ -17,12 +17,14 @@ declare_lint! {
     ///
     /// - the same expression given as the idempotency token of two requests (two
     ///   MediaConvert `create_job` calls with one `client_request_token`, a `create_job`
-    ///   and a `start_execution` sharing a `client_token`), directly or through helpers that
-    ///   pass a parameter to the token;
+    ///   and a DynamoDB `transact_write_items` sharing it, two Step Functions
+    ///   `start_execution` calls with one `name`), directly or through helpers that pass a
+    ///   parameter to the token;
     /// - the same key reserved twice: two `SET NX` of one key, two conditional `put_item`s
     ///   of one key into one table, two `INSERT .. ON CONFLICT DO NOTHING` of one key into
-    ///   one table (directly or through claim helpers), or two calls of `#[idempotent]`
-    ///   functions whose keys come out the same.
+    ///   one table (directly or through a helper that builds the key from its parameters),
+    ///   two calls of the helpers named in `[lints.key_without_stage] claims`, or two calls
+    ///   of `#[idempotent]` functions whose keys come out the same.
     ///
     /// Keys are compared as written, through local variables and conversions: keys that
     /// differ by a literal part (`format!("{id}:thumbnail")` and `format!("{id}:transcode")`)
@@ -38,7 +40,7 @@ declare_lint! {
     /// content version when the content can change): `fileId:stage:contentVersion`.
     ///
     /// ### Known problems
-    /// Only uses in one function (and helpers one call away for tokens) are compared. Keys
+    /// Only uses in one function (and helpers one call away) are compared. Keys
     /// built in different ways that happen to be equal at run time are not seen; keys
     /// spelled alike that differ at run time (a variable reassigned in a loop between the
     /// two uses) are reported. Helpers that reserve a key and are not recognized as claims
@@ -191,7 +193,13 @@ fn token_uses(sinks: &SinkCatalog, body: &Block, locals: &Locals<'_>) -> Vec<Use
         else {
             return;
         };
-        let (Some(token), [arg]) = (sinks.token_setter(method), args.as_slice()) else {
+        // Step Functions' `name` is the token of `start_execution` only.
+        let token = sinks.token_setter(method).or_else(|| {
+            sinks
+                .is_step_functions_name(method, &e.method_chain())
+                .then_some("name")
+        });
+        let (Some(token), [arg]) = (token, args.as_slice()) else {
             return;
         };
         let Some(key) = KeyText::of(locals, arg).filter(|k| k.has_value) else {

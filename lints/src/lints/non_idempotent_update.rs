@@ -139,6 +139,8 @@ struct Finding {
     entry_kind: EntryKind,
     entry_at: Span,
     chain: Vec<String>,
+    /// Where a fresh key of an inserted row is made.
+    fresh: Option<Span>,
     /// Where `#[idempotent(..)]` goes on a per-message handler, and the key it offers.
     attr_at: Option<(Span, Option<MessageKey>)>,
 }
@@ -158,6 +160,12 @@ pub fn check(cx: &mut LintContext<'_>) {
         cx.span_lint(&NON_IDEMPOTENT_UPDATE, f.op, message, |d| {
             d.primary_label("adds to what is stored on every delivery");
             d.span_label(f.entry_at, f.entry_kind.at_span());
+            if let Some(fresh) = f.fresh {
+                d.span_label(
+                    fresh,
+                    "the row's key is made here, a new one on every delivery",
+                );
+            }
             if f.chain.len() > 1 {
                 d.note(format!("path: {}", f.chain.join(" → ")));
             }
@@ -224,24 +232,26 @@ fn find(cx: &LintContext<'_>) -> Vec<Finding> {
         {
             continue;
         }
-        let mut candidates: Vec<(Span, String)> = flow
+        let mut candidates: Vec<(Span, String, Option<Span>)> = flow
             .store_events
             .iter()
             .filter(|ev| ev.via.is_none() && is_increment(&ev.access))
-            .map(|ev| (ev.span, describe(&ev.access)))
+            .map(|ev| (ev.span, describe(&ev.access), None))
             .collect();
         candidates.extend(configured_increments(f, &settings.increments));
         candidates.extend(fresh_key_inserts(analysis, file, f, flow));
         if candidates.is_empty() {
             continue;
         }
-        let spans: Vec<Span> = candidates.iter().map(|(s, _)| *s).collect();
+        let spans: Vec<Span> = candidates.iter().map(|(s, ..)| *s).collect();
         let guards = finder.guards_over(id, &spans);
-        for ((op, what), guard) in candidates.into_iter().zip(guards) {
+        for ((op, what, fresh), guard) in candidates.into_iter().zip(guards) {
             if guard.is_some() || out.iter().any(|f: &Finding| f.op == op) {
                 continue;
             }
-            out.extend(finding(package, graph, &paths, id, op, what));
+            out.extend(
+                finding(package, graph, &paths, id, op, what).map(|f| Finding { fresh, ..f }),
+            );
         }
     }
     out
@@ -323,7 +333,7 @@ fn fresh_key_inserts(
     file: &crate::model::FileModel,
     f: &FnDef,
     flow: &crate::analysis::FnFlow,
-) -> Vec<(Span, String)> {
+) -> Vec<(Span, String, Option<Span>)> {
     let Some(body) = &f.body else {
         return Vec::new();
     };
@@ -371,6 +381,7 @@ fn fresh_key_inserts(
             out.push((
                 a.span,
                 format!("an insert of a row with a fresh key (`{}`)", a.command),
+                fresh,
             ));
         }
     }
@@ -378,7 +389,7 @@ fn fresh_key_inserts(
 }
 
 /// Calls of the configured increment helpers in `f`'s body.
-fn configured_increments(f: &FnDef, names: &[String]) -> Vec<(Span, String)> {
+fn configured_increments(f: &FnDef, names: &[String]) -> Vec<(Span, String, Option<Span>)> {
     let mut out = Vec::new();
     let Some(body) = f.body.as_ref().filter(|_| !names.is_empty()) else {
         return out;
@@ -390,7 +401,7 @@ fn configured_increments(f: &FnDef, names: &[String]) -> Vec<(Span, String)> {
             _ => None,
         };
         if let Some(n) = name.filter(|n| names.iter().any(|c| c == n)) {
-            out.push((e.span, format!("an increment (`{n}`, configured)")));
+            out.push((e.span, format!("an increment (`{n}`, configured)"), None));
         }
     });
     out
@@ -435,6 +446,7 @@ fn finding(
         entry_kind: entry.kind,
         entry_at: entry.span,
         chain,
+        fresh: None,
         attr_at,
     })
 }
