@@ -14,6 +14,8 @@ pub struct Settings {
     pub claim_without_expiry: crate::lints::claim_without_expiry::Settings,
     pub claim_not_released: crate::lints::claim_not_released::Settings,
     pub ttl_shorter_than_redelivery: crate::lints::ttl_shorter_than_redelivery::Settings,
+    pub non_idempotent_update: crate::lints::non_idempotent_update::Settings,
+    pub key_without_stage: crate::lints::key_without_stage::Settings,
     pub retry_without_backoff: crate::lints::retry_without_backoff::Settings,
     pub dead_letter_without_context: crate::lints::dead_letter_without_context::Settings,
 }
@@ -98,6 +100,14 @@ impl Settings {
             }
             "ttl_shorter_than_redelivery" => {
                 self.ttl_shorter_than_redelivery = parse(value)?;
+                Ok(())
+            }
+            "non_idempotent_update" => {
+                self.non_idempotent_update = parse(value)?;
+                Ok(())
+            }
+            "key_without_stage" => {
+                self.key_without_stage = parse(value)?;
                 Ok(())
             }
             "retry_without_backoff" => {

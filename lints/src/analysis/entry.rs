@@ -30,6 +30,9 @@ pub enum EntryKind {
     Configured,
     /// A `pub` function of a library's public API.
     PublicApi,
+    /// A fn that receives messages in a loop ([`consumer_loops`]); not among
+    /// [`entry_points`], which the lints of guarded paths read.
+    Consumer,
 }
 
 impl EntryKind {
@@ -44,6 +47,7 @@ impl EntryKind {
             EntryKind::Spawned => "the spawned task",
             EntryKind::Configured => "the configured entry point",
             EntryKind::PublicApi => "the public function",
+            EntryKind::Consumer => "the consumer loop of",
         }
     }
 }
@@ -60,6 +64,7 @@ impl EntryKind {
             EntryKind::Spawned => "spawned as a task here",
             EntryKind::Configured => "named as an entry point in the configuration",
             EntryKind::PublicApi => "public: callers outside the crate come in here",
+            EntryKind::Consumer => "messages are received here, in a loop",
         }
     }
 }
@@ -350,6 +355,93 @@ fn is_lambda_run(p: &DefPath) -> bool {
     ["lambda_runtime", "lambda_http"].iter().any(|k| {
         p.matches(&format!("{k}::run")) || p.matches(&format!("{k}::run_with_streaming_response"))
     })
+}
+
+/// Methods that receive the next message of a queue, stream or subscription.
+const RECEIVES: &[&str] = &[
+    "recv",
+    "receive",
+    "receive_message",
+    "receive_messages",
+    "next_message",
+    "get_messages",
+    "fetch_messages",
+    "xread_group",
+    "xreadgroup",
+    "blpop",
+    "brpop",
+    "brpoplpush",
+    "blmove",
+    "basic_get",
+];
+
+/// Receiver names that make a plain `next()` the next message: `consumer.next()`,
+/// `subscription.next()`, `deliveries.next()` (an iterator's `next` is not a delivery).
+const MESSAGE_STREAMS: &[&str] = &["consumer", "subscri", "deliver", "messages", "stream"];
+
+/// Fns that receive messages in a loop (`while let Some(m) = consumer.recv().await`,
+/// `loop { let msgs = sqs.receive_message()..send().await?; .. }`): each message they handle
+/// may come again. Not entry points for the other lints: where such a loop runs is already
+/// reached from `main` or a task.
+pub fn consumer_loops(package: &Package) -> Vec<EntryPoint> {
+    use crate::model::ir::ExprKind;
+    let mut out = Vec::new();
+    for (fi, file) in package.files.iter().enumerate() {
+        if file.in_test {
+            continue;
+        }
+        for (i, f) in file.fns.iter().enumerate() {
+            let Some(body) = f.body.as_ref().filter(|_| !f.in_test) else {
+                continue;
+            };
+            let mut at = None;
+            body.walk(&mut |e| {
+                let looped = match &e.kind {
+                    ExprKind::Loop { cond, body } => {
+                        cond.as_deref().and_then(receive_in).or_else(|| {
+                            let mut found = None;
+                            body.walk(&mut |x| found = found.or_else(|| receive_call(x)));
+                            found
+                        })
+                    }
+                    ExprKind::For { iter, .. } => receive_in(iter),
+                    _ => None,
+                };
+                at = at.or(looped);
+            });
+            if let Some(span) = at {
+                out.push(EntryPoint {
+                    id: FnId::new(fi, i),
+                    kind: EntryKind::Consumer,
+                    span,
+                });
+            }
+        }
+    }
+    out
+}
+
+fn receive_in(e: &crate::model::ir::Expr) -> Option<Span> {
+    let mut found = None;
+    e.walk(&mut |x| found = found.or_else(|| receive_call(x)));
+    found
+}
+
+/// The span of a call receiving a message, if `e` is one.
+fn receive_call(e: &crate::model::ir::Expr) -> Option<Span> {
+    let crate::model::ir::ExprKind::MethodCall {
+        receiver, method, ..
+    } = &e.kind
+    else {
+        return None;
+    };
+    let stream = || {
+        super::store_ops::receiver_name(receiver).is_some_and(|n| {
+            let n = n.to_ascii_lowercase();
+            MESSAGE_STREAMS.iter().any(|w| n.contains(w))
+        })
+    };
+    (RECEIVES.contains(&method.as_str()) || method == "next" && stream()).then_some(e.span)
 }
 
 /// Whether `names` (from configuration) names `f`: by its name, `Type::method`, or a suffix

@@ -215,6 +215,54 @@ impl<'a> GuardFinder<'a> {
         dominance::walk(body, Facts::default(), &mut walk);
         out
     }
+
+    /// For each of `spans` (expressions of `id`'s body, such as store operations), the
+    /// first guard of `id` that every path to it passes; `None` where none does or the
+    /// expression is not reached.
+    pub fn guards_over(&self, id: FnId, spans: &[Span]) -> Vec<Option<Guard>> {
+        let Some(body) = &id.def(self.package).1.body else {
+            return vec![None; spans.len()];
+        };
+        let mut out = FnGuards {
+            guards: Vec::new(),
+            dominated_by: vec![None; self.graph.calls(id).len()],
+            reachable: vec![false; self.graph.calls(id).len()],
+        };
+        let mut walk = SpanWalk {
+            inner: GuardWalk {
+                finder: self,
+                id,
+                claims: self.stops(id),
+                out: &mut out,
+            },
+            spans,
+            found: vec![None; spans.len()],
+        };
+        dominance::walk(body, Facts::default(), &mut walk);
+        let found = walk.found;
+        found
+            .into_iter()
+            .map(|g| g.map(|i| out.guards[i as usize].clone()))
+            .collect()
+    }
+}
+
+/// A [`GuardWalk`] that also records which guard dominates each of a few expressions.
+struct SpanWalk<'f, 'a> {
+    inner: GuardWalk<'f, 'a>,
+    spans: &'f [Span],
+    found: Vec<Option<u32>>,
+}
+
+impl Events for SpanWalk<'_, '_> {
+    fn at(&mut self, e: &Expr, facts: &mut Facts) {
+        for (i, s) in self.spans.iter().enumerate() {
+            if *s == e.span && self.found[i].is_none() {
+                self.found[i] = facts.iter().next();
+            }
+        }
+        self.inner.at(e, facts);
+    }
 }
 
 /// How deep guard helpers calling guard helpers are followed.

@@ -7,6 +7,7 @@
 //! - [`dominance`]: what happened on every path to a point of a function.
 //! - [`guards`]: guard calls, the calls they dominate, and every fn's first guarded and
 //!   unguarded path from the entry points; [`effects`]: fns with side effects.
+//! - [`key_text`]: a key expression's spelling through locals, to tell one key from another.
 //! - [`message_key`]: the id of the message a function handles, for suggested keys.
 //! - [`locks`]: whether a point runs under a lock or a won claim (check and write cannot race).
 //! - [`transactions`]: transactions of a function and where each store operation runs;
@@ -38,6 +39,7 @@ pub(crate) mod file_memo;
 pub mod flow;
 pub mod guards;
 pub mod incremental;
+pub mod key_text;
 pub mod locks;
 pub mod message_key;
 pub mod origin;

@@ -181,9 +181,54 @@ fn diesel_op<'a>(env: &dyn OpEnv<'a>, receiver: &'a Expr, span: Span) -> Option<
             "delete" => "DELETE FROM",
             _ => "INSERT INTO",
         };
-        return Some(op(command, table, access, keys, values, span));
+        let mut found = op(command, table, access, keys, values, span);
+        found.shape = diesel_set_shape(&steps);
+        return Some(found);
     }
     diesel_read(steps, root, span)
+}
+
+/// What the `.set(..)` steps of a diesel update or upsert write: `col.eq(col + x)` (or
+/// `col - x`) adds to the column.
+fn diesel_set_shape(steps: &Steps<'_>) -> WriteShape {
+    let mut counters = Vec::new();
+    for (_, args) in steps.iter().filter(|(m, _)| *m == "set") {
+        for a in args.iter() {
+            a.walk(&mut |x| {
+                let ExprKind::MethodCall {
+                    receiver,
+                    method,
+                    args,
+                    ..
+                } = &x.kind
+                else {
+                    return;
+                };
+                let (Some(col), [rhs]) = (receiver.as_path(), args.as_slice()) else {
+                    return;
+                };
+                let ExprKind::Binary {
+                    op: crate::model::ir::BinOp::Arith,
+                    lhs,
+                    ..
+                } = &rhs.peel().kind
+                else {
+                    return;
+                };
+                if method == "eq" && lhs.as_path().is_some_and(|l| l.last() == col.last()) {
+                    counters.push(col.last().to_owned());
+                }
+            });
+        }
+    }
+    WriteShape {
+        increments: !counters.is_empty(),
+        counts_bookkeeping: !counters.is_empty()
+            && counters
+                .iter()
+                .all(|c| super::store_ops::is_bookkeeping_counter(c)),
+        ..WriteShape::default()
+    }
 }
 
 /// The query inside `exists(q)` / `diesel::dsl::exists(q)`: its chain and root.

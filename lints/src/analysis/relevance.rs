@@ -79,7 +79,9 @@ fn configures_names(settings: &Settings) -> bool {
         && settings.check_then_act.checks.is_empty()
         && settings.check_then_act.marks.is_empty()
         && settings.unguarded_entry_point.guards.is_empty()
-        && settings.mark_outside_transaction.marks.is_empty())
+        && settings.mark_outside_transaction.marks.is_empty()
+        && settings.non_idempotent_update.increments.is_empty()
+        && settings.key_without_stage.claims.is_empty())
 }
 
 /// [`crate::model::FileModel::may_find`] of a file just lowered (while its model is still in

@@ -652,12 +652,46 @@ fn set_clause(toks: &[Tok], at: usize) -> Vec<(String, Assigned)> {
     out
 }
 
+/// SQL functions whose result from the stored value and a new one does not change when
+/// applied again with the same new one.
+const SETTLING_FNS: &[&str] = &["greatest", "least", "coalesce", "ifnull", "max", "min"];
+
+/// Whether the parenthesis opening `toks` closes at its last token.
+fn closes_at_end(toks: &[Tok]) -> bool {
+    let mut depth = 0;
+    for (i, t) in toks.iter().enumerate() {
+        match t {
+            Tok::Open => depth += 1,
+            Tok::Close => {
+                depth -= 1;
+                if depth == 0 {
+                    return i + 1 == toks.len();
+                }
+            }
+            _ => {}
+        }
+    }
+    false
+}
+
 /// What one value expression gives column `col`.
 fn assigned(expr: &[Tok], col: &str) -> Assigned {
-    // `EXCLUDED.col` is the new row's value, not the stored one.
-    let refers_to_col = expr
-        .iter()
-        .any(|t| matches!(t, Tok::Word(w) if !w.starts_with("excluded.") && table_name(w) == col));
+    // `EXCLUDED.col` is the new row's value, not the stored one; so is a lone qualified
+    // column of another relation (`status = j.status` in `UPDATE .. FROM j`): a copy.
+    let copied = matches!(expr, [Tok::Word(w)] if w.contains('.'));
+    // `idx = GREATEST(t.idx, $1)`, `x = COALESCE(x, $1)`: the stored value kept or replaced,
+    // the same after a repeat (not an increment).
+    let settles = match expr {
+        [Tok::Word(f), Tok::Open, .., Tok::Close] => {
+            SETTLING_FNS.contains(&f.as_str()) && closes_at_end(&expr[1..])
+        }
+        _ => false,
+    };
+    let refers_to_col = !copied
+        && !settles
+        && expr.iter().any(
+            |t| matches!(t, Tok::Word(w) if !w.starts_with("excluded.") && table_name(w) == col),
+        );
     match expr {
         _ if refers_to_col => Assigned::SelfRef,
         [Tok::Str(s)] => Assigned::Literal(s.clone()),
@@ -892,6 +926,25 @@ mod tests {
                 ("balance".to_owned(), Assigned::SelfRef),
                 ("status".to_owned(), Assigned::Literal("done".to_owned())),
                 ("seen_at".to_owned(), Assigned::Call("now".to_owned())),
+            ]
+        );
+        let copy = parse(
+            "UPDATE jobs SET status = j.status, attempts = jobs.attempts + 1 FROM j WHERE jobs.id = j.id",
+        );
+        assert_eq!(
+            copy.assigned,
+            vec![
+                ("status".to_owned(), Assigned::Other),
+                ("attempts".to_owned(), Assigned::SelfRef),
+            ]
+        );
+        let settle =
+            parse("UPDATE c SET idx = greatest(c.idx, $1), n = coalesce(n, 0) + 1 WHERE id = $2");
+        assert_eq!(
+            settle.assigned,
+            vec![
+                ("idx".to_owned(), Assigned::Call("greatest".to_owned())),
+                ("n".to_owned(), Assigned::SelfRef),
             ]
         );
         let i = parse("INSERT INTO processed (id, status, at) VALUES ($1, 'it''s done', now())");

@@ -1252,6 +1252,13 @@ pub struct WriteShape {
     /// When what a claim or a TTL'd write stores goes away by itself; `None` where the
     /// store model does not tell (reads, most writes, `SADD`, conditional updates).
     pub expiry: Option<Expiry>,
+    /// Appends to a stored list (DynamoDB `SET l = list_append(l, :v)`): a repeat appends
+    /// again. Kept apart from `increments`, which the completion and effect models read.
+    pub appends: bool,
+    /// Every column or attribute the write increments counts deliveries or versions
+    /// (`attempts = attempts + 1`, `ADD retry_count :one`, `version = version + 1`): a
+    /// repeat is meant to count again, not a business effect applied twice.
+    pub counts_bookkeeping: bool,
 }
 
 /// When a stored key or row expires ([`WriteShape::expiry`]).
@@ -1264,6 +1271,25 @@ pub enum Expiry {
     /// v, TTL)`, a TTL attribute of `now + 3600`). A lease column or a status a reaper can
     /// reset counts as an expiry of unknown length.
     After(Option<u64>),
+}
+
+/// Names of counters that exist to count deliveries, attempts or versions.
+pub fn is_bookkeeping_counter(name: &str) -> bool {
+    let n = name.trim_start_matches(['#', ':']).to_ascii_lowercase();
+    [
+        "attempt",
+        "retr",
+        "tries",
+        "fail",
+        "deliver",
+        "receive",
+        "error",
+        "version",
+        "revision",
+        "generation",
+    ]
+    .iter()
+    .any(|w| n.contains(w))
 }
 
 /// Values that say "finished".
@@ -1383,6 +1409,15 @@ impl WriteShape {
             increments: st.assigned.iter().any(|(_, v)| *v == Assigned::SelfRef),
             key_only: st.inserts_only_key(),
             expiry: None,
+            appends: false,
+            counts_bookkeeping: {
+                let mut counters = st
+                    .assigned
+                    .iter()
+                    .filter(|(_, v)| *v == Assigned::SelfRef)
+                    .peekable();
+                counters.peek().is_some() && counters.all(|(c, _)| is_bookkeeping_counter(c))
+            },
         }
     }
 
@@ -1406,6 +1441,13 @@ impl WriteShape {
                     rhs.contains('+') && rhs.contains(lhs) && !lhs.is_empty()
                 })
             });
+        // `SET l = list_append(l, :v)` or `list_append(:v, l)`.
+        let appends = text.split(',').any(|part| {
+            part.split_once('=').is_some_and(|(lhs, rhs)| {
+                let lhs = lhs.trim().trim_start_matches("set").trim();
+                !lhs.is_empty() && rhs.contains("list_append") && rhs.contains(lhs)
+            })
+        });
         let status_in_update = words
             .iter()
             .any(|w| is_status_name(w) || is_completion_name(w));
@@ -1416,11 +1458,29 @@ impl WriteShape {
             let by_name = name.as_deref().is_some_and(is_completion_name);
             by_name || (named || status_in_update) && holds_done_value(env, v)
         });
+        // The incremented names: `ADD n :inc` and the left side of `n = n + :inc`.
+        let mut counters: Vec<&str> = words
+            .windows(2)
+            .filter(|w| w[0] == "add")
+            .map(|w| w[1])
+            .collect();
+        for part in text.split(',') {
+            if let Some((lhs, rhs)) = part.split_once('=') {
+                let lhs = lhs.trim().trim_start_matches("set").trim();
+                if rhs.contains('+') && !lhs.is_empty() && rhs.contains(lhs) {
+                    counters.push(lhs);
+                }
+            }
+        }
         WriteShape {
             marks_done,
             increments,
             key_only: false,
             expiry: None,
+            appends,
+            counts_bookkeeping: increments
+                && !counters.is_empty()
+                && counters.iter().all(|c| is_bookkeeping_counter(c)),
         }
     }
 }
@@ -1649,6 +1709,44 @@ mod tests {
             }
         });
         out
+    }
+
+    #[test]
+    fn list_appends_and_bookkeeping_counters_are_told_apart() {
+        let src = r#"async fn f() {
+            ddb.update_item().table_name("t").key("pk", k).update_expression("SET entries = list_append(entries, :e)").send().await?;
+            ddb.update_item().table_name("t").key("pk", k).update_expression("ADD retry_count :one").send().await?;
+            ddb.update_item().table_name("t").key("pk", k).update_expression("ADD balance :n").send().await?;
+            sqlx::query("UPDATE jobs SET attempts = attempts + 1 WHERE id = $1").bind(id).execute(&pool).await?;
+            sqlx::query("UPDATE jobs SET attempts = attempts + 1, paid = paid + $2 WHERE id = $1").bind(id).bind(n).execute(&pool).await?;
+            diesel::update(accounts.filter(id.eq(k))).set(balance.eq(balance + n)).execute(conn)?;
+            diesel::update(jobs.filter(id.eq(k))).set((attempts.eq(attempts + 1), note.eq(n))).execute(conn)?;
+            diesel::update(accounts.filter(id.eq(k))).set(balance.eq(n)).execute(conn)?;
+        }"#;
+        let file = lower_file(src, FileId(0), vec!["crate".into()], false).unwrap();
+        let env = Env {
+            deps: vec!["aws_sdk_dynamodb", "sqlx", "diesel"],
+        };
+        let mut got = Vec::new();
+        file.fns[0].body.as_ref().unwrap().walk(&mut |e| {
+            if let Some(op) = classify(&env, e) {
+                let s = op.shape;
+                got.push((s.appends, s.increments, s.counts_bookkeeping));
+            }
+        });
+        assert_eq!(
+            got,
+            vec![
+                (true, false, false),
+                (false, true, true),
+                (false, true, false),
+                (false, true, true),
+                (false, true, false),
+                (false, true, false),
+                (false, true, true),
+                (false, false, false),
+            ]
+        );
     }
 
     #[test]

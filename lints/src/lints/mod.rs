@@ -6,8 +6,10 @@ pub mod claim_not_released;
 pub mod claim_without_expiry;
 pub mod dead_letter_without_context;
 pub mod kafka_producer_not_idempotent;
+pub mod key_without_stage;
 pub mod mark_outside_transaction;
 pub mod missing_idempotency_token;
+pub mod non_idempotent_update;
 pub mod nondeterministic_key;
 pub mod retry_without_backoff;
 pub mod ttl_shorter_than_redelivery;
@@ -20,8 +22,10 @@ pub use claim_not_released::CLAIM_NOT_RELEASED;
 pub use claim_without_expiry::CLAIM_WITHOUT_EXPIRY;
 pub use dead_letter_without_context::DEAD_LETTER_WITHOUT_CONTEXT;
 pub use kafka_producer_not_idempotent::KAFKA_PRODUCER_NOT_IDEMPOTENT;
+pub use key_without_stage::KEY_WITHOUT_STAGE;
 pub use mark_outside_transaction::MARK_OUTSIDE_TRANSACTION;
 pub use missing_idempotency_token::MISSING_IDEMPOTENCY_TOKEN;
+pub use non_idempotent_update::NON_IDEMPOTENT_UPDATE;
 pub use nondeterministic_key::NONDETERMINISTIC_KEY;
 pub use retry_without_backoff::RETRY_WITHOUT_BACKOFF;
 pub use ttl_shorter_than_redelivery::TTL_SHORTER_THAN_REDELIVERY;
@@ -47,6 +51,8 @@ pub static ALL: &[&Lint] = &[
     &CLAIM_WITHOUT_EXPIRY,
     &CLAIM_NOT_RELEASED,
     &TTL_SHORTER_THAN_REDELIVERY,
+    &NON_IDEMPOTENT_UPDATE,
+    &KEY_WITHOUT_STAGE,
     &RETRY_WITHOUT_BACKOFF,
     &DEAD_LETTER_WITHOUT_CONTEXT,
     &KAFKA_PRODUCER_NOT_IDEMPOTENT,
@@ -91,6 +97,16 @@ pub static PASSES: &[LintPass] = &[
     LintPass {
         lints: &[&TTL_SHORTER_THAN_REDELIVERY],
         check: ttl_shorter_than_redelivery::check,
+        seeded: true,
+    },
+    LintPass {
+        lints: &[&NON_IDEMPOTENT_UPDATE],
+        check: non_idempotent_update::check,
+        seeded: true,
+    },
+    LintPass {
+        lints: &[&KEY_WITHOUT_STAGE],
+        check: key_without_stage::check,
         seeded: true,
     },
     // The three below read loops, sends and client configs, not store operations or keys.

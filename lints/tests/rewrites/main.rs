@@ -55,6 +55,11 @@ const ROOTS: &[(&str, &[&str])] = &[
     ("../fixtures/retry_without_backoff", &[]),
     ("../fixtures/dead_letter_without_context", &[]),
     ("../fixtures/kafka_producer_not_idempotent", &[]),
+    (
+        "../fixtures/non_idempotent_update",
+        &["non_idempotent_update"],
+    ),
+    ("../fixtures/key_without_stage", &["key_without_stage"]),
 ];
 
 /// Kept findings per lint the suite requires, in percent.
