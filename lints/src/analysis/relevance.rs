@@ -15,6 +15,12 @@
 //! `missing_idempotency_token` reads neither structure and has its own per-fn filter; it and
 //! `parse_error` always run.
 //!
+//! The lints that read sends and client configs rather than store operations have their own
+//! tests, from words of the file texts ([`mentions_in`], kept in
+//! [`crate::model::FileModel::mentions`]): [`may_find_kafka`] (a `ClientConfig` or a producer
+//! transaction) and [`may_find_dead_letters`] (a dead-letter name). `retry_without_backoff`
+//! starts from loops, which nearly every file has, and always runs.
+//!
 //! The test is a necessary condition of every fact those lints start from, never a guess:
 //! - a Redis, DynamoDB, SQL or session store operation needs a dependency on the store's crate,
 //!   or a path or type of it written in the package ([`super::store_ops::classify`]), and a
@@ -40,7 +46,67 @@ use crate::model::nesting::is_ident_byte;
 use crate::model::{FileModel, FnDef, Package};
 use crate::settings::Settings;
 use aho_corasick::{AhoCorasick, MatchKind};
+use serde::{Deserialize, Serialize};
 use std::sync::OnceLock;
+
+/// Which of the words the name lints start from a file's text holds, for the passes that start from names
+/// rather than from store operations.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Mentions {
+    /// `ClientConfig`, `begin_transaction` or `commit_transaction`: every finding of
+    /// `kafka_producer_not_idempotent` starts at one of them, written in the function.
+    pub kafka: bool,
+    /// A part of a built-in dead-letter name (`dlq`, `dead`, `poison`, `failed`), in any
+    /// case, or an escape (`\x`, `\u`) that could spell one inside a string literal: every
+    /// destination `dead_letter_without_context` knows without configuration is a name or a
+    /// literal of the function that holds such a part.
+    pub dead_letter: bool,
+}
+
+/// Words of a `kafka_producer_not_idempotent` finding (ASCII case ignored by [`mentions_in`]).
+const KAFKA_WORDS: &[&str] = &["clientconfig", "begin_transaction", "commit_transaction"];
+
+/// Words of a `dead_letter_without_context` destination, and the escapes that could spell
+/// one in a literal.
+const DEAD_LETTER_WORDS: &[&str] = &["dlq", "dead", "poison", "failed", "\\x", "\\u"];
+
+/// The [`Mentions`] of a file's text. Names are lower-cased by the lints (`DLQ_URL`), and the
+/// only non-ASCII letter whose lower case is ASCII is the Kelvin sign (`k`, in no word here),
+/// so ignoring ASCII case finds every name they would match.
+pub fn mentions_in(text: &str) -> Mentions {
+    static FINDER: OnceLock<AhoCorasick> = OnceLock::new();
+    let finder = FINDER.get_or_init(|| {
+        AhoCorasick::builder()
+            .ascii_case_insensitive(true)
+            .build(KAFKA_WORDS.iter().chain(DEAD_LETTER_WORDS))
+            .expect("words make an automaton")
+    });
+    let mut out = Mentions::default();
+    for m in finder.find_overlapping_iter(text) {
+        if m.pattern().as_usize() < KAFKA_WORDS.len() {
+            out.kafka = true;
+        } else {
+            out.dead_letter = true;
+        }
+        if out.kafka && out.dead_letter {
+            break;
+        }
+    }
+    out
+}
+
+/// Whether `kafka_producer_not_idempotent` may report in the package: some file names a
+/// `ClientConfig` or a producer transaction.
+pub fn may_find_kafka(package: &Package, _: &Settings) -> bool {
+    package.files.iter().any(|f| f.mentions.kafka)
+}
+
+/// Whether `dead_letter_without_context` may report in the package: some file holds a part
+/// of a built-in dead-letter name, or more names are configured (they can be anything).
+pub fn may_find_dead_letters(package: &Package, settings: &Settings) -> bool {
+    !settings.dead_letter_without_context.names.is_empty()
+        || package.files.iter().any(|f| f.mentions.dead_letter)
+}
 
 /// Store crates that are not in the Redis, SQL or session lists.
 const OTHER_STORE_CRATES: &[&str] = &["aws_sdk_dynamodb", "sea_query"];
@@ -309,6 +375,69 @@ mod tests {
         ] {
             assert!(finds(deps, src), "{src}");
         }
+    }
+
+    #[test]
+    fn the_name_lints_are_relevant_where_their_words_are_written() {
+        for (text, kafka, dead_letter) in [
+            ("fn f() { let c = ClientConfig::new(); }", true, false),
+            (
+                "fn f(p: &P) { p.begin_transaction().unwrap(); }",
+                true,
+                false,
+            ),
+            (
+                "fn f(p: &P) { p.commit_transaction(t).unwrap(); }",
+                true,
+                false,
+            ),
+            ("fn f(q: &Q) { q.send(DLQ_URL); }", false, true),
+            ("fn f(q: &Q) { q.push(self.dead_letters); }", false, true),
+            ("fn f(q: &Q) { q.lpush(\"jobs:Poison\", m); }", false, true),
+            (
+                "fn f(c: &C) { c.execute(\"INSERT INTO failed_jobs\"); }",
+                false,
+                true,
+            ),
+            // An escape can spell a name inside a literal.
+            (
+                "fn f(q: &Q) { q.lpush(\"jobs:\\x66ailed\", m); }",
+                false,
+                true,
+            ),
+            (
+                "fn f(q: &Q) { q.lpush(\"jobs:\\u{64}lq\", m); }",
+                false,
+                true,
+            ),
+            (
+                "fn f() { let cfg = rdkafka::ClientConfig::new(); q.send(\"x.dlq\"); }",
+                true,
+                true,
+            ),
+            // What a runtime writes: sends, loops and configs, none of the words.
+            (
+                "fn f(tx: Sender<u8>) { loop { tx.send(1); } let c = Config::new(); }",
+                false,
+                false,
+            ),
+        ] {
+            let want = Mentions { kafka, dead_letter };
+            assert_eq!(mentions_in(text), want, "{text}");
+            let p = package("p", &[], &[("crate", text)]);
+            let settings = Settings::default();
+            assert_eq!(may_find_kafka(&p, &settings), kafka, "{text}");
+            assert_eq!(may_find_dead_letters(&p, &settings), dead_letter, "{text}");
+        }
+    }
+
+    #[test]
+    fn configured_dead_letter_names_make_every_package_relevant() {
+        let p = package("p", &[], &[("crate", "fn f(q: &Q) { q.send(graveyard); }")]);
+        let mut settings = Settings::default();
+        assert!(!may_find_dead_letters(&p, &settings));
+        settings.dead_letter_without_context.names = vec!["graveyard".into()];
+        assert!(may_find_dead_letters(&p, &settings));
     }
 
     #[test]

@@ -6,8 +6,9 @@ use crate::analysis::{Locals, MethodStep, Step};
 use crate::context::LintContext;
 use crate::declare_lint;
 use crate::model::ir::{Block, Expr, ExprKind, Lit};
-use crate::model::Span;
+use crate::model::{FileModel, Span};
 use serde::Deserialize;
+use std::cell::OnceCell;
 
 declare_lint! {
     /// ### What it does
@@ -113,8 +114,16 @@ pub fn check(cx: &mut LintContext<'_>) {
                 .map(|n| n.to_lowercase()),
         )
         .collect();
+    let configured = !cx.settings.dead_letter_without_context.names.is_empty();
+    // A destination is a name or a literal of the function: a file whose text holds no part of
+    // a built-in name has none ([`crate::analysis::relevance::Mentions`]).
+    let mentions = |file: &FileModel| configured || file.mentions.dead_letter;
     let mut findings = Vec::new();
-    for (_, f) in cx.package.fns().filter(|(_, f)| !f.in_test) {
+    for (_, f) in cx
+        .package
+        .fns()
+        .filter(|(file, f)| !f.in_test && mentions(file))
+    {
         let Some(body) = &f.body else { continue };
         findings.extend(dead_letters(body, &names));
     }
@@ -144,7 +153,9 @@ struct Evidence {
 }
 
 fn dead_letters(body: &Block, names: &[String]) -> Vec<Finding> {
-    let locals = Locals::of_body(body);
+    // Built at the first send: most fns have none.
+    let locals = OnceCell::new();
+    let locals = || locals.get_or_init(|| Locals::of_body(body));
     let mut out = Vec::new();
     body.walk(&mut |e| {
         if let ExprKind::Lit(Lit::Str(sql)) = &e.kind {
@@ -157,15 +168,15 @@ fn dead_letters(body: &Block, names: &[String]) -> Vec<Finding> {
             }
             return;
         }
-        let Some(step) = MethodStep::of(e) else {
+        let Some(step) = MethodStep::of(e).filter(|s| SENDS.contains(&s.method)) else {
             return;
         };
-        let Some((send, destination, payload)) = send_to_dead_letter(&step, &locals, names) else {
+        let Some((send, destination, payload)) = send_to_dead_letter(&step, locals(), names) else {
             return;
         };
         let mut ev = Evidence::default();
         for p in &payload {
-            gather(p, &locals, 0, &mut ev);
+            gather(p, locals(), 0, &mut ev);
         }
         let missing = if ev.opaque || payload.is_empty() {
             None
@@ -478,6 +489,20 @@ mod tests {
             lint(src),
             vec![(
                 3,
+                "dead letter sent without the error that put it there".into()
+            )]
+        );
+    }
+
+    #[test]
+    fn a_destination_spelled_with_an_escape_is_read() {
+        // `\x66ailed` is `failed`: the text holds no dead-letter word, the literal does.
+        let src = "async fn f(conn: &C, msg: Msg) {\n    \
+                   conn.lpush(\"jobs:\\x66ailed\", msg.body.clone()).await;\n}\n";
+        assert_eq!(
+            lint(src),
+            vec![(
+                2,
                 "dead letter sent without the error that put it there".into()
             )]
         );

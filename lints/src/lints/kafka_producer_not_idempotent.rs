@@ -7,7 +7,7 @@ use crate::context::LintContext;
 use crate::declare_lint;
 use crate::diagnostic::Applicability;
 use crate::model::ir::{Block, Expr, ExprKind};
-use crate::model::{FnDef, Package, Span};
+use crate::model::{FileModel, FnDef, Package, Span};
 
 declare_lint! {
     /// ### What it does
@@ -95,7 +95,12 @@ pub fn check(cx: &mut LintContext<'_>) {
     let package = cx.package;
     let consumes = consumes_kafka(package);
     let mut findings = Vec::new();
-    for (_, f) in package.fns().filter(|(_, f)| !f.in_test) {
+    // Each finding starts at a `ClientConfig` or a producer transaction of its function.
+    let mentions = |file: &FileModel| file.mentions.kafka;
+    for (_, f) in package
+        .fns()
+        .filter(|(file, f)| !f.in_test && mentions(file))
+    {
         let Some(body) = &f.body else { continue };
         if consumes {
             findings.extend(producer_configs(f, body));
@@ -135,7 +140,6 @@ struct Setting<'a> {
 }
 
 fn producer_configs<'a>(f: &'a FnDef, body: &'a Block) -> Vec<Finding> {
-    let locals = Locals::of_body(body);
     let mut out = Vec::new();
     let mut creates = Vec::new();
     body.walk(&mut |e| {
@@ -145,6 +149,10 @@ fn producer_configs<'a>(f: &'a FnDef, body: &'a Block) -> Vec<Finding> {
             }
         }
     });
+    if creates.is_empty() {
+        return out;
+    }
+    let locals = Locals::of_body(body);
     for create in creates {
         let Some(chains) = locals.chains(create.receiver) else {
             continue;
@@ -468,6 +476,24 @@ mod tests {
         let got = lint(&both);
         assert_eq!(got.len(), 1, "{got:?}");
         assert_eq!(got[0].0, 5);
+    }
+
+    #[test]
+    fn a_consumer_in_a_file_that_names_no_config_counts() {
+        // Only the producer's file names a `ClientConfig`; the consumer is a parameter type.
+        let producer = "fn producer() {\n    \
+                        let p: FutureProducer = ClientConfig::new().set(\"a\", \"b\").create().unwrap();\n}\n";
+        let consumer = "fn run(c: StreamConsumer) { c.subscribe(&[\"t\"]).unwrap(); }\n";
+        let package = testing::package(
+            "app",
+            &["rdkafka"],
+            &[("crate", producer), ("crate::consume", consumer)],
+        );
+        let found = crate::check_package(&package, &Default::default(), &|l| {
+            l == &KAFKA_PRODUCER_NOT_IDEMPOTENT
+        });
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(testing::line_of(producer, found[0].span.lo), 2);
     }
 
     #[test]

@@ -226,6 +226,9 @@ pub struct FileModel {
     /// constant header text ([`crate::analysis::relevance::lowered_file_may_find`]).
     #[serde(default)]
     pub may_find: bool,
+    /// Words the passes that start from names look for ([`crate::analysis::relevance::mentions_in`]).
+    #[serde(default)]
+    pub mentions: crate::analysis::relevance::Mentions,
     /// Inner attributes and their arguments are rarely useful; only the file span is kept.
     pub span: Span,
 }
