@@ -6,7 +6,7 @@ use crate::analysis::{Locals, MethodStep, Step};
 use crate::context::LintContext;
 use crate::declare_lint;
 use crate::model::ir::{Block, Expr, ExprKind, Lit};
-use crate::model::{FileModel, Span};
+use crate::model::Span;
 use serde::Deserialize;
 use std::cell::OnceCell;
 
@@ -114,16 +114,8 @@ pub fn check(cx: &mut LintContext<'_>) {
                 .map(|n| n.to_lowercase()),
         )
         .collect();
-    let configured = !cx.settings.dead_letter_without_context.names.is_empty();
-    // A destination is a name or a literal of the function: a file whose text holds no part of
-    // a built-in name has none ([`crate::analysis::relevance::Mentions`]).
-    let mentions = |file: &FileModel| configured || file.mentions.dead_letter;
     let mut findings = Vec::new();
-    for (_, f) in cx
-        .package
-        .fns()
-        .filter(|(file, f)| !f.in_test && mentions(file))
-    {
+    for (_, f) in cx.package.fns().filter(|(_, f)| !f.in_test) {
         let Some(body) = &f.body else { continue };
         findings.extend(dead_letters(body, &names));
     }
@@ -496,7 +488,7 @@ mod tests {
 
     #[test]
     fn a_destination_spelled_with_an_escape_is_read() {
-        // `\x66ailed` is `failed`: the text holds no dead-letter word, the literal does.
+        // `\x66ailed` is `failed`: the literal is read, not the text.
         let src = "async fn f(conn: &C, msg: Msg) {\n    \
                    conn.lpush(\"jobs:\\x66ailed\", msg.body.clone()).await;\n}\n";
         assert_eq!(

@@ -86,8 +86,8 @@ pub static PASSES: &[LintPass] = &[
         relevant: relevance::may_find,
         reads_summaries: true,
     },
-    // The three below read loops, sends and client configs, not store operations or keys:
-    // their own relevance tests name what they start from (a loop is everywhere).
+    // The three below read loops, sends and client configs, not store operations or keys
+    // ([`relevance`] says why two of them always run).
     LintPass {
         lints: &[&RETRY_WITHOUT_BACKOFF],
         check: retry_without_backoff::check,
@@ -97,7 +97,7 @@ pub static PASSES: &[LintPass] = &[
     LintPass {
         lints: &[&DEAD_LETTER_WITHOUT_CONTEXT],
         check: dead_letter_without_context::check,
-        relevant: relevance::may_find_dead_letters,
+        relevant: always,
         reads_summaries: false,
     },
     LintPass {
