@@ -7,10 +7,13 @@
 //! - [`may_find`]`(package, settings)`: false only when no function of the package
 //!   can perform a store operation or use an idempotency key, so `nondeterministic_key`,
 //!   `check_then_act`, `unguarded_entry_point` and `mark_outside_transaction` cannot report
-//!   anything ([`crate::lints::LintPass::seeded`]).
-//! - [`store_crates_named`]`(text)` and [`lowered_file_may_find`]`(file)`: what a file
-//!   contributes, computed when it is lowered and kept in its model
-//!   ([`crate::model::FileModel::store_crates`], [`crate::model::FileModel::may_find`]).
+//!   anything ([`crate::lints::LintPass::relevant`]).
+//! - [`store_crates_named`]`(text)`: the store crates a file names, computed when it is
+//!   lowered and kept in its model ([`crate::model::FileModel::store_crates`]);
+//!   [`file_may_find`]`(file)`: whether its fns hold a key or a store operation known by
+//!   name, computed the first time a package that names no store crate asks, and kept in the
+//!   model ([`crate::model::FileModel::may_find`]): a package that depends on a store crate
+//!   never walks its bodies for it.
 //!
 //! `missing_idempotency_token` reads neither structure and has its own per-fn filter; it and
 //! `parse_error` always run.
@@ -57,8 +60,8 @@ use std::sync::OnceLock;
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Mentions {
     /// `ClientConfig`, `begin_transaction` or `commit_transaction`: every finding of
-    /// `kafka_producer_not_idempotent` starts at a path segment or a method so named, and
-    /// the lint compares them exactly.
+    /// `kafka_producer_not_idempotent` starts at a path segment or a method so named (a
+    /// config imported under another name is named so in the `use`), compared exactly.
     pub kafka: bool,
 }
 
@@ -107,7 +110,7 @@ pub fn may_find(package: &Package, settings: &Settings) -> bool {
         || package
             .files
             .iter()
-            .any(|f| f.may_find || includes_header_text(f))
+            .any(|f| file_may_find(f) || includes_header_text(f))
 }
 
 /// Whether the package depends on a store crate or names one where a path can start: without
@@ -126,10 +129,14 @@ fn configures_names(settings: &Settings) -> bool {
         && settings.mark_outside_transaction.marks.is_empty())
 }
 
-/// [`crate::model::FileModel::may_find`] of a file just lowered (while its model is still in
-/// the cache of the thread that built it): whether a fn may hold a key sink or a store
-/// operation known by name, by the built-in catalogs (configured names make every package
-/// relevant anyway), or a constant holds header text.
+/// Whether a fn of `file` may hold a key sink or a store operation known by name, by the
+/// built-in catalogs (configured names make every package relevant anyway), or a constant
+/// holds header text; kept in [`crate::model::FileModel::may_find`] once asked.
+pub fn file_may_find(file: &FileModel) -> bool {
+    *file.may_find.get_or_init(|| lowered_file_may_find(file))
+}
+
+/// [`file_may_find`], computed anew.
 pub fn lowered_file_may_find(file: &FileModel) -> bool {
     static BUILT_IN: OnceLock<Catalog> = OnceLock::new();
     let catalog = BUILT_IN.get_or_init(Catalog::default);

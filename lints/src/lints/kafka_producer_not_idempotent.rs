@@ -7,7 +7,7 @@ use crate::context::LintContext;
 use crate::declare_lint;
 use crate::diagnostic::Applicability;
 use crate::model::ir::{Block, Expr, ExprKind};
-use crate::model::{FileModel, FnDef, Package, Span};
+use crate::model::{FnDef, Package, Span};
 
 declare_lint! {
     /// ### What it does
@@ -95,12 +95,7 @@ pub fn check(cx: &mut LintContext<'_>) {
     let package = cx.package;
     let consumes = consumes_kafka(package);
     let mut findings = Vec::new();
-    // Each finding starts at a `ClientConfig` or a producer transaction of its function.
-    let mentions = |file: &FileModel| file.mentions.kafka;
-    for (_, f) in package
-        .fns()
-        .filter(|(file, f)| !f.in_test && mentions(file))
-    {
+    for (_, f) in package.fns().filter(|(_, f)| !f.in_test) {
         let Some(body) = &f.body else { continue };
         if consumes {
             findings.extend(producer_configs(f, body));

@@ -187,7 +187,6 @@ fn lower_text(
         if cx.out_of_time {
             return Err(LowerError::OutOfTime);
         }
-        cx.model.may_find = crate::analysis::relevance::lowered_file_may_find(&cx.model);
         Ok(cx.model)
     })
 }
