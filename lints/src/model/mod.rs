@@ -8,6 +8,7 @@ mod doc_text;
 mod expr_span;
 pub mod ir;
 mod lower;
+mod macro_bodies;
 pub mod nesting;
 
 pub use lower::{
