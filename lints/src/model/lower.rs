@@ -2,7 +2,7 @@
 
 use super::ir::{Arm, BinOp, Block, Expr, ExprKind, Lit, MacroCall, Pat, Path, Stmt, Type};
 use super::nesting::{self, MAX_MODULE_NESTING, MAX_NESTING};
-use super::{byte_offsets, doc_text, expr_span, macro_bodies};
+use super::{byte_offsets, doc_text, expr_span};
 use super::{
     Attr, AttrArg, ConstDef, FileId, FileModel, FnDef, GenericParam, ImplDef, Include, ItemKind,
     ItemSpan, ModDecl, NamedItem, Param, SelfKind, Span, StructDef, TypeAliasDef, UseDecl,
@@ -143,7 +143,6 @@ fn lower_text(
             module: module.as_slice().into(),
             model: FileModel::default(),
             docs: &parsed,
-            bodies: Default::default(),
         };
         // `syn::parse_file` item by item, so the deadline is also checked between top-level items
         // (a generated file of many items stops on time; lexing it is linear and fast).
@@ -184,8 +183,6 @@ fn lower_text(
         cx.model.span = Span::new(file, 0, text.len() as u32);
         cx.model.store_crates = crate::analysis::relevance::store_crates_named(&parsed.text);
         cx.model.mentions = crate::analysis::relevance::mentions_in(&parsed.text);
-        let mut items = items;
-        cx.bodies.take_from_items(&mut items);
         cx.items(&items, &module, &[], in_test);
         if cx.out_of_time {
             return Err(LowerError::OutOfTime);
@@ -267,7 +264,6 @@ struct Lowerer<'d> {
     model: FileModel,
     /// The doc comments syn read as bare `#[doc]`.
     docs: &'d doc_text::ParsedText<'d>,
-    bodies: macro_bodies::Bodies,
 }
 
 /// Context an item is lowered in.
@@ -507,14 +503,13 @@ impl Lowerer<'_> {
             syn::Item::Macro(m) => {
                 // `cfg_rt! { mod runtime; pub fn spawn(..) {..} }`: item macros that wrap items
                 // (tokio, hyper, cfg-if-free crates) hide modules and fns unless we look inside.
-                if !m.mac.path.is_ident("macro_rules") {
-                    match self.bodies.items(&m.mac) {
-                        Ok(items) => self.items(&items, module, inline, in_test),
-                        // `cfg_if! { if #[cfg(unix)] { mod unix; } .. }`, `cfg_select!`,
-                        // `feature! { #![unix] mod x; }`: not items, but their `mod`s are the
-                        // crate's modules all the same.
-                        Err(tokens) => self.macro_mods(tokens, module, inline, in_test),
-                    }
+                if let Some(items) = macro_items(&m.mac) {
+                    self.items(&items, module, inline, in_test);
+                } else if !m.mac.path.is_ident("macro_rules") {
+                    // `cfg_if! { if #[cfg(unix)] { mod unix; } .. }`, `cfg_select!`,
+                    // `feature! { #![unix] mod x; }`: not items, but their `mod`s are the
+                    // crate's modules all the same.
+                    self.macro_mods(m.mac.tokens.clone(), module, inline, in_test);
                 }
                 ItemKind::Other
             }
@@ -1425,8 +1420,8 @@ impl Lowerer<'_> {
 
     fn mac(&mut self, m: &syn::Macro) -> MacroCall {
         let path = self.path(&m.path);
-        let body = self.bodies.args(m);
-        let Some(parsed) = body.as_ref() else {
+        let parsed = m.parse_body_with(Punctuated::<syn::Expr, syn::Token![,]>::parse_terminated);
+        let Ok(parsed) = parsed else {
             return MacroCall {
                 path,
                 args: vec![],
@@ -1455,7 +1450,7 @@ impl Lowerer<'_> {
             }
         }
         let mut args = Vec::with_capacity(parsed.len());
-        for e in parsed {
+        for e in &parsed {
             // `write!(f, "{x}", x = value)`: the named argument's value is what flows.
             let e = match e {
                 syn::Expr::Assign(a) if matches!(&*a.left, syn::Expr::Path(_)) => &*a.right,
@@ -1564,6 +1559,23 @@ fn item_prefix_start(tts: &[proc_macro2::TokenTree], at: usize) -> usize {
             _ => return j,
         }
     }
+}
+
+/// The items a macro invocation wraps, when its input parses as a list of items and it is not a
+/// macro definition.
+fn macro_items(mac: &syn::Macro) -> Option<Vec<syn::Item>> {
+    if mac.path.is_ident("macro_rules") {
+        return None;
+    }
+    mac.parse_body_with(|input: syn::parse::ParseStream<'_>| {
+        let mut items = Vec::new();
+        while !input.is_empty() {
+            items.push(input.parse::<syn::Item>()?);
+        }
+        Ok(items)
+    })
+    .ok()
+    .filter(|items| !items.is_empty())
 }
 
 /// Names captured inline by a format string: `{id}`, `{id:?}`, `{id:>8}`; not `{}`, `{0}`,

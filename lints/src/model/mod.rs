@@ -8,7 +8,6 @@ mod doc_text;
 mod expr_span;
 pub mod ir;
 mod lower;
-mod macro_bodies;
 pub mod nesting;
 
 pub use lower::{
