@@ -24,8 +24,8 @@
 //! ([`mentions_in`], kept in [`crate::model::FileModel::mentions`]; [`may_find_kafka`]).
 //! `retry_without_backoff` starts from loops, which nearly every file has, and
 //! `dead_letter_without_context` from any send whose destination holds a dead-letter word in
-//! any case (a literal with `failed` is one): a search for those, case ignored, costs about
-//! what the pass costs (measured on tokio), so both always run, with one walk of each body.
+//! any case (a literal with `failed` is one): a search for those, case ignored, cost more
+//! than the pass (measured on tokio), so both always run, with one walk of each body.
 //!
 //! The test is a necessary condition of every fact those lints start from, never a guess:
 //! - a Redis, DynamoDB, SQL or session store operation needs a dependency on the store's crate,
