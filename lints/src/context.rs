@@ -2,7 +2,7 @@
 
 use crate::analysis::budget::Budget;
 use crate::analysis::incremental::{Retained, Reuse};
-use crate::analysis::{relevance, Analysis};
+use crate::analysis::Analysis;
 use crate::catalog::Catalog;
 use crate::diagnostic::Diagnostic;
 use crate::lint::Lint;
@@ -133,14 +133,12 @@ fn run_passes(
     analysis: OnceLock<Analysis>,
     budget: &Budget,
 ) -> (Vec<Diagnostic>, Option<Analysis>) {
-    let mut passes: Vec<&LintPass> = PASSES
+    let passes: Vec<&LintPass> = PASSES
         .iter()
         .filter(|pass| pass.lints.iter().any(|l| enabled(l)))
+        .filter(|pass| (pass.relevant)(package, settings))
         .collect();
-    if passes.iter().any(|pass| pass.seeded) && !relevance::may_find(package, settings) {
-        passes.retain(|pass| !pass.seeded);
-    }
-    if passes.len() > 1 {
+    if passes.iter().filter(|pass| pass.reads_summaries).count() > 1 {
         build_shared_parts(package, settings, &analysis, budget);
     }
     let found: Vec<Vec<Diagnostic>> = passes
@@ -158,10 +156,11 @@ fn run_passes(
 }
 
 /// Builds, before passes run side by side, the parts of the analysis whose building uses the
-/// thread pool: a pass waiting there could run another pass that asks for the same part,
-/// on the same thread, inside its `OnceLock`, and wait for itself. Every pass but
-/// `missing_idempotency_token` reads the summaries, so with two passes on they would be
-/// built anyway.
+/// thread pool (the call graph and the summaries): a pass waiting there could run another
+/// pass that asks for the same part, on the same thread, inside its `OnceLock`, and wait for
+/// itself. Called only when two passes read them, so they would be built anyway; a pass
+/// that reads neither (the resolver and the types are built without the pool) never makes
+/// the package pay for them.
 fn build_shared_parts(
     package: &Package,
     settings: &Settings,

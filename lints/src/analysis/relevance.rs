@@ -7,13 +7,25 @@
 //! - [`may_find`]`(package, settings)`: false only when no function of the package
 //!   can perform a store operation or use an idempotency key, so `nondeterministic_key`,
 //!   `check_then_act`, `unguarded_entry_point` and `mark_outside_transaction` cannot report
-//!   anything ([`crate::lints::LintPass::seeded`]).
-//! - [`store_crates_named`]`(text)` and [`lowered_file_may_find`]`(file)`: what a file
-//!   contributes, computed when it is lowered and kept in its model
-//!   ([`crate::model::FileModel::store_crates`], [`crate::model::FileModel::may_find`]).
+//!   anything ([`crate::lints::LintPass::relevant`]).
+//! - [`store_crates_named`]`(text)`: the store crates a file names, computed when it is
+//!   lowered and kept in its model ([`crate::model::FileModel::store_crates`]);
+//!   [`file_may_find`]`(file)`: whether its fns hold a key or a store operation known by
+//!   name, computed the first time a package that names no store crate asks, and kept in the
+//!   model ([`crate::model::FileModel::may_find`]): a package that depends on a store crate
+//!   never walks its bodies for it.
 //!
 //! `missing_idempotency_token` reads neither structure and has its own per-fn filter; it and
 //! `parse_error` always run.
+//!
+//! The lints that read sends and client configs rather than store operations: a
+//! `kafka_producer_not_idempotent` finding starts at a `ClientConfig` or a producer
+//! transaction written in the function, which a substring search of the text finds
+//! ([`mentions_in`], kept in [`crate::model::FileModel::mentions`]; [`may_find_kafka`]).
+//! `retry_without_backoff` starts from loops, which nearly every file has, and
+//! `dead_letter_without_context` from any send whose destination holds a dead-letter word in
+//! any case (a literal with `failed` is one): a search for those, case ignored, cost more
+//! than the pass (measured on tokio), so both always run, with one walk of each body.
 //!
 //! The test is a necessary condition of every fact those lints start from, never a guess:
 //! - a Redis, DynamoDB, SQL or session store operation needs a dependency on the store's crate,
@@ -40,7 +52,42 @@ use crate::model::nesting::is_ident_byte;
 use crate::model::{FileModel, FnDef, Package};
 use crate::settings::Settings;
 use aho_corasick::{AhoCorasick, MatchKind};
+use serde::{Deserialize, Serialize};
 use std::sync::OnceLock;
+
+/// What a file's text names that the passes starting from names rather than from store
+/// operations need.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Mentions {
+    /// `ClientConfig`, `begin_transaction` or `commit_transaction`: every finding of
+    /// `kafka_producer_not_idempotent` starts at a path segment or a method so named (a
+    /// config imported under another name is named so in the `use`), compared exactly.
+    pub kafka: bool,
+}
+
+/// Words of a `kafka_producer_not_idempotent` finding.
+const KAFKA_WORDS: [&str; 3] = ["ClientConfig", "begin_transaction", "commit_transaction"];
+
+/// The [`Mentions`] of a file's text: a vectorized substring search per word, a small part
+/// of what lowering the text costs.
+pub fn mentions_in(text: &str) -> Mentions {
+    static FINDERS: OnceLock<Vec<memchr::memmem::Finder<'static>>> = OnceLock::new();
+    let finders = FINDERS.get_or_init(|| {
+        KAFKA_WORDS
+            .iter()
+            .map(memchr::memmem::Finder::new)
+            .collect()
+    });
+    Mentions {
+        kafka: finders.iter().any(|f| f.find(text.as_bytes()).is_some()),
+    }
+}
+
+/// Whether `kafka_producer_not_idempotent` may report in the package: some file names a
+/// `ClientConfig` or a producer transaction.
+pub fn may_find_kafka(package: &Package, _: &Settings) -> bool {
+    package.files.iter().any(|f| f.mentions.kafka)
+}
 
 /// Store crates that are not in the Redis, SQL or session lists.
 const OTHER_STORE_CRATES: &[&str] = &["aws_sdk_dynamodb", "sea_query"];
@@ -63,7 +110,7 @@ pub fn may_find(package: &Package, settings: &Settings) -> bool {
         || package
             .files
             .iter()
-            .any(|f| f.may_find || includes_header_text(f))
+            .any(|f| file_may_find(f) || includes_header_text(f))
 }
 
 /// Whether the package depends on a store crate or names one where a path can start: without
@@ -84,10 +131,14 @@ fn configures_names(settings: &Settings) -> bool {
         && settings.key_without_stage.claims.is_empty())
 }
 
-/// [`crate::model::FileModel::may_find`] of a file just lowered (while its model is still in
-/// the cache of the thread that built it): whether a fn may hold a key sink or a store
-/// operation known by name, by the built-in catalogs (configured names make every package
-/// relevant anyway), or a constant holds header text.
+/// Whether a fn of `file` may hold a key sink or a store operation known by name, by the
+/// built-in catalogs (configured names make every package relevant anyway), or a constant
+/// holds header text; kept in [`crate::model::FileModel::may_find`] once asked.
+pub fn file_may_find(file: &FileModel) -> bool {
+    *file.may_find.get_or_init(|| lowered_file_may_find(file))
+}
+
+/// [`file_may_find`], computed anew.
 pub fn lowered_file_may_find(file: &FileModel) -> bool {
     static BUILT_IN: OnceLock<Catalog> = OnceLock::new();
     let catalog = BUILT_IN.get_or_init(Catalog::default);
@@ -310,6 +361,32 @@ mod tests {
             ),
         ] {
             assert!(finds(deps, src), "{src}");
+        }
+    }
+
+    #[test]
+    fn the_kafka_lint_is_relevant_where_its_words_are_written() {
+        for (text, kafka) in [
+            ("fn f() { let c = ClientConfig::new(); }", true),
+            (
+                "fn f() { let c = rdkafka::config::ClientConfig::default(); }",
+                true,
+            ),
+            ("fn f(p: &P) { p.begin_transaction().unwrap(); }", true),
+            ("fn f(p: &P) { p.commit_transaction(t).unwrap(); }", true),
+            // What other code writes: configs, transactions of other names, sends.
+            (
+                "fn f(tx: Sender<u8>) { let c = Config::new(); db.begin().await; tx.send(1); }",
+                false,
+            ),
+            (
+                "fn f(c: &mut Conn) { c.transaction(|t| t.commit()); }",
+                false,
+            ),
+        ] {
+            assert_eq!(mentions_in(text), Mentions { kafka }, "{text}");
+            let p = package("p", &[], &[("crate", text)]);
+            assert_eq!(may_find_kafka(&p, &Settings::default()), kafka, "{text}");
         }
     }
 

@@ -9,6 +9,7 @@ use crate::declare_lint;
 use crate::model::ir::{Block, Expr, ExprKind, Lit};
 use crate::model::{FileModel, Span};
 use serde::Deserialize;
+use std::cell::OnceCell;
 
 declare_lint! {
     /// ### What it does
@@ -145,7 +146,9 @@ struct Evidence {
 }
 
 fn dead_letters(file: &FileModel, body: &Block, names: &[String]) -> Vec<Finding> {
-    let locals = Locals::of_body(body);
+    // Built at the first send: most fns have none.
+    let locals = OnceCell::new();
+    let locals = || locals.get_or_init(|| Locals::of_body(body));
     let mut out = Vec::new();
     body.walk(&mut |e| {
         if let ExprKind::Lit(Lit::Str(sql)) = &e.kind {
@@ -158,16 +161,16 @@ fn dead_letters(file: &FileModel, body: &Block, names: &[String]) -> Vec<Finding
             }
             return;
         }
-        let Some(step) = MethodStep::of(e) else {
+        let Some(step) = MethodStep::of(e).filter(|s| SENDS.contains(&s.method)) else {
             return;
         };
-        let Some((send, destination, payload)) = send_to_dead_letter(file, &step, &locals, names)
+        let Some((send, destination, payload)) = send_to_dead_letter(file, &step, locals(), names)
         else {
             return;
         };
         let mut ev = Evidence::default();
         for p in &payload {
-            gather(p, &locals, 0, &mut ev);
+            gather(p, locals(), 0, &mut ev);
         }
         let missing = if ev.opaque || payload.is_empty() {
             None
@@ -482,6 +485,20 @@ mod tests {
             lint(src),
             vec![(
                 3,
+                "dead letter sent without the error that put it there".into()
+            )]
+        );
+    }
+
+    #[test]
+    fn a_destination_spelled_with_an_escape_is_read() {
+        // `\x66ailed` is `failed`: the literal is read, not the text.
+        let src = "async fn f(conn: &C, msg: Msg) {\n    \
+                   conn.lpush(\"jobs:\\x66ailed\", msg.body.clone()).await;\n}\n";
+        assert_eq!(
+            lint(src),
+            vec![(
+                2,
                 "dead letter sent without the error that put it there".into()
             )]
         );

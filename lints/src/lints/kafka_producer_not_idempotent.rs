@@ -136,7 +136,6 @@ struct Setting<'a> {
 }
 
 fn producer_configs<'a>(file: &FileModel, f: &'a FnDef, body: &'a Block) -> Vec<Finding> {
-    let locals = Locals::of_body(body);
     let mut out = Vec::new();
     let mut creates = Vec::new();
     body.walk(&mut |e| {
@@ -146,6 +145,10 @@ fn producer_configs<'a>(file: &FileModel, f: &'a FnDef, body: &'a Block) -> Vec<
             }
         }
     });
+    if creates.is_empty() {
+        return out;
+    }
+    let locals = Locals::of_body(body);
     for create in creates {
         let Some(chains) = locals.chains(create.receiver) else {
             continue;
@@ -481,6 +484,24 @@ mod tests {
         let got = lint(&both);
         assert_eq!(got.len(), 1, "{got:?}");
         assert_eq!(got[0].0, 5);
+    }
+
+    #[test]
+    fn a_consumer_in_a_file_that_names_no_config_counts() {
+        // Only the producer's file names a `ClientConfig`; the consumer is a parameter type.
+        let producer = "fn producer() {\n    \
+                        let p: FutureProducer = ClientConfig::new().set(\"a\", \"b\").create().unwrap();\n}\n";
+        let consumer = "fn run(c: StreamConsumer) { c.subscribe(&[\"t\"]).unwrap(); }\n";
+        let package = testing::package(
+            "app",
+            &["rdkafka"],
+            &[("crate", producer), ("crate::consume", consumer)],
+        );
+        let found = crate::check_package(&package, &Default::default(), &|l| {
+            l == &KAFKA_PRODUCER_NOT_IDEMPOTENT
+        });
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(testing::line_of(producer, found[0].span.lo), 2);
     }
 
     #[test]

@@ -15,8 +15,11 @@ pub mod retry_without_backoff;
 pub mod ttl_shorter_than_redelivery;
 pub mod unguarded_entry_point;
 
+use crate::analysis::relevance;
 use crate::context::LintContext;
 use crate::lint::{Lint, PARSE_ERROR};
+use crate::model::Package;
+use crate::settings::Settings;
 pub use check_then_act::CHECK_THEN_ACT;
 pub use claim_not_released::CLAIM_NOT_RELEASED;
 pub use claim_without_expiry::CLAIM_WITHOUT_EXPIRY;
@@ -35,9 +38,18 @@ pub use unguarded_entry_point::UNGUARDED_ENTRY_POINT;
 pub struct LintPass {
     pub lints: &'static [&'static Lint],
     pub check: fn(&mut LintContext<'_>),
-    /// Whether the pass reports only where a store operation or an idempotency key is: it is
-    /// skipped in a package that has neither ([`crate::analysis::relevance::may_find`]).
-    pub seeded: bool,
+    /// Whether the package may hold anything the pass reports, decided from what the
+    /// lowering kept before any analysis is built; the pass is skipped where it is false
+    /// ([`crate::analysis::relevance`]).
+    pub relevant: fn(&Package, &Settings) -> bool,
+    /// Whether the pass reads the call graph or the summaries (built on the thread pool:
+    /// see [`crate::context`]).
+    pub reads_summaries: bool,
+}
+
+/// For the passes that read no store operation and no key of their own.
+fn always(_: &Package, _: &Settings) -> bool {
+    true
 }
 
 /// Every lint, the input lints first, then the idempotency lints in DESIGN.md's order.
@@ -62,68 +74,82 @@ pub static PASSES: &[LintPass] = &[
     LintPass {
         lints: &[&NONDETERMINISTIC_KEY],
         check: nondeterministic_key::check,
-        seeded: true,
+        relevant: relevance::may_find,
+        reads_summaries: true,
     },
     LintPass {
         lints: &[&CHECK_THEN_ACT],
         check: check_then_act::check,
-        seeded: true,
+        relevant: relevance::may_find,
+        reads_summaries: true,
     },
     LintPass {
         lints: &[&MISSING_IDEMPOTENCY_TOKEN],
         check: missing_idempotency_token::check,
-        seeded: false,
+        relevant: always,
+        reads_summaries: false,
     },
     LintPass {
         lints: &[&UNGUARDED_ENTRY_POINT],
         check: unguarded_entry_point::check,
-        seeded: true,
+        relevant: relevance::may_find,
+        reads_summaries: true,
     },
     LintPass {
         lints: &[&MARK_OUTSIDE_TRANSACTION],
         check: mark_outside_transaction::check,
-        seeded: true,
+        relevant: relevance::may_find,
+        reads_summaries: true,
     },
     LintPass {
         lints: &[&CLAIM_WITHOUT_EXPIRY],
         check: claim_without_expiry::check,
-        seeded: true,
+        relevant: relevance::may_find,
+        reads_summaries: true,
     },
     LintPass {
         lints: &[&CLAIM_NOT_RELEASED],
         check: claim_not_released::check,
-        seeded: true,
+        relevant: relevance::may_find,
+        reads_summaries: true,
     },
     LintPass {
         lints: &[&TTL_SHORTER_THAN_REDELIVERY],
         check: ttl_shorter_than_redelivery::check,
-        seeded: true,
+        relevant: relevance::may_find,
+        reads_summaries: true,
     },
     LintPass {
         lints: &[&NON_IDEMPOTENT_UPDATE],
         check: non_idempotent_update::check,
-        seeded: true,
+        relevant: relevance::may_find,
+        reads_summaries: true,
     },
     LintPass {
         lints: &[&KEY_WITHOUT_STAGE],
         check: key_without_stage::check,
-        seeded: true,
+        relevant: relevance::may_find,
+        reads_summaries: true,
     },
-    // The three below read loops, sends and client configs, not store operations or keys.
+    // The three below read loops, sends and client configs, not store operations or keys
+    // ([`relevance`] says why two of them always run).
     LintPass {
         lints: &[&RETRY_WITHOUT_BACKOFF],
         check: retry_without_backoff::check,
-        seeded: false,
+        relevant: always,
+        reads_summaries: false,
     },
     LintPass {
         lints: &[&DEAD_LETTER_WITHOUT_CONTEXT],
         check: dead_letter_without_context::check,
-        seeded: false,
+        relevant: always,
+        reads_summaries: false,
     },
     LintPass {
         lints: &[&KAFKA_PRODUCER_NOT_IDEMPOTENT],
         check: kafka_producer_not_idempotent::check,
-        seeded: false,
+        relevant: relevance::may_find_kafka,
+        reads_summaries: false,
     },
 ];
 

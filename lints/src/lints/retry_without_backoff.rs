@@ -3,12 +3,13 @@
 
 use crate::analysis::resolve::path_ends_with_in;
 use crate::analysis::words::{called_path, path_ends_with, words, Word};
-use crate::analysis::{Chain, Locals, MethodStep, Step};
+use crate::analysis::{Chain, FastMap, FastSet, Locals, MethodStep, Step};
 use crate::context::LintContext;
 use crate::declare_lint;
 use crate::model::ir::{Block, Expr, ExprKind, Lit, Pat, Stmt};
 use crate::model::{FileModel, Package, Span};
 use serde::Deserialize;
+use std::cell::OnceCell;
 
 declare_lint! {
     /// ### What it does
@@ -126,26 +127,34 @@ const BOUNDS: &[&str] = &[
     "remaining",
 ];
 
+/// The retry crates whose policies are judged ([`policy_uses`]).
+const RETRY_CRATES: &[&str] = &["backon", "again", "tokio_retry", "tokio_retry2", "backoff"];
+
 pub fn check(cx: &mut LintContext<'_>) {
     let package = cx.package;
     let helpers = &cx.settings.retry_without_backoff.backoff_helpers;
     let sleepers = sleeping_fns(package);
+    let policies = RETRY_CRATES.iter().any(|k| package.depends_on(k));
     let mut findings = Vec::new();
     for (file, f) in package.fns().filter(|(_, f)| !f.in_test) {
         let Some(body) = &f.body else { continue };
-        let locals = Locals::of_body(body);
+        // Built only for a fn with a retry loop or a policy: most fns have neither.
+        let locals = OnceCell::new();
+        let locals = || locals.get_or_init(|| Locals::of_body(body));
         body.walk(&mut |e| {
             if let Some(attempt) = retried_call(e) {
                 let waits = Waits {
                     helpers,
                     sleepers: &sleepers,
                 };
-                if let Some(f) = judge_loop(body, &locals, e, attempt, &waits) {
+                if let Some(f) = judge_loop(body, locals(), e, attempt, &waits) {
                     findings.push(f);
                 }
             }
         });
-        findings.extend(crate_policies(package, file, body, &locals));
+        if policies {
+            findings.extend(crate_policies(package, file, body, locals()));
+        }
     }
     for f in findings {
         report(cx, f);
@@ -163,27 +172,38 @@ struct Finding {
 }
 
 /// The names of the crate's fns that sleep, themselves or through one another, so a call of
-/// one counts as a wait.
+/// one counts as a wait. Each body is walked once (for its sleeps and the names it calls);
+/// the sleepers then spread to the names of their callers.
 fn sleeping_fns(package: &Package) -> Vec<String> {
     let mut found: Vec<String> = Vec::new();
-    loop {
-        let before = found.len();
-        for (_, f) in package.fns() {
-            if !found.contains(&f.name) && f.body.as_ref().is_some_and(|b| waits_in(b, &found)) {
-                found.push(f.name.clone());
+    let mut known: FastSet<&str> = FastSet::default();
+    // Called name -> the names of the fns that call it.
+    let mut callers: FastMap<&str, Vec<&str>> = FastMap::default();
+    for (_, f) in package.fns() {
+        let Some(body) = &f.body else { continue };
+        let mut sleeps = false;
+        body.walk(&mut |e| {
+            sleeps |= is_sleep(e);
+            if let Some(callee) = callee_name(e) {
+                callers.entry(callee).or_default().push(&f.name);
             }
-        }
-        if found.len() == before {
-            return found;
+        });
+        if sleeps && known.insert(&f.name) {
+            found.push(f.name.clone());
         }
     }
-}
-
-fn waits_in(body: &Block, sleepers: &[String]) -> bool {
-    let mut found = false;
-    body.walk(&mut |e| {
-        found |= is_sleep(e) || callee_name(e).is_some_and(|n| sleepers.iter().any(|s| s == n))
-    });
+    let mut next = 0;
+    while let Some(name) = found.get(next) {
+        next += 1;
+        let reached: Vec<&str> = callers
+            .get(name.as_str())
+            .into_iter()
+            .flatten()
+            .copied()
+            .filter(|caller| known.insert(caller))
+            .collect();
+        found.extend(reached.into_iter().map(str::to_owned));
+    }
     found
 }
 
@@ -882,6 +902,22 @@ mod tests {
         .into_iter()
         .map(|d| (testing::line_of(src, d.span.lo), d.message))
         .collect()
+    }
+
+    #[test]
+    fn sleeping_spreads_to_callers_at_any_depth_and_in_any_order() {
+        // Callers written before their callees, a cycle, and a fn that sleeps nothing.
+        let src = "fn top() { middle(); }\n\
+                   fn middle() { helper.pause(); }\n\
+                   fn pause() { tokio::time::sleep(D); }\n\
+                   fn ping() { pong(); }\n\
+                   fn pong() { ping(); }\n\
+                   fn rest() { if x { ping() } else { top() } }\n\
+                   fn busy() { compute(); }\n";
+        let package = testing::package("app", &[], &[("crate", src)]);
+        let mut found = sleeping_fns(&package);
+        found.sort();
+        assert_eq!(found, ["middle", "pause", "rest", "top"]);
     }
 
     #[test]

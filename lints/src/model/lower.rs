@@ -182,11 +182,11 @@ fn lower_text(
         cx.model.in_test = in_test;
         cx.model.span = Span::new(file, 0, text.len() as u32);
         cx.model.store_crates = crate::analysis::relevance::store_crates_named(&parsed.text);
+        cx.model.mentions = crate::analysis::relevance::mentions_in(&parsed.text);
         cx.items(&items, &module, &[], in_test);
         if cx.out_of_time {
             return Err(LowerError::OutOfTime);
         }
-        cx.model.may_find = crate::analysis::relevance::lowered_file_may_find(&cx.model);
         Ok(cx.model)
     })
 }

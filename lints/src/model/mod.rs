@@ -227,9 +227,13 @@ pub struct FileModel {
     #[serde(default)]
     pub store_crates: Vec<String>,
     /// Whether a fn may hold an idempotency key or a store operation known by name, or a
-    /// constant header text ([`crate::analysis::relevance::lowered_file_may_find`]).
+    /// constant header text, once asked ([`crate::analysis::relevance::file_may_find`]).
+    #[serde(skip)]
+    pub may_find: std::sync::OnceLock<bool>,
+    /// Words the passes that start from names look for
+    /// ([`crate::analysis::relevance::mentions_in`]).
     #[serde(default)]
-    pub may_find: bool,
+    pub mentions: crate::analysis::relevance::Mentions,
     /// Inner attributes and their arguments are rarely useful; only the file span is kept.
     pub span: Span,
 }
