@@ -163,7 +163,7 @@ fn series<T>(
             .map(|prev| format!("  ratio {:.2}", median.as_secs_f64() / prev.as_secs_f64()))
             .unwrap_or_default();
         println!(
-            "{name:>15}  N = {n:>6}  {:>9.3} s{ratio}",
+            "{name:>15}  N = {n:>6}  {:>10.6} s{ratio}",
             median.as_secs_f64()
         );
         medians.push(median);
