@@ -432,16 +432,25 @@ impl Pieces {
     }
 }
 
-/// `text` in pieces of about `size` bytes, cut at character boundaries.
-fn cut(mut text: &str, size: usize) -> Vec<Piece> {
-    let mut out = Vec::new();
-    while !text.is_empty() {
-        let mut at = size.min(text.len());
-        while !text.is_char_boundary(at) {
-            at += 1;
+/// `text` in pieces of `size` to `2 * size` bytes (a shorter text in one), cut at character
+/// boundaries. Cut evenly, not into `size`s and a remainder: an edit that makes a piece one
+/// byte longer would leave a crumb beside it, one more per such edit, and every later edit
+/// walks all the pieces before its line (32,000 edits of a 1.1 MB buffer cost 2.3 times
+/// 16,000).
+fn cut(text: &str, size: usize) -> Vec<Piece> {
+    let n = (text.len() / size.max(1)).max(1);
+    let mut out = Vec::with_capacity(n);
+    let mut start = 0;
+    for i in 1..=n {
+        let mut end = text.len() * i / n;
+        while !text.is_char_boundary(end) {
+            end += 1;
         }
-        out.push(Piece::new(text[..at].to_string()));
-        text = &text[at..];
+        // Pieces are never empty.
+        if end > start {
+            out.push(Piece::new(text[start..end].to_string()));
+            start = end;
+        }
     }
     out
 }
@@ -534,6 +543,30 @@ mod tests {
         assert!(!docs.any_pending());
         docs.settle_all();
         assert_eq!(&*docs.get(&path).expect("open").text, "abc\n");
+    }
+
+    #[test]
+    fn edits_that_grow_pieces_do_not_multiply_them() {
+        let size = 1 << 10;
+        let lines = 6_000;
+        let mut pieces = Pieces::new(&"let x = 1;\n".repeat(lines), size);
+        let bound = |p: &Pieces| p.len / size + 1;
+        assert!(pieces.pieces.len() <= bound(&pieces));
+        for i in 0..20_000 {
+            let line = (i * 19 % lines) as u32;
+            let range = Range::new(Position::new(line, 4), Position::new(line, 5));
+            let (start, end) = pieces.range(range, Encoding::Utf8);
+            pieces.replace(start, end, "yy");
+        }
+        // 20,000 bytes longer, in as many pieces as that takes: not one more per edit.
+        assert!(
+            pieces.pieces.len() <= bound(&pieces),
+            "{} pieces for {} bytes",
+            pieces.pieces.len(),
+            pieces.len
+        );
+        assert!(pieces.pieces.iter().all(|p| !p.text.is_empty()));
+        assert_eq!(pieces.join().len(), lines * 11 + 20_000);
     }
 
     /// The edit as the whole text would take it: its line index, then `replace_range`.
