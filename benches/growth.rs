@@ -12,7 +12,10 @@
 //! - `call_graph`: a complete call graph, every fn of N files calling every other, sized
 //!   so the number of calls doubles (issue 24, item 9);
 //! - `did_change_n`: one `didChange` of N ranged edits to a 1.1 MB buffer, and
-//!   `did_change_doc`: 8,000 edits to a buffer of N lines (issue 24, item 12).
+//!   `did_change_doc`: 8,000 edits to a buffer of N lines (issue 24, item 12), each applied
+//!   in full; `did_change_step`: one step of the language server's main loop while such a
+//!   `didChange` of N edits is being applied (what a message waits at most), which must not
+//!   grow with N.
 
 use cargo_idem_lint::cli::MessageFormat;
 use cargo_idem_lint::config::Config;
@@ -99,6 +102,20 @@ fn main() {
         |n| (n, 8_000),
         |&(lines, edits)| did_change(lines, edits),
     );
+    runs.series(
+        "did_change_step",
+        &[8_000, 16_000, 32_000],
+        |n| {
+            let (path, mut docs) = big_buffer(100_000);
+            docs.change(&path, 2, edits(100_000, n), Encoding::Utf16)
+                .expect("the buffer is open");
+            std::cell::RefCell::new(docs)
+        },
+        |docs| {
+            docs.borrow_mut()
+                .step(cargo_idem_lint::lsp::server::CHANGES_PER_TURN)
+        },
+    );
 }
 
 struct Runs {
@@ -146,7 +163,7 @@ fn series<T>(
             .map(|prev| format!("  ratio {:.2}", median.as_secs_f64() / prev.as_secs_f64()))
             .unwrap_or_default();
         println!(
-            "{name:>15}  N = {n:>6}  {:>9.3} s{ratio}",
+            "{name:>15}  N = {n:>6}  {:>10.6} s{ratio}",
             median.as_secs_f64()
         );
         medians.push(median);
@@ -263,8 +280,16 @@ fn complete_call_graph(n: usize) -> tempfile::TempDir {
     dir
 }
 
-/// Applies one `didChange` of `edits` ranged edits spread over a buffer of `lines` lines.
-fn did_change(lines: usize, edits: usize) {
+/// Applies one `didChange` of `n` ranged edits spread over a buffer of `lines` lines.
+fn did_change(lines: usize, n: usize) {
+    let (path, mut docs) = big_buffer(lines);
+    docs.change(&path, 2, edits(lines, n), Encoding::Utf16)
+        .expect("the buffer is open");
+    docs.settle(&path);
+}
+
+/// An open buffer of `lines` lines.
+fn big_buffer(lines: usize) -> (std::path::PathBuf, Documents) {
     let path = std::path::PathBuf::from("/bench/big.rs");
     let mut docs = Documents::default();
     docs.open(
@@ -275,7 +300,12 @@ fn did_change(lines: usize, edits: usize) {
             text: "let x = 1;\n".repeat(lines).into(),
         },
     );
-    let changes = (0..edits)
+    (path, docs)
+}
+
+/// `n` ranged edits spread over a buffer of `lines` lines.
+fn edits(lines: usize, n: usize) -> Vec<lsp_types::TextDocumentContentChangeEvent> {
+    (0..n)
         .map(|i| {
             let line = ((i * 19) % lines) as u32;
             lsp_types::TextDocumentContentChangeEvent {
@@ -287,7 +317,5 @@ fn did_change(lines: usize, edits: usize) {
                 text: "yy".to_string(),
             }
         })
-        .collect();
-    docs.change(&path, 2, changes, Encoding::Utf16)
-        .expect("the buffer is open");
+        .collect()
 }

@@ -418,7 +418,9 @@ fn output_within(cmd: &mut Command) -> std::process::Output {
 /// drive a terminal (ESC, BEL, NUL, C1 CSI/OSC, a bidi override) are absent from `bytes`.
 fn assert_no_raw_controls(what: &str, bytes: &[u8]) {
     let text = String::from_utf8_lossy(bytes);
-    for bad in ['\r', '\x1b', '\x07', '\0', '\u{9b}', '\u{9d}', '\u{202e}'] {
+    for bad in [
+        '\r', '\x1b', '\x07', '\0', '\x7f', '\u{9b}', '\u{9d}', '\u{202e}',
+    ] {
         assert!(!text.contains(bad), "{what}: raw {bad:?} in {text:?}");
     }
 }
@@ -587,7 +589,8 @@ fn checkout_text_reaches_no_stream_raw() {
     let src = format!(
         "{RACY}// idem-lint: allow(foo\r::error title=x::y)\n// idem-lint: allow(bar\x1b]0;t\x07\u{202e}\u{9d}z)\n"
     );
-    let dir = tree(&[("a.rs", &src), ("a\x1b[31m\u{202e}.rs", RACY)]);
+    let evil_name = "a\x1b[31m\u{202e}\x7f\u{9b}.rs";
+    let dir = tree(&[("a.rs", &src), (evil_name, RACY)]);
     std::os::unix::fs::symlink(
         outside.path(),
         dir.path().join("ext\r::stop-commands::x\x1b[2J"),
@@ -612,6 +615,33 @@ fn checkout_text_reaches_no_stream_raw() {
         assert!(stderr.contains("ext␍::stop-commands::x␛[2J"), "{stderr}");
         let stdout = String::from_utf8_lossy(&out.stdout);
         assert!(stdout.contains("a␛[31m"), "{format}: {stdout}");
+    }
+    // JSON and SARIF: the same names to a parser, written with `\u` escapes (DEL, C1 and bidi
+    // controls are valid raw in JSON, and went out raw to whatever logged the output).
+    for format in ["json", "sarif"] {
+        let out =
+            output_within(Command::new(BIN).args([s(dir.path()), "--message-format", format]));
+        assert_eq!(out.status.code(), Some(0), "{out:?}");
+        assert_no_raw_controls(&format!("{format} stdout"), &out.stdout);
+        assert_no_raw_controls(&format!("{format} stderr"), &out.stderr);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let names: Vec<String> = stdout
+            .lines()
+            .filter(|l| format == "json" && l.contains("compiler-message"))
+            .map(|l| {
+                let v: serde_json::Value = serde_json::from_str(l).expect("a JSON line");
+                v["message"]["spans"][0]["file_name"]
+                    .as_str()
+                    .expect("file name")
+                    .to_string()
+            })
+            .collect();
+        if format == "json" {
+            assert!(
+                names.iter().any(|n| n.ends_with(evil_name)),
+                "the exact path, for editors to match: {names:?}"
+            );
+        }
     }
     // A config key and an error on stderr: one line, escaped.
     let cfg = tree(&[

@@ -32,8 +32,36 @@ pub fn build_finished(success: bool, out: &mut dyn Write) -> io::Result<()> {
 }
 
 pub fn write_line(value: &Value, out: &mut dyn Write) -> io::Result<()> {
-    serde_json::to_writer(&mut *out, value)?;
+    out.write_all(safe_text(value.to_string()).as_bytes())?;
     out.write_all(b"\n")
+}
+
+/// JSON text with DEL, the C1 controls, the bidi controls and the Unicode line separators
+/// written as `\uXXXX` escapes: the same value to every parser (JSON allows both), but a
+/// log or terminal that shows the raw text neither obeys them (a C1 CSI is an escape
+/// sequence to some terminals) nor reorders what a reviewer reads (a file named
+/// `a\u{202e}sr.rs`). serde_json escapes only the C0 controls, and these characters can
+/// only be inside strings (everything outside is ASCII), so they are replaced in the text.
+/// Used for `json`, `sarif` and the language server's messages.
+pub fn safe_text(json: String) -> String {
+    if !json.chars().any(raw_in_json) {
+        return json;
+    }
+    let mut out = String::with_capacity(json.len() + 16);
+    for c in json.chars() {
+        if raw_in_json(c) {
+            out.push_str(&format!("\\u{:04x}", c as u32));
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// Characters serde_json leaves raw that [`snippet::escape`] makes visible (it escapes
+/// those below DEL itself).
+fn raw_in_json(c: char) -> bool {
+    c >= '\u{7f}' && snippet::needs_escape(c)
 }
 
 /// A config error (`file:line:col: message`) as a `compiler-message` on the config file,

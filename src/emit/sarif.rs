@@ -59,7 +59,8 @@ pub fn emit(input: &Input, out: &mut dyn Write) -> io::Result<()> {
             "results": results,
         }],
     });
-    serde_json::to_writer_pretty(&mut *out, &doc)?;
+    let text = serde_json::to_string_pretty(&doc).map_err(io::Error::other)?;
+    out.write_all(super::json::safe_text(text).as_bytes())?;
     out.write_all(b"\n")
 }
 

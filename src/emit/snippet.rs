@@ -24,7 +24,8 @@ pub fn escape(s: &str) -> String {
     s.chars().map(escape_char).collect()
 }
 
-fn needs_escape(c: char) -> bool {
+/// Whether [`escape`] changes `c`.
+pub(crate) fn needs_escape(c: char) -> bool {
     escape_char(c) != c
 }
 

@@ -6,6 +6,7 @@
 //! body that is not JSON-RPC is answered with a JSON-RPC error (`id: null`, as the spec says
 //! for a message whose id cannot be read) and reading goes on.
 
+use crate::emit::json::safe_text;
 use crossbeam_channel::{bounded, unbounded, Receiver, Sender};
 use lsp_server::{Connection, Message};
 use serde_json::{json, Value};
@@ -62,7 +63,7 @@ fn write_loop(mut out: impl Write, messages: Receiver<Message>, raw: Receiver<Va
     loop {
         let written = crossbeam_channel::select! {
             recv(messages) -> m => match m {
-                Ok(m) => m.write(&mut out),
+                Ok(m) => write_message(&mut out, &m),
                 // The server is done: everything it sent has been written.
                 Err(_) => return,
             },
@@ -78,8 +79,26 @@ fn write_loop(mut out: impl Write, messages: Receiver<Message>, raw: Receiver<Va
     }
 }
 
+/// `m` framed as `lsp_server` frames it, its text with no raw control or bidi characters
+/// ([`safe_text`]: a diagnostic on a file named with them reaches the editor, and any log of
+/// the session, escaped).
+fn write_message(out: &mut impl Write, m: &Message) -> io::Result<()> {
+    let mut framed = Vec::new();
+    m.write(&mut framed)?;
+    // The header ends at the first blank line; the body is JSON, so UTF-8 with no raw CR.
+    let body = framed
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .map_or(&framed[..], |end| &framed[end + 4..]);
+    write_text(out, String::from_utf8_lossy(body).into_owned())
+}
+
 fn write_raw(out: &mut impl Write, v: &Value) -> io::Result<()> {
-    let text = v.to_string();
+    write_text(out, v.to_string())
+}
+
+fn write_text(out: &mut impl Write, json: String) -> io::Result<()> {
+    let text = safe_text(json);
     write!(out, "Content-Length: {}\r\n\r\n{text}", text.len())?;
     out.flush()
 }
@@ -241,5 +260,27 @@ mod tests {
         assert_eq!(e["error"]["code"], INVALID_REQUEST);
         assert_eq!(e["id"], 7);
         assert!(parse_message(br#"{"jsonrpc":"2.0","method":"exit"}"#).is_ok());
+    }
+
+    #[test]
+    fn written_messages_carry_no_raw_controls_or_bidi() {
+        let name = "/w/a\u{202e}sr.rs\u{7f}\u{9b}[2J\u{2066}";
+        let m: Message = lsp_server::Notification::new(
+            "textDocument/publishDiagnostics".into(),
+            json!({"uri": format!("file://{name}"), "diagnostics": [{"message": name}]}),
+        )
+        .into();
+        let mut out = Vec::new();
+        write_message(&mut out, &m).expect("written");
+        let text = String::from_utf8(out).expect("UTF-8");
+        let (header, body) = text.split_once("\r\n\r\n").expect("framed");
+        assert_eq!(header, format!("Content-Length: {}", body.len()));
+        for c in ['\u{202e}', '\u{7f}', '\u{9b}', '\u{2066}'] {
+            assert!(!body.contains(c), "{c:?} raw in {body}");
+        }
+        // The same message to the client.
+        let back: Value = serde_json::from_str(body).expect("JSON");
+        assert_eq!(back["params"]["diagnostics"][0]["message"], name);
+        assert_eq!(back["jsonrpc"], "2.0");
     }
 }

@@ -280,13 +280,7 @@ impl<'a> Completion<'a> {
     /// What expression `e` of fn `id` is for the writes: a store operation, or the crate fns
     /// it may call.
     fn target(&self, id: FnId, e: &Expr) -> Target<'a> {
-        if let Some(ev) = self
-            .summaries
-            .flow(id)
-            .store_events
-            .iter()
-            .find(|ev| ev.via.is_none() && ev.span == e.span)
-        {
+        if let Some(ev) = self.summaries.direct_op_at(id, e.span) {
             return Target::Operation(&ev.access);
         }
         // Every crate fn the call may run (each implementation of a trait method); a trait

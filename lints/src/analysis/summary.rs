@@ -19,17 +19,17 @@
 
 use super::callgraph::CallGraph;
 use super::flow::{
-    self, Callees, FlowCx, FnFlow, FnId, KeyDesc, Source, TextCall, TextParam, Trail,
+    self, Callees, FlowCx, FnFlow, FnId, KeyDesc, Source, StoreEvent, TextCall, TextParam, Trail,
 };
 use super::resolve::Resolver;
 use super::store_ops::{Access, Store, WriteShape};
 use super::types::Types;
-use super::FastMap;
+use super::{FastMap, FastSet};
 use crate::catalog::{Catalog, SinkKind};
 use crate::model::{Package, Span};
 use rayon::prelude::*;
-use std::cell::{Cell, RefCell};
-use std::collections::{HashMap, HashSet};
+use std::cell::RefCell;
+use std::collections::{BTreeSet, HashSet};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
@@ -260,6 +260,20 @@ pub struct Summaries {
     field_texts: Option<super::field_texts::FieldTexts>,
     /// See [`Summaries::rewalked`].
     rewalked: usize,
+    /// See [`Summaries::direct_op_at`]: per fn, built on first use.
+    direct_ops: Vec<Vec<OnceLock<OpIndex>>>,
+}
+
+/// A fn's own store operations (not a helper's), as (span start, span end, event index),
+/// sorted.
+type OpIndex = Box<[(u32, u32, u32)]>;
+
+/// An empty [`Summaries::direct_op_at`] index per fn of `flows`.
+fn op_indexes(flows: &[Vec<FnFlow>]) -> Vec<Vec<OnceLock<OpIndex>>> {
+    flows
+        .iter()
+        .map(|fs| fs.iter().map(|_| OnceLock::new()).collect())
+        .collect()
 }
 
 /// Texts passed to one function that get it walked again for its own findings: enough for
@@ -284,6 +298,7 @@ impl Summaries {
         let acyclic = settle_all(&cx, &mut summaries, &mut flows);
         let bound = bound_walks(&cx, &summaries, &flows);
         Summaries {
+            direct_ops: op_indexes(&flows),
             summaries,
             flows,
             bound,
@@ -393,6 +408,7 @@ impl Summaries {
             FastMap::default()
         };
         Some(Summaries {
+            direct_ops: op_indexes(&flows),
             summaries,
             flows,
             bound,
@@ -424,6 +440,30 @@ impl Summaries {
 
     pub fn flow(&self, id: FnId) -> &FnFlow {
         &self.flows[id.file as usize][id.index as usize]
+    }
+
+    /// The first of `id`'s own store events (`via` none) whose operation is exactly `span`.
+    /// Asked of every expression of a body, so indexed once per fn: a scan of the events
+    /// per expression cost a fn calling N helpers N² (each helper's accesses become events).
+    pub fn direct_op_at(&self, id: FnId, span: Span) -> Option<&StoreEvent> {
+        let flow = self.flow(id);
+        let index = self.direct_ops[id.file as usize][id.index as usize].get_or_init(|| {
+            let mut ops: Vec<(u32, u32, u32)> = flow
+                .store_events
+                .iter()
+                .enumerate()
+                .filter(|(_, ev)| ev.via.is_none())
+                .map(|(i, ev)| (ev.span.lo, ev.span.hi, i as u32))
+                .collect();
+            ops.sort_unstable();
+            ops.into()
+        });
+        let from = index.partition_point(|&(lo, hi, _)| (lo, hi) < (span.lo, span.hi));
+        index[from..]
+            .iter()
+            .take_while(|&&(lo, hi, _)| (lo, hi) == (span.lo, span.hi))
+            .map(|&(_, _, i)| &flow.store_events[i as usize])
+            .find(|ev| ev.span == span)
     }
 
     /// Every function of the package.
@@ -501,6 +541,13 @@ const MAX_DEPTH: usize = 12;
 
 /// Settles the fixed point of one call-graph component (see [`cyclic_components`]), every
 /// fn it calls outside it final.
+///
+/// Fns are known by their slot (index in `members`) in every table. Walks again go in
+/// sweeps over the slots in order, each walking the fns marked since it passed them: a
+/// change reaches every reader in the next sweep at the latest, so a component settles in
+/// about as many sweeps as its summaries change, whatever its size (a stack of readers to
+/// walk again, the most recent first, walked the fns of a complete component of N fns
+/// about N/2 times each).
 struct Builder<'a, 'c, 's> {
     cx: &'c FlowCx<'a>,
     /// The final summaries of the fns outside the component.
@@ -512,15 +559,16 @@ struct Builder<'a, 'c, 's> {
     flows: RefCell<Vec<Option<FnFlow>>>,
     /// How many times each fn was walked.
     walks: RefCell<Vec<usize>>,
-    /// callee → functions that read its summary.
-    readers: RefCell<HashMap<FnId, Vec<FnId>>>,
-    /// callee → functions that read its summary before it was final.
-    stale: RefCell<HashMap<FnId, Vec<FnId>>>,
-    stack: RefCell<Vec<FnId>>,
-    depth: Cell<usize>,
-    worklist: RefCell<Vec<FnId>>,
-    /// What `worklist` holds, for constant-time membership.
-    queued: RefCell<HashSet<FnId>>,
+    /// Per slot, the slots of the fns that read its summary, in the order they first did.
+    readers: RefCell<Vec<Vec<usize>>>,
+    /// (callee, reader) pairs in `readers`, for constant-time membership.
+    read: RefCell<FastSet<(usize, usize)>>,
+    /// Per slot, the fns that read its summary before it was final.
+    stale: RefCell<Vec<Vec<usize>>>,
+    /// The slots being walked, innermost last.
+    stack: RefCell<Vec<usize>>,
+    /// The slots to walk again.
+    dirty: RefCell<BTreeSet<usize>>,
 }
 
 /// A per-fn table of `package`, every entry `f()`.
@@ -543,12 +591,11 @@ impl<'a, 'c, 's> Builder<'a, 'c, 's> {
             summaries: RefCell::new((0..n).map(|_| Arc::default()).collect()),
             flows: RefCell::new(vec![None; n]),
             walks: RefCell::new(vec![0; n]),
-            readers: RefCell::new(HashMap::new()),
-            stale: RefCell::new(HashMap::new()),
+            readers: RefCell::new(vec![Vec::new(); n]),
+            read: RefCell::new(FastSet::default()),
+            stale: RefCell::new(vec![Vec::new(); n]),
             stack: RefCell::new(Vec::new()),
-            depth: Cell::new(0),
-            worklist: RefCell::new(Vec::new()),
-            queued: RefCell::new(HashSet::new()),
+            dirty: RefCell::new(BTreeSet::new()),
         }
     }
 
@@ -567,15 +614,18 @@ impl<'a, 'c, 's> Builder<'a, 'c, 's> {
         // walks, not the whole budget (rust-analyzer's hir-ty spent 50,000 walks on one
         // such pair).
         let mut rounds = 0;
+        let mut cursor = 0;
         loop {
-            let next = self.worklist.borrow_mut().pop();
-            let Some(id) = next else {
+            let next = {
+                let dirty = self.dirty.borrow();
+                let next = dirty.range(cursor..).next().or_else(|| dirty.first());
+                next.copied()
+            };
+            let Some(slot) = next else {
                 break;
             };
-            self.queued.borrow_mut().remove(&id);
-            let Some(slot) = self.slot(id) else {
-                continue;
-            };
+            self.dirty.borrow_mut().remove(&slot);
+            cursor = slot + 1;
             // Only started fns are queued: their first walk and the walks again so far.
             if self.walks.borrow()[slot] > MAX_REWALKS {
                 continue;
@@ -608,10 +658,8 @@ impl<'a, 'c, 's> Builder<'a, 'c, 's> {
         let id = self.members[slot];
         let was_done = self.state.borrow()[slot] == State::Done;
         self.state.borrow_mut()[slot] = State::InProgress;
-        self.stack.borrow_mut().push(id);
-        self.depth.set(self.depth.get() + 1);
+        self.stack.borrow_mut().push(slot);
         let flow = flow::walk(self.cx, id, self);
-        self.depth.set(self.depth.get() - 1);
         self.stack.borrow_mut().pop();
         let walks = {
             let mut walks = self.walks.borrow_mut();
@@ -628,29 +676,16 @@ impl<'a, 'c, 's> Builder<'a, 'c, 's> {
         self.summaries.borrow_mut()[slot] = Arc::new(summary);
         self.flows.borrow_mut()[slot] = Some(flow);
         self.state.borrow_mut()[slot] = State::Done;
-        let stale = self.stale.borrow_mut().remove(&id).unwrap_or_default();
+        let stale = std::mem::take(&mut self.stale.borrow_mut()[slot]);
         if !changed {
             return;
         }
         // Readers that saw an older summary walk again: those that read it before it was
         // final, and, when a final summary changes, everyone who read it.
-        let mut requeue = stale;
+        let mut dirty = self.dirty.borrow_mut();
+        dirty.extend(stale);
         if was_done {
-            requeue.extend(
-                self.readers
-                    .borrow()
-                    .get(&id)
-                    .into_iter()
-                    .flatten()
-                    .copied(),
-            );
-        }
-        let mut wl = self.worklist.borrow_mut();
-        let mut queued = self.queued.borrow_mut();
-        for r in requeue {
-            if queued.insert(r) {
-                wl.push(r);
-            }
+            dirty.extend(self.readers.borrow()[slot].iter().copied());
         }
     }
 }
@@ -662,19 +697,17 @@ impl Callees for Builder<'_, '_, '_> {
         };
         let reader = self.stack.borrow().last().copied();
         if let Some(r) = reader {
-            let mut readers = self.readers.borrow_mut();
-            let list = readers.entry(id).or_default();
-            if !list.contains(&r) {
-                list.push(r);
+            if self.read.borrow_mut().insert((slot, r)) {
+                self.readers.borrow_mut()[slot].push(r);
             }
         }
         let state = self.state.borrow()[slot];
         match state {
             State::Done => {}
-            State::NotStarted if self.depth.get() < MAX_DEPTH => self.compute(slot),
+            State::NotStarted if self.stack.borrow().len() < MAX_DEPTH => self.compute(slot),
             State::NotStarted | State::InProgress => {
                 if let Some(r) = reader {
-                    self.stale.borrow_mut().entry(id).or_default().push(r);
+                    self.stale.borrow_mut()[slot].push(r);
                 }
             }
         }
