@@ -42,7 +42,7 @@ fixtures() {
     fi
     local sub
     for sub in "$dir"/*/; do
-        [[ -d $sub && $(basename "$sub") != target ]] && fixtures "${sub%/}"
+        if [[ -d $sub && $(basename "$sub") != target ]]; then fixtures "${sub%/}"; fi
     done
 }
 while read -r dir; do
@@ -51,7 +51,8 @@ while read -r dir; do
 done < <(fixtures "$repo/fixtures")
 
 for crate in "${crates[@]}"; do
-    dir=$(ls -d "$cargo_home"/registry/src/*/"$crate"-[0-9]* 2>/dev/null | sort -V | tail -1)
+    # A missing crate must not end the script (set -e, pipefail): it is skipped with a note.
+    dir=$(ls -d "$cargo_home"/registry/src/*/"$crate"-[0-9]* 2>/dev/null | sort -V | tail -1 || true)
     if [[ -z $dir ]]; then
         echo "note: $crate not found under $cargo_home/registry/src, skipped" >&2
         continue
