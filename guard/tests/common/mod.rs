@@ -1,6 +1,10 @@
 //! Connections to the test services, one namespace per test, and a TCP proxy to cut them.
 #![allow(dead_code)] // Each test binary uses a different part.
 
+#[cfg(feature = "redis-cluster")]
+pub mod cluster;
+#[cfg(feature = "redis-cluster")]
+pub mod failover;
 #[cfg(feature = "http")]
 pub mod http;
 
