@@ -81,16 +81,11 @@ async fn wait_for_one_replica_is_acknowledged() {
     assert_eq!(runs.load(Ordering::SeqCst), 50, "each key ran once");
 }
 
-/// Two replicas asked for where each primary has one: the claim is not acknowledged, so the
-/// body does not run, the caller gets a store error naming the count, and the claim is
-/// withdrawn (the key is free for a later delivery).
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_claim_short_of_replicas_fails_closed_and_is_withdrawn() {
-    let plain = common::redis_cluster_store().await;
-    let strict = plain
-        .clone()
-        .wait_for_replicas(2, Duration::from_millis(200));
-    let ns = common::unique("wait-two");
+/// More replicas asked for than the node has: the claim is not acknowledged, so the body does
+/// not run, the caller gets a store error naming the count, and the claim is withdrawn (the key
+/// is free for a later delivery).
+async fn short_claim_fails_closed<S: Store + 'static>(plain: S, strict: S, acked: u32, asked: u32) {
+    let ns = common::unique("wait-short");
     let runs = Arc::new(AtomicU32::new(0));
     let body = |runs: Arc<AtomicU32>| async move {
         runs.fetch_add(1, Ordering::SeqCst);
@@ -100,8 +95,9 @@ async fn a_claim_short_of_replicas_fails_closed_and_is_withdrawn() {
         .prefix(ns.clone())
         .run("k", &1, || body(runs.clone()))
         .await;
+    let expected = format!("reached {acked} of {asked} replicas");
     match refused {
-        Err(Error::Store(e)) => assert!(e.to_string().contains("reached 1 of 2 replicas"), "{e}"),
+        Err(Error::Store(e)) => assert!(e.to_string().contains(&expected), "{e}"),
         other => panic!("expected a store error, got {other:?}"),
     }
     assert_eq!(runs.load(Ordering::SeqCst), 0, "the body must not run");
@@ -112,6 +108,27 @@ async fn a_claim_short_of_replicas_fails_closed_and_is_withdrawn() {
         .await;
     assert_eq!(later.unwrap(), 7);
     assert_eq!(runs.load(Ordering::SeqCst), 1);
+}
+
+/// Each primary of the local cluster has one replica; two are asked for.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_claim_short_of_replicas_fails_closed_on_the_cluster() {
+    let plain = common::redis_cluster_store().await;
+    let strict = plain
+        .clone()
+        .wait_for_replicas(2, Duration::from_millis(200));
+    short_claim_fails_closed(plain, strict, 1, 2).await;
+}
+
+/// The local single node has no replica; one is asked for (the same pipeline over a
+/// `ConnectionManager`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_claim_short_of_replicas_fails_closed_on_one_node() {
+    let plain = common::redis_store().await;
+    let strict = plain
+        .clone()
+        .wait_for_replicas(1, Duration::from_millis(200));
+    short_claim_fails_closed(plain, strict, 0, 1).await;
 }
 
 /// A reserve resent by its own attempt (the first reply lost, as when a cluster client resends

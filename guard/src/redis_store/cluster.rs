@@ -17,10 +17,12 @@ impl RedisStore<ClusterConnection> {
     ///
     /// The client follows `MOVED` and `ASK` redirections and, when a node fails, refreshes the
     /// slot map and resends the request: up to 6 times, 100 ms to 2 s apart (long enough for a
-    /// replica to be promoted after a `cluster-node-timeout` of a few seconds), each request
-    /// waiting at most 5 s for its answer. Past that the call fails with [`Error::Store`], and
-    /// the guard's own retries take over: a completion is retried until the attempt's lease
-    /// ends. For other settings (TLS, credentials, timeouts) build the connection yourself and
+    /// replica to be promoted after a `cluster-node-timeout` of a few seconds), each connection
+    /// and each answer waited for at most 5 s, the whole call at most 15 s. Past that the call
+    /// fails with [`Error::Store`], and the guard's own retries take over: a completion is
+    /// retried until the attempt's lease ends. (Short per-node timeouts matter: a node that
+    /// stops answering without closing its connections would otherwise hold up the client's
+    /// slot refreshes, and with them every call.) For other settings (TLS, credentials, timeouts) build the connection yourself and
     /// pass it to [`from_cluster`](Self::from_cluster).
     ///
     /// Like [`connect`](RedisStore::connect), warns about persistence settings that can lose
@@ -35,6 +37,7 @@ impl RedisStore<ClusterConnection> {
         let client = ClusterClientBuilder::new(nodes)
             .connection_timeout(Duration::from_secs(5))
             .response_timeout(Duration::from_secs(5))
+            .overall_response_timeout(Some(Duration::from_secs(15)))
             .retries(6)
             .min_retry_wait(100)
             .max_retry_wait(2_000)

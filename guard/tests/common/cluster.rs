@@ -242,6 +242,26 @@ impl PrivateCluster {
         }
     }
 
+    /// Stops a node's process (SIGSTOP): it neither answers nor replicates until resumed.
+    pub fn pause(&mut self, port: u16) {
+        self.signal(port, "-STOP");
+    }
+
+    /// Resumes a paused node (SIGCONT).
+    pub fn resume(&mut self, port: u16) {
+        self.signal(port, "-CONT");
+    }
+
+    fn signal(&self, port: u16, signal: &str) {
+        let i = self.ports.iter().position(|p| *p == port).unwrap();
+        let pid = self.nodes[i].as_ref().expect("a running node").id();
+        let sent = Command::new("kill")
+            .args([signal, &pid.to_string()])
+            .status()
+            .expect("kill");
+        assert!(sent.success(), "kill {signal} {pid}");
+    }
+
     /// Starts a killed node again, with its `nodes.conf` (it rejoins, as a replica of the node
     /// promoted in its place) and no data.
     pub fn restart(&mut self, port: u16) {
@@ -254,6 +274,7 @@ impl PrivateCluster {
 impl Drop for PrivateCluster {
     fn drop(&mut self) {
         for child in self.nodes.iter_mut().flatten() {
+            // A stopped process dies of SIGKILL as well.
             child.kill().ok();
             child.wait().ok();
         }

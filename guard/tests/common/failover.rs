@@ -11,8 +11,9 @@ use tokio::time::Instant;
 
 use super::cluster::PrivateCluster;
 
-/// The lease of every attempt: long against a failover (a few `cluster-node-timeout`s), so a
-/// completion retried while the lease holds outlives the promotion; the final round waits it out.
+/// The lease the tests give every attempt: long against a failover (a few
+/// `cluster-node-timeout`s), so a completion retried while the lease holds outlives the
+/// promotion; the final round waits it out.
 pub const LEASE: Duration = Duration::from_secs(30);
 
 /// What a run saw.
@@ -46,6 +47,13 @@ pub enum Disruption {
     /// A primary killed with SIGKILL; once its replica is promoted, the node is started again
     /// (empty, as an orchestrator would) and rejoins as the new primary's replica.
     KillPrimary,
+    /// The same, with the replica cut off first: it is stopped (SIGSTOP) and the primary closes
+    /// its replication link (`CLIENT KILL TYPE replica`), a second of deliveries goes to the
+    /// primary alone, then the primary is killed and the replica resumed. What the primary took
+    /// in that second never reached the replica (a replica partitioned away or stalled, then the
+    /// primary lost). Stopping the replica alone is not enough: its kernel would still buffer
+    /// the stream.
+    KillPrimaryWhileReplicaLags,
 }
 
 impl Disruption {
@@ -53,8 +61,20 @@ impl Disruption {
         let (primary, replica) = cluster.primary_and_replica().await;
         match self {
             Disruption::ManualFailover => cluster.manual_failover(replica).await,
-            Disruption::KillPrimary => {
+            Disruption::KillPrimary | Disruption::KillPrimaryWhileReplicaLags => {
+                let lag = matches!(self, Disruption::KillPrimaryWhileReplicaLags);
+                if lag {
+                    cluster.pause(replica);
+                    let cut = super::cluster::cli(primary, &["client", "kill", "type", "replica"]);
+                    assert!(cut.await.is_some(), "CLIENT KILL TYPE replica");
+                    // Deliveries go on meanwhile; well under `cluster-node-timeout`, so the
+                    // replica is not failed itself.
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                }
                 cluster.kill(primary);
+                if lag {
+                    cluster.resume(replica);
+                }
                 super::cluster::poll("the replica promoted", || {
                     PrivateCluster::is_serving_primary(replica)
                 })
@@ -72,23 +92,24 @@ impl Disruption {
 pub async fn run(
     cluster: &mut PrivateCluster,
     keys: usize,
+    lease: Duration,
     wait: Option<(u32, Duration)>,
     disruption: Disruption,
 ) -> Figures {
     let urls = cluster.urls();
-    let store = |conn| {
-        let s = RedisClusterStore::from_cluster(conn);
-        match wait {
-            Some((n, timeout)) => s.wait_for_replicas(n, timeout),
-            None => s,
-        }
+    let with_wait = |s: RedisClusterStore| match wait {
+        Some((n, timeout)) => s.wait_for_replicas(n, timeout),
+        None => s,
     };
-    let a = store(super::redis_cluster_connection(&urls).await);
-    let b = store(super::redis_cluster_connection(&urls).await);
+    // The clients the run uses are what `connect_cluster` builds (short per-node timeouts),
+    // not the tests' patient ones: a client that waits a minute for a stopped node holds up
+    // every call meanwhile (seen: a whole run's calls timing out one minute each).
+    let a = with_wait(RedisClusterStore::connect_cluster(&urls).await.unwrap());
+    let b = with_wait(RedisClusterStore::connect_cluster(&urls).await.unwrap());
     let ns = super::unique("failover");
     let guards = [
-        Guard::new(a).prefix(ns.clone()).lease(LEASE),
-        Guard::new(b).prefix(ns.clone()).lease(LEASE),
+        Guard::new(a).prefix(ns.clone()).lease(lease),
+        Guard::new(b).prefix(ns.clone()).lease(lease),
     ];
     let effects: Effects = Arc::new((0..keys).map(|_| AtomicU32::new(0)).collect());
     let figures = Arc::new(Counters::default());
@@ -122,18 +143,28 @@ pub async fn run(
         async move { started.load(Ordering::SeqCst) >= keys / 2 }
     })
     .await;
+    let t0 = Instant::now();
+    let phase = |what: &str| eprintln!("{ns}: {what} at {:.1} s", t0.elapsed().as_secs_f64());
     disruption.apply(cluster).await;
+    phase("disruption done");
     disrupted.store(true, Ordering::SeqCst);
     let rounds = deliveries.await.unwrap();
+    phase("deliveries done");
     let last_attempt = Instant::now();
     cluster.wait_healthy().await;
     cluster.wait_replicated().await;
+    phase("cluster whole");
 
     // Every attempt's lease has ended: each key must now replay or run, never be refused.
-    tokio::time::sleep_until(last_attempt + LEASE + Duration::from_secs(1)).await;
-    let finale = Guard::new(guards[0].store().clone())
+    tokio::time::sleep_until(last_attempt + lease + Duration::from_secs(1)).await;
+    // A fresh, patient client (as a later delivery from another process would be), so the
+    // verdict on each key does not hang on the state the disruption left in the run's clients.
+    let fresh = with_wait(RedisClusterStore::from_cluster(
+        super::redis_cluster_connection(&urls).await,
+    ));
+    let finale = Guard::new(fresh)
         .prefix(ns)
-        .lease(LEASE)
+        .lease(lease)
         .in_flight(InFlight::Reject);
     let mut stuck = 0;
     for key in 0..keys {
