@@ -19,9 +19,10 @@ pub const LEASE: Duration = Duration::from_secs(30);
 /// What a run saw.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct Figures {
-    /// Keys.
+    /// Keys delivered (a fresh batch per round).
     pub keys: usize,
-    /// Delivery rounds before the final one (each delivers every key twice, concurrently).
+    /// Delivery rounds before the final one (each delivers a fresh batch of keys, every key
+    /// twice at once).
     pub rounds: usize,
     /// Keys whose body ran more than once: double effects.
     pub doubles: usize,
@@ -35,6 +36,9 @@ pub struct Figures {
     /// Deliveries whose body ran but whose completion could not be recorded within the lease.
     pub unrecorded: usize,
 }
+
+/// Rounds at most (a bound for the effect counters; a run takes a few dozen).
+const MAX_ROUNDS: usize = 400;
 
 /// The body's effect per key: how many times it ran.
 type Effects = Arc<Vec<AtomicU32>>;
@@ -85,9 +89,10 @@ impl Disruption {
     }
 }
 
-/// Delivers `keys` keys in rounds (each key twice at once, through two cluster clients) while
-/// `disruption` happens to the cluster, and one more round after it; then, once every attempt's
-/// lease has ended and every primary has a replica in sync again, delivers each key once more.
+/// Delivers a fresh batch of `keys` keys per round (each key twice at once, through two cluster
+/// clients), so that new claims and completions keep being written, while `disruption` happens
+/// to the cluster, and one more round after it; then, once every attempt's lease has ended and
+/// every primary has a replica in sync again, delivers every key of every round once more.
 /// `wait` is [`RedisClusterStore::wait_for_replicas`]'s `(replicas, timeout)`.
 pub async fn run(
     cluster: &mut PrivateCluster,
@@ -111,7 +116,7 @@ pub async fn run(
         Guard::new(a).prefix(ns.clone()).lease(lease),
         Guard::new(b).prefix(ns.clone()).lease(lease),
     ];
-    let effects: Effects = Arc::new((0..keys).map(|_| AtomicU32::new(0)).collect());
+    let effects: Effects = Arc::new((0..keys * MAX_ROUNDS).map(|_| AtomicU32::new(0)).collect());
     let figures = Arc::new(Counters::default());
     let disrupted = Arc::new(AtomicBool::new(false));
     let started = Arc::new(AtomicUsize::new(0));
@@ -128,8 +133,9 @@ pub async fn run(
         async move {
             let mut rounds = 0;
             loop {
-                let last = disrupted.load(Ordering::SeqCst);
-                deliver_round(&guards, &effects, &figures, &started).await;
+                let last = disrupted.load(Ordering::SeqCst) || rounds + 1 == MAX_ROUNDS;
+                let batch = rounds * keys..(rounds + 1) * keys;
+                deliver_round(&guards, batch, &effects, &figures, &started).await;
                 rounds += 1;
                 if last {
                     return rounds;
@@ -167,7 +173,8 @@ pub async fn run(
         .lease(lease)
         .in_flight(InFlight::Reject);
     let mut stuck = 0;
-    for key in 0..keys {
+    let delivered = rounds * keys;
+    for key in 0..delivered {
         let effects = effects.clone();
         let delivered = finale
             .run(&key_name(key), &key, || async move {
@@ -181,13 +188,13 @@ pub async fn run(
         }
     }
     Figures {
-        keys,
+        keys: delivered,
         rounds,
-        doubles: effects
+        doubles: effects[..delivered]
             .iter()
             .filter(|n| n.load(Ordering::SeqCst) > 1)
             .count(),
-        never_ran: effects
+        never_ran: effects[..delivered]
             .iter()
             .filter(|n| n.load(Ordering::SeqCst) == 0)
             .count(),
@@ -207,16 +214,17 @@ fn key_name(key: usize) -> String {
     format!("order-{key}")
 }
 
-/// Delivers every key twice at once, 64 deliveries in flight at most.
+/// Delivers every key of `batch` twice at once, 64 deliveries in flight at most.
 async fn deliver_round(
     guards: &[Guard<RedisClusterStore>; 2],
+    batch: std::ops::Range<usize>,
     effects: &Effects,
     figures: &Arc<Counters>,
     started: &Arc<AtomicUsize>,
 ) {
     let permits = Arc::new(Semaphore::new(64));
     let mut tasks = Vec::new();
-    for key in 0..effects.len() {
+    for key in batch {
         for guard in guards {
             let (guard, effects, figures, started, permits) = (
                 guard.clone(),
