@@ -81,13 +81,14 @@ mod tests {
 
     #[test]
     fn the_tag_is_the_whole_key() {
+        // Never empty: the guard's key always has its `prefix:tenant:` part.
         for key in [
             "refund:order-1",
             "p:t%3Aa:{tenant}-7",
             "a}b{c",
             "{}",
             "%7B",
-            "",
+            "::",
         ] {
             let stored = cluster_key(key);
             assert_eq!(
