@@ -88,7 +88,9 @@ pub use crate::key::{DisplayKey, Fingerprint, KeyPart, Payload, MAX_KEY_LEN};
 pub use crate::memory::{MemoryStore, DEFAULT_CAPACITY};
 pub use crate::on_error::Classify;
 pub use crate::postgres::{PostgresStore, MIGRATION};
-pub use crate::redis_store::RedisStore;
+#[cfg(feature = "redis-cluster")]
+pub use crate::redis_store::RedisClusterStore;
+pub use crate::redis_store::{RedisConnection, RedisStore};
 pub use crate::store::{OwnerToken, Reservation, Store, StoredResult};
 pub use crate::transactional::{TxAttempt, TxStart};
 

@@ -1,6 +1,7 @@
 //! 1,000 keys, each delivered 16 times at once through two separate store clients, with a body
 //! that increments a per-key counter in PostgreSQL: every counter must end at exactly 1. For
-//! every store: memory, Redis, PostgreSQL and (feature `dynamodb`) DynamoDB.
+//! every store: memory, Redis, (feature `redis-cluster`) Redis Cluster, PostgreSQL and (feature
+//! `dynamodb`) DynamoDB.
 
 mod common;
 
@@ -105,6 +106,19 @@ async fn redis_counters_end_at_one() {
     let counters = counters(&common::pg_schema("concurrency_redis").await).await;
     // Two clients: two connection managers, two TCP connections.
     let (a, b) = (common::redis_store().await, common::redis_store().await);
+    deliver_all(a, b, counters, &common::unique("concurrency")).await;
+}
+
+#[cfg(feature = "redis-cluster")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_cluster_counters_end_at_one() {
+    let counters = counters(&common::pg_schema("concurrency_redis_cluster").await).await;
+    // Two cluster clients, each with its own connection to every node; the keys spread over
+    // the three primaries.
+    let (a, b) = (
+        common::redis_cluster_store().await,
+        common::redis_cluster_store().await,
+    );
     deliver_all(a, b, counters, &common::unique("concurrency")).await;
 }
 

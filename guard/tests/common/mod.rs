@@ -1,6 +1,10 @@
 //! Connections to the test services, one namespace per test, and a TCP proxy to cut them.
 #![allow(dead_code)] // Each test binary uses a different part.
 
+#[cfg(feature = "redis-cluster")]
+pub mod cluster;
+#[cfg(feature = "redis-cluster")]
+pub mod failover;
 #[cfg(feature = "http")]
 pub mod http;
 
@@ -86,6 +90,46 @@ pub async fn redis_store() -> RedisStore {
             .await
             .expect("Redis at REDIS_URL"),
     )
+}
+
+/// The nodes of the local Redis Cluster (`.ci/run` starts one on ports 7101-7106 and exports
+/// `REDIS_CLUSTER_URLS`, comma-separated).
+#[cfg(feature = "redis-cluster")]
+pub fn redis_cluster_urls() -> Vec<String> {
+    std::env::var("REDIS_CLUSTER_URLS")
+        .unwrap_or_else(|_| {
+            (7101..=7106)
+                .map(|p| format!("redis://127.0.0.1:{p}"))
+                .collect::<Vec<_>>()
+                .join(",")
+        })
+        .split(',')
+        .map(|u| u.trim().to_owned())
+        .filter(|u| !u.is_empty())
+        .collect()
+}
+
+/// A cluster client whose requests wait as long as [`LOCAL_SERVER_PATIENCE`], resent on
+/// `MOVED`/`ASK` and node failures.
+#[cfg(feature = "redis-cluster")]
+pub async fn redis_cluster_connection(nodes: &[String]) -> redis::cluster_async::ClusterConnection {
+    redis::cluster::ClusterClientBuilder::new(nodes.to_vec())
+        .connection_timeout(LOCAL_SERVER_PATIENCE)
+        .response_timeout(LOCAL_SERVER_PATIENCE)
+        .retries(10)
+        .min_retry_wait(100)
+        .max_retry_wait(2_000)
+        .build()
+        .unwrap()
+        .get_async_connection()
+        .await
+        .expect("Redis Cluster at REDIS_CLUSTER_URLS (.ci/run starts one)")
+}
+
+/// The store over the local Redis Cluster, with a patient client.
+#[cfg(feature = "redis-cluster")]
+pub async fn redis_cluster_store() -> idem_guard::RedisClusterStore {
+    RedisStore::from_cluster(redis_cluster_connection(&redis_cluster_urls()).await)
 }
 
 /// A Redis store whose requests give up quickly, for fault tests.

@@ -1,6 +1,7 @@
 //! The `Store` contract and the guard's behaviour, one test per rule, run against every store:
-//! memory, Redis, PostgreSQL and (feature `dynamodb`) DynamoDB, on real servers (see
-//! `tests/common`; DynamoDB is a local moto server).
+//! memory, Redis, PostgreSQL, (feature `redis-cluster`) Redis Cluster and (feature `dynamodb`)
+//! DynamoDB, on real servers (see `tests/common`; DynamoDB is a local moto server, the cluster
+//! the six local nodes `.ci/run` starts).
 
 #[path = "../common/mod.rs"]
 mod common;
@@ -28,6 +29,10 @@ macro_rules! all_stores {
     ($($rule:ident),* $(,)?) => {
         conformance_suite!(memory, |_: &'static str| async { common::memory_store() }, [$($rule),*]);
         conformance_suite!(redis, |_: &'static str| async { common::redis_store().await }, [$($rule),*]);
+        #[cfg(feature = "redis-cluster")]
+        conformance_suite!(redis_cluster, |_: &'static str| async {
+            common::redis_cluster_store().await
+        }, [$($rule),*]);
         conformance_suite!(postgres, |name: &'static str| async move {
             common::postgres_store(&common::pg_schema(name).await).await
         }, [$($rule),*]);

@@ -1,11 +1,18 @@
-//! Redis store: `SET NX PX` reservations and Lua scripts for fenced writes.
+//! Redis store: Lua scripts for fenced writes, over one node or a Redis Cluster.
+
+#[cfg(feature = "redis-cluster")]
+mod cluster;
+mod connection;
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
-use redis::Script;
+use redis::{FromRedisValue, Script};
 
+#[cfg(feature = "redis-cluster")]
+pub use self::cluster::RedisClusterStore;
+pub use self::connection::RedisConnection;
 use crate::key::Fingerprint;
 use crate::store::{fenced, OwnerToken, Reservation, Store, StoredResult};
 use crate::Error;
@@ -23,6 +30,11 @@ use crate::Error;
 /// `C|owner|fingerprint|tag|result` once completed; owner and fingerprint are fixed-width hex, so
 /// the Lua scripts fence with a prefix comparison.
 ///
+/// Over Redis Cluster (feature `redis-cluster`, [`RedisStore::connect_cluster`]) the logic is
+/// the same; the record's key is the guard's key inside one hash tag (`{prefix:tenant:key}`, see
+/// [`RedisConnection`]), and [`wait_for_replicas`](Self::wait_for_replicas) makes claims and
+/// completions wait for replicas, which is what keeps a record through a failover.
+///
 /// ```no_run
 /// use idem_guard::{Guard, RedisStore};
 ///
@@ -37,15 +49,25 @@ use crate::Error;
 /// (`no_run` here: it needs a server; `tests/conformance` runs every rule of the `Store`
 /// contract against the live server.)
 #[derive(Clone)]
-pub struct RedisStore {
-    conn: ConnectionManager,
+pub struct RedisStore<C = ConnectionManager> {
+    conn: C,
     scripts: Arc<Scripts>,
+    replicas: Option<WaitForReplicas>,
 }
 
-impl std::fmt::Debug for RedisStore {
+impl<C> std::fmt::Debug for RedisStore<C> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RedisStore").finish_non_exhaustive()
+        f.debug_struct("RedisStore")
+            .field("replicas", &self.replicas)
+            .finish_non_exhaustive()
     }
+}
+
+/// `WAIT replicas timeout` after each claim and completion: see [`RedisStore::wait_for_replicas`].
+#[derive(Debug, Clone, Copy)]
+struct WaitForReplicas {
+    replicas: u32,
+    timeout: Duration,
 }
 
 struct Scripts {
@@ -58,19 +80,23 @@ struct Scripts {
 /// Creates the record, or takes over an in-progress one whose lease ended, or returns the live
 /// record. An in-progress record is kept (`PX`) for twice its lease, so that a takeover can tell
 /// that an earlier attempt was abandoned; its lease end, by Redis's clock, is in the value.
-/// KEYS[1] key; ARGV owner, fingerprint, lease ms. Returns nil (created), 'T' (taken over) or
-/// the live record's value.
+/// A record already ours in progress is a retried reserve whose first reply was lost (a cluster
+/// client resends a request cut by a failover): it is ours, with a fresh lease.
+/// KEYS[1] key; ARGV owner, fingerprint, lease ms. Returns nil (created, or ours), 'T' (taken
+/// over) or the live record's value.
 const RESERVE: &str = r"
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local lease = tonumber(ARGV[3])
+local mine = 'P|' .. ARGV[1] .. '|'
 local v = redis.call('GET', KEYS[1])
+if v and string.sub(v, 1, #mine) == mine then v = false end
 if v then
   if string.sub(v, 1, 2) ~= 'P|' then return v end
   local lease_end = tonumber(string.match(v, '|(%d+)$'))
   if lease_end == nil or lease_end > now then return v end
 end
-redis.call('SET', KEYS[1], 'P|' .. ARGV[1] .. '|' .. ARGV[2] .. '|' .. (now + lease), 'PX', lease * 2)
+redis.call('SET', KEYS[1], mine .. ARGV[2] .. '|' .. (now + lease), 'PX', lease * 2)
 if v then return 'T' end
 return false
 ";
@@ -150,6 +176,14 @@ impl RedisStore {
 
     /// Wraps a connection manager configured by the caller (timeouts, TLS, credentials).
     pub fn new(conn: ConnectionManager) -> Self {
+        Self::over(conn)
+    }
+}
+
+impl<C: RedisConnection> RedisStore<C> {
+    /// The store over any supported connection (for a cluster, see
+    /// [`RedisStore::connect_cluster`] and [`RedisStore::from_cluster`]).
+    pub fn over(conn: C) -> Self {
         RedisStore {
             conn,
             scripts: Arc::new(Scripts {
@@ -158,13 +192,96 @@ impl RedisStore {
                 release: Script::new(RELEASE),
                 renew: Script::new(RENEW),
             }),
+            replicas: None,
+        }
+    }
+
+    /// After each claim (a reserve that wrote the record, a renewal) and each completion, waits
+    /// until `replicas` replicas of the node holding the key acknowledged the write, at most
+    /// `timeout` (Redis `WAIT`, sent in one pipeline with the script, so it goes to that node and
+    /// costs no extra round trip). A write acknowledged by fewer is an [`Error::Store`]:
+    ///
+    /// - a claim: the body does not run (the guard withdraws the claim), because a primary that
+    ///   fails before replicating it would let a duplicate run on the promoted replica;
+    /// - a completion: the guard retries it while the attempt holds its lease (as for any store
+    ///   error), so the result is on a replica before the caller hears of it, or the caller gets
+    ///   the error.
+    ///
+    /// So with it, a primary killed at any moment loses no acknowledged claim or completion as
+    /// long as the replica that acknowledged is the one promoted (with one replica per primary,
+    /// always). The price: with fewer live replicas than `replicas`, every new delivery fails
+    /// after `timeout` (fail closed). Releases are not waited for: a lost release leaves a
+    /// record that a later delivery takes over after its lease, never a second effect.
+    ///
+    /// The connection's response timeout must be longer than `timeout`. A `timeout` of zero
+    /// (which Redis reads as "forever") waits 1 ms.
+    pub fn wait_for_replicas(mut self, replicas: u32, timeout: Duration) -> Self {
+        self.replicas = Some(WaitForReplicas { replicas, timeout });
+        self
+    }
+
+    /// Runs `script` on the record of `key`; with [`wait_for_replicas`](Self::wait_for_replicas)
+    /// and `replicate`, in one pipeline with `WAIT`, whose count comes back too.
+    async fn eval<T: FromRedisValue>(
+        &self,
+        script: &Script,
+        key: &str,
+        args: &[String],
+        replicate: bool,
+    ) -> Result<(T, Option<u32>), Error> {
+        let mut conn = self.conn.clone();
+        let mut eval = redis::cmd("EVALSHA");
+        eval.arg(script.get_hash()).arg(1).arg(&*C::record_key(key));
+        for arg in args {
+            eval.arg(arg);
+        }
+        let wait = self.replicas.filter(|_| replicate);
+        let mut loaded = false;
+        loop {
+            let answer = match wait {
+                None => eval.query_async::<T>(&mut conn).await.map(|v| (v, None)),
+                Some(w) => {
+                    let mut pipe = redis::pipe();
+                    pipe.add_command(eval.clone())
+                        .cmd("WAIT")
+                        .arg(w.replicas)
+                        .arg(millis(w.timeout));
+                    pipe.query_async::<(T, u32)>(&mut conn)
+                        .await
+                        .map(|(v, acked)| (v, Some(acked)))
+                }
+            };
+            match answer {
+                // The node does not know the script yet (first use, a restart, a replica just
+                // promoted): load it (on every primary of a cluster) and run it again.
+                Err(e)
+                    if !loaded
+                        && e.kind()
+                            == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) =>
+                {
+                    script.load_async(&mut conn).await.map_err(Error::store)?;
+                    loaded = true;
+                }
+                answer => return answer.map_err(Error::store),
+            }
+        }
+    }
+
+    /// `Ok` unless replicas were asked for and fewer acknowledged the write to `key`.
+    fn replicated(&self, key: &str, acked: Option<u32>) -> Result<(), Error> {
+        match (self.replicas, acked) {
+            (Some(w), Some(acked)) if acked < w.replicas => Err(Error::store(format!(
+                "the write to `{key}` reached {acked} of {} replicas within {:?} (WAIT)",
+                w.replicas, w.timeout
+            ))),
+            _ => Ok(()),
         }
     }
 }
 
 /// Logs one warning per setting that can lose records, once per connect. Managed services
 /// often refuse `CONFIG`; then nothing is known and nothing is said beyond a debug line.
-async fn warn_about_durability(conn: &mut ConnectionManager) {
+async fn warn_about_durability(conn: &mut impl redis::aio::ConnectionLike) {
     let config: Result<std::collections::HashMap<String, String>, _> = redis::cmd("CONFIG")
         .arg("GET")
         .arg("appendonly")
@@ -273,7 +390,7 @@ fn parse(key: &str, value: &str) -> Result<Reservation, Error> {
     }
 }
 
-impl Store for RedisStore {
+impl<C: RedisConnection> Store for RedisStore<C> {
     async fn reserve(
         &self,
         key: &str,
@@ -281,20 +398,17 @@ impl Store for RedisStore {
         owner: &OwnerToken,
         lease: Duration,
     ) -> Result<Reservation, Error> {
-        let mut conn = self.conn.clone();
-        let previous: Option<String> = self
-            .scripts
-            .reserve
-            .key(key)
-            .arg(owner.as_str())
-            .arg(fingerprint.to_string())
-            .arg(millis(lease))
-            .invoke_async(&mut conn)
-            .await
-            .map_err(Error::store)?;
+        let args = [
+            owner.to_string(),
+            fingerprint.to_string(),
+            millis(lease).to_string(),
+        ];
+        let (previous, acked): (Option<String>, _) =
+            self.eval(&self.scripts.reserve, key, &args, true).await?;
         match previous.as_deref() {
-            None => Ok(Reservation::Acquired),
-            Some("T") => Ok(Reservation::TakenOver),
+            None => self.replicated(key, acked).map(|()| Reservation::Acquired),
+            Some("T") => self.replicated(key, acked).map(|()| Reservation::TakenOver),
+            // Nothing written: a live record found is as durable as its writer made it.
             Some(value) => parse(key, value),
         }
     }
@@ -307,32 +421,22 @@ impl Store for RedisStore {
         result: &StoredResult,
         retention: Duration,
     ) -> Result<(), Error> {
-        let mut conn = self.conn.clone();
         let (tag, text) = result.tag_and_text();
-        let ok: i64 = self
-            .scripts
-            .complete
-            .key(key)
-            .arg(owner.as_str())
-            .arg(fingerprint.to_string())
-            .arg(format!("{tag}|{text}"))
-            .arg(millis(retention))
-            .invoke_async(&mut conn)
-            .await
-            .map_err(Error::store)?;
-        fenced(ok == 1, key)
+        let args = [
+            owner.to_string(),
+            fingerprint.to_string(),
+            format!("{tag}|{text}"),
+            millis(retention).to_string(),
+        ];
+        let (ok, acked): (i64, _) = self.eval(&self.scripts.complete, key, &args, true).await?;
+        fenced(ok == 1, key)?;
+        self.replicated(key, acked)
     }
 
     async fn release(&self, key: &str, owner: &OwnerToken) -> Result<(), Error> {
-        let mut conn = self.conn.clone();
-        let ok: i64 = self
-            .scripts
-            .release
-            .key(key)
-            .arg(owner.as_str())
-            .invoke_async(&mut conn)
-            .await
-            .map_err(Error::store)?;
+        let (ok, _): (i64, _) = self
+            .eval(&self.scripts.release, key, &[owner.to_string()], false)
+            .await?;
         fenced(ok == 1, key)
     }
 
@@ -343,18 +447,14 @@ impl Store for RedisStore {
         owner: &OwnerToken,
         lease: Duration,
     ) -> Result<(), Error> {
-        let mut conn = self.conn.clone();
-        let ok: i64 = self
-            .scripts
-            .renew
-            .key(key)
-            .arg(owner.as_str())
-            .arg(fingerprint.to_string())
-            .arg(millis(lease))
-            .invoke_async(&mut conn)
-            .await
-            .map_err(Error::store)?;
-        fenced(ok == 1, key)
+        let args = [
+            owner.to_string(),
+            fingerprint.to_string(),
+            millis(lease).to_string(),
+        ];
+        let (ok, acked): (i64, _) = self.eval(&self.scripts.renew, key, &args, true).await?;
+        fenced(ok == 1, key)?;
+        self.replicated(key, acked)
     }
 }
 
