@@ -509,7 +509,7 @@ fn split_last(p: &DefPath) -> Option<(DefPath, &str)> {
     Some((
         DefPath {
             krate: p.krate.clone(),
-            segments: rest.to_vec(),
+            segments: rest.into(),
         },
         last,
     ))

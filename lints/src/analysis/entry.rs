@@ -485,7 +485,7 @@ fn is_framework_callback(
     }
     let tr = resolver.resolve(file.target, &f.module, trait_path, f.self_ty.as_ref());
     match &tr.krate {
-        Krate::Extern(k) => package.depends_on(k) && !NON_CALLBACK_CRATES.contains(&k.as_str()),
+        Krate::Extern(k) => package.depends_on(k) && !NON_CALLBACK_CRATES.contains(&&**k),
         Krate::Local(_) => false,
     }
 }
@@ -566,8 +566,7 @@ impl PublicApi {
 
     /// Whether the `pub` item at `path`, declared in `module`, can be named from outside.
     fn exposes(&self, path: &DefPath, module: &[String]) -> bool {
-        let mut parent = path.clone();
-        parent.segments.pop();
+        let parent = path.parent();
         self.modules.contains(module)
             || self.reexports.contains(path)
             || self.glob_modules.contains(&parent)

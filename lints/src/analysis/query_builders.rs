@@ -556,7 +556,7 @@ fn statement_sql<'a>(env: &dyn OpEnv<'a>, e: &'a Expr) -> Option<String> {
     };
     // Resolved, so `use sea_query::Query as Q;` and a full path read the same.
     let path = env.resolve(func.as_path()?);
-    let [.., query, verb] = path.segments.as_slice() else {
+    let [.., query, verb] = &*path.segments else {
         return None;
     };
     if query != "Query" || !args.is_empty() {

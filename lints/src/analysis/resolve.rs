@@ -10,7 +10,7 @@ use super::{FastMap, FastSet};
 use crate::model::ir::{Path, Type};
 use crate::model::{FileModel, FnDef, Package};
 use rayon::prelude::*;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 /// The name an item imported under another name has where it is defined: `Cfg` is
 /// `ClientConfig` in a file with `use rdkafka::ClientConfig as Cfg;`; any other name is
@@ -46,14 +46,15 @@ pub fn path_ends_with_in(file: &FileModel, path: &Path, suffix: &[&str]) -> bool
 pub enum Krate {
     /// A crate of this package: the index of its target in [`Package::targets`].
     Local(usize),
-    /// An external crate by name (`uuid`, `std`), or an unresolved first segment.
-    Extern(String),
+    /// An external crate by name (`uuid`, `std`), or an unresolved first segment. Shared, as
+    /// the segments are, so that a memoized resolution is handed out without copying.
+    Extern(Arc<str>),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct DefPath {
     pub krate: Krate,
-    pub segments: Vec<String>,
+    pub segments: Arc<[String]>,
 }
 
 impl DefPath {
@@ -97,7 +98,7 @@ impl DefPath {
     pub fn display(&self) -> String {
         let root = match &self.krate {
             Krate::Local(_) => "crate".to_owned(),
-            Krate::Extern(name) => name.clone(),
+            Krate::Extern(name) => name.to_string(),
         };
         std::iter::once(root)
             .chain(self.segments.iter().cloned())
@@ -107,11 +108,23 @@ impl DefPath {
 
     /// The path of item `name` inside this one (`crate::db::Repo` → `crate::db::Repo::get`).
     pub fn child(&self, name: &str) -> DefPath {
-        let mut segments = self.segments.clone();
-        segments.push(name.to_owned());
+        self.extended(&[name.to_owned()])
+    }
+
+    /// This path with `tail` appended.
+    pub fn extended(&self, tail: &[String]) -> DefPath {
         DefPath {
             krate: self.krate.clone(),
-            segments,
+            segments: self.segments.iter().chain(tail).cloned().collect(),
+        }
+    }
+
+    /// This path without its last segment (the crate root stays the crate root).
+    pub fn parent(&self) -> DefPath {
+        let end = self.segments.len().saturating_sub(1);
+        DefPath {
+            krate: self.krate.clone(),
+            segments: self.segments[..end].into(),
         }
     }
 }
@@ -293,7 +306,7 @@ impl Resolver {
                 GlobBase::Local(*t, module)
             }
             Krate::Extern(name) => {
-                let glob_path = std::iter::once(name.as_str())
+                let glob_path = std::iter::once(&**name)
                     .chain(base.segments.iter().map(String::as_str))
                     .collect::<Vec<_>>()
                     .join("::");
@@ -414,7 +427,7 @@ impl Resolver {
         let Some(first) = segs.first() else {
             return DefPath {
                 krate: Krate::Local(target),
-                segments: module[1.min(module.len())..].to_vec(),
+                segments: module[1.min(module.len())..].into(),
             };
         };
         let rest = &segs[1..];
@@ -441,7 +454,7 @@ impl Resolver {
             }
             "Self" => {
                 if let Some(p) = self_ty.and_then(Type::core_path) {
-                    let mut base = self.resolve_segments(
+                    let base = self.resolve_segments(
                         target,
                         module,
                         &p.segments,
@@ -449,8 +462,7 @@ impl Resolver {
                         None,
                         depth + 1,
                     );
-                    base.segments.extend(rest.iter().cloned());
-                    return base;
+                    return base.extended(rest);
                 }
             }
             _ => {}
@@ -540,11 +552,9 @@ impl Resolver {
                 }
                 None
             }
-            GlobBase::Extern(path, names) => names.contains(&first.as_str()).then(|| {
-                let mut p = path.clone();
-                p.segments.extend(segs.iter().cloned());
-                p
-            }),
+            GlobBase::Extern(path, names) => {
+                names.contains(&first.as_str()).then(|| path.extended(segs))
+            }
             GlobBase::Unknown => None,
         }
     }
@@ -581,8 +591,8 @@ impl Resolver {
                 self.local_path(*linked_target, rest, depth + 1)
             }
             _ => DefPath {
-                krate: Krate::Extern(first.to_owned()),
-                segments: rest.to_vec(),
+                krate: Krate::Extern(first.into()),
+                segments: rest.into(),
             },
         }
     }
@@ -625,7 +635,7 @@ impl Resolver {
 fn local(target: usize, segs: &[String]) -> DefPath {
     DefPath {
         krate: Krate::Local(target),
-        segments: segs.to_vec(),
+        segments: segs.into(),
     }
 }
 

@@ -1506,8 +1506,8 @@ mod tests {
                 _ => {}
             }
             DefPath {
-                krate: Krate::Extern(segs[0].clone()),
-                segments: segs[1..].to_vec(),
+                krate: Krate::Extern(segs[0].as_str().into()),
+                segments: segs[1..].into(),
             }
         }
         fn type_of(&self, _: &Expr) -> Option<DefPath> {

@@ -450,9 +450,7 @@ impl<'a> TypeEnv<'a> {
                     return args.first().and_then(|a| self.type_of(a));
                 }
                 if CONSTRUCTORS.contains(&path.last()) && callee.segments.len() >= 2 {
-                    let mut ty = callee;
-                    ty.segments.pop();
-                    return Some(self.types.unalias(ty));
+                    return Some(self.types.unalias(callee.parent()));
                 }
                 None
             }

@@ -170,7 +170,7 @@ mod tests {
     fn ext(s: &str) -> DefPath {
         let mut parts = s.split("::").map(String::from);
         DefPath {
-            krate: Krate::Extern(parts.next().unwrap()),
+            krate: Krate::Extern(parts.next().unwrap().into()),
             segments: parts.collect(),
         }
     }
