@@ -24,11 +24,12 @@
 //!   use, then, for a workspace whose own entries exceed the budget, the run's models, then
 //!   its outlines. Directories of other builds beyond the [`KEEP_OTHER_BUILDS`] most recent
 //!   are removed when a build opens its own. Only names the cache makes are ever deleted.
-//! - **A run's own writes.** A run stops writing models once its own writes reach half of
-//!   what pruning keeps ([`WRITE_BUDGET`]), and outlines once they reach all of it; findings
-//!   are always written. On a workspace too large for the budget, a cold run wrote every
-//!   entry (1.6 GB at 200,000 files) only for pruning to delete most of it, and waited on the
-//!   disk for it: 349 s against 17 s uncached.
+//! - **A run's own entries.** A run stops writing models once the entries it has read and
+//!   written reach half of what pruning keeps ([`WRITE_BUDGET`]), and outlines once they reach
+//!   all of it; findings are always written. On a workspace too large for the budget, a cold
+//!   run wrote every entry (1.6 GB at 200,000 files) only for pruning to delete most of it,
+//!   and waited on the disk for it: 349 s against 17 s uncached. Entries read count too, so
+//!   the re-run of a partly cached workspace does not write what its pruning then deletes.
 //! - **Failures.** The cache is an optimization: a directory that cannot be created, an
 //!   entry that cannot be read or written, is skipped without a word.
 
@@ -74,7 +75,8 @@ pub struct DiskCache {
     used: Mutex<HashSet<PathBuf>>,
     wrote: AtomicBool,
     temp_counter: AtomicU64,
-    /// Disk this run's writes take (entries rounded up to [`BLOCK`]), against `write_budget`.
+    /// Disk the entries this run read or wrote take (lengths rounded up to [`BLOCK`]),
+    /// against `write_budget`.
     written: AtomicU64,
     write_budget: u64,
 }
@@ -287,6 +289,11 @@ impl DiskCache {
     }
 }
 
+/// What an entry of `len` bytes takes on disk, as the write budget counts it.
+fn blocks(len: usize) -> u64 {
+    (len as u64).div_ceil(BLOCK) * BLOCK
+}
+
 /// The kind, key and payload length of an entry, as its header and tag hold them.
 fn fields(kind: Kind, key: u128, payload: &[u8]) -> ([u8; 1], [u8; 16], [u8; 8]) {
     (
@@ -314,6 +321,8 @@ impl Store for DiskCache {
         let file = nofollow::read_regular(&path, (HEADER + MAX_ENTRY) as u64)?;
         let payload = self.payload(kind, key, &file)?;
         let payload = Arc::from(payload);
+        self.written
+            .fetch_add(blocks(file.len()), Ordering::Relaxed);
         self.mark_used(path);
         Some(payload)
     }
@@ -322,7 +331,7 @@ impl Store for DiskCache {
         if bytes.len() > MAX_ENTRY {
             return;
         }
-        let blocks = ((HEADER + bytes.len()) as u64).div_ceil(BLOCK) * BLOCK;
+        let blocks = blocks(HEADER + bytes.len());
         if !self.take_budget(kind, blocks) {
             return;
         }
