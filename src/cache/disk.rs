@@ -57,9 +57,9 @@ pub const KEEP_OTHER_BUILDS: usize = 2;
 const STALE_TEMP: Duration = Duration::from_secs(3600);
 /// Shard directories per kind (one per value of the key's first byte).
 const SHARDS: usize = 256;
-/// What one run writes at most, in disk blocks (as pruning counts them): the three quarters
-/// of [`MAX_BYTES`] pruning brings a directory down to, so a run never writes entries that its
-/// own pruning would delete.
+/// The entries one run reads and writes, in disk blocks (as pruning counts them), past which
+/// it writes no more models and outlines: the three quarters of [`MAX_BYTES`] pruning brings a
+/// directory down to, so a run does not write entries that its own pruning would delete.
 pub const WRITE_BUDGET: u64 = MAX_BYTES / 4 * 3;
 /// The allocation unit assumed when counting a run's writes before they happen (ext4, xfs,
 /// btrfs and tmpfs all allocate 4 KiB blocks by default).
