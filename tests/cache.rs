@@ -529,6 +529,101 @@ fn a_run_whose_own_entries_exceed_the_budget_loses_its_models_first() {
     assert!(left.iter().any(|f| of_kind(f, "findings")));
 }
 
+/// A run whose entries would pass its write budget stops writing them (models at half of it,
+/// outlines at all of it; findings always), and prints what an uncached run prints, cold and
+/// on the re-runs that read the partial cache (what they read counts against their budget,
+/// so the cache settles instead of being written and pruned again on every run).
+#[test]
+fn a_run_stops_writing_at_its_write_budget_and_prints_the_same_findings() {
+    const BLOCK: u64 = 4096;
+    let dir = copy_of_demo();
+    let project = Project::load(dir.path());
+    let plain = project.json(&project.check(None, &[]));
+    let files = project.check(None, &[]).packages[0].package.files.len();
+
+    let cache_dir = tempfile::tempdir().expect("tempdir");
+    let budget = 4 * BLOCK;
+    let cache = DiskCache::open_build(cache_dir.path(), 21)
+        .expect("opens")
+        .with_write_budget(budget);
+    assert_eq!(project.json(&project.check(Some(&cache), &[])), plain);
+    let written = walk_files(cache.dir());
+    // Each entry as the budget counts it: its length rounded up to whole blocks.
+    let taken = |kind: &str| -> (usize, u64) {
+        let of: Vec<&PathBuf> = written.iter().filter(|f| of_kind(f, kind)).collect();
+        let bytes = of
+            .iter()
+            .map(|f| apparent_bytes(f).div_ceil(BLOCK) * BLOCK)
+            .sum();
+        (of.len(), bytes)
+    };
+    let (_, model_bytes) = taken("models");
+    let (outlines, outline_bytes) = taken("outlines");
+    let (findings, _) = taken("findings");
+    assert!(model_bytes <= budget / 2, "{model_bytes} bytes of models");
+    assert!(model_bytes + outline_bytes <= budget, "{written:?}");
+    assert!(
+        outlines >= 1 && outlines < files,
+        "{outlines} of {files} outlines"
+    );
+    assert_eq!(findings, 1, "findings are written past the budget");
+
+    // The re-run reads what there is, parses the rest and still prints the same.
+    let rerun = DiskCache::open_build(cache_dir.path(), 21)
+        .expect("opens")
+        .with_write_budget(budget);
+    assert_eq!(project.json(&project.check(Some(&rerun), &[])), plain);
+
+    // Without the limit the same run writes an entry of each kind per file.
+    let unlimited_dir = tempfile::tempdir().expect("tempdir");
+    let unlimited = DiskCache::open_build(unlimited_dir.path(), 21).expect("opens");
+    assert_eq!(project.json(&project.check(Some(&unlimited), &[])), plain);
+    assert_eq!(walk_files(unlimited.dir()).len(), 2 * files + 1);
+}
+
+/// The entries a run reads count against its write budget: re-runs of a workspace too large
+/// for the budget settle near it, instead of each writing a budget's worth more (which pruning
+/// then deletes again, every run).
+#[test]
+fn entries_read_count_against_the_write_budget() {
+    const BLOCK: u64 = 4096;
+    const MODULES: usize = 40;
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::create_dir(dir.path().join("src")).expect("mkdir");
+    std::fs::write(
+        dir.path().join("Cargo.toml"),
+        "[package]\nname = \"many\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+    )
+    .expect("write");
+    let mut lib = String::new();
+    for i in 0..MODULES {
+        lib.push_str(&format!("mod m{i};\n"));
+        let text = format!("pub fn f{i}(x: u64) -> u64 {{\n    x + {i}\n}}\n");
+        std::fs::write(dir.path().join(format!("src/m{i}.rs")), text).expect("write");
+    }
+    std::fs::write(dir.path().join("src/lib.rs"), lib).expect("write");
+    let project = Project::load(dir.path());
+    let plain = project.json(&project.check(None, &[]));
+
+    let cache_dir = tempfile::tempdir().expect("tempdir");
+    let budget = 8 * BLOCK;
+    for _ in 0..5 {
+        let cache = DiskCache::open_build(cache_dir.path(), 22)
+            .expect("opens")
+            .with_write_budget(budget);
+        assert_eq!(project.json(&project.check(Some(&cache), &[])), plain);
+    }
+    let cache = DiskCache::open_build(cache_dir.path(), 22).expect("opens");
+    let outlines = walk_files(cache.dir())
+        .iter()
+        .filter(|f| of_kind(f, "outlines"))
+        .count();
+    // Each run reads every outline there is; without counting what it reads, five runs of a
+    // budget of eight entries wrote the outline of every file. The margin is for the writes
+    // racing the reads of one run on parallel threads.
+    assert!(outlines <= 16, "{outlines} outlines of {MODULES} files");
+}
+
 /// Entries are spread over directories named by the key's first two hex digits, so no
 /// directory holds every entry of a large workspace.
 #[test]
