@@ -46,12 +46,14 @@ declare_lint! {
     /// ### Known problems
     /// Windows are read from the whole package: a visibility timeout of one queue is
     /// compared with the TTL of a consumer of another. TTLs and windows read from the
-    /// environment or a config file are not known, so nothing is reported for them; nor is
-    /// arithmetic on a constant (`TTL * 1000`: only literals are multiplied out). For the
-    /// FIFO window, only a deduplication id set explicitly counts as relying on it (not
-    /// content-based deduplication), and only one delay longer than 300 s or a retry
-    /// schedule's maximum elapsed time in the sending function: short sleeps that add up
-    /// past 300 s over many attempts are not summed.
+    /// environment or a config file are not known, so nothing is reported for them
+    /// (arithmetic on constants, `TTL * 1000` or `const DAY: u64 = HOUR * 24`, is followed;
+    /// a factor read at run time makes the whole unknown). For the FIFO window, only a
+    /// deduplication id set explicitly counts as relying on it (not content-based
+    /// deduplication), and only one delay longer than 300 s or a retry schedule's maximum
+    /// elapsed time in the sending function: short sleeps that add up past 300 s over many
+    /// attempts are not summed, and a send moved into a helper fn called from the retry
+    /// loop is not followed.
     ///
     /// ### Example
     /// ```rust
