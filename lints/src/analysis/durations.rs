@@ -221,3 +221,20 @@ impl<'a> OpEnv<'a> for FnConsts<'a> {
         Some(&c.value)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arithmetic_folds_only_what_is_certain() {
+        assert_eq!(arith(ArithOp::Mul, 5, 60), Some(300));
+        assert_eq!(arith(ArithOp::Add, 60, 30), Some(90));
+        assert_eq!(arith(ArithOp::Div, 3_600_000, 1000), Some(3600));
+        // An underflow, an overflow, a division by zero or `%` is no certain TTL.
+        assert_eq!(arith(ArithOp::Sub, 1, 2), None);
+        assert_eq!(arith(ArithOp::Mul, u64::MAX, 2), None);
+        assert_eq!(arith(ArithOp::Div, 1, 0), None);
+        assert_eq!(arith(ArithOp::Other, 7, 3), None);
+    }
+}
