@@ -2,8 +2,9 @@
 //! a redelivery window the same code sets as a constant.
 
 use crate::analysis::durations::{int_of, millis_of, FnConsts};
+use crate::analysis::flow::FnId;
 use crate::analysis::store_ops::{Expiry, OpEnv};
-use crate::analysis::{Access, StoreAccess};
+use crate::analysis::{Access, CallGraph, StoreAccess};
 use crate::context::LintContext;
 use crate::declare_lint;
 use crate::model::ir::{Expr, ExprKind, Lit};
@@ -52,8 +53,10 @@ declare_lint! {
     /// deduplication id set explicitly counts as relying on it (not content-based
     /// deduplication), and only one delay longer than 300 s or a retry schedule's maximum
     /// elapsed time in the sending function: short sleeps that add up past 300 s over many
-    /// attempts are not summed, and a send moved into a helper fn called from the retry
-    /// loop is not followed.
+    /// attempts are not summed. A send in a crate fn that the retry loop or the retrying
+    /// function calls is followed two calls deep, and reported where its id is set; with a
+    /// retry schedule, any such send the function makes counts, even one the schedule does
+    /// not retry.
     ///
     /// ### Example
     /// ```rust
@@ -123,7 +126,7 @@ pub fn check(cx: &mut LintContext<'_>) {
             candidates.push((id, ttls));
         }
     }
-    let resends = fifo_resends(package, resolver);
+    let resends = fifo_resends(package, resolver, analysis.call_graph(package));
     let package_windows = if candidates.is_empty() {
         Vec::new()
     } else {
@@ -324,12 +327,20 @@ struct FifoResend {
 }
 
 /// The sends with a deduplication id that are retried later than the FIFO window.
-fn fifo_resends(package: &Package, resolver: &crate::analysis::Resolver) -> Vec<FifoResend> {
+fn fifo_resends(
+    package: &Package,
+    resolver: &crate::analysis::Resolver,
+    graph: &CallGraph,
+) -> Vec<FifoResend> {
     if !package.depends_on("aws_sdk_sqs") {
         return Vec::new();
     }
     let mut found: Vec<FifoResend> = Vec::new();
-    for (file, f) in package.fns().filter(|(_, f)| !f.in_test) {
+    for id in graph.ids() {
+        let (file, f) = id.def(package);
+        if f.in_test {
+            continue;
+        }
         let (Some(body), Some(env)) = (&f.body, FnConsts::new(package, resolver, file, f)) else {
             continue;
         };
@@ -342,11 +353,12 @@ fn fifo_resends(package: &Package, resolver: &crate::analysis::Resolver) -> Vec<
                     schedule = Some(w);
                 }
             }
-            if let Some(r) = loop_resend(&env, e) {
+            if let Some(r) = loop_resend(&env, e, |at| helper_send(package, graph, id, Some(at))) {
                 found.push(r);
             }
         });
         if let Some(w) = schedule.filter(|w| w.ms > FIFO_DEDUP_WINDOW_MS) {
+            sends.extend(helper_send(package, graph, id, None));
             found.extend(sends.into_iter().map(|dedup_id| FifoResend {
                 dedup_id,
                 later: w.clone(),
@@ -410,8 +422,35 @@ fn retry_schedule<'a>(env: &FnConsts<'a>, e: &'a Expr) -> Option<Window> {
     })
 }
 
-/// A loop that sends with a deduplication id and sleeps longer than the FIFO window.
-fn loop_resend<'a>(env: &FnConsts<'a>, e: &'a Expr) -> Option<FifoResend> {
+/// The deduplication id set by a crate fn that `id` calls (within the span `within`, when
+/// given), two calls deep at most (`send_order(&sqs, &ev).await` in the retry loop).
+fn helper_send(
+    package: &Package,
+    graph: &CallGraph,
+    id: FnId,
+    within: Option<Span>,
+) -> Option<Span> {
+    let inside =
+        |c: &&crate::analysis::Call| within.is_none_or(|w| c.span.lo >= w.lo && c.span.hi <= w.hi);
+    graph.calls(id).iter().filter(inside).find_map(|c| {
+        let direct = graph.calls(c.callee).iter().map(|d| d.callee);
+        std::iter::once(c.callee).chain(direct).find_map(|callee| {
+            let mut found = None;
+            if let Some(body) = &callee.def(package).1.body {
+                body.walk(&mut |e| found = found.or(dedup_id_setter(e)));
+            }
+            found
+        })
+    })
+}
+
+/// A loop that sends with a deduplication id (itself or through `helper`, asked with the
+/// loop's span) and sleeps longer than the FIFO window.
+fn loop_resend<'a>(
+    env: &FnConsts<'a>,
+    e: &'a Expr,
+    helper: impl Fn(Span) -> Option<Span>,
+) -> Option<FifoResend> {
     let body = match &e.kind {
         ExprKind::Loop { body, .. } | ExprKind::For { body, .. } => body,
         _ => return None,
@@ -428,7 +467,7 @@ fn loop_resend<'a>(env: &FnConsts<'a>, e: &'a Expr) -> Option<FifoResend> {
     });
     let later = longest.filter(|w| w.ms > FIFO_DEDUP_WINDOW_MS)?;
     Some(FifoResend {
-        dedup_id: dedup_id?,
+        dedup_id: dedup_id.or_else(|| helper(e.span))?,
         later,
     })
 }
