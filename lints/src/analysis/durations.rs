@@ -1,6 +1,7 @@
 //! Durations written as constants: the seconds of a TTL (`EX 3600`, `set_ex(k, v, TTL)`,
 //! `Duration::from_secs(60 * 60)`, `chrono::Duration::hours(2)`) or of a redelivery window
-//! (`visibility_timeout(300)`), followed through locals and the crate's `const`s.
+//! (`visibility_timeout(300)`), followed through locals, the crate's `const`s and `+ - * /`
+//! on them (`MINUTES * 60`, `TTL * 1000`, `WORK * 10` on a `Duration`).
 //!
 //! Public API: [`int_of`] (an integer constant) and [`millis_of`] (a `Duration` or chrono
 //! constant, in milliseconds), with the flow walker's [`OpEnv`] or, outside a walk,
@@ -10,7 +11,7 @@
 use super::chain::Locals;
 use super::resolve::{DefPath, Krate, Resolver};
 use super::store_ops::OpEnv;
-use crate::model::ir::{Expr, ExprKind, Lit, Path};
+use crate::model::ir::{ArithOp, BinOp, Expr, ExprKind, Lit, Path};
 use crate::model::{FileModel, FnDef, Package};
 
 /// How deep locals and constants are followed (`let ttl = TTL; .. ttl`).
@@ -18,7 +19,8 @@ const MAX_DEPTH: usize = 4;
 
 /// The integer `e` certainly holds: a literal (arithmetic of literals is folded when
 /// lowered), a local or `const` bound to one, a cast, `Duration::as_secs()` of a constant
-/// `Duration`, `.into()`/`try_into().unwrap()` of one.
+/// `Duration`, `.into()`/`try_into().unwrap()` of one, and `+ - * /` of those
+/// (`TTL * 1000`, `const DAY: u64 = HOUR * 24`).
 pub fn int_of<'a>(env: &dyn OpEnv<'a>, e: &'a Expr) -> Option<u64> {
     int_at(env, e, 0)
 }
@@ -37,6 +39,15 @@ fn int_at<'a>(env: &dyn OpEnv<'a>, e: &'a Expr, depth: usize) -> Option<u64> {
         ExprKind::Cast { expr, .. } => int_at(env, expr, depth + 1),
         ExprKind::Unary { not: false, .. } => None,
         ExprKind::Path(_) => int_at(env, bound(env, e)?, depth + 1),
+        ExprKind::Binary {
+            op: BinOp::Arith(op),
+            lhs,
+            rhs,
+        } => arith(
+            *op,
+            int_at(env, lhs, depth + 1)?,
+            int_at(env, rhs, depth + 1)?,
+        ),
         ExprKind::MethodCall {
             receiver, method, ..
         } => match method.as_str() {
@@ -61,6 +72,11 @@ fn millis_at<'a>(env: &dyn OpEnv<'a>, e: &'a Expr, depth: usize) -> Option<u64> 
     }
     match &e.peel().kind {
         ExprKind::Path(_) => millis_at(env, bound(env, e)?, depth + 1),
+        ExprKind::Binary {
+            op: BinOp::Arith(op),
+            lhs,
+            rhs,
+        } => duration_arith(env, *op, lhs, rhs, depth + 1),
         ExprKind::Call { func, args } => {
             let unit = unit_millis(func.as_path()?.last())?;
             let [n] = args.as_slice() else {
@@ -78,6 +94,39 @@ fn millis_at<'a>(env: &dyn OpEnv<'a>, e: &'a Expr, depth: usize) -> Option<u64> 
             millis_at(env, receiver, depth + 1)
         }
         _ => None,
+    }
+}
+
+/// `a op b` on integers, unless it overflows or is not `+ - * /`.
+fn arith(op: ArithOp, a: u64, b: u64) -> Option<u64> {
+    match op {
+        ArithOp::Add => a.checked_add(b),
+        ArithOp::Sub => a.checked_sub(b),
+        ArithOp::Mul => a.checked_mul(b),
+        ArithOp::Div => a.checked_div(b),
+        ArithOp::Other => None,
+    }
+}
+
+/// `TTL * 2`, `2 * TTL`, `TTL / 2` (a `Duration` and an integer), `A + B`, `A - B` (two
+/// `Duration`s), in milliseconds.
+fn duration_arith<'a>(
+    env: &dyn OpEnv<'a>,
+    op: ArithOp,
+    lhs: &'a Expr,
+    rhs: &'a Expr,
+    depth: usize,
+) -> Option<u64> {
+    match op {
+        ArithOp::Add | ArithOp::Sub => {
+            arith(op, millis_at(env, lhs, depth)?, millis_at(env, rhs, depth)?)
+        }
+        ArithOp::Mul => match millis_at(env, lhs, depth) {
+            Some(ms) => ms.checked_mul(int_at(env, rhs, depth)?),
+            None => int_at(env, lhs, depth)?.checked_mul(millis_at(env, rhs, depth)?),
+        },
+        ArithOp::Div => arith(op, millis_at(env, lhs, depth)?, int_at(env, rhs, depth)?),
+        ArithOp::Other => None,
     }
 }
 
@@ -170,5 +219,22 @@ impl<'a> OpEnv<'a> for FnConsts<'a> {
         };
         let (_, c) = self.package.const_def(target, &def.segments)?;
         Some(&c.value)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arithmetic_folds_only_what_is_certain() {
+        assert_eq!(arith(ArithOp::Mul, 5, 60), Some(300));
+        assert_eq!(arith(ArithOp::Add, 60, 30), Some(90));
+        assert_eq!(arith(ArithOp::Div, 3_600_000, 1000), Some(3600));
+        // An underflow, an overflow, a division by zero or `%` is no certain TTL.
+        assert_eq!(arith(ArithOp::Sub, 1, 2), None);
+        assert_eq!(arith(ArithOp::Mul, u64::MAX, 2), None);
+        assert_eq!(arith(ArithOp::Div, 1, 0), None);
+        assert_eq!(arith(ArithOp::Other, 7, 3), None);
     }
 }

@@ -268,6 +268,37 @@ pub fn never_expiring_claims(package: &Package, f: &FnDef, flow: &FnFlow) -> Vec
         .collect()
 }
 
+/// The claims `f` makes through a crate helper that returns a never-expiring claim's answer
+/// (`if !store::claim(conn, &id).await? { .. }`) and tests it: indices into
+/// `flow.store_events`, whose span is the call. The helper's own claim is reported where it
+/// is made ([`never_expiring_claims`] of the helper); these are for what `f` does after it.
+/// A Redis helper that also calls `EXPIRE` gives an expiring claim; a SQL helper is not
+/// followed (whether its connection is a transaction is the helper's business).
+pub fn never_expiring_helper_claims(package: &Package, flow: &FnFlow) -> Vec<usize> {
+    (0..flow.store_events.len())
+        .filter(|&i| {
+            let ev = &flow.store_events[i];
+            let Some(helper) = ev.via else {
+                return false;
+            };
+            if !ev.won_claim()
+                || ev.access.shape.expiry != Some(Expiry::Never)
+                || !holds_a_marker(&ev.access)
+            {
+                return false;
+            }
+            match ev.access.store {
+                Store::Redis => {
+                    let (_, h) = helper.def(package);
+                    h.body.as_ref().is_some_and(|b| expire_calls(b).is_empty())
+                }
+                Store::Sql => false,
+                _ => true,
+            }
+        })
+        .collect()
+}
+
 /// Whether a claim stores a marker ("taken", a worker, a timestamp) rather than data kept
 /// until the work is done (a queue's item payload under its id is storage, not a claim):
 /// Redis claims whose value is a marker, DynamoDB items of markers and context or in a table

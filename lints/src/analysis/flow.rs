@@ -1361,7 +1361,7 @@ impl<'a> Walker<'a, '_> {
                 let l = self.eval(lhs);
                 let r = self.eval(rhs);
                 match op {
-                    BinOp::Arith => Value::joined([l, r]),
+                    BinOp::Arith(_) => Value::joined([l, r]),
                     // A comparison or a boolean carries only which reads it depends on.
                     _ => Value::joined([l.only_ops(), r.only_ops()]),
                 }

@@ -208,7 +208,7 @@ fn diesel_set_shape(steps: &Steps<'_>) -> WriteShape {
                     return;
                 };
                 let ExprKind::Binary {
-                    op: crate::model::ir::BinOp::Arith,
+                    op: crate::model::ir::BinOp::Arith(_),
                     lhs,
                     ..
                 } = &rhs.peel().kind

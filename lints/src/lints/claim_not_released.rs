@@ -1,7 +1,7 @@
 //! `claim_not_released`: after a claim that never expires, an error returned by `?` leaves
 //! the claim in place, so the retry of the message finds it taken.
 
-use crate::analysis::expiry::{expire_calls, never_expiring_claims};
+use crate::analysis::expiry::{expire_calls, never_expiring_claims, never_expiring_helper_claims};
 use crate::analysis::{Access, FnFlow, Store, StoreAccess};
 use crate::context::LintContext;
 use crate::declare_lint;
@@ -18,7 +18,10 @@ declare_lint! {
     /// `put_item` without a TTL, a claim row without a lease) and before anything releases
     /// it: a delete of the key, a write to the same key or table (a `failed` status, the
     /// done mark), an `EXPIRE`, or a configured release helper. Errors returned in the
-    /// branch where the claim was lost are not counted.
+    /// branch where the claim was lost are not counted. A claim made through a helper of
+    /// the crate (`if !store::claim(conn, &id).await? { .. }`, a helper returning a
+    /// never-expiring claim's answer) counts at its call, and a helper deleting the same
+    /// key (`store::release(conn, &id)`) releases it.
     ///
     /// ### Why is this bad?
     /// A transient failure (the payment API times out, the database restarts) returns the
@@ -30,9 +33,11 @@ declare_lint! {
     /// ### Known problems
     /// One finding per claim, at the first such `?`. A release anywhere between the claim
     /// and the `?` counts, even in a branch that may not run. Releases done by a `Drop`
-    /// guard are not seen (a function using `scopeguard`'s `defer!` is not judged), nor
-    /// claims made through a helper of the crate. A helper that releases under another name
-    /// can be named: `releases = ["release_claim"]` in `[lints.claim_not_released]`.
+    /// guard are not seen (a function using `scopeguard`'s `defer!` is not judged). A claim
+    /// helper is followed when it returns the claim's answer; an `EXPIRE` two helpers deep
+    /// is not seen, and SQL claims through a helper are not judged. A helper that releases
+    /// under a name the analysis cannot follow can be named: `releases = ["release_claim"]`
+    /// in `[lints.claim_not_released]`.
     ///
     /// ### Example
     /// ```rust
@@ -88,7 +93,8 @@ pub fn check(cx: &mut LintContext<'_>) {
             continue;
         }
         let flow = summaries.flow(id);
-        let claims = never_expiring_claims(package, f, flow);
+        let mut claims = never_expiring_claims(package, f, flow);
+        claims.extend(never_expiring_helper_claims(package, flow));
         if claims.is_empty() || uses_drop_guard(body) {
             continue;
         }

@@ -2,12 +2,13 @@
 //! a redelivery window the same code sets as a constant.
 
 use crate::analysis::durations::{int_of, millis_of, FnConsts};
+use crate::analysis::flow::FnId;
 use crate::analysis::store_ops::{Expiry, OpEnv};
-use crate::analysis::{Access, StoreAccess};
+use crate::analysis::{Access, CallGraph, StoreAccess};
 use crate::context::LintContext;
 use crate::declare_lint;
 use crate::model::ir::{Expr, ExprKind, Lit};
-use crate::model::Span;
+use crate::model::{Package, Span};
 use serde::Deserialize;
 
 declare_lint! {
@@ -26,6 +27,12 @@ declare_lint! {
     /// - `redelivery_seconds` in `[lints.ttl_shorter_than_redelivery]`, for a window set
     ///   outside the code (infrastructure config, a queue's console settings).
     ///
+    /// It also finds code that relies on the five-minute deduplication interval of an SQS
+    /// FIFO queue beyond its end: a send that sets `message_deduplication_id(..)` and is
+    /// re-sent later than 300 s after the first attempt, because a retry schedule around it
+    /// runs longer (`max_elapsed_time(..)` in the same function) or a loop around it sleeps
+    /// longer than 300 s (`sleep(Duration::from_secs(600))`) before sending again.
+    ///
     /// Dedupe writes are Redis writes of a marker value (`"1"`, `"done"`, a timestamp) with
     /// a TTL, and claims whose answer is tested. Both numbers must be constants; the
     /// message names both.
@@ -40,9 +47,16 @@ declare_lint! {
     /// ### Known problems
     /// Windows are read from the whole package: a visibility timeout of one queue is
     /// compared with the TTL of a consumer of another. TTLs and windows read from the
-    /// environment or a config file are not known, so nothing is reported for them; nor is
-    /// arithmetic on a constant (`TTL * 1000`: only literals are multiplied out). The
-    /// five-minute SQS FIFO deduplication window is not compared.
+    /// environment or a config file are not known, so nothing is reported for them
+    /// (arithmetic on constants, `TTL * 1000` or `const DAY: u64 = HOUR * 24`, is followed;
+    /// a factor read at run time makes the whole unknown). For the FIFO window, only a
+    /// deduplication id set explicitly counts as relying on it (not content-based
+    /// deduplication), and only one delay longer than 300 s or a retry schedule's maximum
+    /// elapsed time in the sending function: short sleeps that add up past 300 s over many
+    /// attempts are not summed. A send in a crate fn that the retry loop or the retrying
+    /// function calls is followed two calls deep, and reported where its id is set; with a
+    /// retry schedule, any such send the function makes counts, even one the schedule does
+    /// not retry.
     ///
     /// ### Example
     /// ```rust
@@ -112,10 +126,12 @@ pub fn check(cx: &mut LintContext<'_>) {
             candidates.push((id, ttls));
         }
     }
-    if candidates.is_empty() {
-        return;
-    }
-    let package_windows = package_windows(cx, resolver);
+    let resends = fifo_resends(package, resolver, analysis.call_graph(package));
+    let package_windows = if candidates.is_empty() {
+        Vec::new()
+    } else {
+        package_windows(cx, resolver)
+    };
     let mut findings = Vec::new();
     for (id, ttls) in candidates {
         let (file, f) = id.def(package);
@@ -131,6 +147,9 @@ pub fn check(cx: &mut LintContext<'_>) {
     }
     for (command, span, ttl, window) in findings {
         report(cx, &command, span, ttl, &window);
+    }
+    for r in resends {
+        report_fifo(cx, &r);
     }
 }
 
@@ -295,6 +314,209 @@ fn work_timeout<'a>(env: &FnConsts<'a>, e: &'a Expr) -> Option<Window> {
         at: Some(e.span),
         what: format!("work timeout {}", secs(ms)),
     })
+}
+
+/// How long SQS FIFO remembers a deduplication id: a send with the same id after it is a
+/// new message.
+const FIFO_DEDUP_WINDOW_MS: u64 = 300_000;
+
+/// A send relying on FIFO deduplication and the resend that can come after its window.
+struct FifoResend {
+    dedup_id: Span,
+    later: Window,
+}
+
+/// The sends with a deduplication id that are retried later than the FIFO window.
+fn fifo_resends(
+    package: &Package,
+    resolver: &crate::analysis::Resolver,
+    graph: &CallGraph,
+) -> Vec<FifoResend> {
+    if !package.depends_on("aws_sdk_sqs") {
+        return Vec::new();
+    }
+    let mut found: Vec<FifoResend> = Vec::new();
+    for id in graph.ids() {
+        let (file, f) = id.def(package);
+        if f.in_test {
+            continue;
+        }
+        let (Some(body), Some(env)) = (&f.body, FnConsts::new(package, resolver, file, f)) else {
+            continue;
+        };
+        let mut sends = Vec::new();
+        let mut schedule: Option<Window> = None;
+        body.walk(&mut |e| {
+            sends.extend(dedup_id_setter(e));
+            if let Some(w) = retry_schedule(&env, e) {
+                if schedule.as_ref().is_none_or(|s| w.ms > s.ms) {
+                    schedule = Some(w);
+                }
+            }
+            if let Some(r) = loop_resend(&env, e, |at| helper_send(package, graph, id, Some(at))) {
+                found.push(r);
+            }
+        });
+        if let Some(w) = schedule.filter(|w| w.ms > FIFO_DEDUP_WINDOW_MS) {
+            sends.extend(helper_send(package, graph, id, None));
+            found.extend(sends.into_iter().map(|dedup_id| FifoResend {
+                dedup_id,
+                later: w.clone(),
+            }));
+        }
+    }
+    // Nested loops and a schedule around a loop find the same send twice.
+    found.sort_by_key(|r| (r.dedup_id.lo, std::cmp::Reverse(r.later.ms)));
+    found.dedup_by_key(|r| r.dedup_id.lo);
+    found
+}
+
+/// The `message_deduplication_id(..)` setter of a send or batch entry (not `None`).
+fn dedup_id_setter(e: &Expr) -> Option<Span> {
+    let ExprKind::MethodCall {
+        method,
+        method_span,
+        args,
+        ..
+    } = &e.kind
+    else {
+        return None;
+    };
+    let [id] = args.as_slice() else {
+        return None;
+    };
+    let unset = id.peel().as_path().is_some_and(|p| p.last() == "None");
+    let setter = matches!(
+        method.as_str(),
+        "message_deduplication_id" | "set_message_deduplication_id"
+    );
+    (setter && !unset).then_some(Span {
+        lo: method_span.lo,
+        ..e.span
+    })
+}
+
+/// `max_elapsed_time(Some(Duration::from_secs(900)))`: how late a retry may run.
+fn retry_schedule<'a>(env: &FnConsts<'a>, e: &'a Expr) -> Option<Window> {
+    let ExprKind::MethodCall {
+        method,
+        method_span,
+        args,
+        ..
+    } = &e.kind
+    else {
+        return None;
+    };
+    let ("max_elapsed_time" | "with_max_elapsed_time", [d]) = (method.as_str(), args.as_slice())
+    else {
+        return None;
+    };
+    let ms = millis_of(env, unwrap_some(d))?;
+    Some(Window {
+        ms,
+        at: Some(Span {
+            lo: method_span.lo,
+            ..e.span
+        }),
+        what: format!("retry schedule of {}", secs(ms)),
+    })
+}
+
+/// The deduplication id set by a crate fn that `id` calls (within the span `within`, when
+/// given), two calls deep at most (`send_order(&sqs, &ev).await` in the retry loop).
+fn helper_send(
+    package: &Package,
+    graph: &CallGraph,
+    id: FnId,
+    within: Option<Span>,
+) -> Option<Span> {
+    let inside =
+        |c: &&crate::analysis::Call| within.is_none_or(|w| c.span.lo >= w.lo && c.span.hi <= w.hi);
+    graph.calls(id).iter().filter(inside).find_map(|c| {
+        let direct = graph.calls(c.callee).iter().map(|d| d.callee);
+        std::iter::once(c.callee).chain(direct).find_map(|callee| {
+            let mut found = None;
+            if let Some(body) = &callee.def(package).1.body {
+                body.walk(&mut |e| found = found.or(dedup_id_setter(e)));
+            }
+            found
+        })
+    })
+}
+
+/// A loop that sends with a deduplication id (itself or through `helper`, asked with the
+/// loop's span) and sleeps longer than the FIFO window.
+fn loop_resend<'a>(
+    env: &FnConsts<'a>,
+    e: &'a Expr,
+    helper: impl Fn(Span) -> Option<Span>,
+) -> Option<FifoResend> {
+    let body = match &e.kind {
+        ExprKind::Loop { body, .. } | ExprKind::For { body, .. } => body,
+        _ => return None,
+    };
+    let mut dedup_id = None;
+    let mut longest: Option<Window> = None;
+    body.walk(&mut |e| {
+        dedup_id = dedup_id.or(dedup_id_setter(e));
+        if let Some(w) = sleep_of(env, e) {
+            if longest.as_ref().is_none_or(|l| w.ms > l.ms) {
+                longest = Some(w);
+            }
+        }
+    });
+    let later = longest.filter(|w| w.ms > FIFO_DEDUP_WINDOW_MS)?;
+    Some(FifoResend {
+        dedup_id: dedup_id.or_else(|| helper(e.span))?,
+        later,
+    })
+}
+
+/// `sleep(Duration::from_secs(600))`, `tokio::time::sleep(..)`, `delay_for(..)`.
+fn sleep_of<'a>(env: &FnConsts<'a>, e: &'a Expr) -> Option<Window> {
+    let ExprKind::Call { func, args } = &e.kind else {
+        return None;
+    };
+    if !matches!(func.as_path()?.last(), "sleep" | "delay_for") {
+        return None;
+    }
+    let [d] = args.as_slice() else {
+        return None;
+    };
+    let ms = millis_of(env, d)?;
+    Some(Window {
+        ms,
+        at: Some(e.span),
+        what: format!("a {} delay before sending again", secs(ms)),
+    })
+}
+
+fn report_fifo(cx: &mut LintContext<'_>, r: &FifoResend) {
+    let window = secs(FIFO_DEDUP_WINDOW_MS);
+    cx.span_lint(
+        &TTL_SHORTER_THAN_REDELIVERY,
+        r.dedup_id,
+        format!(
+            "this send relies on the SQS FIFO deduplication window of {window}, but is sent \
+             again up to {} later ({})",
+            secs(r.later.ms),
+            r.later.what
+        ),
+        |d| {
+            d.primary_label(format!("deduplicated for {window} only"));
+            if let Some(at) = r.later.at {
+                d.span_label(at, format!("sent again up to {} later", secs(r.later.ms)));
+            }
+            d.note(
+                "SQS accepts a message with the same deduplication id once 5 minutes have \
+                 passed: the consumer receives it twice",
+            );
+            d.help(format!(
+                "keep every retry of the send within {window}, or deduplicate in the consumer \
+                 (a claim or `idem_guard`'s `#[idempotent]` keyed by the same id)"
+            ));
+        },
+    );
 }
 
 fn keep_max(slot: &mut Option<(u64, Span)>, value: u64, at: Span) {

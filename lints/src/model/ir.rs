@@ -252,7 +252,18 @@ pub enum BinOp {
     /// `==`, `!=`, `<`, `>`, `<=`, `>=`
     Compare,
     /// `+`, `-`, `*`, ... (and bit operators)
-    Arith,
+    Arith(ArithOp),
+}
+
+/// Which arithmetic: enough to fold constants (`TTL * 1000`); the rest are `Other`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ArithOp {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    /// `%` and the bit operators.
+    Other,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

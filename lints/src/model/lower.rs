@@ -1,6 +1,8 @@
 //! syn → [`super::ir`]. Runs on the thread that parsed the file (see the `ir` module docs).
 
-use super::ir::{Arm, BinOp, Block, Expr, ExprKind, Lit, MacroCall, Pat, Path, Stmt, Type};
+use super::ir::{
+    ArithOp, Arm, BinOp, Block, Expr, ExprKind, Lit, MacroCall, Pat, Path, Stmt, Type,
+};
 use super::nesting::{self, MAX_MODULE_NESTING, MAX_NESTING};
 use super::{byte_offsets, doc_text, expr_span};
 use super::{
@@ -1662,16 +1664,13 @@ fn bin_op(op: &syn::BinOp) -> Option<BinOp> {
         B::And(_) => BinOp::And,
         B::Or(_) => BinOp::Or,
         B::Eq(_) | B::Ne(_) | B::Lt(_) | B::Le(_) | B::Gt(_) | B::Ge(_) => BinOp::Compare,
-        B::Add(_)
-        | B::Sub(_)
-        | B::Mul(_)
-        | B::Div(_)
-        | B::Rem(_)
-        | B::BitXor(_)
-        | B::BitAnd(_)
-        | B::BitOr(_)
-        | B::Shl(_)
-        | B::Shr(_) => BinOp::Arith,
+        B::Add(_) => BinOp::Arith(ArithOp::Add),
+        B::Sub(_) => BinOp::Arith(ArithOp::Sub),
+        B::Mul(_) => BinOp::Arith(ArithOp::Mul),
+        B::Div(_) => BinOp::Arith(ArithOp::Div),
+        B::Rem(_) | B::BitXor(_) | B::BitAnd(_) | B::BitOr(_) | B::Shl(_) | B::Shr(_) => {
+            BinOp::Arith(ArithOp::Other)
+        }
         _ => return None,
     })
 }
