@@ -4,7 +4,7 @@
 use crate::analysis::chain::Locals;
 use crate::analysis::key_text::{self, KeyText};
 use crate::analysis::store_ops::{Access, Store};
-use crate::analysis::{CallGraph, CallKind, FnId, StoreAccess};
+use crate::analysis::{Call, CallGraph, CallKind, FnId, StoreAccess};
 use crate::catalog::sinks::SinkCatalog;
 use crate::context::LintContext;
 use crate::declare_lint;
@@ -238,6 +238,32 @@ fn helper_token_uses(
     body: &Block,
     locals: &Locals<'_>,
 ) -> Vec<Use> {
+    uses_through_helpers(
+        package,
+        graph,
+        id,
+        body,
+        locals,
+        |_, callee_body, callee_locals| {
+            token_uses(sinks, callee_body, callee_locals)
+                .into_iter()
+                .map(|token| (token.key, token.what, "token".to_owned()))
+                .collect()
+        },
+    )
+}
+
+/// The keys a fn's direct calls of crate helpers use, one call deep: `inner` lists a
+/// helper's own `(key text, what, family)`, each spelled with the caller's arguments
+/// ([`instantiate`]) and reported at the call.
+fn uses_through_helpers(
+    package: &Package,
+    graph: &CallGraph,
+    id: FnId,
+    body: &Block,
+    locals: &Locals<'_>,
+    inner: impl Fn(&Call, &Block, &Locals<'_>) -> Vec<(String, String, String)>,
+) -> Vec<Use> {
     let mut out = Vec::new();
     for call in graph
         .calls(id)
@@ -249,17 +275,16 @@ fn helper_token_uses(
             continue;
         };
         let callee_locals = Locals::of_body(callee_body);
-        for token in token_uses(sinks, callee_body, &callee_locals) {
-            let Some((key, key_span)) = instantiate(body, locals, call.span, callee, &token.key)
-            else {
+        for (text, what, family) in inner(call, callee_body, &callee_locals) {
+            let Some((key, key_span)) = instantiate(body, locals, call.span, callee, &text) else {
                 continue;
             };
             out.push(Use {
                 span: call.span,
                 key,
                 key_span,
-                what: format!("{} in `{}`", token.what, callee.display_name()),
-                family: "token".to_owned(),
+                what: format!("{what} in `{}`", callee.display_name()),
+                family,
             });
         }
     }
@@ -403,40 +428,23 @@ fn helper_reservations(
     body: &Block,
     locals: &Locals<'_>,
 ) -> Vec<Use> {
-    let mut out = Vec::new();
-    for call in graph
-        .calls(id)
-        .iter()
-        .filter(|c| c.kind == CallKind::Direct)
-    {
-        let callee = call.callee.def(package).1;
-        let Some(callee_body) = &callee.body else {
-            continue;
-        };
-        let callee_locals = Locals::of_body(callee_body);
-        for ev in summaries.flow(call.callee).store_events.iter() {
-            let Some(inner) = ev
-                .via
-                .is_none()
-                .then(|| reservation(&ev.access, ev.span, callee_body, &callee_locals))
-                .flatten()
-            else {
-                continue;
-            };
-            let Some((key, key_span)) = instantiate(body, locals, call.span, callee, &inner.key)
-            else {
-                continue;
-            };
-            out.push(Use {
-                span: call.span,
-                key,
-                key_span,
-                what: format!("{} in `{}`", inner.what, callee.display_name()),
-                family: inner.family,
-            });
-        }
-    }
-    out
+    uses_through_helpers(
+        package,
+        graph,
+        id,
+        body,
+        locals,
+        |call, callee_body, callee_locals| {
+            summaries
+                .flow(call.callee)
+                .store_events
+                .iter()
+                .filter(|ev| ev.via.is_none())
+                .filter_map(|ev| reservation(&ev.access, ev.span, callee_body, callee_locals))
+                .map(|r| (r.key, r.what, r.family))
+                .collect()
+        },
+    )
 }
 
 /// Calls of `#[idempotent(key = ..)]` crate fns, with their keys as the caller passes them.
