@@ -44,6 +44,12 @@ static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
 /// Set in the child that measures one run's peak RSS: the directory to lint.
 const RSS_CHILD: &str = "IDEM_LINT_BENCH_RSS_CHILD";
 
+/// `BENCH_STAGE=bare|load|full|analysed`: run only that stage, `ITERATIONS` times on each
+/// input, and print nothing else; for instruction counts, under
+/// callgrind (`scripts/bench-instructions.sh`),
+/// or a profiler.
+const STAGE: &str = "BENCH_STAGE";
+
 struct Input {
     name: String,
     dir: PathBuf,
@@ -102,6 +108,14 @@ fn main() {
         .map(|f| f.name.as_str())
         .collect();
     let mut inputs: Vec<Input> = dirs.iter().map(|(n, d)| input(n, d)).collect();
+    if let Ok(stage) = std::env::var(STAGE) {
+        for input in &inputs {
+            for _ in 0..iterations {
+                run_stage(&stage, input, &flags);
+            }
+        }
+        return;
+    }
 
     // The growth inputs live in a temporary directory removed at the end.
     let scratch = tempfile::tempdir().expect("a temporary directory");
@@ -227,6 +241,29 @@ fn main() {
         match measure_rss(&dir) {
             Ok(line) => println!("  {name:<18} {line}"),
             Err(e) => println!("  {name:<18} not measured: {e}"),
+        }
+    }
+}
+
+/// One run of `stage` on `input` (see [`STAGE`]).
+#[inline(never)]
+fn run_stage(stage: &str, input: &Input, flags: &[LevelFlag]) {
+    let opts = ParseOptions::default();
+    match stage {
+        "bare" => bare_parse(&input.files),
+        "load" => drop(std::hint::black_box(parse::load_workspace(&input.ws, &opts))),
+        "full" | "analysed" => {
+            let config = if stage == "full" {
+                &input.config
+            } else {
+                &input.analysed
+            };
+            let report = report::check(&input.ws, &opts, config, flags).expect("levels are valid");
+            std::hint::black_box(report.findings.len());
+        }
+        other => {
+            eprintln!("{STAGE}={other}: expected bare, load, full or analysed");
+            std::process::exit(2);
         }
     }
 }
