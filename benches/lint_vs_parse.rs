@@ -6,7 +6,8 @@
 //! - **bare**: `syn::parse_file` of the same files on rayon's pool (read + parse, nothing
 //!   else): the floor a syntax-only linter cannot go below;
 //! - **load**: our parse stage (read, parse, lower to the model, follow module trees);
-//! - **full**: the whole pipeline with every lint enabled (or those `BENCH_LINTS=a,b` names);
+//! - **full**: the whole pipeline with every lint enabled (or those `BENCH_LINTS=a,b` names,
+//!   or `BENCH_LINTS=default` for the lints on by default);
 //! - **analysed**: the same with a configured guard name no code calls, which makes every
 //!   package relevant ([`idem_lints::analysis::relevance`]): the call graph and summaries are
 //!   built even where nothing could be found, so their cost stays measured;
@@ -251,7 +252,9 @@ fn run_stage(stage: &str, input: &Input, flags: &[LevelFlag]) {
     let opts = ParseOptions::default();
     match stage {
         "bare" => bare_parse(&input.files),
-        "load" => drop(std::hint::black_box(parse::load_workspace(&input.ws, &opts))),
+        "load" => drop(std::hint::black_box(parse::load_workspace(
+            &input.ws, &opts,
+        ))),
         "full" | "analysed" => {
             let config = if stage == "full" {
                 &input.config
@@ -268,18 +271,19 @@ fn run_stage(stage: &str, input: &Input, flags: &[LevelFlag]) {
     }
 }
 
-/// Every lint on (or those `BENCH_LINTS=a,b` names), the others off.
+/// Every lint on (or those `BENCH_LINTS=a,b` names, or with `BENCH_LINTS=default` those on
+/// by default: what a run without flags or configuration pays), the others off.
 fn level_flags() -> Vec<LevelFlag> {
     let chosen = std::env::var("BENCH_LINTS").unwrap_or_default();
-    let on = |name: &str| chosen.is_empty() || chosen.split(',').any(|c| c.trim() == name);
+    let on = |lint: &idem_lints::Lint| match chosen.as_str() {
+        "" => true,
+        "default" => lint.default_level != Level::Allow,
+        _ => chosen.split(',').any(|c| c.trim() == lint.name),
+    };
     idem_lints::lints::ALL
         .iter()
         .map(|l| LevelFlag {
-            level: if on(l.name) {
-                Level::Warn
-            } else {
-                Level::Allow
-            },
+            level: if on(l) { Level::Warn } else { Level::Allow },
             name: l.name.to_string(),
         })
         .collect()

@@ -424,6 +424,8 @@ pub struct FnDef {
     /// `where` clauses included), so a receiver of type `S: Store` is known to be a `Store`.
     pub generics: Vec<GenericParam>,
     pub attrs: Vec<Attr>,
+    /// `None` for a declaration without a body; an empty block (its span still the braces)
+    /// for test code ([`FnDef::in_test`]), which no lint reads.
     pub body: Option<Block>,
     /// The whole item, attributes included.
     pub span: Span,
