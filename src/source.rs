@@ -1,10 +1,11 @@
 //! Source texts: the one function every file of the user's tree is read through
 //! ([`read_source`]), and a line index that turns byte spans into lines and columns.
 
+use std::collections::HashMap;
 use std::fmt;
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 /// Default cap on the size of one file: above any real source file (the largest generated
 /// files of the AWS SDK are a few MiB), and what bounds the time and memory of one parse (syn
@@ -21,6 +22,8 @@ pub struct ReadPolicy {
     pub root: Option<PathBuf>,
     /// Larger files are not read.
     pub max_bytes: u64,
+    /// Directories resolved so far under this policy (one run shares one policy).
+    pub dirs: ResolvedDirs,
 }
 
 impl ReadPolicy {
@@ -29,6 +32,7 @@ impl ReadPolicy {
         ReadPolicy {
             root: Some(std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf())),
             max_bytes: DEFAULT_MAX_FILE_BYTES,
+            dirs: ResolvedDirs::default(),
         }
     }
 
@@ -37,7 +41,44 @@ impl ReadPolicy {
         ReadPolicy {
             root: None,
             max_bytes: DEFAULT_MAX_FILE_BYTES,
+            dirs: ResolvedDirs::default(),
         }
+    }
+}
+
+/// Directories already resolved (symlinks and `..` followed), shared by the threads of one
+/// run. `std::fs::canonicalize` asks the kernel about every component of the path, about ten
+/// calls for a file deep in a registry or CI checkout, for every file; the files of one
+/// directory share its answer, so a file costs one `lstat` once its directory is known.
+/// A run reads a tree nobody changes meanwhile (a checkout in CI, a save in the editor); the
+/// next run starts afresh.
+#[derive(Debug, Clone, Default)]
+pub struct ResolvedDirs(Arc<Mutex<HashMap<PathBuf, PathBuf>>>);
+
+impl ResolvedDirs {
+    /// `path` resolved as `std::fs::canonicalize` resolves it, with what `lstat` said of it
+    /// when it is not a symlink (then its `stat`, which the read needs anyway).
+    pub fn resolve(&self, path: &Path) -> std::io::Result<(PathBuf, Option<std::fs::Metadata>)> {
+        let meta = path.symlink_metadata()?;
+        let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
+            return Ok((std::fs::canonicalize(path)?, None));
+        };
+        // A symlink is resolved whole; so is a name whose directory is not spelled out.
+        if meta.file_type().is_symlink() || dir.as_os_str().is_empty() {
+            return Ok((std::fs::canonicalize(path)?, None));
+        }
+        let known = self.0.lock().map_or(None, |m| m.get(dir).cloned());
+        let dir_resolved = match known {
+            Some(d) => d,
+            None => {
+                let d = std::fs::canonicalize(dir)?;
+                if let Ok(mut m) = self.0.lock() {
+                    m.insert(dir.to_path_buf(), d.clone());
+                }
+                d
+            }
+        };
+        Ok((dir_resolved.join(name), Some(meta)))
     }
 }
 
@@ -93,13 +134,18 @@ impl fmt::Display for ReadError {
 /// would never end), at most `policy.max_bytes`, inside `policy.root` after resolving symlinks,
 /// as UTF-8. The parse stage calls it on its pool threads, inside the file's time budget.
 pub fn read_source(path: &Path, policy: &ReadPolicy) -> Result<String, ReadError> {
-    let resolved = std::fs::canonicalize(path).map_err(ReadError::Io)?;
-    read_resolved(resolved, policy)
+    let (resolved, meta) = policy.dirs.resolve(path).map_err(ReadError::Io)?;
+    read_resolved(resolved, meta, policy)
 }
 
-/// [`read_source`] of a path `std::fs::canonicalize` just gave: the language server resolves
-/// every path to find its overlay, and resolving it twice was a large part of a keystroke.
-pub(crate) fn read_resolved(resolved: PathBuf, policy: &ReadPolicy) -> Result<String, ReadError> {
+/// [`read_source`] of a path already resolved ([`ResolvedDirs::resolve`]), with its `stat`
+/// when the caller has it: the language server resolves every path to find its overlay, and
+/// resolving it twice was a large part of a keystroke.
+pub(crate) fn read_resolved(
+    resolved: PathBuf,
+    meta: Option<std::fs::Metadata>,
+    policy: &ReadPolicy,
+) -> Result<String, ReadError> {
     if let Some(root) = &policy.root {
         if !resolved.starts_with(root) {
             return Err(ReadError::OutsideRoot { resolved });
@@ -107,7 +153,10 @@ pub(crate) fn read_resolved(resolved: PathBuf, policy: &ReadPolicy) -> Result<St
     }
     // The kind is checked before opening (opening a FIFO for reading blocks until a writer
     // comes) and again on the open file, in case the path was swapped in between.
-    let meta = std::fs::metadata(&resolved).map_err(ReadError::Io)?;
+    let meta = match meta {
+        Some(meta) => meta,
+        None => std::fs::metadata(&resolved).map_err(ReadError::Io)?,
+    };
     check_kind(&meta, policy.max_bytes)?;
     let file = open_nonblocking(&resolved).map_err(ReadError::Io)?;
     let meta = file.metadata().map_err(ReadError::Io)?;
@@ -341,6 +390,49 @@ mod tests {
         };
         let big = read_source(&root.join("a.rs"), &small).expect_err("too large");
         assert_eq!(big.to_string(), "it is 9 bytes, over the limit of 4 bytes");
+    }
+
+    #[test]
+    fn directories_resolved_once_resolve_every_file_as_canonicalize_does() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let root = tmp.path().join("ws");
+        let outside = tmp.path().join("outside");
+        for d in [root.join("src/a"), outside.clone()] {
+            std::fs::create_dir_all(d).expect("mkdir");
+        }
+        for f in [
+            root.join("src/a/x.rs"),
+            root.join("src/y.rs"),
+            outside.join("z.rs"),
+        ] {
+            std::fs::write(f, "fn f() {}").expect("write");
+        }
+        std::os::unix::fs::symlink(&outside, root.join("src/out")).expect("symlink");
+        std::os::unix::fs::symlink(root.join("src/y.rs"), root.join("src/a/y.rs"))
+            .expect("symlink");
+        let dirs = ResolvedDirs::default();
+        let paths = [
+            root.join("src/a/x.rs"),
+            root.join("src/a/../y.rs"),
+            root.join("src/a/y.rs"),
+            root.join("src/out/z.rs"),
+            root.join("src/a/x.rs"),
+        ];
+        for p in &paths {
+            let (got, _) = dirs.resolve(p).expect("resolves");
+            assert_eq!(
+                got,
+                std::fs::canonicalize(p).expect("canonical"),
+                "{}",
+                p.display()
+            );
+        }
+        assert!(dirs.resolve(&root.join("src/a/missing.rs")).is_err());
+        // A directory symlinked out of the root still leads out of it.
+        let policy = ReadPolicy::inside(&root);
+        let out = read_source(&root.join("src/out/z.rs"), &policy).expect_err("outside");
+        assert!(matches!(out, ReadError::OutsideRoot { .. }), "{out}");
+        assert!(read_source(&root.join("src/a/x.rs"), &policy).is_ok());
     }
 
     #[test]

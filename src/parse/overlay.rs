@@ -112,7 +112,7 @@ impl Overlays {
     /// [`Overlays::fetch`] without kept texts; and whether the text is the file's own.
     fn fetch_fresh(&self, path: &Path, policy: &ReadPolicy) -> (Fetched, bool) {
         let fresh = |text: Arc<str>| (text, Arc::default());
-        let Ok(key) = std::fs::canonicalize(path) else {
+        let Ok((key, meta)) = policy.dirs.resolve(path) else {
             // Not a file there (yet): an overlay may still name it, else the read fails as
             // it would have.
             let at = resolved(path);
@@ -132,7 +132,7 @@ impl Overlays {
                 false,
             ),
             None => (
-                read_resolved(key.clone(), policy).map(|t| fresh(Arc::from(t))),
+                read_resolved(key.clone(), meta, policy).map(|t| fresh(Arc::from(t))),
                 true,
             ),
         };
@@ -157,9 +157,9 @@ pub(crate) struct Fetched {
 
 /// [`read_source`], with the path it resolved to.
 pub(crate) fn fetch_source(path: &Path, policy: &ReadPolicy) -> Fetched {
-    match std::fs::canonicalize(path) {
-        Ok(key) => Fetched {
-            text: read_resolved(key.clone(), policy).map(|t| (Arc::from(t), Arc::default())),
+    match policy.dirs.resolve(path) {
+        Ok((key, meta)) => Fetched {
+            text: read_resolved(key.clone(), meta, policy).map(|t| (Arc::from(t), Arc::default())),
             resolved: Some(key),
         },
         Err(e) => Fetched {
