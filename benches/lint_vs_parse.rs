@@ -251,9 +251,7 @@ fn run_stage(stage: &str, input: &Input, flags: &[LevelFlag]) {
     let opts = ParseOptions::default();
     match stage {
         "bare" => bare_parse(&input.files),
-        "load" => drop(std::hint::black_box(parse::load_workspace(
-            &input.ws, &opts,
-        ))),
+        "load" => drop(std::hint::black_box(parse::load_workspace(&input.ws, &opts))),
         "full" | "analysed" => {
             let config = if stage == "full" {
                 &input.config
