@@ -239,9 +239,10 @@ fn token_uses(sinks: &SinkCatalog, body: &Block, locals: &LazyLocals<'_>) -> Vec
         };
         // Step Functions' `name` is the token of `start_execution` only.
         let token = sinks.token_setter(method).or_else(|| {
-            sinks
-                .is_step_functions_name(method, &e.method_chain())
-                .then_some("name")
+            // The chain is spelled out for a `name` setter only: every method call comes here.
+            (matches!(method.as_str(), "name" | "set_name")
+                && sinks.is_step_functions_name(method, &e.method_chain()))
+            .then_some("name")
         });
         let (Some(token), [arg]) = (token, args.as_slice()) else {
             return;
