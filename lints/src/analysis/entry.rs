@@ -396,6 +396,10 @@ pub fn consumer_loops(package: &Package) -> Vec<EntryPoint> {
             };
             let mut at = None;
             body.walk(&mut |e| {
+                // The first loop that receives is the one reported: no need to look further.
+                if at.is_some() {
+                    return;
+                }
                 let looped = match &e.kind {
                     ExprKind::Loop { cond, body } => {
                         cond.as_deref().and_then(receive_in).or_else(|| {

@@ -126,13 +126,15 @@ impl FieldTexts {
             return;
         };
         for (name, value) in fields {
-            let text = value_text(cx, file, module, locals, value);
             match self.by_field.get_mut(name) {
                 None => {
+                    let text = value_text(cx, file, module, locals, value);
                     self.by_field.insert(name.clone(), text);
                 }
+                // Given two texts already: no third one gives it a text again.
+                Some(None) => {}
                 Some(known) => {
-                    if *known != text {
+                    if *known != value_text(cx, file, module, locals, value) {
                         *known = None;
                     }
                 }

@@ -5,7 +5,7 @@
 //! hashing, seeded RNGs (`StdRng::seed_from_u64`): they are functions of their input.
 
 use crate::analysis::DefPath;
-use std::collections::HashMap;
+use crate::analysis::FastMap;
 
 /// What kind of nondeterminism, for messages.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -46,9 +46,9 @@ pub struct SourcePattern {
 pub struct SourceCatalog {
     patterns: Vec<SourcePattern>,
     /// Last segment → indices into `patterns`.
-    by_last: HashMap<String, Vec<usize>>,
+    by_last: FastMap<String, Vec<usize>>,
     /// Crate name → index, for `krate::*` patterns.
-    crates: HashMap<String, usize>,
+    crates: FastMap<String, usize>,
 }
 
 const BUILTIN: &[(&str, SourceKind)] = &[
@@ -113,8 +113,8 @@ impl Default for SourceCatalog {
 
 impl SourceCatalog {
     fn from_patterns(patterns: Vec<SourcePattern>) -> Self {
-        let mut by_last: HashMap<String, Vec<usize>> = HashMap::new();
-        let mut crates = HashMap::new();
+        let mut by_last: FastMap<String, Vec<usize>> = FastMap::default();
+        let mut crates = FastMap::default();
         for (i, p) in patterns.iter().enumerate() {
             match p.pattern.strip_suffix("::*") {
                 Some(krate) => {

@@ -415,6 +415,15 @@ fn classify(name: &str, ev: &mut Evidence) -> bool {
 
 /// `INSERT INTO dead_letters (payload, error) ..`: judged by its column list.
 fn sql_dead_letter(sql: &str, names: &[String]) -> Option<Missing> {
+    // Every string literal comes here: lowercase only an `INSERT INTO` (no other character
+    // lowercases to one of its letters but the ASCII ones).
+    let head = sql.trim_start().as_bytes();
+    if !head
+        .get(..11)
+        .is_some_and(|h| h.eq_ignore_ascii_case(b"insert into"))
+    {
+        return None;
+    }
     let lower = sql.to_lowercase();
     let rest = lower.trim_start().strip_prefix("insert into")?.trim_start();
     let table_end = rest.find(|c: char| c.is_whitespace() || c == '(')?;

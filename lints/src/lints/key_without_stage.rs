@@ -4,12 +4,13 @@
 use crate::analysis::chain::Locals;
 use crate::analysis::key_text::{self, KeyText};
 use crate::analysis::store_ops::{Access, Store};
-use crate::analysis::{Call, CallGraph, CallKind, FnId, StoreAccess};
+use crate::analysis::{Call, CallGraph, CallKind, FastMap, FnId, StoreAccess};
 use crate::catalog::sinks::SinkCatalog;
 use crate::context::LintContext;
 use crate::declare_lint;
 use crate::model::ir::{Block, Expr, ExprKind};
 use crate::model::{AttrArg, FnDef, Package, SelfKind, Span};
+use std::cell::OnceCell;
 
 declare_lint! {
     /// ### What it does
@@ -97,15 +98,26 @@ pub fn check(cx: &mut LintContext<'_>) {
     let summaries = analysis.summaries(package);
     let sinks = &analysis.catalog.sinks;
     let claims = &cx.settings.key_without_stage.claims;
+    // A helper's own keys depend on the helper alone: spelled once, however many callers.
+    let mut helper_tokens = HelperKeys::default();
+    let mut helper_claims = HelperKeys::default();
     let mut findings = Vec::new();
     for id in graph.ids() {
         let (file, f) = id.def(package);
         let Some(body) = f.body.as_ref().filter(|_| !f.in_test && !file.in_test) else {
             continue;
         };
-        let locals = Locals::of_body(body);
+        let locals = LazyLocals::new(body);
         let mut uses = token_uses(sinks, body, &locals);
-        uses.extend(helper_token_uses(package, graph, sinks, id, body, &locals));
+        uses.extend(helper_token_uses(
+            package,
+            graph,
+            sinks,
+            id,
+            body,
+            &locals,
+            &mut helper_tokens,
+        ));
         uses.extend(
             summaries
                 .flow(id)
@@ -115,10 +127,20 @@ pub fn check(cx: &mut LintContext<'_>) {
                 .filter_map(|ev| reservation(&ev.access, ev.span, body, &locals)),
         );
         uses.extend(helper_reservations(
-            package, graph, summaries, id, body, &locals,
+            package,
+            graph,
+            summaries,
+            id,
+            body,
+            &locals,
+            &mut helper_claims,
         ));
         uses.extend(idempotent_calls(package, graph, id, body, &locals));
         uses.extend(configured_claims(claims, body, &locals));
+        // A finding pairs two uses.
+        if uses.len() < 2 {
+            continue;
+        }
         let deletes: Vec<(Span, String)> = summaries
             .flow(id)
             .store_events
@@ -126,7 +148,7 @@ pub fn check(cx: &mut LintContext<'_>) {
             .filter(|ev| ev.access.access == Access::Delete && ev.via.is_none())
             .filter_map(|ev| {
                 let key = expr_at(body, ev.access.key_span?)?;
-                Some((ev.span, KeyText::of(&locals, key)?.text))
+                Some((ev.span, KeyText::of(locals.get(), key)?.text))
             })
             .collect();
         findings.extend(repeated(body, &uses, &deletes));
@@ -135,6 +157,28 @@ pub fn check(cx: &mut LintContext<'_>) {
         report(cx, &first, &second);
     }
 }
+
+/// A body's [`Locals`], built at the first key spelled: most fns use no key.
+struct LazyLocals<'a> {
+    body: &'a Block,
+    locals: OnceCell<Locals<'a>>,
+}
+
+impl<'a> LazyLocals<'a> {
+    fn new(body: &'a Block) -> Self {
+        LazyLocals {
+            body,
+            locals: OnceCell::new(),
+        }
+    }
+
+    fn get(&self) -> &Locals<'a> {
+        self.locals.get_or_init(|| Locals::of_body(self.body))
+    }
+}
+
+/// Each helper's own `(key text, what, family)`, by helper.
+type HelperKeys = FastMap<FnId, Vec<(String, String, String)>>;
 
 /// Pairs of uses of one key for two effects: the later one with the first one.
 fn repeated(body: &Block, uses: &[Use], deletes: &[(Span, String)]) -> Vec<(Use, Use)> {
@@ -181,7 +225,7 @@ fn is_fresh(key: &str) -> bool {
 }
 
 /// `.client_request_token(t)` and the other token setters, with the operation they set.
-fn token_uses(sinks: &SinkCatalog, body: &Block, locals: &Locals<'_>) -> Vec<Use> {
+fn token_uses(sinks: &SinkCatalog, body: &Block, locals: &LazyLocals<'_>) -> Vec<Use> {
     let mut out = Vec::new();
     body.walk(&mut |e| {
         let ExprKind::MethodCall {
@@ -195,13 +239,15 @@ fn token_uses(sinks: &SinkCatalog, body: &Block, locals: &Locals<'_>) -> Vec<Use
         };
         // Step Functions' `name` is the token of `start_execution` only.
         let token = sinks.token_setter(method).or_else(|| {
-            sinks
-                .is_step_functions_name(method, &e.method_chain())
-                .then_some("name")
+            // The chain is spelled out for a `name` setter only: every method call comes here.
+            (matches!(method.as_str(), "name" | "set_name")
+                && sinks.is_step_functions_name(method, &e.method_chain()))
+            .then_some("name")
         });
         let (Some(token), [arg]) = (token, args.as_slice()) else {
             return;
         };
+        let locals = locals.get();
         let Some(key) = KeyText::of(locals, arg).filter(|k| k.has_value) else {
             return;
         };
@@ -236,33 +282,28 @@ fn helper_token_uses(
     sinks: &SinkCatalog,
     id: FnId,
     body: &Block,
-    locals: &Locals<'_>,
+    locals: &LazyLocals<'_>,
+    memo: &mut HelperKeys,
 ) -> Vec<Use> {
-    uses_through_helpers(
-        package,
-        graph,
-        id,
-        body,
-        locals,
-        |_, callee_body, callee_locals| {
-            token_uses(sinks, callee_body, callee_locals)
-                .into_iter()
-                .map(|token| (token.key, token.what, "token".to_owned()))
-                .collect()
-        },
-    )
+    uses_through_helpers(package, graph, id, body, locals, memo, |_, callee_body| {
+        token_uses(sinks, callee_body, &LazyLocals::new(callee_body))
+            .into_iter()
+            .map(|token| (token.key, token.what, "token".to_owned()))
+            .collect()
+    })
 }
 
 /// The keys a fn's direct calls of crate helpers use, one call deep: `inner` lists a
-/// helper's own `(key text, what, family)`, each spelled with the caller's arguments
-/// ([`instantiate`]) and reported at the call.
+/// helper's own `(key text, what, family)` (once per helper, kept in `memo`), each spelled
+/// with the caller's arguments ([`instantiate`]) and reported at the call.
 fn uses_through_helpers(
     package: &Package,
     graph: &CallGraph,
     id: FnId,
     body: &Block,
-    locals: &Locals<'_>,
-    inner: impl Fn(&Call, &Block, &Locals<'_>) -> Vec<(String, String, String)>,
+    locals: &LazyLocals<'_>,
+    memo: &mut HelperKeys,
+    inner: impl Fn(&Call, &Block) -> Vec<(String, String, String)>,
 ) -> Vec<Use> {
     let mut out = Vec::new();
     for call in graph
@@ -274,9 +315,11 @@ fn uses_through_helpers(
         let Some(callee_body) = &callee.body else {
             continue;
         };
-        let callee_locals = Locals::of_body(callee_body);
-        for (text, what, family) in inner(call, callee_body, &callee_locals) {
-            let Some((key, key_span)) = instantiate(body, locals, call.span, callee, &text) else {
+        let keys = memo
+            .entry(call.callee)
+            .or_insert_with(|| inner(call, callee_body));
+        for (text, what, family) in keys.iter() {
+            let Some((key, key_span)) = instantiate(body, locals, call.span, callee, text) else {
                 continue;
             };
             out.push(Use {
@@ -284,7 +327,7 @@ fn uses_through_helpers(
                 key,
                 key_span,
                 what: format!("{what} in `{}`", callee.display_name()),
-                family,
+                family: family.clone(),
             });
         }
     }
@@ -297,7 +340,7 @@ fn uses_through_helpers(
 /// alone, not the caller) or an argument cannot be spelled.
 fn instantiate(
     body: &Block,
-    locals: &Locals<'_>,
+    locals: &LazyLocals<'_>,
     span: Span,
     callee: &FnDef,
     text: &str,
@@ -312,7 +355,7 @@ fn instantiate(
             continue;
         }
         let arg = call_arg(body, span, callee, i)?;
-        let passed = KeyText::of(locals, arg).filter(|k| k.has_value)?;
+        let passed = KeyText::of(locals.get(), arg).filter(|k| k.has_value)?;
         out = replace_word(&out, name, &passed.text);
         first_arg.get_or_insert(arg.span);
     }
@@ -384,7 +427,7 @@ fn call_arg<'a>(body: &'a Block, span: Span, callee: &FnDef, param: usize) -> Op
 /// NOTHING`, with its key spelled in `body`. Conditional updates are state transitions of
 /// one item, not reservations, and `SADD`/`HSETNX` are keyed by their set, not by the member
 /// they reserve.
-fn reservation(a: &StoreAccess, span: Span, body: &Block, locals: &Locals<'_>) -> Option<Use> {
+fn reservation(a: &StoreAccess, span: Span, body: &Block, locals: &LazyLocals<'_>) -> Option<Use> {
     if a.access != Access::Claim {
         return None;
     }
@@ -397,7 +440,7 @@ fn reservation(a: &StoreAccess, span: Span, body: &Block, locals: &Locals<'_>) -
         _ => return None,
     };
     let key_span = a.key_span?;
-    let key = expr_at(body, key_span).and_then(|k| KeyText::of(locals, k))?;
+    let key = expr_at(body, key_span).and_then(|k| KeyText::of(locals.get(), k))?;
     key.has_value.then(|| Use {
         span,
         key: key.text,
@@ -426,7 +469,8 @@ fn helper_reservations(
     summaries: &crate::analysis::Summaries,
     id: FnId,
     body: &Block,
-    locals: &Locals<'_>,
+    locals: &LazyLocals<'_>,
+    memo: &mut HelperKeys,
 ) -> Vec<Use> {
     uses_through_helpers(
         package,
@@ -434,13 +478,15 @@ fn helper_reservations(
         id,
         body,
         locals,
-        |call, callee_body, callee_locals| {
+        memo,
+        |call, callee_body| {
+            let callee_locals = LazyLocals::new(callee_body);
             summaries
                 .flow(call.callee)
                 .store_events
                 .iter()
                 .filter(|ev| ev.via.is_none())
-                .filter_map(|ev| reservation(&ev.access, ev.span, callee_body, callee_locals))
+                .filter_map(|ev| reservation(&ev.access, ev.span, callee_body, &callee_locals))
                 .map(|r| (r.key, r.what, r.family))
                 .collect()
         },
@@ -453,7 +499,7 @@ fn idempotent_calls(
     graph: &CallGraph,
     id: FnId,
     body: &Block,
-    locals: &Locals<'_>,
+    locals: &LazyLocals<'_>,
 ) -> Vec<Use> {
     let mut out = Vec::new();
     for call in graph
@@ -492,7 +538,7 @@ fn idempotent_calls(
 }
 
 /// Calls of the configured reservation helpers, keyed by their first argument.
-fn configured_claims(names: &[String], body: &Block, locals: &Locals<'_>) -> Vec<Use> {
+fn configured_claims(names: &[String], body: &Block, locals: &LazyLocals<'_>) -> Vec<Use> {
     let mut out = Vec::new();
     if names.is_empty() {
         return out;
@@ -516,7 +562,7 @@ fn configured_claims(names: &[String], body: &Block, locals: &Locals<'_>) -> Vec
         else {
             return;
         };
-        if let Some(key) = KeyText::of(locals, arg).filter(|k| k.has_value) {
+        if let Some(key) = KeyText::of(locals.get(), arg).filter(|k| k.has_value) {
             out.push(Use {
                 span: e.span,
                 key: key.text,

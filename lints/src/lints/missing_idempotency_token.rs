@@ -12,6 +12,8 @@ use crate::model::ir::{Block, Expr, ExprKind, Path};
 use crate::model::{FileModel, FnDef, Package, Span};
 use rayon::prelude::*;
 use serde::Deserialize;
+use std::cell::OnceCell;
+use std::sync::OnceLock;
 
 declare_lint! {
     /// ### What it does
@@ -196,9 +198,15 @@ fn is_ident(s: &str) -> bool {
 
 pub fn check(cx: &mut LintContext<'_>) {
     let package = cx.package;
-    let catalog = Catalog::new(&cx.settings.missing_idempotency_token);
+    let configured;
+    let catalog = if cx.settings.missing_idempotency_token.apis.is_empty() {
+        Catalog::built_in()
+    } else {
+        configured = Catalog::new(&cx.settings.missing_idempotency_token);
+        &configured
+    };
     let reported = &cx.settings.missing_idempotency_token.repeat_effects;
-    let findings = find_unset_tokens(package, cx.analysis(), &catalog);
+    let findings = find_unset_tokens(package, cx.analysis(), catalog);
     let mut items_conditional = None;
     let resolver = &cx.analysis().resolver;
     let kept: Vec<Finding<'_>> = findings
@@ -346,8 +354,9 @@ fn unset_tokens_in<'a>(
         analysis,
         file,
         f,
-        env: TypeEnv::for_fn(package, &analysis.resolver, &analysis.types, file, f),
-        locals: Locals::of_body(body),
+        body,
+        env: OnceCell::new(),
+        locals: OnceCell::new(),
         catalog,
     };
     body.walk(&mut |e| {
@@ -485,6 +494,14 @@ impl<'a> Catalog<'a> {
         Catalog { by_method, sends }
     }
 
+    /// The catalog of the built-in table alone (no configured APIs), built once per process:
+    /// it has thousands of operations.
+    fn built_in() -> &'static Catalog<'static> {
+        static DEFAULT_SETTINGS: OnceLock<Settings> = OnceLock::new();
+        static BUILT_IN: OnceLock<Catalog<'static>> = OnceLock::new();
+        BUILT_IN.get_or_init(|| Catalog::new(DEFAULT_SETTINGS.get_or_init(Settings::default)))
+    }
+
     fn is_send(&self, method: &str) -> bool {
         self.sends.contains(&method)
     }
@@ -500,12 +517,31 @@ struct FnCx<'p, 'a> {
     analysis: &'p Analysis,
     file: &'p FileModel,
     f: &'p FnDef,
-    env: TypeEnv<'p>,
-    locals: Locals<'p>,
+    body: &'p Block,
+    /// Built at the first send that needs them: most calls named like an operation are not.
+    env: OnceCell<TypeEnv<'p>>,
+    locals: OnceCell<Locals<'p>>,
     catalog: &'p Catalog<'a>,
 }
 
 impl<'p, 'a> FnCx<'p, 'a> {
+    fn env(&self) -> &TypeEnv<'p> {
+        self.env.get_or_init(|| {
+            let analysis = self.analysis;
+            TypeEnv::for_fn(
+                self.package,
+                &analysis.resolver,
+                &analysis.types,
+                self.file,
+                self.f,
+            )
+        })
+    }
+
+    fn locals(&self) -> &Locals<'p> {
+        self.locals.get_or_init(|| Locals::of_body(self.body))
+    }
+
     /// The requests `e` sends, if it is a `send` call, whose token was set on no way the
     /// request was built.
     fn unset_tokens_at(&self, e: &'p Expr) -> Vec<Finding<'a>> {
@@ -522,7 +558,7 @@ impl<'p, 'a> FnCx<'p, 'a> {
             return Vec::new();
         }
         // Too many ways to follow: one of them might set the token.
-        let Some(chains) = self.locals.chains(receiver) else {
+        let Some(chains) = self.locals().chains(receiver) else {
             return Vec::new();
         };
         let mut out = Vec::new();
@@ -535,7 +571,7 @@ impl<'p, 'a> FnCx<'p, 'a> {
                 continue;
             };
             let later = &chain.steps[at + 1..];
-            if self.token_may_be_set(&self.env, later, api.token, 0) {
+            if self.token_may_be_set(self.env(), later, api.token, 0) {
                 continue;
             }
             out.push(Finding {
@@ -561,7 +597,7 @@ impl<'p, 'a> FnCx<'p, 'a> {
             }),
         );
         let Some((helper, later_from)) = calls
-            .filter_map(|(call, later)| self.env.callee(call).map(|h| (h, later)))
+            .filter_map(|(call, later)| self.env().callee(call).map(|h| (h, later)))
             .next_back()
         else {
             return Vec::new();
@@ -578,19 +614,14 @@ impl<'p, 'a> FnCx<'p, 'a> {
             analysis: self.analysis,
             file,
             f,
-            env: TypeEnv::for_fn(
-                self.package,
-                &self.analysis.resolver,
-                &self.analysis.types,
-                file,
-                f,
-            ),
-            locals: Locals::of_body(body),
+            body,
+            env: OnceCell::new(),
+            locals: OnceCell::new(),
             catalog: self.catalog,
         };
         let mut out = Vec::new();
         for result in results(body) {
-            let Some(chains) = hcx.locals.chains(result) else {
+            let Some(chains) = hcx.locals().chains(result) else {
                 return Vec::new();
             };
             for hchain in chains {
@@ -600,8 +631,8 @@ impl<'p, 'a> FnCx<'p, 'a> {
                 let Step::Method(op) = hchain.steps[at] else {
                     continue;
                 };
-                if hcx.token_may_be_set(&hcx.env, &hchain.steps[at + 1..], api.token, 0)
-                    || self.token_may_be_set(&self.env, later, api.token, 0)
+                if hcx.token_may_be_set(hcx.env(), &hchain.steps[at + 1..], api.token, 0)
+                    || self.token_may_be_set(self.env(), later, api.token, 0)
                 {
                     continue;
                 }
@@ -641,7 +672,7 @@ impl<'p, 'a> FnCx<'p, 'a> {
         if candidates.is_empty() {
             return None;
         }
-        match self.env.type_of(step.receiver) {
+        match self.env().type_of(step.receiver) {
             Some(ty) => candidates
                 .iter()
                 .find(|api| is_client_of(&ty, api))
@@ -663,7 +694,7 @@ impl<'p, 'a> FnCx<'p, 'a> {
         if std::ptr::eq(root, receiver.peel()) {
             return false;
         }
-        let Some(ty) = self.env.type_of(root) else {
+        let Some(ty) = self.env().type_of(root) else {
             return false;
         };
         let Some(k) = ty.crate_name() else {

@@ -6,7 +6,7 @@ use crate::analysis::guards::{GuardFinder, GuardedPaths};
 use crate::analysis::key_text;
 use crate::analysis::message_key::{self, MessageKey};
 use crate::analysis::store_ops::Access;
-use crate::analysis::{CallGraph, FnId, StoreAccess};
+use crate::analysis::{CallGraph, FnId, StoreAccess, Summaries};
 use crate::context::LintContext;
 use crate::declare_lint;
 use crate::diagnostic::Applicability;
@@ -201,6 +201,9 @@ fn find(cx: &LintContext<'_>) -> Vec<Finding> {
     let analysis = cx.analysis();
     let graph = analysis.call_graph(package);
     let summaries = analysis.summaries(package);
+    if !has_candidates(package, graph, summaries, &settings.increments) {
+        return Vec::new();
+    }
     let mut entries: Vec<EntryPoint> = analysis
         .entry_points(package, &settings.entry_points)
         .into_iter()
@@ -255,6 +258,40 @@ fn find(cx: &LintContext<'_>) -> Vec<Finding> {
         }
     }
     out
+}
+
+/// Whether some fn has a write this lint may report (an increment, a plain `INSERT`, a
+/// configured increment), wherever it is reached from: most packages have none, and then
+/// need no entry points or guarded paths.
+fn has_candidates(
+    package: &Package,
+    graph: &CallGraph,
+    summaries: &Summaries,
+    increments: &[String],
+) -> bool {
+    !increments.is_empty()
+        || graph.ids().any(|id| {
+            let (file, f) = id.def(package);
+            !f.in_test
+                && !file.in_test
+                && summaries.flow(id).store_events.iter().any(|ev| {
+                    ev.via.is_none() && (is_increment(&ev.access) || is_plain_insert(&ev.access))
+                })
+        })
+}
+
+/// An SQL `INSERT` that adds a row on every run: not into a dedupe table, not only a key,
+/// not into a log.
+fn is_plain_insert(a: &StoreAccess) -> bool {
+    a.store == crate::analysis::Store::Sql
+        && a.access == Access::Write
+        && a.command.starts_with("INSERT")
+        && !a.dedupe_table
+        && !a.shape.key_only
+        && !a
+            .table
+            .as_deref()
+            .is_some_and(|t| LOG_TABLES.iter().any(|w| t.contains(w)))
 }
 
 /// Entry kinds whose deliveries come again: jobs, queue consumers, Lambda and service
@@ -342,17 +379,7 @@ fn fresh_key_inserts(
         .iter()
         .filter(|ev| ev.via.is_none())
         .map(|ev| &ev.access)
-        .filter(|a| {
-            a.store == crate::analysis::Store::Sql
-                && a.access == Access::Write
-                && a.command.starts_with("INSERT")
-                && !a.dedupe_table
-                && !a.shape.key_only
-                && !a
-                    .table
-                    .as_deref()
-                    .is_some_and(|t| LOG_TABLES.iter().any(|w| t.contains(w)))
-        })
+        .filter(|a| is_plain_insert(a))
         .collect();
     if inserts.is_empty() {
         return Vec::new();

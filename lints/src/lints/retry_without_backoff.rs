@@ -133,7 +133,8 @@ const RETRY_CRATES: &[&str] = &["backon", "again", "tokio_retry", "tokio_retry2"
 pub fn check(cx: &mut LintContext<'_>) {
     let package = cx.package;
     let helpers = &cx.settings.retry_without_backoff.backoff_helpers;
-    let sleepers = sleeping_fns(package);
+    // The crate's sleeping fns matter to retry loops only: most packages have none.
+    let sleepers = OnceCell::new();
     let policies = RETRY_CRATES.iter().any(|k| package.depends_on(k));
     let mut findings = Vec::new();
     for (file, f) in package.fns().filter(|(_, f)| !f.in_test) {
@@ -145,7 +146,7 @@ pub fn check(cx: &mut LintContext<'_>) {
             if let Some(attempt) = retried_call(e) {
                 let waits = Waits {
                     helpers,
-                    sleepers: &sleepers,
+                    sleepers: sleepers.get_or_init(|| sleeping_fns(package)),
                 };
                 if let Some(f) = judge_loop(body, locals(), e, attempt, &waits) {
                     findings.push(f);
@@ -153,7 +154,7 @@ pub fn check(cx: &mut LintContext<'_>) {
             }
         });
         if policies {
-            findings.extend(crate_policies(package, file, body, locals()));
+            findings.extend(crate_policies(package, file, body, locals));
         }
     }
     for f in findings {
@@ -681,16 +682,16 @@ fn in_timeout(fn_body: &Block, looped: Span) -> bool {
 }
 
 /// A retry crate's policy, where the policy is built in the function that uses it.
-fn crate_policies(
+fn crate_policies<'l, 'a: 'l>(
     package: &Package,
     file: &FileModel,
     body: &Block,
-    locals: &Locals<'_>,
+    locals: impl Fn() -> &'l Locals<'a>,
 ) -> Vec<Finding> {
     let mut out = Vec::new();
     body.walk(&mut |e| {
         for (krate, policy) in policy_uses(package, file, e) {
-            judge_use(file, krate, policy, locals, &mut out);
+            judge_use(file, krate, policy, locals(), &mut out);
         }
     });
     out
