@@ -67,18 +67,29 @@ impl ResolvedDirs {
         if meta.file_type().is_symlink() || dir.as_os_str().is_empty() {
             return Ok((std::fs::canonicalize(path)?, None));
         }
-        let known = self.0.lock().map_or(None, |m| m.get(dir).cloned());
-        let dir_resolved = match known {
-            Some(d) => d,
-            None => {
-                let d = std::fs::canonicalize(dir)?;
-                if let Ok(mut m) = self.0.lock() {
-                    m.insert(dir.to_path_buf(), d.clone());
-                }
-                d
-            }
-        };
+        let dir_resolved = self.resolve_dir(dir)?;
         Ok((dir_resolved.join(name), Some(meta)))
+    }
+
+    /// Directory `dir` resolved, from its parent's resolution when its own name is not a
+    /// symlink (one `lstat`), else as `std::fs::canonicalize` resolves it.
+    fn resolve_dir(&self, dir: &Path) -> std::io::Result<PathBuf> {
+        if let Some(known) = self.0.lock().ok().and_then(|m| m.get(dir).cloned()) {
+            return Ok(known);
+        }
+        let resolved = match (dir.parent(), dir.file_name()) {
+            (Some(parent), Some(name))
+                if !parent.as_os_str().is_empty()
+                    && !dir.symlink_metadata()?.file_type().is_symlink() =>
+            {
+                self.resolve_dir(parent)?.join(name)
+            }
+            _ => std::fs::canonicalize(dir)?,
+        };
+        if let Ok(mut m) = self.0.lock() {
+            m.insert(dir.to_path_buf(), resolved.clone());
+        }
+        Ok(resolved)
     }
 }
 
@@ -414,6 +425,8 @@ mod tests {
         let paths = [
             root.join("src/a/x.rs"),
             root.join("src/a/../y.rs"),
+            // `..` after a symlink leaves the directory it points to, as the kernel does.
+            root.join("src/out/../ws/src/a/x.rs"),
             root.join("src/a/y.rs"),
             root.join("src/out/z.rs"),
             root.join("src/a/x.rs"),
