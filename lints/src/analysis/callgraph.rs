@@ -18,7 +18,7 @@ use super::flow::FnId;
 use super::resolve::{DefPath, Krate, Resolver};
 use super::types::{TypeEnv, Types};
 use super::{FastMap, FastSet};
-use crate::model::ir::{Expr, ExprKind, Path};
+use crate::model::ir::{visit_children, Expr, ExprKind, Path};
 use crate::model::{FileModel, FnDef, ImplDef, Package, Span};
 use rayon::prelude::*;
 use std::cell::OnceCell;
@@ -615,7 +615,7 @@ impl<'a> Builder<'a> {
                     self.push(id, e.span, CallKind::Value, cx);
                 }
             }
-            _ => e.for_each_child(&mut |c| self.expr(c, cx)),
+            _ => visit_children(e, &mut |c| self.expr(c, cx)),
         }
     }
 

@@ -324,9 +324,9 @@ impl Resolver {
     }
 
     fn add_file(scopes: &mut FastMap<Vec<String>, Scope>, file: &FileModel) {
-        scopes.entry(file.module.clone()).or_default();
+        scope_mut(scopes, &file.module);
         for u in &file.uses {
-            let scope = scopes.entry(u.module.clone()).or_default();
+            let scope = scope_mut(scopes, &u.module);
             if u.glob {
                 scope.globs.push(u.path.clone());
             } else {
@@ -335,28 +335,16 @@ impl Resolver {
         }
         for m in &file.mods {
             let parent = &m.module[..m.module.len().saturating_sub(1)];
-            scopes
-                .entry(parent.to_vec())
-                .or_default()
-                .items
-                .insert(m.name.clone());
-            scopes.entry(m.module.clone()).or_default();
+            add_item(scope_mut(scopes, parent), &m.name);
+            scope_mut(scopes, &m.module);
         }
         for f in file.fns.iter().filter(|f| f.self_ty.is_none()) {
-            scopes
-                .entry(f.module.clone())
-                .or_default()
-                .items
-                .insert(f.name.clone());
+            add_item(scope_mut(scopes, &f.module), &f.name);
         }
         let structs = file.structs.iter().map(|s| (&s.module, &s.name));
         let decls = file.decls.iter().map(|d| (&d.module, &d.name));
         for (module, name) in structs.chain(decls) {
-            scopes
-                .entry(module.clone())
-                .or_default()
-                .items
-                .insert(name.clone());
+            add_item(scope_mut(scopes, module), name);
         }
     }
 
@@ -629,6 +617,22 @@ impl Resolver {
                 .concat(),
             ),
         }
+    }
+}
+
+/// The scope of `module`, made empty first if need be. The module path is copied only for a
+/// new scope: most items of a file share a module, and `entry` wants an owned key.
+fn scope_mut<'s>(scopes: &'s mut FastMap<Vec<String>, Scope>, module: &[String]) -> &'s mut Scope {
+    if !scopes.contains_key(module) {
+        scopes.insert(module.to_vec(), Scope::default());
+    }
+    scopes.get_mut(module).expect("inserted above")
+}
+
+/// Adds item `name` to `scope`, copying the name only when it is new.
+fn add_item(scope: &mut Scope, name: &str) {
+    if !scope.items.contains(name) {
+        scope.items.insert(name.to_owned());
     }
 }
 

@@ -4,10 +4,12 @@
 //! No evidence gives `None`; nothing is guessed.
 
 use super::resolve::{DefPath, Resolver};
-use super::FastMap;
+use super::{FastMap, FastSet};
 use crate::model::ir::{is_marker_trait, Block, Expr, ExprKind, Pat, Stmt, Type};
+use crate::model::Span;
 use crate::model::{FileModel, FnDef, GenericParam, Package};
 use rayon::prelude::*;
+use std::cell::RefCell;
 
 /// Associated functions that return `Self` (or `Result<Self, _>`) by convention.
 const CONSTRUCTORS: &[&str] = &[
@@ -59,6 +61,9 @@ pub struct Types {
     structs: FastMap<DefPath, (usize, usize)>,
     /// Crate fn path → (file index, fn index), for declared return types.
     fns: FastMap<DefPath, (usize, usize)>,
+    /// The last segments of `fns`' paths: a method no crate fn is named after needs no
+    /// `Type::method` path built to look it up.
+    fn_names: FastSet<String>,
     /// Type alias path → the aliased type (`type Ddb = aws_sdk_dynamodb::Client`).
     aliases: FastMap<DefPath, DefPath>,
     /// Static path → the type it holds, through the cell it is kept in (`static DDB:
@@ -128,9 +133,11 @@ impl Types {
                 }
             }
         }
+        let fn_names = fns.keys().map(|p: &DefPath| p.last().to_owned()).collect();
         let mut types = Types {
             structs,
             fns,
+            fn_names,
             aliases,
             statics: FastMap::default(),
         };
@@ -198,6 +205,14 @@ impl Types {
     pub fn crate_fn(&self, path: &DefPath) -> Option<(usize, usize)> {
         self.fns.get(path).copied()
     }
+
+    /// The crate fn `ty::method` (file index, fn index).
+    fn crate_method(&self, ty: &DefPath, method: &str) -> Option<(usize, usize)> {
+        if !self.fn_names.contains(method) {
+            return None;
+        }
+        self.crate_fn(&ty.child(method))
+    }
 }
 
 /// The types known for the locals of one function.
@@ -210,6 +225,10 @@ pub struct TypeEnv<'a> {
     self_ty: Option<&'a Type>,
     generics: &'a [GenericParam],
     locals: FastMap<String, DefPath>,
+    /// [`TypeEnv::type_of`] of method calls since `locals` last changed, by the call's
+    /// address and span: each call of a chain `a.b().c().d()` types its receiver, which
+    /// types its own receiver, so a chain of N calls cost N² steps unmemoized.
+    chain_types: RefCell<FastMap<(usize, Span), Option<DefPath>>>,
 }
 
 impl<'a> TypeEnv<'a> {
@@ -248,6 +267,7 @@ impl<'a> TypeEnv<'a> {
             self_ty: f.self_ty.as_ref(),
             generics: &f.generics,
             locals: FastMap::default(),
+            chain_types: RefCell::default(),
         };
         for p in &f.params {
             if let (Some(name), Some(ty)) = (p.pat.simple_name(), env.resolve_type(&p.ty)) {
@@ -299,6 +319,7 @@ impl<'a> TypeEnv<'a> {
                                 t,
                                 self.self_ty,
                             ) {
+                                self.forget_chains();
                                 self.locals.insert(n.to_owned(), t);
                             }
                         }
@@ -320,6 +341,7 @@ impl<'a> TypeEnv<'a> {
                 };
                 for (pat, value) in unwrapped {
                     if let (Some(n), Some(t)) = (unwrapped_name(pat), self.type_of(value)) {
+                        self.forget_chains();
                         self.locals.insert(n.to_owned(), t);
                     }
                 }
@@ -337,6 +359,7 @@ impl<'a> TypeEnv<'a> {
                                 .and_then(|t| self.resolve_type(t))
                                 .or_else(|| init.as_ref().and_then(|i| self.type_of(i)));
                             if let (Some(n), Some(t)) = (pat.simple_name(), ty) {
+                                self.forget_chains();
                                 self.locals.insert(n.to_owned(), t);
                             }
                         }
@@ -354,6 +377,7 @@ impl<'a> TypeEnv<'a> {
             .ascribed_type()
             .and_then(|t| self.resolve_type(t))
             .or_else(|| init.and_then(|i| self.type_of(i)));
+        self.forget_chains();
         match ty {
             Some(t) => {
                 self.locals.insert(name.to_owned(), t);
@@ -362,6 +386,14 @@ impl<'a> TypeEnv<'a> {
                 // A re-binding to something unknown hides the old type.
                 self.locals.remove(name);
             }
+        }
+    }
+
+    /// Drops the memoized method-call types: a local's type changed.
+    fn forget_chains(&self) {
+        let mut memo = self.chain_types.borrow_mut();
+        if !memo.is_empty() {
+            memo.clear();
         }
     }
 
@@ -386,7 +418,7 @@ impl<'a> TypeEnv<'a> {
                 receiver, method, ..
             } => {
                 let ty = self.type_of(receiver)?;
-                self.types.crate_fn(&ty.child(method))
+                self.types.crate_method(&ty, method)
             }
             _ => None,
         }
@@ -409,6 +441,20 @@ impl<'a> TypeEnv<'a> {
 
     pub fn type_of(&self, expr: &Expr) -> Option<DefPath> {
         let expr = expr.peel();
+        if !matches!(expr.kind, ExprKind::MethodCall { .. }) {
+            return self.type_of_uncached(expr);
+        }
+        let key = (expr as *const Expr as usize, expr.span);
+        if let Some(ty) = self.chain_types.borrow().get(&key) {
+            return ty.clone();
+        }
+        let ty = self.type_of_uncached(expr);
+        self.chain_types.borrow_mut().insert(key, ty.clone());
+        ty
+    }
+
+    /// [`TypeEnv::type_of`] of a peeled expression, without the memo.
+    fn type_of_uncached(&self, expr: &Expr) -> Option<DefPath> {
         match &expr.kind {
             ExprKind::Path(p) => match p.as_ident() {
                 Some("self") => self.self_ty.and_then(|t| self.resolve_type(t)),

@@ -445,7 +445,9 @@ impl Expr {
     /// including expressions inside blocks, closures and async blocks.
     pub fn walk<'a>(&'a self, f: &mut dyn FnMut(&'a Expr)) {
         f(self);
-        for_each_child(self, &mut |e| e.walk(f));
+        // The generic visitor inlines the recursion: one dynamic call per expression (`f`),
+        // not two more per child through a trampoline closure.
+        visit_children(self, &mut |e: &'a Expr| e.walk(f));
     }
 }
 
@@ -468,9 +470,7 @@ impl Block {
 
     /// Calls `f` on the expressions of the block's statements, without descending.
     pub fn for_each_expr<'a>(&'a self, f: &mut dyn FnMut(&'a Expr)) {
-        for s in &self.stmts {
-            s.for_each_expr(f);
-        }
+        visit_block(self, f);
     }
 
     /// Visits every `let` statement of the block and of the blocks nested in it (branches,
@@ -518,18 +518,7 @@ impl Stmt {
     /// Calls `f` on the statement's own expressions (a `let`'s initializer and `else` block,
     /// an expression statement), without descending.
     pub fn for_each_expr<'a>(&'a self, f: &mut dyn FnMut(&'a Expr)) {
-        match self {
-            Stmt::Let { init, diverge, .. } => {
-                if let Some(i) = init {
-                    f(i);
-                }
-                if let Some(d) = diverge {
-                    d.for_each_expr(f);
-                }
-            }
-            Stmt::Expr { expr, .. } => f(expr),
-            Stmt::Item { .. } => {}
-        }
+        visit_stmt(self, f);
     }
 
     pub fn walk<'a>(&'a self, f: &mut dyn FnMut(&'a Expr)) {
@@ -575,7 +564,35 @@ fn own_pats<'a>(e: &'a Expr, f: &mut dyn FnMut(&'a Pat)) {
 }
 
 fn for_each_child<'a>(e: &'a Expr, f: &mut dyn FnMut(&'a Expr)) {
-    let block = |b: &'a Block, f: &mut dyn FnMut(&'a Expr)| b.for_each_expr(f);
+    visit_children(e, f);
+}
+
+/// A statement's own expressions (see [`Stmt::for_each_expr`]), generic so that walkers
+/// inside this module call their visitor directly.
+fn visit_stmt<'a, F: FnMut(&'a Expr) + ?Sized>(s: &'a Stmt, f: &mut F) {
+    match s {
+        Stmt::Let { init, diverge, .. } => {
+            if let Some(i) = init {
+                f(i);
+            }
+            if let Some(d) = diverge {
+                visit_block(d, f);
+            }
+        }
+        Stmt::Expr { expr, .. } => f(expr),
+        Stmt::Item { .. } => {}
+    }
+}
+
+fn visit_block<'a, F: FnMut(&'a Expr) + ?Sized>(b: &'a Block, f: &mut F) {
+    for s in &b.stmts {
+        visit_stmt(s, f);
+    }
+}
+
+/// The direct sub-expressions of `e`, in evaluation order (see [`Expr::for_each_child`]).
+pub(crate) fn visit_children<'a, F: FnMut(&'a Expr) + ?Sized>(e: &'a Expr, f: &mut F) {
+    let block = |b: &'a Block, f: &mut F| visit_block(b, f);
     match &e.kind {
         ExprKind::Path(_) | ExprKind::Lit(_) | ExprKind::Continue => {}
         ExprKind::Call { func, args } => {
