@@ -88,6 +88,7 @@ pub fn check_until(
 }
 
 /// One open delimiter.
+#[derive(Clone, Copy)]
 struct Group {
     /// Score of the tokens directly inside it, before counting its own operators.
     base: usize,
@@ -99,8 +100,21 @@ struct Group {
     module: bool,
 }
 
+impl Group {
+    const ROOT: Group = Group {
+        base: 0,
+        ops: 0,
+        angle: 0,
+        module: false,
+    };
+}
+
 struct Scan {
-    groups: Vec<Group>,
+    /// The innermost open delimiter, kept out of `outer` so each token reaches it directly.
+    top: Group,
+    /// The delimiters around `top`, outermost first; the root group is never popped (a stray
+    /// closer is ignored).
+    outer: Vec<Group>,
     limit: usize,
     max: usize,
     max_at: usize,
@@ -113,6 +127,7 @@ struct Scan {
     /// Open inline module bodies.
     modules: usize,
     /// Tokens since `mod`: 1 after `mod`, 2 after its name; a `{` then opens a module body.
+    /// Whitespace and comments leave it alone; every other token sets it.
     after_mod: u8,
     /// Line doc comments seen.
     line_docs: Vec<Range<usize>>,
@@ -125,12 +140,8 @@ struct Scan {
 impl Scan {
     fn new(limit: usize) -> Scan {
         Scan {
-            groups: vec![Group {
-                base: 0,
-                ops: 0,
-                angle: 0,
-                module: false,
-            }],
+            top: Group::ROOT,
+            outer: Vec::new(),
             limit,
             max: 0,
             max_at: 0,
@@ -145,24 +156,15 @@ impl Scan {
         }
     }
 
-    /// Whether the deadline passed, looking at the clock once per [`CLOCK_EVERY`] bytes.
+    /// Whether the deadline passed; called at the first token at or past `next_clock`.
     fn past_deadline(&mut self, at: usize) -> bool {
-        if at < self.next_clock {
-            return false;
-        }
         self.next_clock = at + CLOCK_EVERY;
         self.out_of_time = self.deadline.is_some_and(|d| Instant::now() >= d);
         self.out_of_time
     }
 
-    fn top(&mut self) -> &mut Group {
-        // The root group is never popped (a stray closer is ignored), so there is always one.
-        let last = self.groups.len() - 1;
-        &mut self.groups[last]
-    }
-
     fn score(&self) -> usize {
-        self.groups.last().map_or(0, |g| g.base + g.ops)
+        self.top.base + self.top.ops
     }
 
     /// Records the current score at `at`; `true` when it is past the limit.
@@ -179,40 +181,38 @@ impl Scan {
     fn plain(&mut self) {
         self.prefix = false;
         if std::mem::take(&mut self.after_brace) {
-            let g = self.top();
-            g.ops = 0;
-            g.angle = 0;
+            self.top.ops = 0;
+            self.top.angle = 0;
         }
     }
 
     fn op(&mut self, at: usize) -> bool {
         self.after_brace = false;
         self.prefix = true;
-        self.top().ops += 1;
+        self.top.ops += 1;
         self.note(at)
     }
 
     fn open(&mut self, at: usize, brace: bool) -> bool {
         self.plain();
-        let base = self.score() + 1;
         let module = brace && self.after_mod == 2;
         self.modules += usize::from(module);
-        self.groups.push(Group {
-            base,
+        let inner = Group {
+            base: self.score() + 1,
             ops: 0,
             angle: 0,
             module,
-        });
+        };
+        self.outer.push(std::mem::replace(&mut self.top, inner));
         self.prefix = true;
         self.note(at) || self.modules > MAX_MODULE_NESTING
     }
 
     fn close(&mut self, brace: bool) {
         self.plain();
-        if self.groups.len() > 1 {
-            if let Some(g) = self.groups.pop() {
-                self.modules -= usize::from(g.module);
-            }
+        if let Some(parent) = self.outer.pop() {
+            self.modules -= usize::from(self.top.module);
+            self.top = parent;
         }
         self.after_brace = brace;
     }
@@ -220,10 +220,9 @@ impl Scan {
     fn end_segment(&mut self, comma: bool) {
         self.after_brace = false;
         self.prefix = true;
-        let g = self.top();
-        if !comma || g.angle == 0 {
-            g.ops = 0;
-            g.angle = 0;
+        if !comma || self.top.angle == 0 {
+            self.top.ops = 0;
+            self.top.angle = 0;
         }
     }
 
@@ -231,134 +230,169 @@ impl Scan {
     fn run(&mut self, b: &[u8]) -> Option<usize> {
         let mut i = 0;
         while i < b.len() {
-            if self.past_deadline(i) {
+            // Tokens up to the next look at the clock, which happens at the first token that
+            // starts at or past `next_clock`.
+            match self.tokens(b, i, self.next_clock) {
+                Ok(next) => i = next,
+                Err(at) => return Some(at),
+            }
+            if i < b.len() && self.past_deadline(i) {
                 return Some(i);
             }
-            let c = b[i];
+        }
+        None
+    }
+
+    /// Scans the tokens that start before `stop`; `Ok` with where the next token starts, or
+    /// `Err` with the offset of the first token past the limit.
+    fn tokens(&mut self, b: &[u8], mut i: usize, stop: usize) -> Result<usize, usize> {
+        let stop = stop.min(b.len());
+        while i < stop {
             let start = i;
-            // Whitespace and comments keep `mod name {` together; any other token moves it on.
-            let trivia = matches!(c, b' ' | b'\t' | b'\n' | b'\r')
-                || c == b'/' && matches!(b.get(i + 1), Some(b'/' | b'*'));
-            let after_mod = self.after_mod;
-            let over = match c {
-                b' ' | b'\t' | b'\n' | b'\r' => {
+            let c = b[i];
+            // What `after_mod` becomes: whitespace and comments (which `continue`) keep
+            // `mod name {` together, any other token moves it on.
+            let mut after_mod = 0;
+            let over = match CLASS[usize::from(c)] {
+                SPACE => {
                     // A whole run at once (indentation is most of a file's bytes).
-                    i += 1;
-                    while i < b.len() && matches!(b[i], b' ' | b'\t' | b'\n' | b'\r') {
-                        i += 1;
-                    }
+                    i = skip_space(b, i + 1);
+                    continue;
+                }
+                WORD => {
+                    let (end, over, next) = self.word(b, i);
+                    i = end;
+                    after_mod = next;
+                    over
+                }
+                DIGIT => {
+                    i = skip_number(b, i);
+                    self.plain();
+                    after_mod = self.mod_name();
                     false
                 }
-                b'/' if b.get(i + 1) == Some(&b'/') => {
-                    i = memchr(b'\n', b, i).unwrap_or(b.len());
-                    if is_line_doc(&b[start..i]) {
-                        self.line_docs.push(start..i);
-                    }
-                    false
-                }
-                b'/' if b.get(i + 1) == Some(&b'*') => {
-                    i = skip_block_comment(b, i);
-                    false
-                }
-                b'"' => {
+                QUOTE => {
                     self.plain();
                     i = skip_quoted(b, i + 1, b'"');
                     false
                 }
-                b'\'' => {
+                APOSTROPHE => {
                     self.plain();
                     i = skip_char_or_lifetime(b, i);
                     false
                 }
-                b'(' | b'[' | b'{' => {
+                OPEN => {
                     i += 1;
                     self.open(start, c == b'{')
                 }
-                b')' | b']' | b'}' => {
+                CLOSE => {
                     i += 1;
                     self.close(c == b'}');
                     false
                 }
-                b';' => {
+                SEMI => {
                     i += 1;
                     self.end_segment(false);
                     false
                 }
-                b',' => {
+                COMMA => {
                     i += 1;
                     self.end_segment(true);
                     false
                 }
-                c if c == b'_' || c.is_ascii_alphabetic() || c >= 0x80 => {
-                    if let Some(end) = raw_or_prefixed_string(b, i) {
-                        self.plain();
-                        i = end;
-                        false
-                    } else {
-                        i = skip_ident(b, i);
-                        let word = &b[start..i];
-                        if nests(word) {
-                            // After `}` only `else` and `as` continue the expression; any other
-                            // keyword starts the next statement or item.
-                            if !matches!(word, b"else" | b"as") {
-                                self.plain();
-                            }
-                            self.op(start)
-                        } else {
-                            self.plain();
-                            false
+                _ => match (c, b.get(i + 1)) {
+                    (b'/', Some(b'/')) => {
+                        i = memchr(b'\n', b, i).unwrap_or(b.len());
+                        if is_line_doc(&b[start..i]) {
+                            self.line_docs.push(start..i);
                         }
+                        continue;
                     }
-                }
-                c if c.is_ascii_digit() => {
-                    i = skip_number(b, i);
-                    self.plain();
-                    false
-                }
-                _ => {
-                    let (len, kind) = punct(&b[i..]);
-                    i += len;
-                    match kind {
-                        Punct::Open(n) => {
-                            self.top().angle += n;
-                            let mut over = false;
-                            for _ in 0..n {
-                                over |= self.op(start);
-                            }
-                            over
-                        }
-                        Punct::Close(n) => {
-                            self.after_brace = false;
-                            let g = self.top();
-                            g.angle = g.angle.saturating_sub(n);
-                            false
-                        }
-                        Punct::Op => self.op(start),
-                        Punct::Range if self.prefix => self.op(start),
-                        Punct::Range => {
-                            self.after_brace = false;
-                            self.prefix = true;
-                            false
-                        }
-                        Punct::Other => {
-                            self.plain();
-                            false
-                        }
+                    (b'/', Some(b'*')) => {
+                        i = skip_block_comment(b, i);
+                        continue;
                     }
-                }
+                    _ => {
+                        let (len, kind) = punct(b, i);
+                        i += len;
+                        self.punct(start, kind)
+                    }
+                },
             };
-            if !trivia {
-                self.after_mod = match (after_mod, &b[start..i]) {
-                    (_, b"mod") => 1,
-                    (1, word) if word.first().is_some_and(|&c| is_ident_byte(c)) => 2,
-                    _ => 0,
-                };
-            }
+            self.after_mod = after_mod;
             if over {
-                return Some(start);
+                return Err(start);
             }
         }
-        None
+        Ok(i)
+    }
+
+    /// What `after_mod` becomes after a token that starts with an identifier byte (a word, a
+    /// number, a prefixed string) other than `mod`: it names the module right after `mod`.
+    fn mod_name(&self) -> u8 {
+        if self.after_mod == 1 {
+            2
+        } else {
+            0
+        }
+    }
+
+    /// The identifier, keyword or prefixed literal (`r#"..."#`, `b'x'`) at `i`: where it ends,
+    /// whether it went past the limit, and what `after_mod` becomes.
+    fn word(&mut self, b: &[u8], i: usize) -> (usize, bool, u8) {
+        if matches!(b[i], b'b' | b'c' | b'r') {
+            if let Some(end) = raw_or_prefixed_string(b, i) {
+                self.plain();
+                return (end, false, self.mod_name());
+            }
+        }
+        let end = skip_ident(b, i + 1);
+        match keyword(&b[i..end]) {
+            Keyword::None => {
+                self.plain();
+                (end, false, self.mod_name())
+            }
+            Keyword::Mod => {
+                self.plain();
+                (end, false, 1)
+            }
+            // After `}` only `else` and `as` continue the expression; any other keyword starts
+            // the next statement or item.
+            Keyword::Continues => (end, self.op(i), self.mod_name()),
+            Keyword::Nests => {
+                self.plain();
+                (end, self.op(i), self.mod_name())
+            }
+        }
+    }
+
+    fn punct(&mut self, at: usize, kind: Punct) -> bool {
+        match kind {
+            Punct::Open(n) => {
+                self.top.angle += n;
+                let mut over = false;
+                for _ in 0..n {
+                    over |= self.op(at);
+                }
+                over
+            }
+            Punct::Close(n) => {
+                self.after_brace = false;
+                self.top.angle = self.top.angle.saturating_sub(n);
+                false
+            }
+            Punct::Op => self.op(at),
+            Punct::Range if self.prefix => self.op(at),
+            Punct::Range => {
+                self.after_brace = false;
+                self.prefix = true;
+                false
+            }
+            Punct::Other => {
+                self.plain();
+                false
+            }
+        }
     }
 }
 
@@ -367,25 +401,26 @@ pub(super) fn is_line_doc(comment: &[u8]) -> bool {
     comment.starts_with(b"//!") || comment.starts_with(b"///") && !comment.starts_with(b"////")
 }
 
-/// Keywords that take a nested expression, type or pattern after them.
-fn nests(ident: &[u8]) -> bool {
-    matches!(
-        ident,
-        b"return"
-            | b"break"
-            | b"yield"
-            | b"if"
-            | b"else"
-            | b"let"
-            | b"move"
-            | b"as"
-            | b"dyn"
-            | b"impl"
-            | b"async"
-            | b"ref"
-            | b"box"
-            | b"static"
-    )
+/// The keywords the scan reacts to.
+enum Keyword {
+    None,
+    /// `mod`, which may open a module body.
+    Mod,
+    /// `else` and `as`: take a nested expression or type, and continue the expression a `}`
+    /// ended.
+    Continues,
+    /// The other keywords that take a nested expression, type or pattern after them.
+    Nests,
+}
+
+fn keyword(word: &[u8]) -> Keyword {
+    match word {
+        b"mod" => Keyword::Mod,
+        b"else" | b"as" => Keyword::Continues,
+        b"return" | b"break" | b"yield" | b"if" | b"let" | b"move" | b"dyn" | b"impl"
+        | b"async" | b"ref" | b"box" | b"static" => Keyword::Nests,
+        _ => Keyword::None,
+    }
 }
 
 enum Punct {
@@ -403,37 +438,33 @@ enum Punct {
     Other,
 }
 
-/// The punctuation token at the start of `b` and its length.
-fn punct(b: &[u8]) -> (usize, Punct) {
-    const RANGES: [&[u8]; 3] = [b"...", b"..=", b".."];
-    const THREE: [&[u8]; 2] = [b"<<=", b">>="];
-    const TWO: [&[u8]; 18] = [
-        b"->", b"=>", b"::", b"==", b"!=", b"<=", b">=", b"&&", b"||", b"+=", b"-=", b"*=", b"/=",
-        b"%=", b"^=", b"&=", b"|=", b"<<",
-    ];
-    if let Some(t) = RANGES.iter().find(|t| b.starts_with(t)) {
-        return (t.len(), Punct::Range);
-    }
-    if let Some(t) = THREE.iter().find(|t| b.starts_with(t)) {
-        return (t.len(), Punct::Op);
-    }
-    if b.starts_with(b">>") {
-        return (2, Punct::Close(2));
-    }
-    if let Some(t) = TWO.iter().find(|t| b.starts_with(t)) {
-        return match *t {
-            b"::" => (2, Punct::Other),
-            b"<<" => (2, Punct::Open(2)),
-            _ => (2, Punct::Op),
-        };
-    }
-    match b[0] {
-        b'<' => (1, Punct::Open(1)),
-        b'>' => (1, Punct::Close(1)),
-        b'+' | b'-' | b'*' | b'/' | b'%' | b'^' | b'!' | b'&' | b'|' | b'=' | b'.' | b'?' => {
+/// The punctuation token at `b[i]` and its length, told apart by its first two bytes.
+fn punct(b: &[u8], i: usize) -> (usize, Punct) {
+    let second = b.get(i + 1).copied().unwrap_or(0);
+    match (b[i], second) {
+        (b'.', b'.') => match b.get(i + 2) {
+            Some(b'.' | b'=') => (3, Punct::Range),
+            _ => (2, Punct::Range),
+        },
+        (b'<' | b'>', c) if c == b[i] => match (b.get(i + 2), c) {
+            (Some(b'='), _) => (3, Punct::Op),
+            (_, b'<') => (2, Punct::Open(2)),
+            _ => (2, Punct::Close(2)),
+        },
+        (b':', b':') => (2, Punct::Other),
+        (b'-' | b'=', b'>')
+        | (b'&', b'&')
+        | (b'|', b'|')
+        | (
+            b'<' | b'>' | b'=' | b'!' | b'+' | b'-' | b'*' | b'/' | b'%' | b'^' | b'&' | b'|',
+            b'=',
+        ) => (2, Punct::Op),
+        (b'<', _) => (1, Punct::Open(1)),
+        (b'>', _) => (1, Punct::Close(1)),
+        (b'+' | b'-' | b'*' | b'/' | b'%' | b'^' | b'!' | b'&' | b'|' | b'=' | b'.' | b'?', _) => {
             (1, Punct::Op)
         }
-        _ => (char_len(b[0]), Punct::Other),
+        (c, _) => (char_len(c), Punct::Other),
     }
 }
 
@@ -473,10 +504,10 @@ fn skip_block_comment(b: &[u8], mut i: usize) -> usize {
 /// Past the closing `quote` of a literal whose body starts at `i` (backslash escapes).
 fn skip_quoted(b: &[u8], mut i: usize, quote: u8) -> usize {
     while i < b.len() {
-        match b[i] {
-            b'\\' => i += 2,
-            c if c == quote => return i + 1,
-            _ => i += 1,
+        match memchr::memchr2(quote, b'\\', &b[i..]) {
+            Some(p) if b[i + p] == quote => return i + p + 1,
+            Some(p) => i += p + 2,
+            None => break,
         }
     }
     b.len()
@@ -500,14 +531,108 @@ fn skip_char_or_lifetime(b: &[u8], i: usize) -> usize {
 }
 
 pub(crate) fn is_ident_byte(c: u8) -> bool {
-    c == b'_' || c.is_ascii_alphanumeric() || c >= 0x80
+    CLASS[usize::from(c)] <= DIGIT
 }
 
-fn skip_ident(b: &[u8], mut i: usize) -> usize {
-    while i < b.len() && is_ident_byte(b[i]) {
+/// Past the identifier bytes from `i`, eight at a time: identifiers are about half of a
+/// file's bytes.
+fn skip_ident(b: &[u8], i: usize) -> usize {
+    skip_run(b, i, non_ident_bytes, is_ident_byte)
+}
+
+/// Past the whitespace from `i`: mostly a single space or a line's indentation.
+fn skip_space(b: &[u8], mut i: usize) -> usize {
+    while i < b.len() && CLASS[usize::from(b[i])] == SPACE {
         i += 1;
     }
     i
+}
+
+/// Past the bytes from `i` that `member` accepts; `outside` gives the high bit of each byte of
+/// an 8-byte word (first byte lowest) that `member` rejects.
+fn skip_run(b: &[u8], mut i: usize, outside: fn(u64) -> u64, member: fn(u8) -> bool) -> usize {
+    while let Some(eight) = b.get(i..i + 8) {
+        let mut bytes = [0; 8];
+        bytes.copy_from_slice(eight);
+        let out = outside(u64::from_le_bytes(bytes));
+        if out != 0 {
+            return i + (out.trailing_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
+    while i < b.len() && member(b[i]) {
+        i += 1;
+    }
+    i
+}
+
+// Eight bytes at once (SWAR): the arithmetic below works on the low 7 bits of each byte, where
+// adding a constant below 0x80 never carries into the next byte, and reads the answer from
+// each byte's high bit.
+const LOW: u64 = 0x7f7f_7f7f_7f7f_7f7f;
+const HIGH: u64 = !LOW;
+
+const fn splat(c: u8) -> u64 {
+    0x0101_0101_0101_0101 * c as u64
+}
+
+/// High bit of each byte of `low` (high bits clear) that is at least `c` (`c` >= 1).
+fn at_least(low: u64, c: u8) -> u64 {
+    low.wrapping_add(splat(0x80 - c)) & HIGH
+}
+
+/// High bit of each byte of `low` (high bits clear) equal to `c` (below 0x80).
+fn equal(low: u64, c: u8) -> u64 {
+    !(low ^ splat(c)).wrapping_add(LOW) & HIGH
+}
+
+/// High bit of each byte that [`is_ident_byte`] rejects.
+fn non_ident_bytes(word: u64) -> u64 {
+    let low = word & LOW;
+    // `| 0x20` folds upper case onto lower case, and nothing else onto it.
+    let folded = low | splat(0x20);
+    let letter = at_least(folded, b'a') & !at_least(folded, b'z' + 1);
+    let digit = at_least(low, b'0') & !at_least(low, b'9' + 1);
+    let ident = letter | digit | equal(low, b'_') | word & HIGH;
+    !ident & HIGH
+}
+
+// Byte classes, so each token starts with one table look-up. Identifier bytes (letters, `_`,
+// and every non-ASCII byte) and digits come first, so `<= DIGIT` tells an identifier byte.
+const WORD: u8 = 0;
+const DIGIT: u8 = 1;
+const SPACE: u8 = 2;
+const QUOTE: u8 = 3;
+const APOSTROPHE: u8 = 4;
+const OPEN: u8 = 5;
+const CLOSE: u8 = 6;
+const SEMI: u8 = 7;
+const COMMA: u8 = 8;
+/// Punctuation, and `/`, which may start a comment.
+const PUNCT: u8 = 9;
+
+static CLASS: [u8; 256] = byte_classes();
+
+const fn byte_classes() -> [u8; 256] {
+    let mut class = [PUNCT; 256];
+    let mut c = 0;
+    while c < 256 {
+        let b = c as u8;
+        class[c] = match b {
+            b'_' | b'a'..=b'z' | b'A'..=b'Z' | 0x80..=0xff => WORD,
+            b'0'..=b'9' => DIGIT,
+            b' ' | b'\t' | b'\n' | b'\r' => SPACE,
+            b'"' => QUOTE,
+            b'\'' => APOSTROPHE,
+            b'(' | b'[' | b'{' => OPEN,
+            b')' | b']' | b'}' => CLOSE,
+            b';' => SEMI,
+            b',' => COMMA,
+            _ => PUNCT,
+        };
+        c += 1;
+    }
+    class
 }
 
 /// Digits, letters (suffixes, hex, exponents) and a fractional part, but not `..` or a
@@ -564,8 +689,12 @@ fn raw_or_prefixed_string(b: &[u8], i: usize) -> Option<usize> {
 }
 
 #[cfg(test)]
+mod reference;
+
+#[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::{Path, PathBuf};
 
     fn score(src: &str) -> usize {
         max_nesting(src).0
@@ -663,6 +792,180 @@ mod tests {
             format!("/* /* {inner} */ */ fn f() {{}}"),
         ] {
             assert!(score(&src) < 5, "{}", score(&src));
+        }
+    }
+
+    /// Everything a scan answers: where it stopped, the deepest score and where, whether it
+    /// stopped for the module limit, and the line doc comments.
+    #[derive(Debug, PartialEq, Eq)]
+    struct Answers {
+        over: Option<usize>,
+        max: usize,
+        max_at: usize,
+        modules: bool,
+        line_docs: Vec<Range<usize>>,
+    }
+
+    fn answers(text: &[u8], limit: usize) -> Answers {
+        let mut scan = Scan::new(limit);
+        let over = scan.run(text);
+        Answers {
+            over,
+            max: scan.max,
+            max_at: scan.max_at,
+            modules: scan.modules > MAX_MODULE_NESTING,
+            line_docs: scan.line_docs,
+        }
+    }
+
+    fn reference_answers(text: &[u8], limit: usize) -> Answers {
+        let mut scan = reference::Scan::new(limit);
+        let over = scan.run(text);
+        Answers {
+            over,
+            max: scan.max,
+            max_at: scan.max_at,
+            modules: scan.modules > MAX_MODULE_NESTING,
+            line_docs: scan.line_docs,
+        }
+    }
+
+    /// The scan answers as the previous implementation did on `text`, with no limit and
+    /// with limits that stop it at its deepest token, just before it, and early.
+    fn assert_same_as_reference(text: &[u8], what: &dyn std::fmt::Display) {
+        let unlimited = reference_answers(text, usize::MAX);
+        assert_eq!(answers(text, usize::MAX), unlimited, "{what}");
+        let max = unlimited.max;
+        for limit in [max.saturating_sub(1), max / 2, 3, 0, MAX_NESTING] {
+            assert_eq!(
+                answers(text, limit),
+                reference_answers(text, limit),
+                "{what}, limit {limit}"
+            );
+        }
+    }
+
+    fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let name = entry.file_name();
+            if path.is_dir() && name != "target" && name != ".git" {
+                rust_files(&path, out);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                out.push(path);
+            }
+        }
+    }
+
+    #[test]
+    fn eight_bytes_at_once_agree_with_one_at_a_time() {
+        for c in 0..=u8::MAX {
+            for filler in [
+                b'a', b'Z', b'0', b'_', b' ', b'@', b'[', b'`', b'{', 0, 0x7f, 0xff,
+            ] {
+                for k in 0..8 {
+                    let mut bytes = [filler; 8];
+                    bytes[k] = c;
+                    let expected = bytes
+                        .iter()
+                        .enumerate()
+                        .filter(|&(_, &b)| !is_ident_byte(b))
+                        .fold(0, |m, (j, _)| m | 0x80 << (8 * j));
+                    let word = u64::from_le_bytes(bytes);
+                    assert_eq!(non_ident_bytes(word), expected, "{bytes:?}");
+                }
+            }
+        }
+    }
+
+    /// Every `.rs` file of this repository, whole and cut short at a few places (cuts leave
+    /// strings, comments and groups open).
+    #[test]
+    fn same_answers_as_the_reference_on_the_repository() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let mut files = Vec::new();
+        rust_files(&root, &mut files);
+        assert!(files.len() > 100, "{} files", files.len());
+        for path in files {
+            let text = std::fs::read(&path).expect("readable");
+            let what = path.display();
+            assert_same_as_reference(&text, &what);
+            for cut in [text.len() / 3, text.len() / 2, text.len() * 5 / 7] {
+                assert_same_as_reference(&text[..cut], &format_args!("{what} cut at {cut}"));
+            }
+        }
+    }
+
+    /// The `.rs` files under the directories in `NESTING_REFERENCE_DIRS` (`:`-separated), for
+    /// a wider run by hand, e.g. over `~/.cargo/registry/src`.
+    #[test]
+    fn same_answers_as_the_reference_on_given_dirs() {
+        let Some(dirs) = std::env::var_os("NESTING_REFERENCE_DIRS") else {
+            return;
+        };
+        let mut files = Vec::new();
+        for dir in std::env::split_paths(&dirs) {
+            rust_files(&dir, &mut files);
+        }
+        assert!(!files.is_empty(), "no .rs files under {dirs:?}");
+        for path in files {
+            let text = std::fs::read(&path).expect("readable");
+            assert_same_as_reference(&text, &path.display());
+        }
+    }
+
+    /// Random soups of the tokens and fragments the lexer tells apart, including unclosed and
+    /// malformed ones.
+    #[test]
+    fn same_answers_as_the_reference_on_token_soup() {
+        const PIECES: &[&str] = &[
+            " ", "\n", "\t", "\r", "(", ")", "[", "]", "{", "}", ";", ",", "<", ">", "<<", ">>",
+            "<<=", ">>=", "<=", ">=", "=", "==", "=>", "->", "-", "+", "*", "/", "%", "^", "!",
+            "!=", "&", "&&", "|", "||", "+=", "-=", "*=", "/=", "%=", "^=", "&=", "|=", ".", "..",
+            "...", "..=", "?", ":", "::", "#", "$", "@", "~", "\\", "\0", "mod", "mod ", "m", "x",
+            "_", "r", "b", "c", "br", "cr", "rb", "if", "else", "as", "return", "break", "yield",
+            "let", "move", "dyn", "impl", "async", "ref", "box", "static", "modx", "1", "1.5",
+            "1.max", "0x1f", "1e3", "\"", "\"s\"", "\"\\\"\"", "'", "'a'", "'a", "'\\n'", "'\\''",
+            "'é'", "'static", "é", "日本", "r\"", "r#\"", "\"#", "#\"", "b'", "b'x'", "b\"", "c\"",
+            "br#\"", "//", "///", "////", "//!", "/*", "*/", "/**", "/*!", "\\\\",
+        ];
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move || {
+            // xorshift64: deterministic, so a failure reproduces.
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        for round in 0..20_000 {
+            let len = (next() % 60) as usize;
+            let mut text = String::new();
+            for _ in 0..len {
+                text.push_str(PIECES[(next() % PIECES.len() as u64) as usize]);
+            }
+            assert_same_as_reference(text.as_bytes(), &format_args!("round {round}: {text:?}"));
+        }
+    }
+
+    #[test]
+    fn same_answers_as_the_reference_on_deep_inputs() {
+        let n = 3000;
+        for text in [
+            format!("{}{}", "mod m {".repeat(n), "}".repeat(n)),
+            format!("{}{}", "mod m { fn f() {} ".repeat(150), "}".repeat(150)),
+            format!("type T = {}u8{};", "Vec<".repeat(n), ">".repeat(n)),
+            format!("fn f() {{ let x = {}x; }}", "x << ".repeat(n)),
+            format!("fn f() {{ let x = {}x; }}", ".. ".repeat(n)),
+            format!("fn f() {{ if a {{}} {} }}", "else if a {} ".repeat(n)),
+            format!("fn f() {{ {} }}", "(".repeat(n)),
+            "mod /* c */ m // c\n {".repeat(200),
+            "mod 1 {".repeat(200),
+            "mod r\"x\" {".repeat(200),
+        ] {
+            assert_same_as_reference(text.as_bytes(), &&text[..40]);
         }
     }
 }
