@@ -1,7 +1,11 @@
 //! The nesting scan as it was before it was made cheaper, kept as the reference that the
-//! differential tests hold [`super::Scan`] to: every answer must stay the same.
+//! differential tests hold [`super::Scan`] to: every answer must stay the same. The lexing
+//! helpers the rewrite left as they were are shared with it.
 
-use super::MAX_MODULE_NESTING;
+use super::{
+    char_len, is_line_doc, memchr, raw_or_prefixed_string, skip_block_comment,
+    skip_char_or_lifetime, skip_number, MAX_MODULE_NESTING,
+};
 use std::ops::Range;
 use std::time::Instant;
 
@@ -283,11 +287,6 @@ impl Scan {
     }
 }
 
-/// `///` (not `////`) and `//!` comments are doc comments, as rustc and proc_macro2 lex them.
-fn is_line_doc(comment: &[u8]) -> bool {
-    comment.starts_with(b"//!") || comment.starts_with(b"///") && !comment.starts_with(b"////")
-}
-
 /// Keywords that take a nested expression, type or pattern after them.
 fn nests(ident: &[u8]) -> bool {
     matches!(
@@ -358,39 +357,6 @@ fn punct(b: &[u8]) -> (usize, Punct) {
     }
 }
 
-fn char_len(first: u8) -> usize {
-    match first {
-        0xf0..=0xff => 4,
-        0xe0..=0xef => 3,
-        0xc0..=0xdf => 2,
-        _ => 1,
-    }
-}
-
-fn memchr(needle: u8, b: &[u8], from: usize) -> Option<usize> {
-    memchr::memchr(needle, &b[from..]).map(|p| from + p)
-}
-
-/// Past a (nestable) block comment starting at `i`.
-fn skip_block_comment(b: &[u8], mut i: usize) -> usize {
-    let mut depth = 0usize;
-    while i < b.len() {
-        if b[i] == b'/' && b.get(i + 1) == Some(&b'*') {
-            depth += 1;
-            i += 2;
-        } else if b[i] == b'*' && b.get(i + 1) == Some(&b'/') {
-            depth -= 1;
-            i += 2;
-            if depth == 0 {
-                return i;
-            }
-        } else {
-            i += 1;
-        }
-    }
-    b.len()
-}
-
 /// Past the closing `quote` of a literal whose body starts at `i` (backslash escapes).
 fn skip_quoted(b: &[u8], mut i: usize, quote: u8) -> usize {
     while i < b.len() {
@@ -403,23 +369,6 @@ fn skip_quoted(b: &[u8], mut i: usize, quote: u8) -> usize {
     b.len()
 }
 
-/// `'a'`, `'\n'`, `'\u{1F600}'` or `'é'` are char literals; `'a` and `'static` are lifetimes
-/// (skipped as identifiers).
-fn skip_char_or_lifetime(b: &[u8], i: usize) -> usize {
-    match b.get(i + 1) {
-        Some(b'\\') => skip_quoted(b, i + 1, b'\''),
-        Some(&c) => {
-            let after = i + 1 + char_len(c);
-            if b.get(after) == Some(&b'\'') {
-                after + 1
-            } else {
-                skip_ident(b, i + 1)
-            }
-        }
-        None => b.len(),
-    }
-}
-
 fn is_ident_byte(c: u8) -> bool {
     c == b'_' || c.is_ascii_alphanumeric() || c >= 0x80
 }
@@ -429,57 +378,4 @@ fn skip_ident(b: &[u8], mut i: usize) -> usize {
         i += 1;
     }
     i
-}
-
-/// Digits, letters (suffixes, hex, exponents) and a fractional part, but not `..` or a
-/// method call on an integer (`1.max(2)`).
-fn skip_number(b: &[u8], mut i: usize) -> usize {
-    i = skip_ident(b, i);
-    if b.get(i) == Some(&b'.') && b.get(i + 1).is_some_and(u8::is_ascii_digit) {
-        i = skip_ident(b, i + 1);
-    }
-    i
-}
-
-/// A raw string (`r"..."`, `r#"..."#`), byte or C string (`b"..."`, `br#".."#`, `c"..."`)
-/// or byte literal (`b'x'`) starting at `i`: where it ends.
-fn raw_or_prefixed_string(b: &[u8], i: usize) -> Option<usize> {
-    let mut j = i;
-    if matches!(b[j], b'b' | b'c') {
-        j += 1;
-    }
-    let raw = b.get(j) == Some(&b'r');
-    if raw {
-        j += 1;
-    }
-    if j == i {
-        return None;
-    }
-    if raw {
-        let hashes = b[j..].iter().take_while(|&&c| c == b'#').count();
-        j += hashes;
-        if b.get(j) != Some(&b'"') {
-            return None;
-        }
-        j += 1;
-        while j < b.len() {
-            if b[j] == b'"'
-                && b[j + 1..]
-                    .iter()
-                    .take(hashes)
-                    .filter(|&&c| c == b'#')
-                    .count()
-                    == hashes
-            {
-                return Some(j + 1 + hashes);
-            }
-            j += 1;
-        }
-        return Some(b.len());
-    }
-    match b.get(j) {
-        Some(b'"') => Some(skip_quoted(b, j + 1, b'"')),
-        Some(b'\'') if b[i] == b'b' => Some(skip_quoted(b, j + 1, b'\'')),
-        _ => None,
-    }
 }
