@@ -7,8 +7,8 @@ use super::nesting::{self, MAX_MODULE_NESTING, MAX_NESTING};
 use super::{byte_offsets, doc_text, expr_span};
 use super::{
     Attr, AttrArg, ConstDef, FileId, FileModel, FnDef, GenericParam, ImplDef, Include, ItemKind,
-    ItemSpan, ModDecl, NamedItem, Param, SelfKind, Span, StructDef, TypeAliasDef, UseDecl,
-    Visibility,
+    ItemSpan, ModDecl, ModulePath, NamedItem, Param, SelfKind, Span, StructDef, TypeAliasDef,
+    UseDecl, Visibility,
 };
 use crate::catalog::store_traits;
 use std::time::Instant;
@@ -185,7 +185,8 @@ fn lower_text(
         cx.model.span = Span::new(file, 0, text.len() as u32);
         cx.model.store_crates = crate::analysis::relevance::store_crates_named(&parsed.text);
         cx.model.mentions = crate::analysis::relevance::mentions_in(&parsed.text);
-        cx.items(&items, &module, &[], in_test);
+        let file_module = ModulePath::clone(&cx.module);
+        cx.items(&items, &file_module, &[], in_test);
         if cx.out_of_time {
             return Err(LowerError::OutOfTime);
         }
@@ -262,7 +263,7 @@ struct Lowerer<'d> {
     /// Set once the deadline passed: every lowering step returns at once from then on.
     out_of_time: bool,
     /// The file's module path (`model.module`), shared with the blocks inside expressions.
-    module: std::rc::Rc<[String]>,
+    module: ModulePath,
     model: FileModel,
     /// The doc comments syn read as bare `#[doc]`.
     docs: &'d doc_text::ParsedText<'d>,
@@ -363,7 +364,13 @@ impl Lowerer<'_> {
         self.span(first).to(self.span(last))
     }
 
-    fn items(&mut self, items: &[syn::Item], module: &[String], inline: &[String], in_test: bool) {
+    fn items(
+        &mut self,
+        items: &[syn::Item],
+        module: &ModulePath,
+        inline: &[String],
+        in_test: bool,
+    ) {
         for item in items {
             self.item(item, module, inline, in_test, false);
         }
@@ -372,7 +379,7 @@ impl Lowerer<'_> {
     fn item(
         &mut self,
         item: &syn::Item,
-        module: &[String],
+        module: &ModulePath,
         inline: &[String],
         in_test: bool,
         nested: bool,
@@ -467,7 +474,7 @@ impl Lowerer<'_> {
                     .collect();
                 self.model.structs.push(StructDef {
                     name: s.ident.to_string(),
-                    module: module.to_vec(),
+                    module: module.clone(),
                     vis: visibility(&s.vis),
                     fields,
                     span,
@@ -489,7 +496,7 @@ impl Lowerer<'_> {
                 let ty = self.ty(&st.ty);
                 self.model.statics.push(TypeAliasDef {
                     name: unraw(&st.ident),
-                    module: module.to_vec(),
+                    module: module.clone(),
                     ty,
                 });
                 ItemKind::Const
@@ -499,7 +506,7 @@ impl Lowerer<'_> {
                 let ty = self.ty(&t.ty);
                 self.model.type_aliases.push(TypeAliasDef {
                     name: unraw(&t.ident),
-                    module: module.to_vec(),
+                    module: module.clone(),
                     ty,
                 });
                 ItemKind::Other
@@ -533,7 +540,7 @@ impl Lowerer<'_> {
     /// visibility timeout); other constants are never read.
     fn const_def(
         &mut self,
-        module: &[String],
+        module: &ModulePath,
         ident: &syn::Ident,
         ty: &syn::Type,
         init: &syn::Expr,
@@ -545,7 +552,7 @@ impl Lowerer<'_> {
         }
         let value = self.expr(init);
         self.model.consts.push(ConstDef {
-            module: module.to_vec(),
+            module: module.clone(),
             name: unraw(ident),
             value,
         });
@@ -553,20 +560,20 @@ impl Lowerer<'_> {
 
     fn named(
         &mut self,
-        module: &[String],
+        module: &ModulePath,
         ident: &syn::Ident,
         vis: &syn::Visibility,
         kind: ItemKind,
     ) {
         self.model.decls.push(NamedItem {
-            module: module.to_vec(),
+            module: module.clone(),
             name: unraw(ident),
             kind,
             vis: visibility(vis),
         });
     }
 
-    fn impl_block(&mut self, imp: &syn::ItemImpl, module: &[String], in_test: bool, _span: Span) {
+    fn impl_block(&mut self, imp: &syn::ItemImpl, module: &ModulePath, in_test: bool, _span: Span) {
         let self_ty = self.ty(&imp.self_ty);
         let trait_path = imp.trait_.as_ref().map(|(p, _)| self.path(p));
         let generics = self.generics(&imp.generics);
@@ -611,7 +618,7 @@ impl Lowerer<'_> {
             }
         }
         self.model.impls.push(ImplDef {
-            module: module.to_vec(),
+            module: module.clone(),
             self_ty: self_ty.clone(),
             trait_path: trait_path.clone(),
             methods,
@@ -622,13 +629,13 @@ impl Lowerer<'_> {
     fn mod_item(
         &mut self,
         m: &syn::ItemMod,
-        module: &[String],
+        module: &ModulePath,
         inline: &[String],
         in_test: bool,
         span: Span,
     ) {
-        let mut child = module.to_vec();
-        child.push(unraw(&m.ident));
+        let name = unraw(&m.ident);
+        let child: ModulePath = module.iter().cloned().chain([name.clone()]).collect();
         let cfg_test = is_cfg_test(&m.attrs);
         let path_attr = m.attrs.iter().find_map(|a| match &a.meta {
             syn::Meta::NameValue(nv) if a.path().is_ident("path") => str_lit(&nv.value),
@@ -636,7 +643,7 @@ impl Lowerer<'_> {
         });
         let cfg_path_attrs = m.attrs.iter().filter_map(cfg_attr_path).collect();
         self.model.mods.push(ModDecl {
-            name: unraw(&m.ident),
+            name: name.clone(),
             module: child.clone(),
             inline: m.content.is_some(),
             path_attr,
@@ -648,7 +655,7 @@ impl Lowerer<'_> {
         });
         if let Some((_, items)) = &m.content {
             let mut inner_inline = inline.to_vec();
-            inner_inline.push(unraw(&m.ident));
+            inner_inline.push(name);
             self.items(items, &child, &inner_inline, in_test || cfg_test);
         }
     }
@@ -658,7 +665,7 @@ impl Lowerer<'_> {
     fn macro_mods(
         &mut self,
         tokens: proc_macro2::TokenStream,
-        module: &[String],
+        module: &ModulePath,
         inline: &[String],
         in_test: bool,
     ) {
@@ -704,7 +711,7 @@ impl Lowerer<'_> {
         &mut self,
         tree: &syn::UseTree,
         prefix: &mut Vec<String>,
-        module: &[String],
+        module: &ModulePath,
         is_pub: bool,
         span: Span,
     ) {
@@ -720,12 +727,10 @@ impl Lowerer<'_> {
                 let (path, alias) = if name == "self" {
                     (prefix.clone(), prefix.last().cloned().unwrap_or_default())
                 } else {
-                    let mut p = prefix.clone();
-                    p.push(name.clone());
-                    (p, name)
+                    (with_last(prefix, name.clone()), name)
                 };
                 self.model.uses.push(UseDecl {
-                    module: module.to_vec(),
+                    module: module.clone(),
                     path,
                     alias,
                     glob: false,
@@ -734,15 +739,16 @@ impl Lowerer<'_> {
                 });
             }
             syn::UseTree::Rename(r) => {
-                let name = unraw(&r.ident);
-                let mut path = prefix.clone();
-                if name != "self" {
-                    path.push(name);
-                }
                 let alias = unraw(&r.rename);
                 if alias != "_" {
+                    let name = unraw(&r.ident);
+                    let path = if name == "self" {
+                        prefix.clone()
+                    } else {
+                        with_last(prefix, name)
+                    };
                     self.model.uses.push(UseDecl {
-                        module: module.to_vec(),
+                        module: module.clone(),
                         path,
                         alias,
                         glob: false,
@@ -753,7 +759,7 @@ impl Lowerer<'_> {
             }
             syn::UseTree::Glob(_) => {
                 self.model.uses.push(UseDecl {
-                    module: module.to_vec(),
+                    module: module.clone(),
                     path: prefix.clone(),
                     alias: String::new(),
                     glob: true,
@@ -776,7 +782,7 @@ impl Lowerer<'_> {
         vis: &syn::Visibility,
         sig: &syn::Signature,
         block: Option<&syn::Block>,
-        module: &[String],
+        module: &ModulePath,
         cx: ImplCx<'_>,
         in_test: bool,
         nested: bool,
@@ -819,7 +825,7 @@ impl Lowerer<'_> {
         FnDef {
             name: unraw(&sig.ident),
             name_span: self.range(expr_span::ident_bounds(&sig.ident)),
-            module: module.to_vec(),
+            module: module.clone(),
             self_ty: cx.self_ty.cloned(),
             trait_path: cx.trait_path.cloned(),
             self_kind,
@@ -1153,7 +1159,7 @@ impl Lowerer<'_> {
         }
     }
 
-    fn block(&mut self, b: &syn::Block, module: &[String], in_test: bool) -> Block {
+    fn block(&mut self, b: &syn::Block, module: &ModulePath, in_test: bool) -> Block {
         let mut stmts = Vec::with_capacity(b.stmts.len());
         for s in &b.stmts {
             match s {
@@ -1310,7 +1316,7 @@ impl Lowerer<'_> {
     /// A block inside an expression, lowered in the file's module: items inside expressions
     /// are rare, and lowered as part of the enclosing fn's module.
     fn inner_block(&mut self, b: &syn::Block) -> Block {
-        let module = std::rc::Rc::clone(&self.module);
+        let module = ModulePath::clone(&self.module);
         self.block(b, &module, false)
     }
 
@@ -1520,6 +1526,14 @@ impl Lowerer<'_> {
             parsed: true,
         }
     }
+}
+
+/// `prefix` and then `last`, allocated once at its final size.
+fn with_last(prefix: &[String], last: String) -> Vec<String> {
+    let mut path = Vec::with_capacity(prefix.len() + 1);
+    path.extend_from_slice(prefix);
+    path.push(last);
+    path
 }
 
 /// sqlx's macros that read their SQL from a file relative to the package root.
@@ -1908,7 +1922,7 @@ mod tests {
         let m =
             lower("mod a { #[path = \"x.rs\"] mod b; struct S; impl S { pub fn go(&self) {} } }");
         let go = m.fns.iter().find(|f| f.name == "go").unwrap();
-        assert_eq!(go.module, vec!["crate", "a"]);
+        assert_eq!(go.module[..], ["crate", "a"]);
         assert_eq!(go.self_kind, SelfKind::Ref);
         assert_eq!(go.display_name(), "S::go");
         let b = m.mods.iter().find(|d| d.name == "b").unwrap();
@@ -1958,7 +1972,7 @@ mod tests {
             ]
         );
         let nested = &m.mods[4];
-        assert_eq!(nested.module, ["crate", "inline", "nested"]);
+        assert_eq!(nested.module[..], ["crate", "inline", "nested"]);
         assert_eq!(nested.inline_parents, ["inline"]);
     }
 
