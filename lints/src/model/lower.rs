@@ -1148,7 +1148,7 @@ impl Lowerer<'_> {
             syn::Pat::Paren(pp) => self.pat_at(&pp.pat, d),
             syn::Pat::Type(pt) => Pat::Typed {
                 pat: Box::new(self.pat_at(&pt.pat, d)),
-                ty: self.ty(&pt.ty),
+                ty: Box::new(self.ty(&pt.ty)),
             },
             syn::Pat::Path(pp) => Pat::Path(self.path(&pp.path)),
             syn::Pat::Lit(l) => Pat::Lit(lit(&l.lit)),
@@ -1164,7 +1164,7 @@ impl Lowerer<'_> {
         for s in &b.stmts {
             match s {
                 syn::Stmt::Local(l) => stmts.push(Stmt::Let {
-                    pat: self.pat(&l.pat),
+                    pat: Box::new(self.pat(&l.pat)),
                     init: l.init.as_ref().map(|i| self.expr(&i.expr)),
                     diverge: l
                         .init
@@ -1173,13 +1173,13 @@ impl Lowerer<'_> {
                         .map(|(_, e)| {
                             let e = self.expr(e);
                             let span = e.span;
-                            Block {
+                            Box::new(Block {
                                 stmts: vec![Stmt::Expr {
                                     expr: e,
                                     semi: false,
                                 }],
                                 span,
-                            }
+                            })
                         }),
                     span: match expr_span::let_bounds(l) {
                         Some(r) => self.range(r),
@@ -1202,7 +1202,7 @@ impl Lowerer<'_> {
                     let call = self.mac(&m.mac);
                     stmts.push(Stmt::Expr {
                         expr: Expr {
-                            kind: ExprKind::Macro(call),
+                            kind: ExprKind::Macro(Box::new(call)),
                             span,
                         },
                         semi: m.semi_token.is_some(),
@@ -1339,7 +1339,7 @@ impl Lowerer<'_> {
                 method_span: self.range(expr_span::ident_bounds(&m.method)),
                 args: self.exprs(&m.args),
             },
-            syn::Expr::Macro(m) => ExprKind::Macro(self.mac(&m.mac)),
+            syn::Expr::Macro(m) => ExprKind::Macro(Box::new(self.mac(&m.mac))),
             syn::Expr::Field(f) => ExprKind::Field {
                 base: self.boxed_lo(&f.base, b),
                 member: member_name(&f.member),
@@ -1379,7 +1379,7 @@ impl Lowerer<'_> {
             },
             syn::Expr::Cast(c) => ExprKind::Cast {
                 expr: self.boxed_lo(&c.expr, b),
-                ty: self.ty(&c.ty),
+                ty: Box::new(self.ty(&c.ty)),
             },
             syn::Expr::Await(a) => ExprKind::Await(self.boxed_lo(traced_future(&a.base), b)),
             syn::Expr::Try(t) => ExprKind::Try(self.boxed_lo(&t.expr, b)),
@@ -1404,7 +1404,7 @@ impl Lowerer<'_> {
                 els: i.else_branch.as_ref().map(|(_, e)| self.boxed_hi(e, b)),
             },
             syn::Expr::Let(l) => ExprKind::Let {
-                pat: self.pat(&l.pat),
+                pat: Box::new(self.pat(&l.pat)),
                 expr: self.boxed_hi(&l.expr, b),
             },
             syn::Expr::Match(m) => ExprKind::Match {
@@ -1420,7 +1420,7 @@ impl Lowerer<'_> {
                 body: self.inner_block(&l.body),
             },
             syn::Expr::ForLoop(f) => ExprKind::For {
-                pat: self.pat(&f.pat),
+                pat: Box::new(self.pat(&f.pat)),
                 iter: self.boxed(&f.expr),
                 body: self.inner_block(&f.body),
             },
@@ -1432,7 +1432,7 @@ impl Lowerer<'_> {
                 rhs: self.boxed_hi(&a.right, b),
             },
             syn::Expr::Struct(s) => ExprKind::Struct {
-                path: self.path(&s.path),
+                path: Box::new(self.path(&s.path)),
                 fields: s
                     .fields
                     .iter()
@@ -1453,7 +1453,7 @@ impl Lowerer<'_> {
 
     fn arm(&mut self, a: &syn::Arm) -> Arm {
         let guard = match &a.pat {
-            syn::Pat::Guard(g) => Some(self.expr(&g.guard)),
+            syn::Pat::Guard(g) => Some(Box::new(self.expr(&g.guard))),
             _ => None,
         };
         Arm {
