@@ -820,8 +820,10 @@ impl Lowerer<'_> {
                 self.block(b, module, in_test)
             }
         });
-        let mut generics = cx.generics.to_vec();
-        generics.extend(self.generics(&sig.generics));
+        let own = self.generics(&sig.generics);
+        let mut generics = Vec::with_capacity(cx.generics.len() + own.len());
+        generics.extend_from_slice(cx.generics);
+        generics.extend(own);
         FnDef {
             name: unraw(&sig.ident),
             name_span: self.range(expr_span::ident_bounds(&sig.ident)),
@@ -837,7 +839,13 @@ impl Lowerer<'_> {
             is_async: sig.asyncness.is_some(),
             vis: visibility(vis),
             generics,
-            attrs: attrs.iter().flat_map(|a| self.attrs_of(a)).collect(),
+            attrs: {
+                let mut out = Vec::with_capacity(attrs.len());
+                for a in attrs {
+                    self.attrs_of(a, &mut out);
+                }
+                out
+            },
             body,
             span,
             in_test,
@@ -845,12 +853,12 @@ impl Lowerer<'_> {
         }
     }
 
-    /// `a`, or the doc comments syn read as `a` (see [`doc_text`]).
-    fn attrs_of(&mut self, a: &syn::Attribute) -> Vec<Attr> {
+    /// Pushes `a`, or the doc comments syn read as `a` (see [`doc_text`]), onto `out`.
+    fn attrs_of(&mut self, a: &syn::Attribute, out: &mut Vec<Attr>) {
         let bounds = expr_span::attr_bounds(a);
         match self.docs.docs_at(bounds.0) {
-            Some(docs) => docs.iter().map(|d| self.doc_comment(d)).collect(),
-            None => vec![self.attr(a, bounds)],
+            Some(docs) => out.extend(docs.iter().map(|d| self.doc_comment(d))),
+            None => out.push(self.attr(a, bounds)),
         }
     }
 
