@@ -6,7 +6,7 @@
 //! canonical only as far as the source says (`chrono::offset::Utc` stays as written), so
 //! catalog patterns match on the crate and the last segments ([`DefPath::matches`]).
 
-use super::{FastMap, FastSet};
+use super::{PathMap, PathSet};
 use crate::model::ir::{Path, Type};
 use crate::model::{FileModel, FnDef, Package};
 use rayon::prelude::*;
@@ -184,16 +184,16 @@ const KNOWN_GLOB_EXPORTS: &[(&str, &[&str])] = &[
 /// One module's scope: what its `use`s and items bring into scope.
 #[derive(Debug, Default)]
 struct Scope {
-    uses: FastMap<String, Vec<String>>,
+    uses: PathMap<String, Vec<String>>,
     globs: Vec<Vec<String>>,
     /// What each glob names, resolved once when the resolver is built (`None` before).
     glob_bases: Option<Vec<GlobBase>>,
     /// Names of items and child modules defined in the module.
-    items: FastSet<String>,
+    items: PathSet<String>,
     /// Paths already resolved in this module (by [`Resolver::resolve`] and
     /// [`Resolver::resolve_strs`]): every fn of a module resolves the same few names again
     /// and again, and one resolution can follow long `use` and glob chains.
-    resolved: Mutex<FastMap<Vec<String>, DefPath>>,
+    resolved: Mutex<PathMap<Vec<String>, DefPath>>,
 }
 
 /// The module or external path a glob import brings the names of.
@@ -211,7 +211,7 @@ enum GlobBase {
 #[derive(Debug)]
 pub struct Resolver {
     /// Per target, each module's scope (looked up by `&[String]` without allocating).
-    scopes: Vec<FastMap<Vec<String>, Scope>>,
+    scopes: Vec<PathMap<Vec<String>, Scope>>,
     /// The library target's index and crate name, which other targets import by name.
     lib: Option<(usize, String)>,
     /// Linked libraries of other workspace members ([`TargetInfo::linked`]): target index and
@@ -233,8 +233,8 @@ impl Resolver {
             .chain([package.targets.len()])
             .max()
             .unwrap_or(0);
-        let mut scopes: Vec<FastMap<Vec<String>, Scope>> =
-            (0..targets).map(|_| FastMap::default()).collect();
+        let mut scopes: Vec<PathMap<Vec<String>, Scope>> =
+            (0..targets).map(|_| PathMap::default()).collect();
         for file in &package.files {
             Self::add_file(&mut scopes[file.target], file);
         }
@@ -323,7 +323,7 @@ impl Resolver {
         self.scopes.get(target)?.get(module)
     }
 
-    fn add_file(scopes: &mut FastMap<Vec<String>, Scope>, file: &FileModel) {
+    fn add_file(scopes: &mut PathMap<Vec<String>, Scope>, file: &FileModel) {
         scope_mut(scopes, &file.module);
         for u in &file.uses {
             let scope = scope_mut(scopes, &u.module);
@@ -622,7 +622,7 @@ impl Resolver {
 
 /// The scope of `module`, made empty first if need be. The module path is copied only for a
 /// new scope: most items of a file share a module, and `entry` wants an owned key.
-fn scope_mut<'s>(scopes: &'s mut FastMap<Vec<String>, Scope>, module: &[String]) -> &'s mut Scope {
+fn scope_mut<'s>(scopes: &'s mut PathMap<Vec<String>, Scope>, module: &[String]) -> &'s mut Scope {
     if !scopes.contains_key(module) {
         scopes.insert(module.to_vec(), Scope::default());
     }
