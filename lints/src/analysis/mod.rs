@@ -113,17 +113,22 @@ impl std::hash::Hasher for PathHasher {
     #[inline]
     fn write(&mut self, bytes: &[u8]) {
         let n = bytes.len();
-        let word = |at: usize, len: usize| {
-            let mut buf = [0u8; 8];
-            buf[..len].copy_from_slice(&bytes[at..at + len]);
-            u64::from_le_bytes(buf)
-        };
         let (head, tail) = if n >= 8 {
-            (word(0, 8), word(n - 8, 8))
+            let head: [u8; 8] = bytes[..8].try_into().expect("eight bytes");
+            let tail: [u8; 8] = bytes[n - 8..].try_into().expect("eight bytes");
+            (u64::from_le_bytes(head), u64::from_le_bytes(tail))
         } else if n >= 4 {
-            (word(0, 4), word(n - 4, 4))
+            let head: [u8; 4] = bytes[..4].try_into().expect("four bytes");
+            let tail: [u8; 4] = bytes[n - 4..].try_into().expect("four bytes");
+            (
+                u64::from(u32::from_le_bytes(head)),
+                u64::from(u32::from_le_bytes(tail)),
+            )
+        } else if n > 0 {
+            let tail = u64::from(bytes[n / 2]) << 8 | u64::from(bytes[n - 1]);
+            (u64::from(bytes[0]), tail)
         } else {
-            (word(0, n), 0)
+            (0, 0)
         };
         self.mix(head ^ ((n as u64) << 56));
         self.mix(tail);
