@@ -92,6 +92,7 @@ pub(crate) struct PathHash;
 impl std::hash::BuildHasher for PathHash {
     type Hasher = PathHasher;
 
+    #[inline]
     fn build_hasher(&self) -> PathHasher {
         PathHasher(0x243f_6a88_85a3_08d3)
     }

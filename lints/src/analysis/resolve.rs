@@ -8,7 +8,7 @@
 
 use super::{PathMap, PathSet};
 use crate::model::ir::{Path, Type};
-use crate::model::{FileModel, FnDef, Package};
+use crate::model::{FileModel, FnDef, Package, UseDecl};
 use rayon::prelude::*;
 use std::sync::{Arc, Mutex};
 
@@ -324,27 +324,34 @@ impl Resolver {
     }
 
     fn add_file(scopes: &mut PathMap<Vec<String>, Scope>, file: &FileModel) {
-        scope_mut(scopes, &file.module);
-        for u in &file.uses {
-            let scope = scope_mut(scopes, &u.module);
-            if u.glob {
-                scope.globs.push(u.path.clone());
-            } else {
-                scope.uses.insert(u.alias.clone(), u.path.clone());
-            }
-        }
+        let mut entries: Vec<(&[String], Entry<'_>)> = Vec::new();
+        entries.extend(file.uses.iter().map(|u| (&u.module[..], Entry::Use(u))));
         for m in &file.mods {
             let parent = &m.module[..m.module.len().saturating_sub(1)];
-            add_item(scope_mut(scopes, parent), &m.name);
-            scope_mut(scopes, &m.module);
+            entries.push((parent, Entry::Item(&m.name)));
+            entries.push((&m.module, Entry::Module));
         }
-        for f in file.fns.iter().filter(|f| f.self_ty.is_none()) {
-            add_item(scope_mut(scopes, &f.module), &f.name);
+        let fns = file.fns.iter().filter(|f| f.self_ty.is_none());
+        let fns = fns.map(|f| (&f.module[..], Entry::Item(&f.name)));
+        let structs = file
+            .structs
+            .iter()
+            .map(|s| (&s.module[..], Entry::Item(&s.name)));
+        let decls = file
+            .decls
+            .iter()
+            .map(|d| (&d.module[..], Entry::Item(&d.name)));
+        entries.extend(fns.chain(structs).chain(decls));
+        // Most entries are in the file's own module: one lookup of its scope for all of them.
+        // Each module's entries keep their order (a later `use` of a name replaces one before).
+        let own: &[String] = &file.module;
+        let (here, elsewhere): (Vec<_>, Vec<_>) = entries.into_iter().partition(|(m, _)| *m == own);
+        let scope = scope_mut(scopes, own);
+        for (_, entry) in here {
+            entry.add_to(scope);
         }
-        let structs = file.structs.iter().map(|s| (&s.module, &s.name));
-        let decls = file.decls.iter().map(|d| (&d.module, &d.name));
-        for (module, name) in structs.chain(decls) {
-            add_item(scope_mut(scopes, module), name);
+        for (module, entry) in elsewhere {
+            entry.add_to(scope_mut(scopes, module));
         }
     }
 
@@ -627,6 +634,28 @@ fn scope_mut<'s>(scopes: &'s mut PathMap<Vec<String>, Scope>, module: &[String])
         scopes.insert(module.to_vec(), Scope::default());
     }
     scopes.get_mut(module).expect("inserted above")
+}
+
+/// What a file adds to the scope of a module.
+enum Entry<'f> {
+    Use(&'f UseDecl),
+    /// An item or child module named so.
+    Item(&'f str),
+    /// Only that the module exists.
+    Module,
+}
+
+impl Entry<'_> {
+    fn add_to(&self, scope: &mut Scope) {
+        match self {
+            Entry::Use(u) if u.glob => scope.globs.push(u.path.clone()),
+            Entry::Use(u) => {
+                scope.uses.insert(u.alias.clone(), u.path.clone());
+            }
+            Entry::Item(name) => add_item(scope, name),
+            Entry::Module => {}
+        }
+    }
 }
 
 /// Adds item `name` to `scope`, copying the name only when it is new.
