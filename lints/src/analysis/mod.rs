@@ -75,6 +75,94 @@ pub(crate) type FastMap<K, V> = HashMap<K, V, foldhash::fast::FixedState>;
 /// The set counterpart of [`FastMap`].
 pub(crate) type FastSet<T> = HashSet<T, foldhash::fast::FixedState>;
 
+/// A map keyed by names, module paths and [`DefPath`]s that is looked up far more often than
+/// it is filled (the resolver's scopes and memos, the call graph's index): hashed with
+/// [`PathHash`], which reads a few words of each segment instead of every byte. Equality
+/// still decides, so a collision costs a comparison, never a wrong answer.
+pub(crate) type PathMap<K, V> = HashMap<K, V, PathHash>;
+/// The set counterpart of [`PathMap`].
+pub(crate) type PathSet<T> = HashSet<T, PathHash>;
+
+/// Hashes identifiers by their length and their first and last eight bytes. Path segments
+/// are short words that differ at their ends (`crate::db::users`), and foldhash's per-byte
+/// work on every segment of every lookup was a tenth of a package's analysis.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct PathHash;
+
+impl std::hash::BuildHasher for PathHash {
+    type Hasher = PathHasher;
+
+    #[inline]
+    fn build_hasher(&self) -> PathHasher {
+        PathHasher(0x243f_6a88_85a3_08d3)
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct PathHasher(u64);
+
+const MIX: u64 = 0x9e37_79b9_7f4a_7c15;
+
+impl PathHasher {
+    #[inline]
+    fn mix(&mut self, word: u64) {
+        self.0 = (self.0 ^ word).wrapping_mul(MIX).rotate_left(23);
+    }
+}
+
+impl std::hash::Hasher for PathHasher {
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) {
+        let n = bytes.len();
+        let (head, tail) = if n >= 8 {
+            let head: [u8; 8] = bytes[..8].try_into().expect("eight bytes");
+            let tail: [u8; 8] = bytes[n - 8..].try_into().expect("eight bytes");
+            (u64::from_le_bytes(head), u64::from_le_bytes(tail))
+        } else if n >= 4 {
+            let head: [u8; 4] = bytes[..4].try_into().expect("four bytes");
+            let tail: [u8; 4] = bytes[n - 4..].try_into().expect("four bytes");
+            (
+                u64::from(u32::from_le_bytes(head)),
+                u64::from(u32::from_le_bytes(tail)),
+            )
+        } else if n > 0 {
+            let tail = u64::from(bytes[n / 2]) << 8 | u64::from(bytes[n - 1]);
+            (u64::from(bytes[0]), tail)
+        } else {
+            (0, 0)
+        };
+        self.mix(head ^ ((n as u64) << 56));
+        self.mix(tail);
+    }
+
+    #[inline]
+    fn write_u8(&mut self, i: u8) {
+        self.mix(u64::from(i));
+    }
+
+    #[inline]
+    fn write_u32(&mut self, i: u32) {
+        self.mix(u64::from(i));
+    }
+
+    #[inline]
+    fn write_u64(&mut self, i: u64) {
+        self.mix(i);
+    }
+
+    #[inline]
+    fn write_usize(&mut self, i: usize) {
+        self.mix(i as u64);
+    }
+
+    #[inline]
+    fn finish(&self) -> u64 {
+        // Folded multiply: good bits at both ends (the table uses the top ones as tags).
+        let full = u128::from(self.0) * u128::from(MIX ^ 0x6a09_e667_f3bc_c909);
+        (full as u64) ^ ((full >> 64) as u64)
+    }
+}
+
 /// Everything computed once per package that lints share.
 #[derive(Debug)]
 pub struct Analysis {
