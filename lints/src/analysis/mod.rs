@@ -83,9 +83,11 @@ pub(crate) type PathMap<K, V> = HashMap<K, V, PathHash>;
 /// The set counterpart of [`PathMap`].
 pub(crate) type PathSet<T> = HashSet<T, PathHash>;
 
-/// Hashes identifiers by their length and their first and last eight bytes. Path segments
-/// are short words that differ at their ends (`crate::db::users`), and foldhash's per-byte
-/// work on every segment of every lookup was a tenth of a package's analysis.
+/// Hashes identifiers eight bytes at a time (a word, and the last eight bytes overlapping it
+/// for the rest), with their length. Path segments are short words, and foldhash's per-byte
+/// work on every segment of every lookup was a tenth of a package's analysis. Every byte
+/// counts: the names come from the code being linted, and a hash that skipped some would let
+/// a hostile file fill one bucket with thousands of names and make each lookup a scan.
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct PathHash;
 
@@ -114,10 +116,19 @@ impl std::hash::Hasher for PathHasher {
     #[inline]
     fn write(&mut self, bytes: &[u8]) {
         let n = bytes.len();
+        let word = |at: usize| {
+            let eight: [u8; 8] = bytes[at..at + 8].try_into().expect("eight bytes");
+            u64::from_le_bytes(eight)
+        };
         let (head, tail) = if n >= 8 {
-            let head: [u8; 8] = bytes[..8].try_into().expect("eight bytes");
-            let tail: [u8; 8] = bytes[n - 8..].try_into().expect("eight bytes");
-            (u64::from_le_bytes(head), u64::from_le_bytes(tail))
+            // The words before the last, then the last eight bytes (overlapping the one
+            // before when `n` is not a multiple of eight).
+            let mut at = 0;
+            while at + 16 <= n {
+                self.mix(word(at));
+                at += 8;
+            }
+            (word(at), word(n - 8))
         } else if n >= 4 {
             let head: [u8; 4] = bytes[..4].try_into().expect("four bytes");
             let tail: [u8; 4] = bytes[n - 4..].try_into().expect("four bytes");
@@ -239,5 +250,29 @@ impl Analysis {
             let graph = self.call_graph(package);
             Summaries::compute(package, &self.resolver, &self.types, &self.catalog, graph)
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::PathHash;
+    use std::hash::BuildHasher;
+
+    #[test]
+    fn path_hash_reads_every_byte() {
+        // Names that differ only in their middle, as a hostile file could write thousands.
+        let hashes: std::collections::HashSet<u64> = (0..10_000)
+            .map(|i| PathHash.hash_one(format!("handler_{i:05}_refunds")))
+            .collect();
+        assert_eq!(hashes.len(), 10_000);
+        for n in 0..40 {
+            let a = "x".repeat(n);
+            for at in 0..n {
+                let mut b = a.clone().into_bytes();
+                b[at] = b'y';
+                let b = String::from_utf8(b).expect("ASCII");
+                assert_ne!(PathHash.hash_one(&a), PathHash.hash_one(&b), "{n} {at}");
+            }
+        }
     }
 }
