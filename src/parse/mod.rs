@@ -1,9 +1,10 @@
 //! Reads, parses and lowers every file of a package, in parallel on the parse pool
 //! ([`worker`]), following each target's module tree.
 //!
-//! The tree is walked level by level: all files known so far are read in parallel (which
-//! tells the path each resolves to, so a file reached twice is known before it gets an id),
-//! then parsed in parallel, and their `mod x;` declarations give the next level. File ids are
+//! The tree is walked level by level: the files of a level are parsed in parallel, and the
+//! task that parsed a file reads the files its `mod x;` declarations lead to, the next level
+//! (reading tells the path each resolves to, so a file reached twice is known before it gets
+//! an id). File ids are
 //! handed out in a fixed order (target order, then declaration order), so a run's output does
 //! not depend on thread timing. Every file is read under the rules of
 //! [`crate::source::read_source`]: regular files only, under a size cap, inside the workspace
@@ -382,7 +383,7 @@ fn load_package_inner(
     inputs: Inputs<'_>,
     outlines: bool,
 ) -> LoadedPackage {
-    let mut level: Vec<Pending> = match &spec.sources {
+    let roots: Vec<Pending> = match &spec.sources {
         Sources::ModuleTrees => spec
             .targets
             .iter()
@@ -423,15 +424,17 @@ fn load_package_inner(
     let mut problems: Vec<Diagnostic> = Vec::new();
     let mut parsed: Vec<FileId> = Vec::new();
     let mut outlined: Vec<(FileId, FileKey)> = Vec::new();
+    let fetch_all = || roots.par_iter().map(|p| fetch(p, policy, inputs)).collect();
+    let fetched: Vec<Fetch> = worker::on_pool(fetch_all)
+        .unwrap_or_else(|_| roots.iter().map(|p| fetch(p, policy, inputs)).collect());
+    // Each level's files, read: a file's modules are read by the task that parsed it, so a
+    // level waits for its slowest file once, not once to read and once to parse.
+    let mut level: Vec<(Pending, Fetch)> = roots.into_iter().zip(fetched).collect();
     while !level.is_empty() {
-        let fetch_all = || level.par_iter().map(|p| fetch(p, policy, inputs)).collect();
-        let fetched: Vec<Fetch> = worker::on_pool(fetch_all)
-            .unwrap_or_else(|_| level.iter().map(|p| fetch(p, policy, inputs)).collect());
         // A file reached twice (two targets sharing a module, a `#[path]` cycle, a symlink to
         // a file already read) is linted once, as part of the first target that reached it.
         let batch: Vec<(FileId, Pending, Fetch)> = level
             .drain(..)
-            .zip(fetched)
             .filter(|(p, f)| seen.insert(f.resolved.clone().unwrap_or_else(|| p.path.clone())))
             .enumerate()
             .map(|(i, (p, f))| (FileId((files.len() + i) as u32), p, f))
@@ -443,14 +446,21 @@ fn load_package_inner(
                 .par_iter()
                 .map(|(id, p, f)| {
                     let file = load_file(*id, p, f, opts, inputs, outlines);
-                    let mut next = (Vec::new(), Vec::new());
+                    let (mut next, mut missing) = (Vec::new(), Vec::new());
                     if p.follow {
-                        children(p, &file.model, package_root, &mut next.0, &mut next.1);
+                        children(p, &file.model, package_root, &mut next, &mut missing);
                         if !file.problems.is_empty() {
-                            earlier_children(*id, p, opts, inputs, package_root, &mut next.0);
+                            earlier_children(*id, p, opts, inputs, package_root, &mut next);
                         }
                     }
-                    (file, next)
+                    let next: Vec<(Pending, Fetch)> = next
+                        .into_iter()
+                        .map(|c| {
+                            let f = fetch(&c, policy, inputs);
+                            (c, f)
+                        })
+                        .collect();
+                    (file, (next, missing))
                 })
                 .collect()
         };

@@ -17,12 +17,11 @@
 use super::flow::FnId;
 use super::resolve::{DefPath, Krate, Resolver};
 use super::types::{TypeEnv, Types};
-use super::{FastMap, FastSet};
+use super::{FastSet, PathMap, PathSet};
 use crate::model::ir::{visit_children, Expr, ExprKind, Path};
 use crate::model::{FileModel, FnDef, ImplDef, Package, Span};
 use rayon::prelude::*;
 use std::cell::OnceCell;
-use std::collections::HashSet;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CallKind {
@@ -254,21 +253,21 @@ impl CallGraph {
 /// Every crate fn by its path, and the crate's traits and their implementations.
 #[derive(Debug)]
 struct Index {
-    by_path: FastMap<DefPath, Vec<FnId>>,
+    by_path: PathMap<DefPath, Vec<FnId>>,
     /// `Type::method` → the inherent method (in an `impl Type` block): Rust picks it before
     /// any trait method of the same name.
-    inherent: FastMap<DefPath, FnId>,
+    inherent: PathMap<DefPath, FnId>,
     /// (trait, `Type::method`) → the method of `impl Trait for Type`.
-    trait_methods: FastMap<(DefPath, DefPath), FnId>,
+    trait_methods: PathMap<(DefPath, DefPath), FnId>,
     /// Fns of test code: `#[cfg(test)]`, test targets, `mock`/`fake`/`stub` types.
     test_fns: FastSet<FnId>,
     /// Names of the crate's fns and of every `use` alias: a call by any other name needs no
     /// resolution.
-    names: FastSet<String>,
+    names: PathSet<String>,
     /// Trait path → the resolved `Self` types of its impls in the crate.
-    implementors: FastMap<DefPath, Vec<DefPath>>,
+    implementors: PathMap<DefPath, Vec<DefPath>>,
     /// Type path → traits it implements in the crate.
-    traits_of: FastMap<DefPath, Vec<DefPath>>,
+    traits_of: PathMap<DefPath, Vec<DefPath>>,
 }
 
 /// Most production implementations a call through a trait is dispatched to (the union of what
@@ -350,11 +349,11 @@ impl Index {
             .par_iter()
             .map(|&id| PlacedFn::new(package, resolver, id))
             .collect();
-        let mut by_path: FastMap<DefPath, Vec<FnId>> = FastMap::default();
-        let mut inherent = FastMap::default();
-        let mut trait_methods = FastMap::default();
+        let mut by_path: PathMap<DefPath, Vec<FnId>> = PathMap::default();
+        let mut inherent = PathMap::default();
+        let mut trait_methods = PathMap::default();
         let mut test_fns = FastSet::default();
-        let mut names = FastSet::default();
+        let mut names = PathSet::default();
         for (&id, placed) in fns.iter().zip(placed) {
             if placed.test {
                 test_fns.insert(id);
@@ -389,8 +388,8 @@ impl Index {
                     .filter_map(move |imp| trait_impl(resolver, file, imp))
             })
             .collect();
-        let mut implementors: FastMap<DefPath, Vec<DefPath>> = FastMap::default();
-        let mut traits_of: FastMap<DefPath, Vec<DefPath>> = FastMap::default();
+        let mut implementors: PathMap<DefPath, Vec<DefPath>> = PathMap::default();
+        let mut traits_of: PathMap<DefPath, Vec<DefPath>> = PathMap::default();
         for (tr, ty) in trait_impls {
             implementors.entry(tr.clone()).or_default().push(ty.clone());
             traits_of.entry(ty).or_default().push(tr);
@@ -517,8 +516,8 @@ fn split_last(p: &DefPath) -> Option<(DefPath, &str)> {
 
 /// Names bound inside a fn (parameters, `let`s, closure parameters, arms): a call through
 /// one of them is a call of a local value, not of a crate fn of the same name.
-fn local_names(f: &FnDef) -> HashSet<&str> {
-    let mut names = HashSet::new();
+fn local_names(f: &FnDef) -> PathSet<&str> {
+    let mut names = PathSet::default();
     for p in &f.params {
         names.extend(p.pat.bindings().into_iter().map(|(n, _)| n));
     }
@@ -536,7 +535,7 @@ struct Builder<'a> {
     file: &'a FileModel,
     f: &'a FnDef,
     /// Names bound in the fn, collected on the first path that could name a crate fn.
-    locals: OnceCell<HashSet<&'a str>>,
+    locals: OnceCell<PathSet<&'a str>>,
     /// Built on the first method call whose receiver is not `self`.
     env: Option<TypeEnv<'a>>,
     out: Vec<Call>,

@@ -10,8 +10,8 @@
 use super::callgraph::{ArgOf, CallGraph, CallKind};
 use super::flow::FnId;
 use super::resolve::{DefPath, Krate, Resolver};
+use super::PathSet;
 use crate::model::{FileModel, FnDef, Package, Span, Visibility};
-use std::collections::HashSet;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum EntryKind {
@@ -501,13 +501,13 @@ fn is_framework_callback(
 struct PublicApi {
     lib: Option<usize>,
     /// Modules (`["crate", "a"]`) reachable from the root through `pub mod`.
-    modules: HashSet<Vec<String>>,
+    modules: PathSet<Vec<String>>,
     /// Paths named by `pub use` in public modules.
-    reexports: HashSet<DefPath>,
+    reexports: PathSet<DefPath>,
     /// Modules re-exported whole by `pub use m::*` in public modules.
-    glob_modules: HashSet<DefPath>,
+    glob_modules: PathSet<DefPath>,
     /// Public structs, enums and traits.
-    types: HashSet<DefPath>,
+    types: PathSet<DefPath>,
 }
 
 impl PublicApi {
@@ -522,14 +522,14 @@ impl PublicApi {
             .filter(|f| Some(f.target) == lib)
             .map(|f| &**f)
             .collect();
-        let pub_decl: HashSet<&[String]> = lib_files
+        let pub_decl: PathSet<&[String]> = lib_files
             .iter()
             .flat_map(|f| &f.mods)
             .filter(|m| m.is_pub && !m.cfg_test)
             .map(|m| &m.module[..])
             .collect();
         let reachable = |m: &[String]| (2..=m.len()).all(|n| pub_decl.contains(&m[..n]));
-        let modules: HashSet<Vec<String>> = lib_files
+        let modules: PathSet<Vec<String>> = lib_files
             .iter()
             .flat_map(|f| {
                 std::iter::once(&f.module[..]).chain(f.mods.iter().map(|d| &d.module[..]))
@@ -540,9 +540,9 @@ impl PublicApi {
         let mut api = PublicApi {
             lib,
             modules,
-            reexports: HashSet::new(),
-            glob_modules: HashSet::new(),
-            types: HashSet::new(),
+            reexports: PathSet::default(),
+            glob_modules: PathSet::default(),
+            types: PathSet::default(),
         };
         for file in &lib_files {
             for u in &file.uses {

@@ -28,7 +28,7 @@ use super::resolve::{DefPath, Resolver};
 use super::store_ops::{self, Access, OpEnv, Store, StoreOp};
 use super::summary::{FnSummary, StoreAccess};
 use super::types::{TypeEnv, Types};
-use super::FastMap;
+use super::PathMap;
 use crate::catalog::{Catalog, SinkKind, SourceKind};
 use crate::model::ir::{BinOp, Block, Expr, ExprKind, Lit, MacroCall, Pat, Path, Stmt};
 use crate::model::{FileModel, FnDef, Package, Span};
@@ -716,17 +716,17 @@ struct Walker<'a, 'c> {
     file: &'a FileModel,
     f: &'a FnDef,
     types: TypeEnv<'a>,
-    vals: FastMap<String, Value>,
+    vals: PathMap<String, Value>,
     /// How each local is derived, described on demand (most locals are never keys).
-    descs: FastMap<String, DescSrc<'a>>,
+    descs: PathMap<String, DescSrc<'a>>,
     /// Locals bound to string literals (SQL text, table and header names).
-    strs: FastMap<String, String>,
+    strs: PathMap<String, String>,
     /// Per block: names bound in it and what they shadowed, restored on exit.
     scopes: Vec<Vec<Saved<'a>>>,
     branch_depth: usize,
     /// The branch depth each local was bound at: an assignment at that depth replaces its
     /// value (a local of an async block or closure assigned in that same body).
-    bound_at: FastMap<String, usize>,
+    bound_at: PathMap<String, usize>,
     /// The value closure parameters get: the receiver of the method the closure is passed to.
     closure_arg: Option<Value>,
     /// Spans of the blocks being walked, innermost last.
@@ -995,12 +995,12 @@ impl<'a, 'c> Walker<'a, 'c> {
             file,
             f,
             types: TypeEnv::for_params(cx.package, cx.resolver, cx.types, file, f),
-            vals: FastMap::default(),
-            descs: FastMap::default(),
-            strs: FastMap::default(),
+            vals: PathMap::default(),
+            descs: PathMap::default(),
+            strs: PathMap::default(),
             scopes: vec![Vec::new()],
             branch_depth: 0,
-            bound_at: FastMap::default(),
+            bound_at: PathMap::default(),
             closure_arg: None,
             blocks: Vec::new(),
             bodies: Vec::new(),
@@ -2373,7 +2373,7 @@ fn narrow(v: &Value, field: Option<&str>) -> Value {
     }
 }
 
-fn restore<V>(map: &mut FastMap<String, V>, name: &str, old: Option<V>) {
+fn restore<V>(map: &mut PathMap<String, V>, name: &str, old: Option<V>) {
     match old {
         Some(v) => {
             map.insert(name.to_owned(), v);

@@ -22,9 +22,10 @@ use super::resolve::Resolver;
 use super::sql::is_dedupe_table_name;
 use super::store_ops::{Access, Store};
 use super::summary::{StoreAccess, Summaries};
+use super::FastMap;
 use crate::model::ir::{Block, Expr, ExprKind, Lit};
 use crate::model::{Package, Span};
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 
 /// A guard call in a fn.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -130,9 +131,9 @@ impl<'a> GuardFinder<'a> {
     /// when the key is already there (`if store.is_processed(id) { return }`). A check is not
     /// atomic (two deliveries can both pass it; `check_then_act` says so) but it still
     /// separates the path that checks from the path that does not.
-    fn stops(&self, id: FnId) -> HashMap<Span, String> {
+    fn stops(&self, id: FnId) -> FastMap<Span, String> {
         let flow = self.summaries.flow(id);
-        let mut out = HashMap::new();
+        let mut out = FastMap::default();
         for (i, ev) in flow.store_events.iter().enumerate() {
             let claim = ev.via.is_none() && ev.access.access == Access::Claim && ev.checked;
             let check = ev.access.access == Access::Read
@@ -331,7 +332,7 @@ struct GuardWalk<'f, 'a> {
     finder: &'f GuardFinder<'a>,
     id: FnId,
     /// Claims and checks of the fn ([`GuardFinder::stops`]).
-    claims: HashMap<Span, String>,
+    claims: FastMap<Span, String>,
     out: &'f mut FnGuards,
 }
 

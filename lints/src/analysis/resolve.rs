@@ -6,9 +6,9 @@
 //! canonical only as far as the source says (`chrono::offset::Utc` stays as written), so
 //! catalog patterns match on the crate and the last segments ([`DefPath::matches`]).
 
-use super::{FastMap, FastSet};
+use super::{PathMap, PathSet};
 use crate::model::ir::{Path, Type};
-use crate::model::{FileModel, FnDef, Package};
+use crate::model::{FileModel, FnDef, Package, UseDecl};
 use rayon::prelude::*;
 use std::sync::{Arc, Mutex};
 
@@ -184,16 +184,16 @@ const KNOWN_GLOB_EXPORTS: &[(&str, &[&str])] = &[
 /// One module's scope: what its `use`s and items bring into scope.
 #[derive(Debug, Default)]
 struct Scope {
-    uses: FastMap<String, Vec<String>>,
+    uses: PathMap<String, Vec<String>>,
     globs: Vec<Vec<String>>,
     /// What each glob names, resolved once when the resolver is built (`None` before).
     glob_bases: Option<Vec<GlobBase>>,
     /// Names of items and child modules defined in the module.
-    items: FastSet<String>,
+    items: PathSet<String>,
     /// Paths already resolved in this module (by [`Resolver::resolve`] and
     /// [`Resolver::resolve_strs`]): every fn of a module resolves the same few names again
     /// and again, and one resolution can follow long `use` and glob chains.
-    resolved: Mutex<FastMap<Vec<String>, DefPath>>,
+    resolved: Mutex<PathMap<Vec<String>, DefPath>>,
 }
 
 /// The module or external path a glob import brings the names of.
@@ -211,7 +211,7 @@ enum GlobBase {
 #[derive(Debug)]
 pub struct Resolver {
     /// Per target, each module's scope (looked up by `&[String]` without allocating).
-    scopes: Vec<FastMap<Vec<String>, Scope>>,
+    scopes: Vec<PathMap<Vec<String>, Scope>>,
     /// The library target's index and crate name, which other targets import by name.
     lib: Option<(usize, String)>,
     /// Linked libraries of other workspace members ([`TargetInfo::linked`]): target index and
@@ -233,8 +233,8 @@ impl Resolver {
             .chain([package.targets.len()])
             .max()
             .unwrap_or(0);
-        let mut scopes: Vec<FastMap<Vec<String>, Scope>> =
-            (0..targets).map(|_| FastMap::default()).collect();
+        let mut scopes: Vec<PathMap<Vec<String>, Scope>> =
+            (0..targets).map(|_| PathMap::default()).collect();
         for file in &package.files {
             Self::add_file(&mut scopes[file.target], file);
         }
@@ -323,28 +323,35 @@ impl Resolver {
         self.scopes.get(target)?.get(module)
     }
 
-    fn add_file(scopes: &mut FastMap<Vec<String>, Scope>, file: &FileModel) {
-        scope_mut(scopes, &file.module);
-        for u in &file.uses {
-            let scope = scope_mut(scopes, &u.module);
-            if u.glob {
-                scope.globs.push(u.path.clone());
-            } else {
-                scope.uses.insert(u.alias.clone(), u.path.clone());
-            }
-        }
+    fn add_file(scopes: &mut PathMap<Vec<String>, Scope>, file: &FileModel) {
+        let mut entries: Vec<(&[String], Entry<'_>)> = Vec::new();
+        entries.extend(file.uses.iter().map(|u| (&u.module[..], Entry::Use(u))));
         for m in &file.mods {
             let parent = &m.module[..m.module.len().saturating_sub(1)];
-            add_item(scope_mut(scopes, parent), &m.name);
-            scope_mut(scopes, &m.module);
+            entries.push((parent, Entry::Item(&m.name)));
+            entries.push((&m.module, Entry::Module));
         }
-        for f in file.fns.iter().filter(|f| f.self_ty.is_none()) {
-            add_item(scope_mut(scopes, &f.module), &f.name);
+        let fns = file.fns.iter().filter(|f| f.self_ty.is_none());
+        let fns = fns.map(|f| (&f.module[..], Entry::Item(&f.name)));
+        let structs = file
+            .structs
+            .iter()
+            .map(|s| (&s.module[..], Entry::Item(&s.name)));
+        let decls = file
+            .decls
+            .iter()
+            .map(|d| (&d.module[..], Entry::Item(&d.name)));
+        entries.extend(fns.chain(structs).chain(decls));
+        // Most entries are in the file's own module: one lookup of its scope for all of them.
+        // Each module's entries keep their order (a later `use` of a name replaces one before).
+        let own: &[String] = &file.module;
+        let (here, elsewhere): (Vec<_>, Vec<_>) = entries.into_iter().partition(|(m, _)| *m == own);
+        let scope = scope_mut(scopes, own);
+        for (_, entry) in here {
+            entry.add_to(scope);
         }
-        let structs = file.structs.iter().map(|s| (&s.module, &s.name));
-        let decls = file.decls.iter().map(|d| (&d.module, &d.name));
-        for (module, name) in structs.chain(decls) {
-            add_item(scope_mut(scopes, module), name);
+        for (module, entry) in elsewhere {
+            entry.add_to(scope_mut(scopes, module));
         }
     }
 
@@ -622,11 +629,33 @@ impl Resolver {
 
 /// The scope of `module`, made empty first if need be. The module path is copied only for a
 /// new scope: most items of a file share a module, and `entry` wants an owned key.
-fn scope_mut<'s>(scopes: &'s mut FastMap<Vec<String>, Scope>, module: &[String]) -> &'s mut Scope {
+fn scope_mut<'s>(scopes: &'s mut PathMap<Vec<String>, Scope>, module: &[String]) -> &'s mut Scope {
     if !scopes.contains_key(module) {
         scopes.insert(module.to_vec(), Scope::default());
     }
     scopes.get_mut(module).expect("inserted above")
+}
+
+/// What a file adds to the scope of a module.
+enum Entry<'f> {
+    Use(&'f UseDecl),
+    /// An item or child module named so.
+    Item(&'f str),
+    /// Only that the module exists.
+    Module,
+}
+
+impl Entry<'_> {
+    fn add_to(&self, scope: &mut Scope) {
+        match self {
+            Entry::Use(u) if u.glob => scope.globs.push(u.path.clone()),
+            Entry::Use(u) => {
+                scope.uses.insert(u.alias.clone(), u.path.clone());
+            }
+            Entry::Item(name) => add_item(scope, name),
+            Entry::Module => {}
+        }
+    }
 }
 
 /// Adds item `name` to `scope`, copying the name only when it is new.

@@ -457,7 +457,8 @@ fn tokenize(text: &str) -> (Vec<Tok>, usize) {
                 i = j;
             }
             _ => {
-                let mut j = i + 1;
+                // A whole character: text outside ASCII is one operator, never half of one.
+                let mut j = i + text[i..].chars().next().map_or(1, char::len_utf8);
                 while j < b.len() && matches!(b[j], b'<' | b'>' | b'=' | b'!') {
                     j += 1;
                 }
@@ -831,6 +832,19 @@ fn insert_columns(toks: &[Tok], at: usize) -> Vec<(String, Option<usize>)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn characters_outside_ascii_are_read_whole() {
+        // A panic here once (a slice inside U+202E) took down the analysis of a file.
+        let s = parse(
+            "UPDATE refund_claims SET status = 'done' WHERE \u{202e}\u{202e}refund_id = $=>1 é→",
+        );
+        assert_eq!(s.verb, SqlVerb::Update);
+        assert_eq!(s.table.as_deref(), Some("refund_claims"));
+        for text in ["é", "→=>", "SELECT ∑ FROM t", "\u{202e}"] {
+            parse(text);
+        }
+    }
 
     #[test]
     fn inserts_know_their_conflict_handling_and_key_binds() {

@@ -29,7 +29,7 @@ use crate::catalog::{Catalog, SinkKind};
 use crate::model::{Package, Span};
 use rayon::prelude::*;
 use std::cell::RefCell;
-use std::collections::{BTreeSet, HashSet};
+use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
@@ -491,7 +491,7 @@ fn bound_walks(
         .collect();
     // Callers in source order first (the queue pops from the end).
     queue.reverse();
-    let mut seen: HashSet<TextCall> = HashSet::new();
+    let mut seen: FastSet<TextCall> = FastSet::default();
     let mut per_fn: FastMap<FnId, usize> = FastMap::default();
     let mut out: FastMap<FnId, Vec<FnFlow>> = FastMap::default();
     while let Some(call) = queue.pop() {

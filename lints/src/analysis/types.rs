@@ -4,7 +4,7 @@
 //! No evidence gives `None`; nothing is guessed.
 
 use super::resolve::{DefPath, Resolver};
-use super::{FastMap, FastSet};
+use super::{FastMap, PathMap, PathSet};
 use crate::model::ir::{is_marker_trait, Block, Expr, ExprKind, Pat, Stmt, Type};
 use crate::model::Span;
 use crate::model::{FileModel, FnDef, GenericParam, Package};
@@ -58,17 +58,17 @@ const SAME_TYPE_METHODS: &[&str] = &[
 #[derive(Debug)]
 pub struct Types {
     /// Struct path → (file index, struct index in that file).
-    structs: FastMap<DefPath, (usize, usize)>,
+    structs: PathMap<DefPath, (usize, usize)>,
     /// Crate fn path → (file index, fn index), for declared return types.
-    fns: FastMap<DefPath, (usize, usize)>,
+    fns: PathMap<DefPath, (usize, usize)>,
     /// The last segments of `fns`' paths: a method no crate fn is named after needs no
     /// `Type::method` path built to look it up.
-    fn_names: FastSet<String>,
+    fn_names: PathSet<String>,
     /// Type alias path → the aliased type (`type Ddb = aws_sdk_dynamodb::Client`).
-    aliases: FastMap<DefPath, DefPath>,
+    aliases: PathMap<DefPath, DefPath>,
     /// Static path → the type it holds, through the cell it is kept in (`static DDB:
     /// OnceCell<Client>` holds a `Client`).
-    statics: FastMap<DefPath, DefPath>,
+    statics: PathMap<DefPath, DefPath>,
 }
 
 /// Cells and wrappers a static keeps its value in, and the methods that hand the value out
@@ -115,15 +115,15 @@ impl Types {
                 (structs.collect(), fns.collect())
             })
             .collect();
-        let mut structs = FastMap::default();
-        let mut fns = FastMap::default();
+        let mut structs = PathMap::default();
+        let mut fns = PathMap::default();
         for (file_structs, file_fns) in per_file {
             structs.extend(file_structs);
             for (p, at) in file_fns {
                 fns.entry(p).or_insert(at);
             }
         }
-        let mut aliases = FastMap::default();
+        let mut aliases = PathMap::default();
         for file in &package.files {
             for a in &file.type_aliases {
                 let p =
@@ -139,7 +139,7 @@ impl Types {
             fns,
             fn_names,
             aliases,
-            statics: FastMap::default(),
+            statics: PathMap::default(),
         };
         for file in &package.files {
             for st in &file.statics {
@@ -224,7 +224,7 @@ pub struct TypeEnv<'a> {
     module: &'a [String],
     self_ty: Option<&'a Type>,
     generics: &'a [GenericParam],
-    locals: FastMap<String, DefPath>,
+    locals: PathMap<String, DefPath>,
     /// [`TypeEnv::type_of`] of method calls since `locals` last changed, by the call's
     /// address and span: each call of a chain `a.b().c().d()` types its receiver, which
     /// types its own receiver, so a chain of N calls cost N² steps unmemoized.
@@ -266,7 +266,7 @@ impl<'a> TypeEnv<'a> {
             module: &f.module,
             self_ty: f.self_ty.as_ref(),
             generics: &f.generics,
-            locals: FastMap::default(),
+            locals: PathMap::default(),
             chain_types: RefCell::default(),
         };
         for p in &f.params {

@@ -4,7 +4,7 @@ use super::ir::{
     ArithOp, Arm, BinOp, Block, Expr, ExprKind, Lit, MacroCall, Pat, Path, Stmt, Type,
 };
 use super::nesting::{self, MAX_MODULE_NESTING, MAX_NESTING};
-use super::{byte_offsets, doc_text, expr_span};
+use super::{byte_offsets, doc_text, expr_span, test_bodies};
 use super::{
     Attr, AttrArg, ConstDef, FileId, FileModel, FnDef, GenericParam, ImplDef, Include, ItemKind,
     ItemSpan, ModDecl, ModulePath, NamedItem, Param, SelfKind, Span, StructDef, TypeAliasDef,
@@ -68,17 +68,33 @@ pub fn lower_file_until(
     in_test: bool,
     deadline: Option<Instant>,
 ) -> Result<FileModel, LowerError> {
-    lower_text(text, file, module, in_test, deadline, DocText::Skip)
+    lower_text(text, file, module, in_test, deadline, Skim::All)
 }
 
-/// Whether syn reads the text of line doc comments (see [`doc_text`]).
+/// What syn is spared reading: the text of line doc comments (see [`doc_text`]) and the
+/// bodies of test fns (see [`test_bodies`]).
 #[derive(Clone, Copy, PartialEq)]
-enum DocText {
-    /// Written over with bare `#[doc]`; the lowering puts the text back.
-    Skip,
-    /// Read as written, to test that skipping changes nothing.
+enum Skim {
+    /// Both written over; the lowering puts back the doc text, and test bodies are empty.
+    All,
+    /// Everything read as written, to test that skimming changes nothing.
     #[cfg(test)]
-    Read,
+    Nothing,
+    /// Only doc text written over, to test test bodies apart.
+    #[cfg(test)]
+    DocText,
+}
+
+impl Skim {
+    fn writes_over_doc_text(self) -> bool {
+        match self {
+            Skim::All => true,
+            #[cfg(test)]
+            Skim::DocText => true,
+            #[cfg(test)]
+            Skim::Nothing => false,
+        }
+    }
 }
 
 fn lower_text(
@@ -87,15 +103,18 @@ fn lower_text(
     module: Vec<String>,
     in_test: bool,
     deadline: Option<Instant>,
-    doc_text: DocText,
+    skim: Skim,
 ) -> Result<FileModel, LowerError> {
     let offset = skipped_prefix_len(text);
     let body = &text[offset..];
-    let syntax = |message: String, lo: usize, hi: usize| {
-        LowerError::Syntax(ParseError {
-            message,
-            span: Span::new(file, (offset + lo) as u32, (offset + hi) as u32),
-        })
+    let file = Lowered {
+        file,
+        offset,
+        text_len: text.len(),
+        body,
+        module,
+        in_test,
+        deadline,
     };
     let docs = match nesting::check_until(body, MAX_NESTING, deadline) {
         Ok(docs) => docs,
@@ -110,88 +129,150 @@ fn lower_text(
             } else {
                 format!("nested deeper than {MAX_NESTING} levels")
             };
-            return Err(syntax(message, deep.offset, end));
+            return Err(file.syntax(message, deep.offset, end));
         }
     };
     // Same bytes and lines as `body`, so spans are unchanged (see `doc_text`).
-    let docs = if doc_text == DocText::Skip {
+    let docs = if skim.writes_over_doc_text() {
         docs
     } else {
         Vec::new()
     };
     let parsed = doc_text::without_doc_text(body, &docs);
-    // syn lexes the whole text before its first item: not begun past the deadline.
-    if deadline.is_some_and(|d| Instant::now() >= d) {
-        return Err(LowerError::OutOfTime);
+    // Read before test bodies are written over: what test code names counts too.
+    let names = Names {
+        store_crates: crate::analysis::relevance::store_crates_named(&parsed.text),
+        mentions: crate::analysis::relevance::mentions_in(&parsed.text),
+    };
+    let bodies = match skim {
+        Skim::All => test_bodies::test_fn_bodies(&parsed.text, in_test),
+        #[cfg(test)]
+        Skim::Nothing | Skim::DocText => Vec::new(),
+    };
+    if bodies.is_empty() {
+        return file.lower(parsed, &names);
     }
-    // The spans of this file's tree are only needed until it is lowered: the thread's
-    // proc_macro2 source map would otherwise keep every text it parsed (and an offset cache
-    // per text) until the thread ends.
-    struct ForgetSpans;
-    impl Drop for ForgetSpans {
-        fn drop(&mut self) {
-            proc_macro2::extra::invalidate_current_thread_spans();
+    let mut skimmed = parsed;
+    skimmed.text = test_bodies::write_over(&skimmed.text, &bodies).into();
+    match file.lower(skimmed, &names) {
+        // Not what the scan expected: the file as written decides, errors included.
+        Err(LowerError::Syntax(_)) => file.lower(doc_text::without_doc_text(body, &docs), &names),
+        lowered => lowered,
+    }
+}
+
+/// What a file's text names, read from all of it (see [`Lowered::lower`]).
+struct Names {
+    store_crates: Vec<String>,
+    mentions: crate::analysis::relevance::Mentions,
+}
+
+/// A file being lowered: where it is, and what syn is handed of it.
+struct Lowered<'t> {
+    file: FileId,
+    /// Bytes before `body` (BOM, shebang).
+    offset: usize,
+    text_len: usize,
+    body: &'t str,
+    module: Vec<String>,
+    in_test: bool,
+    deadline: Option<Instant>,
+}
+
+impl Lowered<'_> {
+    fn syntax(&self, message: String, lo: usize, hi: usize) -> LowerError {
+        LowerError::Syntax(ParseError {
+            message,
+            span: Span::new(
+                self.file,
+                (self.offset + lo) as u32,
+                (self.offset + hi) as u32,
+            ),
+        })
+    }
+
+    /// Parses `parsed` (the body as syn reads it: doc text, and maybe test bodies, written
+    /// over) and lowers it.
+    fn lower(
+        &self,
+        parsed: doc_text::ParsedText<'_>,
+        names: &Names,
+    ) -> Result<FileModel, LowerError> {
+        let (file, deadline, module, in_test) =
+            (self.file, self.deadline, &self.module, self.in_test);
+        // syn lexes the whole text before its first item: not begun past the deadline.
+        if deadline.is_some_and(|d| Instant::now() >= d) {
+            return Err(LowerError::OutOfTime);
         }
-    }
-    let _forget = ForgetSpans;
-    byte_offsets::with_index(&parsed.text, || {
-        let mut cx = Lowerer {
-            file,
-            offset: offset as u32,
-            depth: 0,
-            deadline,
-            countdown: 0,
-            out_of_time: false,
-            module: module.as_slice().into(),
-            model: FileModel::default(),
-            docs: &parsed,
-        };
-        // `syn::parse_file` item by item, so the deadline is also checked between top-level items
-        // (a generated file of many items stops on time; lexing it is linear and fast).
-        let out_of_time = std::cell::Cell::new(false);
-        let parse_items = |input: syn::parse::ParseStream<'_>| {
-            input.call(syn::Attribute::parse_inner)?;
-            let mut items = Vec::new();
-            while !input.is_empty() {
-                if deadline.is_some_and(|d| Instant::now() >= d) {
-                    out_of_time.set(true);
-                    return Err(input.error("out of time"));
+        // The spans of this file's tree are only needed until it is lowered: the thread's
+        // proc_macro2 source map would otherwise keep every text it parsed (and an offset cache
+        // per text) until the thread ends.
+        struct ForgetSpans;
+        impl Drop for ForgetSpans {
+            fn drop(&mut self) {
+                proc_macro2::extra::invalidate_current_thread_spans();
+            }
+        }
+        let _forget = ForgetSpans;
+        byte_offsets::with_index(&parsed.text, || {
+            let mut cx = Lowerer {
+                file,
+                offset: self.offset as u32,
+                depth: 0,
+                deadline,
+                countdown: 0,
+                out_of_time: false,
+                module: module.as_slice().into(),
+                model: FileModel::default(),
+                docs: &parsed,
+            };
+            // `syn::parse_file` item by item, so the deadline is also checked between top-level items
+            // (a generated file of many items stops on time; lexing it is linear and fast).
+            let out_of_time = std::cell::Cell::new(false);
+            let parse_items = |input: syn::parse::ParseStream<'_>| {
+                input.call(syn::Attribute::parse_inner)?;
+                let mut items = Vec::new();
+                while !input.is_empty() {
+                    if deadline.is_some_and(|d| Instant::now() >= d) {
+                        out_of_time.set(true);
+                        return Err(input.error("out of time"));
+                    }
+                    items.push(input.parse::<syn::Item>()?);
                 }
-                items.push(input.parse::<syn::Item>()?);
+                Ok(items)
+            };
+            let items = syn::parse::Parser::parse_str(parse_items, &parsed.text);
+            if out_of_time.get() {
+                return Err(LowerError::OutOfTime);
             }
-            Ok(items)
-        };
-        let items = syn::parse::Parser::parse_str(parse_items, &parsed.text);
-        if out_of_time.get() {
-            return Err(LowerError::OutOfTime);
-        }
-        let items = items.map_err(|e| {
-            let r = parsed.file_range(e.span().byte_range());
-            // syn points an error at the end of the whole input at `Span::call_site()`, which
-            // is 0..0: that is the end of the file, not its first character.
-            if r == (0..0) && e.to_string().starts_with("unexpected end of input") {
-                let end = body.trim_end().len();
-                syntax(e.to_string(), end, end)
-            } else {
-                syntax(e.to_string(), r.start, r.end)
+            let items = items.map_err(|e| {
+                let r = parsed.file_range(e.span().byte_range());
+                // syn points an error at the end of the whole input at `Span::call_site()`, which
+                // is 0..0: that is the end of the file, not its first character.
+                if r == (0..0) && e.to_string().starts_with("unexpected end of input") {
+                    let end = self.body.trim_end().len();
+                    self.syntax(e.to_string(), end, end)
+                } else {
+                    self.syntax(e.to_string(), r.start, r.end)
+                }
+            })?;
+            if cx.stop() {
+                return Err(LowerError::OutOfTime);
             }
-        })?;
-        if cx.stop() {
-            return Err(LowerError::OutOfTime);
-        }
-        cx.model.id = file;
-        cx.model.module = module.clone();
-        cx.model.in_test = in_test;
-        cx.model.span = Span::new(file, 0, text.len() as u32);
-        cx.model.store_crates = crate::analysis::relevance::store_crates_named(&parsed.text);
-        cx.model.mentions = crate::analysis::relevance::mentions_in(&parsed.text);
-        let file_module = ModulePath::clone(&cx.module);
-        cx.items(&items, &file_module, &[], in_test);
-        if cx.out_of_time {
-            return Err(LowerError::OutOfTime);
-        }
-        Ok(cx.model)
-    })
+            cx.model.id = file;
+            cx.model.module = module.clone();
+            cx.model.in_test = in_test;
+            cx.model.span = Span::new(file, 0, self.text_len as u32);
+            cx.model.store_crates = names.store_crates.clone();
+            cx.model.mentions = names.mentions;
+            let file_module = ModulePath::clone(&cx.module);
+            cx.items(&items, &file_module, &[], in_test);
+            if cx.out_of_time {
+                return Err(LowerError::OutOfTime);
+            }
+            Ok(cx.model)
+        })
+    }
 }
 
 /// Byte length of a BOM and shebang line, which syn strips before parsing (its spans are
@@ -1745,7 +1826,7 @@ fn unraw(id: &proc_macro2::Ident) -> String {
     }
 }
 
-fn is_test_fn(attrs: &[syn::Attribute]) -> bool {
+pub(super) fn is_test_fn(attrs: &[syn::Attribute]) -> bool {
     attrs.iter().any(|a| {
         let p = a.path();
         p.segments
@@ -1755,7 +1836,7 @@ fn is_test_fn(attrs: &[syn::Attribute]) -> bool {
     })
 }
 
-fn is_cfg_test(attrs: &[syn::Attribute]) -> bool {
+pub(super) fn is_cfg_test(attrs: &[syn::Attribute]) -> bool {
     attrs.iter().any(is_cfg_test_attr)
 }
 
@@ -2023,10 +2104,93 @@ mod tests {
         };
         for text in texts {
             assert_eq!(
-                lower_with(text, DocText::Skip),
-                lower_with(text, DocText::Read),
+                lower_with(text, Skim::DocText),
+                lower_with(text, Skim::Nothing),
                 "{text:?}"
             );
+        }
+    }
+
+    /// Lowering with test bodies written over gives the very model that reading them gives,
+    /// and the same errors, except one inside a test body (which is no longer read).
+    fn assert_test_bodies_change_nothing(text: &str, what: &dyn std::fmt::Display) {
+        for in_test in [false, true] {
+            let module = || vec!["crate".to_owned()];
+            let skimmed = lower_text(text, FileId(0), module(), in_test, None, Skim::All);
+            let read = lower_text(text, FileId(0), module(), in_test, None, Skim::DocText);
+            if let (Ok(_), Err(LowerError::Syntax(e))) = (&skimmed, &read) {
+                let bodies = test_bodies::test_fn_bodies(text, in_test);
+                let at = e.span.lo as usize;
+                assert!(
+                    bodies.iter().any(|b| b.contains(&at)),
+                    "{what} (in_test {in_test}): {e:?} is outside the test bodies {bodies:?}"
+                );
+                continue;
+            }
+            assert_eq!(
+                format!("{skimmed:?}"),
+                format!("{read:?}"),
+                "{what} (in_test {in_test})"
+            );
+        }
+    }
+
+    #[test]
+    fn writing_over_test_bodies_changes_no_model() {
+        let texts = [
+            "#[test]\nfn t() {\n    let s = \"}\"; é();\n}\nfn code() { db.insert(1).await; }\n",
+            "#[cfg(test)]\nmod tests {\n    use super::*;\n    #[tokio::test]\n    async fn t() { x().await }\n    fn helper() -> u8 { 1 }\n    impl S { fn f(&self) { g() } }\n    trait T { fn p() { q() } }\n}\n",
+            "fn code() {\n    #[test]\n    fn nested() { n() }\n    if x { #[test] fn deeper() { d() } }\n}\n",
+            "#[cfg(test)]\nconst C: &str = { fn in_const() {} \"x\" };\nmacro_rules! m { () => { #[test] fn made() { q() } } }\n",
+            "cfg_if::cfg_if! { if #[cfg(test)] { mod t { fn t() { include_str!(\"x\"); } } } }\n",
+            "#[test]\nfn broken() { let = ; }\nfn code() {}\n",
+            "#[test]\nfn unclosed() { \"\n",
+            "#[cfg(test)] impl<const N: usize> S<{ N }> { fn f() { g() } }\n",
+            "#[test] #[should_panic(expected = \"}\")] pub(crate) async unsafe fn t() { /* } */ }\n",
+            "/// Doc.\n#[test]\n/// More.\nfn t() {\n    /// inside\n    let x = 1;\n}\n",
+            "#[test]\nfn t() {\n    //! Inner doc.\n    #![allow(unused)]\n    let x = 1;\n}\n",
+        ];
+        for text in texts {
+            assert_test_bodies_change_nothing(text, &format_args!("{text:?}"));
+        }
+    }
+
+    /// The repository's Rust files that hold test code, and with `TEST_BODIES_DIRS` set
+    /// (`:`-separated) every `.rs` file under those directories too (a wider run by hand, e.g.
+    /// over `~/.cargo/registry/src`).
+    #[test]
+    fn writing_over_test_bodies_changes_no_model_on_real_files() {
+        fn rust_files(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+            let Ok(entries) = std::fs::read_dir(dir) else {
+                return;
+            };
+            for entry in entries.flatten() {
+                let path = entry.path();
+                let name = entry.file_name();
+                if path.is_dir() && name != "target" && name != ".git" {
+                    rust_files(&path, out);
+                } else if path.extension().is_some_and(|e| e == "rs") {
+                    out.push(path);
+                }
+            }
+        }
+        let mut files = Vec::new();
+        rust_files(
+            &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(".."),
+            &mut files,
+        );
+        files.retain(|f| std::fs::read_to_string(f).is_ok_and(|t| t.contains("#[test]")));
+        assert!(files.len() > 50, "{} files", files.len());
+        if let Some(dirs) = std::env::var_os("TEST_BODIES_DIRS") {
+            for dir in std::env::split_paths(&dirs) {
+                rust_files(&dir, &mut files);
+            }
+        }
+        for path in files {
+            let Ok(text) = std::fs::read_to_string(&path) else {
+                continue;
+            };
+            assert_test_bodies_change_nothing(&text, &path.display());
         }
     }
 

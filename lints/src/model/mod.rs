@@ -9,6 +9,7 @@ mod expr_span;
 pub mod ir;
 mod lower;
 pub mod nesting;
+mod test_bodies;
 
 pub use lower::{
     is_query_file_macro, lower_file, lower_file_until, LowerError, ParseError, MAX_DEPTH,

@@ -477,12 +477,12 @@ fn char_len(first: u8) -> usize {
     }
 }
 
-fn memchr(needle: u8, b: &[u8], from: usize) -> Option<usize> {
+pub(super) fn memchr(needle: u8, b: &[u8], from: usize) -> Option<usize> {
     memchr::memchr(needle, &b[from..]).map(|p| from + p)
 }
 
 /// Past a (nestable) block comment starting at `i`.
-fn skip_block_comment(b: &[u8], mut i: usize) -> usize {
+pub(super) fn skip_block_comment(b: &[u8], mut i: usize) -> usize {
     let mut depth = 0usize;
     while i < b.len() {
         if b[i] == b'/' && b.get(i + 1) == Some(&b'*') {
@@ -502,7 +502,7 @@ fn skip_block_comment(b: &[u8], mut i: usize) -> usize {
 }
 
 /// Past the closing `quote` of a literal whose body starts at `i` (backslash escapes).
-fn skip_quoted(b: &[u8], mut i: usize, quote: u8) -> usize {
+pub(super) fn skip_quoted(b: &[u8], mut i: usize, quote: u8) -> usize {
     while i < b.len() {
         match memchr::memchr2(quote, b'\\', &b[i..]) {
             Some(p) if b[i + p] == quote => return i + p + 1,
@@ -515,7 +515,7 @@ fn skip_quoted(b: &[u8], mut i: usize, quote: u8) -> usize {
 
 /// `'a'`, `'\n'`, `'\u{1F600}'` or `'é'` are char literals; `'a` and `'static` are lifetimes
 /// (skipped as identifiers).
-fn skip_char_or_lifetime(b: &[u8], i: usize) -> usize {
+pub(super) fn skip_char_or_lifetime(b: &[u8], i: usize) -> usize {
     match b.get(i + 1) {
         Some(b'\\') => skip_quoted(b, i + 1, b'\''),
         Some(&c) => {
@@ -536,7 +536,7 @@ pub(crate) fn is_ident_byte(c: u8) -> bool {
 
 /// Past the identifier bytes from `i`, eight at a time: identifiers are about half of a
 /// file's bytes.
-fn skip_ident(b: &[u8], i: usize) -> usize {
+pub(super) fn skip_ident(b: &[u8], i: usize) -> usize {
     skip_run(b, i, non_ident_bytes, is_ident_byte)
 }
 
@@ -637,7 +637,7 @@ const fn byte_classes() -> [u8; 256] {
 
 /// Digits, letters (suffixes, hex, exponents) and a fractional part, but not `..` or a
 /// method call on an integer (`1.max(2)`).
-fn skip_number(b: &[u8], mut i: usize) -> usize {
+pub(super) fn skip_number(b: &[u8], mut i: usize) -> usize {
     i = skip_ident(b, i);
     if b.get(i) == Some(&b'.') && b.get(i + 1).is_some_and(u8::is_ascii_digit) {
         i = skip_ident(b, i + 1);
@@ -647,7 +647,7 @@ fn skip_number(b: &[u8], mut i: usize) -> usize {
 
 /// A raw string (`r"..."`, `r#"..."#`), byte or C string (`b"..."`, `br#".."#`, `c"..."`)
 /// or byte literal (`b'x'`) starting at `i`: where it ends.
-fn raw_or_prefixed_string(b: &[u8], i: usize) -> Option<usize> {
+pub(super) fn raw_or_prefixed_string(b: &[u8], i: usize) -> Option<usize> {
     let mut j = i;
     if matches!(b[j], b'b' | b'c') {
         j += 1;
