@@ -525,7 +525,7 @@ fn children(
                 probe: probed.filter(|(at, _)| *at == path).map(|(_, p)| p),
                 path,
                 dir,
-                module: decl.module.clone(),
+                module: decl.module.to_vec(),
                 in_test: parent.in_test || decl.cfg_test || test_parent,
                 target: parent.target,
                 origin: Some(decl.span),

@@ -113,7 +113,7 @@ pub fn inline_parents<'f>(file: &'f FileModel, decl: &ModDecl) -> Vec<&'f ModDec
     (0..n)
         .filter_map(|i| {
             let prefix = decl.module.get(..len.checked_sub(n - i)?)?;
-            file.mods.iter().find(|m| m.inline && m.module == prefix)
+            file.mods.iter().find(|m| m.inline && *m.module == *prefix)
         })
         .collect()
 }

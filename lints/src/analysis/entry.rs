@@ -526,14 +526,16 @@ impl PublicApi {
             .iter()
             .flat_map(|f| &f.mods)
             .filter(|m| m.is_pub && !m.cfg_test)
-            .map(|m| m.module.as_slice())
+            .map(|m| &m.module[..])
             .collect();
         let reachable = |m: &[String]| (2..=m.len()).all(|n| pub_decl.contains(&m[..n]));
         let modules: PathSet<Vec<String>> = lib_files
             .iter()
-            .flat_map(|f| std::iter::once(&f.module).chain(f.mods.iter().map(|d| &d.module)))
+            .flat_map(|f| {
+                std::iter::once(&f.module[..]).chain(f.mods.iter().map(|d| &d.module[..]))
+            })
             .filter(|m| reachable(m))
-            .cloned()
+            .map(<[String]>::to_vec)
             .collect();
         let mut api = PublicApi {
             lib,
@@ -544,7 +546,7 @@ impl PublicApi {
         };
         for file in &lib_files {
             for u in &file.uses {
-                if !u.is_pub || !api.modules.contains(&u.module) {
+                if !u.is_pub || !api.modules.contains(&u.module[..]) {
                     continue;
                 }
                 let p = resolver.resolve_strs(file.target, &u.module, &u.path);

@@ -1230,7 +1230,7 @@ impl<'a> Walker<'a, '_> {
                     init,
                     diverge,
                     span,
-                } => self.eval_let(pat, init.as_ref(), diverge.as_ref(), *span),
+                } => self.eval_let(pat, init.as_ref(), diverge.as_deref(), *span),
                 Stmt::Expr { expr, semi } => {
                     let v = self.eval(expr);
                     if *semi {

@@ -287,7 +287,7 @@ fn attempt_in_stmt<'a>(body: &'a Block, stmt: &'a Stmt) -> Option<&'a Expr> {
             let err_stays = arms.iter().any(|a| {
                 !is_variant(&a.pat, "Ok")
                     && !exits(&a.body)
-                    && !a.guard.as_ref().is_some_and(is_interrupt)
+                    && !a.guard.as_deref().is_some_and(is_interrupt)
             });
             (&**scrutinee, ok_leaves && err_stays)
         }

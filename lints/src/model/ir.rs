@@ -121,7 +121,7 @@ pub enum Pat {
     /// `x: T` (closure and fn parameters, `let` with ascription).
     Typed {
         pat: Box<Pat>,
-        ty: Type,
+        ty: Box<Type>,
     },
     /// A path (`None`, `Status::Done`) or literal pattern.
     Path(Path),
@@ -199,9 +199,9 @@ pub struct Block {
 pub enum Stmt {
     /// `let pat: ty = init else { diverge };`
     Let {
-        pat: Pat,
+        pat: Box<Pat>,
         init: Option<Expr>,
-        diverge: Option<Block>,
+        diverge: Option<Box<Block>>,
         span: Span,
     },
     /// An expression statement; `semi` is false for a block's trailing value.
@@ -239,7 +239,7 @@ impl MacroCall {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Arm {
     pub pat: Pat,
-    pub guard: Option<Expr>,
+    pub guard: Option<Box<Expr>>,
     pub body: Expr,
 }
 
@@ -282,7 +282,8 @@ pub enum ExprKind {
         method_span: Span,
         args: Vec<Expr>,
     },
-    Macro(MacroCall),
+    /// Boxed, as the rarer large variants are: every expression is the size of the largest.
+    Macro(Box<MacroCall>),
     /// `base.field` or `base.0`.
     Field {
         base: Box<Expr>,
@@ -311,7 +312,7 @@ pub enum ExprKind {
     },
     Cast {
         expr: Box<Expr>,
-        ty: Type,
+        ty: Box<Type>,
     },
     Await(Box<Expr>),
     /// `expr?`
@@ -334,7 +335,7 @@ pub enum ExprKind {
     },
     /// `let pat = expr` inside an `if`/`while` condition.
     Let {
-        pat: Pat,
+        pat: Box<Pat>,
         expr: Box<Expr>,
     },
     Match {
@@ -347,7 +348,7 @@ pub enum ExprKind {
         body: Block,
     },
     For {
-        pat: Pat,
+        pat: Box<Pat>,
         iter: Box<Expr>,
         body: Block,
     },
@@ -365,7 +366,7 @@ pub enum ExprKind {
         rhs: Box<Expr>,
     },
     Struct {
-        path: Path,
+        path: Box<Path>,
         fields: Vec<(String, Expr)>,
         rest: Option<Box<Expr>>,
     },

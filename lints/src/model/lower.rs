@@ -7,8 +7,8 @@ use super::nesting::{self, MAX_MODULE_NESTING, MAX_NESTING};
 use super::{byte_offsets, doc_text, expr_span, test_bodies};
 use super::{
     Attr, AttrArg, ConstDef, FileId, FileModel, FnDef, GenericParam, ImplDef, Include, ItemKind,
-    ItemSpan, ModDecl, NamedItem, Param, SelfKind, Span, StructDef, TypeAliasDef, UseDecl,
-    Visibility,
+    ItemSpan, ModDecl, ModulePath, NamedItem, Param, SelfKind, Span, StructDef, TypeAliasDef,
+    UseDecl, Visibility,
 };
 use crate::catalog::store_traits;
 use std::time::Instant;
@@ -265,7 +265,8 @@ impl Lowered<'_> {
             cx.model.span = Span::new(file, 0, self.text_len as u32);
             cx.model.store_crates = names.store_crates.clone();
             cx.model.mentions = names.mentions;
-            cx.items(&items, module, &[], in_test);
+            let file_module = ModulePath::clone(&cx.module);
+            cx.items(&items, &file_module, &[], in_test);
             if cx.out_of_time {
                 return Err(LowerError::OutOfTime);
             }
@@ -343,7 +344,7 @@ struct Lowerer<'d> {
     /// Set once the deadline passed: every lowering step returns at once from then on.
     out_of_time: bool,
     /// The file's module path (`model.module`), shared with the blocks inside expressions.
-    module: std::rc::Rc<[String]>,
+    module: ModulePath,
     model: FileModel,
     /// The doc comments syn read as bare `#[doc]`.
     docs: &'d doc_text::ParsedText<'d>,
@@ -444,7 +445,13 @@ impl Lowerer<'_> {
         self.span(first).to(self.span(last))
     }
 
-    fn items(&mut self, items: &[syn::Item], module: &[String], inline: &[String], in_test: bool) {
+    fn items(
+        &mut self,
+        items: &[syn::Item],
+        module: &ModulePath,
+        inline: &[String],
+        in_test: bool,
+    ) {
         for item in items {
             self.item(item, module, inline, in_test, false);
         }
@@ -453,7 +460,7 @@ impl Lowerer<'_> {
     fn item(
         &mut self,
         item: &syn::Item,
-        module: &[String],
+        module: &ModulePath,
         inline: &[String],
         in_test: bool,
         nested: bool,
@@ -548,7 +555,7 @@ impl Lowerer<'_> {
                     .collect();
                 self.model.structs.push(StructDef {
                     name: s.ident.to_string(),
-                    module: module.to_vec(),
+                    module: module.clone(),
                     vis: visibility(&s.vis),
                     fields,
                     span,
@@ -570,7 +577,7 @@ impl Lowerer<'_> {
                 let ty = self.ty(&st.ty);
                 self.model.statics.push(TypeAliasDef {
                     name: unraw(&st.ident),
-                    module: module.to_vec(),
+                    module: module.clone(),
                     ty,
                 });
                 ItemKind::Const
@@ -580,7 +587,7 @@ impl Lowerer<'_> {
                 let ty = self.ty(&t.ty);
                 self.model.type_aliases.push(TypeAliasDef {
                     name: unraw(&t.ident),
-                    module: module.to_vec(),
+                    module: module.clone(),
                     ty,
                 });
                 ItemKind::Other
@@ -614,7 +621,7 @@ impl Lowerer<'_> {
     /// visibility timeout); other constants are never read.
     fn const_def(
         &mut self,
-        module: &[String],
+        module: &ModulePath,
         ident: &syn::Ident,
         ty: &syn::Type,
         init: &syn::Expr,
@@ -626,7 +633,7 @@ impl Lowerer<'_> {
         }
         let value = self.expr(init);
         self.model.consts.push(ConstDef {
-            module: module.to_vec(),
+            module: module.clone(),
             name: unraw(ident),
             value,
         });
@@ -634,20 +641,20 @@ impl Lowerer<'_> {
 
     fn named(
         &mut self,
-        module: &[String],
+        module: &ModulePath,
         ident: &syn::Ident,
         vis: &syn::Visibility,
         kind: ItemKind,
     ) {
         self.model.decls.push(NamedItem {
-            module: module.to_vec(),
+            module: module.clone(),
             name: unraw(ident),
             kind,
             vis: visibility(vis),
         });
     }
 
-    fn impl_block(&mut self, imp: &syn::ItemImpl, module: &[String], in_test: bool, _span: Span) {
+    fn impl_block(&mut self, imp: &syn::ItemImpl, module: &ModulePath, in_test: bool, _span: Span) {
         let self_ty = self.ty(&imp.self_ty);
         let trait_path = imp.trait_.as_ref().map(|(p, _)| self.path(p));
         let generics = self.generics(&imp.generics);
@@ -692,7 +699,7 @@ impl Lowerer<'_> {
             }
         }
         self.model.impls.push(ImplDef {
-            module: module.to_vec(),
+            module: module.clone(),
             self_ty: self_ty.clone(),
             trait_path: trait_path.clone(),
             methods,
@@ -703,13 +710,13 @@ impl Lowerer<'_> {
     fn mod_item(
         &mut self,
         m: &syn::ItemMod,
-        module: &[String],
+        module: &ModulePath,
         inline: &[String],
         in_test: bool,
         span: Span,
     ) {
-        let mut child = module.to_vec();
-        child.push(unraw(&m.ident));
+        let name = unraw(&m.ident);
+        let child: ModulePath = module.iter().cloned().chain([name.clone()]).collect();
         let cfg_test = is_cfg_test(&m.attrs);
         let path_attr = m.attrs.iter().find_map(|a| match &a.meta {
             syn::Meta::NameValue(nv) if a.path().is_ident("path") => str_lit(&nv.value),
@@ -717,7 +724,7 @@ impl Lowerer<'_> {
         });
         let cfg_path_attrs = m.attrs.iter().filter_map(cfg_attr_path).collect();
         self.model.mods.push(ModDecl {
-            name: unraw(&m.ident),
+            name: name.clone(),
             module: child.clone(),
             inline: m.content.is_some(),
             path_attr,
@@ -729,7 +736,7 @@ impl Lowerer<'_> {
         });
         if let Some((_, items)) = &m.content {
             let mut inner_inline = inline.to_vec();
-            inner_inline.push(unraw(&m.ident));
+            inner_inline.push(name);
             self.items(items, &child, &inner_inline, in_test || cfg_test);
         }
     }
@@ -739,7 +746,7 @@ impl Lowerer<'_> {
     fn macro_mods(
         &mut self,
         tokens: proc_macro2::TokenStream,
-        module: &[String],
+        module: &ModulePath,
         inline: &[String],
         in_test: bool,
     ) {
@@ -785,7 +792,7 @@ impl Lowerer<'_> {
         &mut self,
         tree: &syn::UseTree,
         prefix: &mut Vec<String>,
-        module: &[String],
+        module: &ModulePath,
         is_pub: bool,
         span: Span,
     ) {
@@ -801,12 +808,10 @@ impl Lowerer<'_> {
                 let (path, alias) = if name == "self" {
                     (prefix.clone(), prefix.last().cloned().unwrap_or_default())
                 } else {
-                    let mut p = prefix.clone();
-                    p.push(name.clone());
-                    (p, name)
+                    (with_last(prefix, name.clone()), name)
                 };
                 self.model.uses.push(UseDecl {
-                    module: module.to_vec(),
+                    module: module.clone(),
                     path,
                     alias,
                     glob: false,
@@ -815,15 +820,16 @@ impl Lowerer<'_> {
                 });
             }
             syn::UseTree::Rename(r) => {
-                let name = unraw(&r.ident);
-                let mut path = prefix.clone();
-                if name != "self" {
-                    path.push(name);
-                }
                 let alias = unraw(&r.rename);
                 if alias != "_" {
+                    let name = unraw(&r.ident);
+                    let path = if name == "self" {
+                        prefix.clone()
+                    } else {
+                        with_last(prefix, name)
+                    };
                     self.model.uses.push(UseDecl {
-                        module: module.to_vec(),
+                        module: module.clone(),
                         path,
                         alias,
                         glob: false,
@@ -834,7 +840,7 @@ impl Lowerer<'_> {
             }
             syn::UseTree::Glob(_) => {
                 self.model.uses.push(UseDecl {
-                    module: module.to_vec(),
+                    module: module.clone(),
                     path: prefix.clone(),
                     alias: String::new(),
                     glob: true,
@@ -857,7 +863,7 @@ impl Lowerer<'_> {
         vis: &syn::Visibility,
         sig: &syn::Signature,
         block: Option<&syn::Block>,
-        module: &[String],
+        module: &ModulePath,
         cx: ImplCx<'_>,
         in_test: bool,
         nested: bool,
@@ -895,12 +901,14 @@ impl Lowerer<'_> {
                 self.block(b, module, in_test)
             }
         });
-        let mut generics = cx.generics.to_vec();
-        generics.extend(self.generics(&sig.generics));
+        let own = self.generics(&sig.generics);
+        let mut generics = Vec::with_capacity(cx.generics.len() + own.len());
+        generics.extend_from_slice(cx.generics);
+        generics.extend(own);
         FnDef {
             name: unraw(&sig.ident),
             name_span: self.range(expr_span::ident_bounds(&sig.ident)),
-            module: module.to_vec(),
+            module: module.clone(),
             self_ty: cx.self_ty.cloned(),
             trait_path: cx.trait_path.cloned(),
             self_kind,
@@ -912,7 +920,13 @@ impl Lowerer<'_> {
             is_async: sig.asyncness.is_some(),
             vis: visibility(vis),
             generics,
-            attrs: attrs.iter().flat_map(|a| self.attrs_of(a)).collect(),
+            attrs: {
+                let mut out = Vec::with_capacity(attrs.len());
+                for a in attrs {
+                    self.attrs_of(a, &mut out);
+                }
+                out
+            },
             body,
             span,
             in_test,
@@ -920,12 +934,12 @@ impl Lowerer<'_> {
         }
     }
 
-    /// `a`, or the doc comments syn read as `a` (see [`doc_text`]).
-    fn attrs_of(&mut self, a: &syn::Attribute) -> Vec<Attr> {
+    /// Pushes `a`, or the doc comments syn read as `a` (see [`doc_text`]), onto `out`.
+    fn attrs_of(&mut self, a: &syn::Attribute, out: &mut Vec<Attr>) {
         let bounds = expr_span::attr_bounds(a);
         match self.docs.docs_at(bounds.0) {
-            Some(docs) => docs.iter().map(|d| self.doc_comment(d)).collect(),
-            None => vec![self.attr(a, bounds)],
+            Some(docs) => out.extend(docs.iter().map(|d| self.doc_comment(d))),
+            None => out.push(self.attr(a, bounds)),
         }
     }
 
@@ -1223,7 +1237,7 @@ impl Lowerer<'_> {
             syn::Pat::Paren(pp) => self.pat_at(&pp.pat, d),
             syn::Pat::Type(pt) => Pat::Typed {
                 pat: Box::new(self.pat_at(&pt.pat, d)),
-                ty: self.ty(&pt.ty),
+                ty: Box::new(self.ty(&pt.ty)),
             },
             syn::Pat::Path(pp) => Pat::Path(self.path(&pp.path)),
             syn::Pat::Lit(l) => Pat::Lit(lit(&l.lit)),
@@ -1234,12 +1248,12 @@ impl Lowerer<'_> {
         }
     }
 
-    fn block(&mut self, b: &syn::Block, module: &[String], in_test: bool) -> Block {
+    fn block(&mut self, b: &syn::Block, module: &ModulePath, in_test: bool) -> Block {
         let mut stmts = Vec::with_capacity(b.stmts.len());
         for s in &b.stmts {
             match s {
                 syn::Stmt::Local(l) => stmts.push(Stmt::Let {
-                    pat: self.pat(&l.pat),
+                    pat: Box::new(self.pat(&l.pat)),
                     init: l.init.as_ref().map(|i| self.expr(&i.expr)),
                     diverge: l
                         .init
@@ -1248,13 +1262,13 @@ impl Lowerer<'_> {
                         .map(|(_, e)| {
                             let e = self.expr(e);
                             let span = e.span;
-                            Block {
+                            Box::new(Block {
                                 stmts: vec![Stmt::Expr {
                                     expr: e,
                                     semi: false,
                                 }],
                                 span,
-                            }
+                            })
                         }),
                     span: match expr_span::let_bounds(l) {
                         Some(r) => self.range(r),
@@ -1277,7 +1291,7 @@ impl Lowerer<'_> {
                     let call = self.mac(&m.mac);
                     stmts.push(Stmt::Expr {
                         expr: Expr {
-                            kind: ExprKind::Macro(call),
+                            kind: ExprKind::Macro(Box::new(call)),
                             span,
                         },
                         semi: m.semi_token.is_some(),
@@ -1391,7 +1405,7 @@ impl Lowerer<'_> {
     /// A block inside an expression, lowered in the file's module: items inside expressions
     /// are rare, and lowered as part of the enclosing fn's module.
     fn inner_block(&mut self, b: &syn::Block) -> Block {
-        let module = std::rc::Rc::clone(&self.module);
+        let module = ModulePath::clone(&self.module);
         self.block(b, &module, false)
     }
 
@@ -1414,7 +1428,7 @@ impl Lowerer<'_> {
                 method_span: self.range(expr_span::ident_bounds(&m.method)),
                 args: self.exprs(&m.args),
             },
-            syn::Expr::Macro(m) => ExprKind::Macro(self.mac(&m.mac)),
+            syn::Expr::Macro(m) => ExprKind::Macro(Box::new(self.mac(&m.mac))),
             syn::Expr::Field(f) => ExprKind::Field {
                 base: self.boxed_lo(&f.base, b),
                 member: member_name(&f.member),
@@ -1454,7 +1468,7 @@ impl Lowerer<'_> {
             },
             syn::Expr::Cast(c) => ExprKind::Cast {
                 expr: self.boxed_lo(&c.expr, b),
-                ty: self.ty(&c.ty),
+                ty: Box::new(self.ty(&c.ty)),
             },
             syn::Expr::Await(a) => ExprKind::Await(self.boxed_lo(traced_future(&a.base), b)),
             syn::Expr::Try(t) => ExprKind::Try(self.boxed_lo(&t.expr, b)),
@@ -1479,7 +1493,7 @@ impl Lowerer<'_> {
                 els: i.else_branch.as_ref().map(|(_, e)| self.boxed_hi(e, b)),
             },
             syn::Expr::Let(l) => ExprKind::Let {
-                pat: self.pat(&l.pat),
+                pat: Box::new(self.pat(&l.pat)),
                 expr: self.boxed_hi(&l.expr, b),
             },
             syn::Expr::Match(m) => ExprKind::Match {
@@ -1495,7 +1509,7 @@ impl Lowerer<'_> {
                 body: self.inner_block(&l.body),
             },
             syn::Expr::ForLoop(f) => ExprKind::For {
-                pat: self.pat(&f.pat),
+                pat: Box::new(self.pat(&f.pat)),
                 iter: self.boxed(&f.expr),
                 body: self.inner_block(&f.body),
             },
@@ -1507,7 +1521,7 @@ impl Lowerer<'_> {
                 rhs: self.boxed_hi(&a.right, b),
             },
             syn::Expr::Struct(s) => ExprKind::Struct {
-                path: self.path(&s.path),
+                path: Box::new(self.path(&s.path)),
                 fields: s
                     .fields
                     .iter()
@@ -1528,7 +1542,7 @@ impl Lowerer<'_> {
 
     fn arm(&mut self, a: &syn::Arm) -> Arm {
         let guard = match &a.pat {
-            syn::Pat::Guard(g) => Some(self.expr(&g.guard)),
+            syn::Pat::Guard(g) => Some(Box::new(self.expr(&g.guard))),
             _ => None,
         };
         Arm {
@@ -1601,6 +1615,14 @@ impl Lowerer<'_> {
             parsed: true,
         }
     }
+}
+
+/// `prefix` and then `last`, allocated once at its final size.
+fn with_last(prefix: &[String], last: String) -> Vec<String> {
+    let mut path = Vec::with_capacity(prefix.len() + 1);
+    path.extend_from_slice(prefix);
+    path.push(last);
+    path
 }
 
 /// sqlx's macros that read their SQL from a file relative to the package root.
@@ -1989,7 +2011,7 @@ mod tests {
         let m =
             lower("mod a { #[path = \"x.rs\"] mod b; struct S; impl S { pub fn go(&self) {} } }");
         let go = m.fns.iter().find(|f| f.name == "go").unwrap();
-        assert_eq!(go.module, vec!["crate", "a"]);
+        assert_eq!(go.module[..], ["crate", "a"]);
         assert_eq!(go.self_kind, SelfKind::Ref);
         assert_eq!(go.display_name(), "S::go");
         let b = m.mods.iter().find(|d| d.name == "b").unwrap();
@@ -2039,7 +2061,7 @@ mod tests {
             ]
         );
         let nested = &m.mods[4];
-        assert_eq!(nested.module, ["crate", "inline", "nested"]);
+        assert_eq!(nested.module[..], ["crate", "inline", "nested"]);
         assert_eq!(nested.inline_parents, ["inline"]);
     }
 

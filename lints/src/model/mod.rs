@@ -19,6 +19,10 @@ use ir::{Block, Expr, Pat, Path, Type};
 use serde::{Deserialize, Serialize};
 use std::cell::Cell;
 
+/// A module path (`["crate", "handlers"]`), shared by every item declared in that module
+/// rather than copied into each: a file's items and `use`s mostly sit in one or two modules.
+pub type ModulePath = std::sync::Arc<[String]>;
+
 /// Index of a file in [`Package::files`].
 #[derive(
     Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize,
@@ -260,7 +264,7 @@ pub enum ItemKind {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NamedItem {
     /// The module it is declared in.
-    pub module: Vec<String>,
+    pub module: ModulePath,
     pub name: String,
     pub kind: ItemKind,
     pub vis: Visibility,
@@ -270,7 +274,7 @@ pub struct NamedItem {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ConstDef {
     /// The module it is declared in.
-    pub module: Vec<String>,
+    pub module: ModulePath,
     pub name: String,
     pub value: Expr,
 }
@@ -411,7 +415,7 @@ pub struct FnDef {
     pub name: String,
     pub name_span: Span,
     /// Module path of the enclosing module.
-    pub module: Vec<String>,
+    pub module: ModulePath,
     /// The `Self` type of an `impl` or trait the fn belongs to.
     pub self_ty: Option<Type>,
     /// The trait of `impl Trait for T`, or the trait declaring it.
@@ -458,14 +462,14 @@ impl FnDef {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TypeAliasDef {
     pub name: String,
-    pub module: Vec<String>,
+    pub module: ModulePath,
     pub ty: Type,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StructDef {
     pub name: String,
-    pub module: Vec<String>,
+    pub module: ModulePath,
     pub vis: Visibility,
     /// Named fields (tuple fields are named `0`, `1`, ...).
     pub fields: Vec<(String, Type)>,
@@ -474,7 +478,7 @@ pub struct StructDef {
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ImplDef {
-    pub module: Vec<String>,
+    pub module: ModulePath,
     pub self_ty: Type,
     pub trait_path: Option<Path>,
     pub methods: Vec<String>,
@@ -485,7 +489,7 @@ pub struct ImplDef {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct UseDecl {
     /// The module whose scope it is in.
-    pub module: Vec<String>,
+    pub module: ModulePath,
     /// The full path as written: `["aws_sdk_mediaconvert", "Client"]`, `["crate", "db"]`;
     /// for a glob, the path of the module globbed.
     pub path: Vec<String>,
@@ -502,7 +506,7 @@ pub struct UseDecl {
 pub struct ModDecl {
     pub name: String,
     /// The module path of the declared module.
-    pub module: Vec<String>,
+    pub module: ModulePath,
     /// Whether its body is inline in this file.
     pub inline: bool,
     /// `#[path = "..."]` value.
