@@ -2160,20 +2160,7 @@ mod tests {
     /// over `~/.cargo/registry/src`).
     #[test]
     fn writing_over_test_bodies_changes_no_model_on_real_files() {
-        fn rust_files(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
-            let Ok(entries) = std::fs::read_dir(dir) else {
-                return;
-            };
-            for entry in entries.flatten() {
-                let path = entry.path();
-                let name = entry.file_name();
-                if path.is_dir() && name != "target" && name != ".git" {
-                    rust_files(&path, out);
-                } else if path.extension().is_some_and(|e| e == "rs") {
-                    out.push(path);
-                }
-            }
-        }
+        use super::nesting::tests::rust_files;
         let mut files = Vec::new();
         rust_files(
             &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(".."),

@@ -692,7 +692,7 @@ pub(super) fn raw_or_prefixed_string(b: &[u8], i: usize) -> Option<usize> {
 mod reference;
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use std::path::{Path, PathBuf};
 
@@ -845,7 +845,8 @@ mod tests {
         }
     }
 
-    fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    /// Every `.rs` file under `dir`, `target/` and `.git/` left out.
+    pub(in crate::model) fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
         let Ok(entries) = std::fs::read_dir(dir) else {
             return;
         };
