@@ -665,27 +665,27 @@ pub(super) fn raw_or_prefixed_string(b: &[u8], i: usize) -> Option<usize> {
         if b.get(j) != Some(&b'"') {
             return None;
         }
-        j += 1;
-        while j < b.len() {
-            if b[j] == b'"'
-                && b[j + 1..]
-                    .iter()
-                    .take(hashes)
-                    .filter(|&&c| c == b'#')
-                    .count()
-                    == hashes
-            {
-                return Some(j + 1 + hashes);
-            }
-            j += 1;
-        }
-        return Some(b.len());
+        return Some(past_raw_string(b, j + 1, hashes));
     }
     match b.get(j) {
         Some(b'"') => Some(skip_quoted(b, j + 1, b'"')),
         Some(b'\'') if b[i] == b'b' => Some(skip_quoted(b, j + 1, b'\'')),
         _ => None,
     }
+}
+
+/// Past the raw string whose body starts at `i`, closed by `"` and `hashes` `#`s.
+pub(super) fn past_raw_string(b: &[u8], mut i: usize, hashes: usize) -> usize {
+    while let Some(quote) = memchr(b'"', b, i) {
+        let end = quote + 1 + hashes;
+        if b.get(quote + 1..end)
+            .is_some_and(|h| h.iter().all(|&c| c == b'#'))
+        {
+            return end;
+        }
+        i = quote + 1;
+    }
+    b.len()
 }
 
 #[cfg(test)]

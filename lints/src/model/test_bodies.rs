@@ -25,8 +25,8 @@
 
 use super::lower::{is_cfg_test, is_test_fn};
 use super::nesting::{
-    is_ident_byte, memchr, raw_or_prefixed_string, skip_block_comment, skip_char_or_lifetime,
-    skip_ident, skip_number, skip_quoted,
+    is_ident_byte, memchr, past_raw_string, raw_or_prefixed_string, skip_block_comment,
+    skip_char_or_lifetime, skip_ident, skip_number, skip_quoted,
 };
 use std::ops::Range;
 
@@ -198,20 +198,6 @@ fn raw_string_hashes(b: &[u8], quote: usize) -> Option<usize> {
     let starts_word = |at: usize| at == 0 || !is_ident_byte(b[at - 1]);
     let prefixed = r > 0 && matches!(b[r - 1], b'b' | b'c') && starts_word(r - 1);
     (starts_word(r) || prefixed).then_some(hashes)
-}
-
-/// Past the raw string whose body starts at `i`, closed by `"` and `hashes` `#`s.
-fn past_raw_string(b: &[u8], mut i: usize, hashes: usize) -> usize {
-    while let Some(quote) = memchr(b'"', b, i) {
-        let end = quote + 1 + hashes;
-        if b.get(quote + 1..end)
-            .is_some_and(|h| h.iter().all(|&c| c == b'#'))
-        {
-            return end;
-        }
-        i = quote + 1;
-    }
-    b.len()
 }
 
 fn closing(open: u8) -> u8 {
