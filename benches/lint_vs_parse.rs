@@ -19,6 +19,9 @@
 //! graphile_worker depend on diesel and sqlx, so the relevance pre-check lets the analysis run
 //! on them: their `full` measures it on real code.
 //!
+//! `BENCH_RSS=0` skips the peak RSS part below; `scripts/bench-compare.sh` runs two builds of
+//! this bench alternately and prints the median ratios of each.
+//!
 //! The growth check takes the last input's `src/` (hir-ty's by default) 1x, 2x and 4x (copies in separate
 //! modules `c0`..`c3` of one crate, so each copy resolves inside itself) and prints the full
 //! pipeline's cost relative to 1x: linear code costs 1x, 2x and 4x. `BENCH_GROWTH=0` skips it.
@@ -229,6 +232,10 @@ fn main() {
         }
     }
 
+    // `BENCH_RSS=0` skips it (scripts/bench-compare.sh, which runs the bench many times).
+    if std::env::var("BENCH_RSS").is_ok_and(|v| v == "0") {
+        return;
+    }
     println!();
     println!("peak RSS (one full run in a child process):");
     let mut rss: Vec<(String, PathBuf)> = inputs
