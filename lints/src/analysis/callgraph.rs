@@ -85,7 +85,7 @@ pub struct CallGraph {
 impl CallGraph {
     pub fn new(package: &Package, resolver: &Resolver, types: &Types) -> CallGraph {
         let (fns, file_start) = Self::fns(package);
-        let index = Index::new(package, resolver, &fns);
+        let index = Index::new(package, resolver, types, &fns);
         // Each fn's calls depend only on the shared read-only tables: build them on every
         // core (a package is linted on one thread, and this is a large part of its cost).
         let calls: Vec<Vec<Call>> = fns
@@ -305,9 +305,9 @@ enum Owner {
 }
 
 impl PlacedFn {
-    fn new(package: &Package, resolver: &Resolver, id: FnId) -> PlacedFn {
+    fn new(package: &Package, resolver: &Resolver, types: &Types, id: FnId) -> PlacedFn {
         let (file, f) = id.def(package);
-        let path = resolver.fn_path(file, f);
+        let path = types.fn_path(id.file as usize, id.index as usize).clone();
         let in_test = f.in_test || file.in_test;
         let Some(ty) = &f.self_ty else {
             return PlacedFn {
@@ -342,12 +342,12 @@ fn trait_impl(resolver: &Resolver, file: &FileModel, imp: &ImplDef) -> Option<(D
 }
 
 impl Index {
-    fn new(package: &Package, resolver: &Resolver, fns: &[FnId]) -> Index {
+    fn new(package: &Package, resolver: &Resolver, types: &Types, fns: &[FnId]) -> Index {
         // Resolving is most of the cost and reads only shared tables: resolve on every core,
         // then fill the maps in fn order, so they are the same as one thread would make.
         let placed: Vec<PlacedFn> = fns
             .par_iter()
-            .map(|&id| PlacedFn::new(package, resolver, id))
+            .map(|&id| PlacedFn::new(package, resolver, types, id))
             .collect();
         let mut by_path: PathMap<DefPath, Vec<FnId>> = PathMap::default();
         let mut inherent = PathMap::default();

@@ -61,6 +61,9 @@ pub struct Types {
     structs: PathMap<DefPath, (usize, usize)>,
     /// Crate fn path → (file index, fn index), for declared return types.
     fns: PathMap<DefPath, (usize, usize)>,
+    /// Per file, each fn's [`Resolver::fn_path`] (resolved here once; the call graph's
+    /// index reads them instead of resolving every fn again).
+    fn_paths: Vec<Vec<DefPath>>,
     /// The last segments of `fns`' paths: a method no crate fn is named after needs no
     /// `Type::method` path built to look it up.
     fn_names: PathSet<String>,
@@ -117,8 +120,10 @@ impl Types {
             .collect();
         let mut structs = PathMap::default();
         let mut fns = PathMap::default();
+        let mut fn_paths = Vec::with_capacity(per_file.len());
         for (file_structs, file_fns) in per_file {
             structs.extend(file_structs);
+            fn_paths.push(file_fns.iter().map(|(p, _)| p.clone()).collect());
             for (p, at) in file_fns {
                 fns.entry(p).or_insert(at);
             }
@@ -137,6 +142,7 @@ impl Types {
         let mut types = Types {
             structs,
             fns,
+            fn_paths,
             fn_names,
             aliases,
             statics: PathMap::default(),
@@ -152,6 +158,11 @@ impl Types {
             }
         }
         types
+    }
+
+    /// [`Resolver::fn_path`] of fn `index` of file `file` of the package these types are of.
+    pub(crate) fn fn_path(&self, file: usize, index: usize) -> &DefPath {
+        &self.fn_paths[file][index]
     }
 
     /// `ty` with type aliases replaced by what they stand for (a few hops; a cycle stops).
