@@ -10,7 +10,7 @@ use super::{PathMap, PathSet};
 use crate::model::ir::{Path, Type};
 use crate::model::{FileModel, FnDef, Package, UseDecl};
 use rayon::prelude::*;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 /// The name an item imported under another name has where it is defined: `Cfg` is
 /// `ClientConfig` in a file with `use rdkafka::ClientConfig as Cfg;`; any other name is
@@ -194,6 +194,9 @@ struct Scope {
     /// [`Resolver::resolve_strs`]): every fn of a module resolves the same few names again
     /// and again, and one resolution can follow long `use` and glob chains.
     resolved: Mutex<PathMap<Vec<String>, DefPath>>,
+    /// What the `Self` of a `Self::..` path names, by the impl type's path as written: an
+    /// impl's methods all start from it.
+    self_bases: Mutex<PathMap<Vec<String>, DefPath>>,
 }
 
 /// The module or external path a glob import brings the names of.
@@ -375,8 +378,8 @@ impl Resolver {
         self.resolve_strs_in(target, module, segments, None)
     }
 
-    /// A relative path, memoized per module unless it starts with `Self` (whose meaning
-    /// depends on the impl, not the module).
+    /// A relative path, memoized per module; one starting with `Self` (whose meaning depends
+    /// on the impl, not the module) by the `Self` type's path.
     fn resolve_strs_in(
         &self,
         target: usize,
@@ -386,10 +389,24 @@ impl Resolver {
     ) -> DefPath {
         let memo = match (segs.first(), self.scope(target, module)) {
             (Some(first), Some(scope)) if first != "Self" => &scope.resolved,
+            // `Self::..`: the `Self` type as `resolve_segments` resolves it, memoized by the
+            // type's path (the rest of the path is appended to it there too).
+            (Some(_), Some(scope)) => match self_ty.and_then(Type::core_path) {
+                Some(p) if !p.leading_colon => {
+                    let known = lock(&scope.self_bases).get(&p.segments[..]).cloned();
+                    let base = known.unwrap_or_else(|| {
+                        let base =
+                            self.resolve_segments(target, module, &p.segments, false, None, 1);
+                        lock(&scope.self_bases).insert(p.segments.clone(), base.clone());
+                        base
+                    });
+                    return base.extended(&segs[1..]);
+                }
+                _ => return self.resolve_segments(target, module, segs, false, self_ty, 0),
+            },
             _ => return self.resolve_segments(target, module, segs, false, self_ty, 0),
         };
-        // A poisoned lock only means another thread panicked mid-insert; the map is intact.
-        let lock = || memo.lock().unwrap_or_else(|e| e.into_inner());
+        let lock = || lock(memo);
         if let Some(found) = lock().get(segs) {
             return found.clone();
         }
@@ -663,6 +680,14 @@ fn add_item(scope: &mut Scope, name: &str) {
     if !scope.items.contains(name) {
         scope.items.insert(name.to_owned());
     }
+}
+
+/// A resolution memo, locked. A poisoned lock only means another thread panicked
+/// mid-insert; the map is intact.
+fn lock(
+    memo: &Mutex<PathMap<Vec<String>, DefPath>>,
+) -> MutexGuard<'_, PathMap<Vec<String>, DefPath>> {
+    memo.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 fn local(target: usize, segs: &[String]) -> DefPath {
