@@ -210,6 +210,16 @@ enum GlobBase {
     Unknown,
 }
 
+/// Module `module` of target `target` with its scope looked up once, for a caller that
+/// resolves many paths written in one module (a fn's walk): [`Resolver::resolve_at`] gives
+/// what [`Resolver::resolve`] gives there without hashing the module path again.
+#[derive(Debug, Clone, Copy)]
+pub struct ModuleScope<'r> {
+    target: usize,
+    module: &'r [String],
+    scope: Option<&'r Scope>,
+}
+
 /// The package's scopes and definitions, built once per package.
 #[derive(Debug)]
 pub struct Resolver {
@@ -367,27 +377,41 @@ impl Resolver {
         path: &Path,
         self_ty: Option<&Type>,
     ) -> DefPath {
-        if path.leading_colon {
-            return self.resolve_segments(target, module, &path.segments, true, self_ty, 0);
+        self.resolve_at(self.module_scope(target, module), path, self_ty)
+    }
+
+    /// `module` of `target`, for [`Self::resolve_at`] and [`Self::resolve_type_at`].
+    pub fn module_scope<'r>(&'r self, target: usize, module: &'r [String]) -> ModuleScope<'r> {
+        ModuleScope {
+            target,
+            module,
+            scope: self.scope(target, module),
         }
-        self.resolve_strs_in(target, module, &path.segments, self_ty)
+    }
+
+    /// [`Self::resolve`] in a module looked up before.
+    pub fn resolve_at(&self, at: ModuleScope<'_>, path: &Path, self_ty: Option<&Type>) -> DefPath {
+        if path.leading_colon {
+            return self.resolve_segments(at.target, at.module, &path.segments, true, self_ty, 0);
+        }
+        self.resolve_strs_in(at, &path.segments, self_ty)
     }
 
     /// Resolves a path given as segments (`["Uuid", "new_v4"]`).
     pub fn resolve_strs(&self, target: usize, module: &[String], segments: &[String]) -> DefPath {
-        self.resolve_strs_in(target, module, segments, None)
+        self.resolve_strs_in(self.module_scope(target, module), segments, None)
     }
 
     /// A relative path, memoized per module; one starting with `Self` (whose meaning depends
     /// on the impl, not the module) by the `Self` type's path.
     fn resolve_strs_in(
         &self,
-        target: usize,
-        module: &[String],
+        at: ModuleScope<'_>,
         segs: &[String],
         self_ty: Option<&Type>,
     ) -> DefPath {
-        let memo = match (segs.first(), self.scope(target, module)) {
+        let (target, module) = (at.target, at.module);
+        let memo = match (segs.first(), at.scope) {
             (Some(first), Some(scope)) if first != "Self" => &scope.resolved,
             // `Self::..`: the `Self` type as `resolve_segments` resolves it, memoized by the
             // type's path (the rest of the path is appended to it there too).
@@ -423,8 +447,17 @@ impl Resolver {
         ty: &Type,
         self_ty: Option<&Type>,
     ) -> Option<DefPath> {
-        ty.core_path()
-            .map(|p| self.resolve(target, module, p, self_ty))
+        self.resolve_type_at(self.module_scope(target, module), ty, self_ty)
+    }
+
+    /// [`Self::resolve_type`] in a module looked up before.
+    pub fn resolve_type_at(
+        &self,
+        at: ModuleScope<'_>,
+        ty: &Type,
+        self_ty: Option<&Type>,
+    ) -> Option<DefPath> {
+        ty.core_path().map(|p| self.resolve_at(at, p, self_ty))
     }
 
     fn resolve_segments(
