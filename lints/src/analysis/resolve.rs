@@ -220,6 +220,30 @@ pub struct ModuleScope<'r> {
     scope: Option<&'r Scope>,
 }
 
+/// Where [`Resolver::resolve_segments_at`] resolves: a module whose scope was looked up,
+/// or one whose scope is looked up only if needed.
+#[derive(Clone, Copy)]
+enum Lazy<'r> {
+    Known(ModuleScope<'r>),
+    Unknown(usize, &'r [String]),
+}
+
+impl<'r> Lazy<'r> {
+    fn place(&self) -> (usize, &'r [String]) {
+        match *self {
+            Lazy::Known(at) => (at.target, at.module),
+            Lazy::Unknown(target, module) => (target, module),
+        }
+    }
+
+    fn scope(&self, resolver: &'r Resolver) -> Option<&'r Scope> {
+        match *self {
+            Lazy::Known(at) => at.scope,
+            Lazy::Unknown(target, module) => resolver.scope(target, module),
+        }
+    }
+}
+
 /// The package's scopes and definitions, built once per package.
 #[derive(Debug)]
 pub struct Resolver {
@@ -434,7 +458,7 @@ impl Resolver {
         if let Some(found) = lock().get(segs) {
             return found.clone();
         }
-        let found = self.resolve_segments(target, module, segs, false, self_ty, 0);
+        let found = self.resolve_segments_at(Lazy::Known(at), segs, false, self_ty, 0);
         lock().insert(segs.to_vec(), found.clone());
         found
     }
@@ -469,6 +493,21 @@ impl Resolver {
         self_ty: Option<&Type>,
         depth: usize,
     ) -> DefPath {
+        let at = Lazy::Unknown(target, module);
+        self.resolve_segments_at(at, segs, absolute, self_ty, depth)
+    }
+
+    /// [`Self::resolve_segments`] with the module's scope looked up already, or looked up
+    /// here only when the path needs it.
+    fn resolve_segments_at(
+        &self,
+        at: Lazy<'_>,
+        segs: &[String],
+        absolute: bool,
+        self_ty: Option<&Type>,
+        depth: usize,
+    ) -> DefPath {
+        let (target, module) = at.place();
         let Some(first) = segs.first() else {
             return DefPath {
                 krate: Krate::Local(target),
@@ -512,11 +551,10 @@ impl Resolver {
             }
             _ => {}
         }
-        if let Some(scope) = self.scope(target, module) {
+        if let Some(scope) = at.scope(self) {
             if let Some(full) = scope.uses.get(first) {
                 // A `use` path is relative to the module it is written in (2018 paths).
-                let joined: Vec<String> = full.iter().chain(rest).cloned().collect();
-                return self.resolve_use_path(target, module, &joined, depth + 1);
+                return self.resolve_use_then(target, module, scope, full, rest, depth + 1);
             }
             if scope.items.contains(first) {
                 let segs = [&module[1.min(module.len())..], segs].concat();
@@ -555,6 +593,37 @@ impl Resolver {
             break;
         }
         local(target, segs)
+    }
+
+    /// [`Self::resolve_use_path`] of `head` followed by `tail` (a `use` path and the rest of
+    /// the path written with it) in `module`, whose scope is `scope`: the two are joined
+    /// into one path only when it leads into the package; an external one is made from
+    /// them directly.
+    fn resolve_use_then(
+        &self,
+        target: usize,
+        module: &[String],
+        scope: &Scope,
+        head: &[String],
+        tail: &[String],
+        depth: usize,
+    ) -> DefPath {
+        match head.first().map(String::as_str) {
+            Some(first)
+                if !matches!(first, "crate" | "self" | "super")
+                    && !scope.items.contains(first)
+                    && !self.names_package_crate(target, first) =>
+            {
+                DefPath {
+                    krate: Krate::Extern(first.into()),
+                    segments: head[1..].iter().chain(tail).cloned().collect(),
+                }
+            }
+            _ => {
+                let joined: Vec<String> = head.iter().chain(tail).cloned().collect();
+                self.resolve_use_path(target, module, &joined, depth)
+            }
+        }
     }
 
     /// A path from a `use` declaration: `crate::`, `self::`, `super::`, a local module, or an
@@ -626,6 +695,17 @@ impl Resolver {
 
     /// `first::rest` where `first` names a crate: the package's own library, a linked
     /// member's library, or external.
+    /// Whether [`Self::crate_path`] takes `first` in `target` for a crate of the package
+    /// (the library or a linked member's, from another target), not an external one.
+    fn names_package_crate(&self, target: usize, first: &str) -> bool {
+        let lib = matches!(&self.lib, Some((t, name)) if name == first && *t != target);
+        lib || self
+            .linked
+            .iter()
+            .find(|(_, name)| name == first)
+            .is_some_and(|(t, _)| *t != target)
+    }
+
     fn crate_path(&self, target: usize, first: &str, rest: &[String], depth: usize) -> DefPath {
         let linked = self.linked.iter().find(|(_, name)| name == first);
         match (&self.lib, linked) {
