@@ -571,7 +571,8 @@ impl Resolver {
     /// names the next segment by a `use` (`pub use send::do_send;` in the crate root), the
     /// path continues from what that `use` names.
     fn local_path(&self, target: usize, segs: &[String], depth: usize) -> DefPath {
-        let mut module = vec!["crate".to_owned()];
+        let mut module = Vec::with_capacity(segs.len() + 1);
+        module.push("crate".to_owned());
         for (i, seg) in segs.iter().enumerate() {
             let Some(scope) = self.scope(target, &module) else {
                 break;
@@ -582,8 +583,8 @@ impl Resolver {
             }
             if depth < MAX_USE_CHAIN {
                 if let Some(full) = scope.uses.get(seg) {
-                    let joined: Vec<String> = full.iter().chain(&segs[i + 1..]).cloned().collect();
-                    return self.resolve_use_path(target, &module, &joined, depth + 1);
+                    let rest = &segs[i + 1..];
+                    return self.resolve_use_then(target, &module, scope, full, rest, depth + 1);
                 }
                 let found = self.through_globs(target, &module, scope, &segs[i..], depth + 1);
                 if let Some(found) = found {
