@@ -15,7 +15,7 @@
 //! how [`super::entry`] finds handlers and workers.
 
 use super::flow::FnId;
-use super::resolve::{DefPath, Krate, Resolver};
+use super::resolve::{DefPath, Krate, ModuleScope, Resolver};
 use super::types::{TypeEnv, Types};
 use super::{FastSet, PathMap, PathSet};
 use crate::model::ir::{visit_children, Expr, ExprKind, Path};
@@ -85,7 +85,7 @@ pub struct CallGraph {
 impl CallGraph {
     pub fn new(package: &Package, resolver: &Resolver, types: &Types) -> CallGraph {
         let (fns, file_start) = Self::fns(package);
-        let index = Index::new(package, resolver, &fns);
+        let index = Index::new(package, resolver, types, &fns);
         // Each fn's calls depend only on the shared read-only tables: build them on every
         // core (a package is linted on one thread, and this is a large part of its cost).
         let calls: Vec<Vec<Call>> = fns
@@ -153,6 +153,7 @@ impl CallGraph {
             index,
             file,
             f,
+            at: resolver.module_scope(file.target, &f.module),
             locals: OnceCell::new(),
             env: None,
             out: Vec::new(),
@@ -305,9 +306,9 @@ enum Owner {
 }
 
 impl PlacedFn {
-    fn new(package: &Package, resolver: &Resolver, id: FnId) -> PlacedFn {
+    fn new(package: &Package, resolver: &Resolver, types: &Types, id: FnId) -> PlacedFn {
         let (file, f) = id.def(package);
-        let path = resolver.fn_path(file, f);
+        let path = types.fn_path(id.file as usize, id.index as usize).clone();
         let in_test = f.in_test || file.in_test;
         let Some(ty) = &f.self_ty else {
             return PlacedFn {
@@ -342,12 +343,12 @@ fn trait_impl(resolver: &Resolver, file: &FileModel, imp: &ImplDef) -> Option<(D
 }
 
 impl Index {
-    fn new(package: &Package, resolver: &Resolver, fns: &[FnId]) -> Index {
+    fn new(package: &Package, resolver: &Resolver, types: &Types, fns: &[FnId]) -> Index {
         // Resolving is most of the cost and reads only shared tables: resolve on every core,
         // then fill the maps in fn order, so they are the same as one thread would make.
         let placed: Vec<PlacedFn> = fns
             .par_iter()
-            .map(|&id| PlacedFn::new(package, resolver, id))
+            .map(|&id| PlacedFn::new(package, resolver, types, id))
             .collect();
         let mut by_path: PathMap<DefPath, Vec<FnId>> = PathMap::default();
         let mut inherent = PathMap::default();
@@ -534,6 +535,8 @@ struct Builder<'a> {
     index: &'a Index,
     file: &'a FileModel,
     f: &'a FnDef,
+    /// The fn's module, its scope looked up once for every path of the fn.
+    at: ModuleScope<'a>,
     /// Names bound in the fn, collected on the first path that could name a crate fn.
     locals: OnceCell<PathSet<&'a str>>,
     /// Built on the first method call whose receiver is not `self`.
@@ -633,12 +636,9 @@ impl<'a> Builder<'a> {
                     // A local closure gives no context.
                     Pending::Path(p) if p.as_ident().is_some_and(|n| self.is_local(n)) => None,
                     Pending::Path(p) => {
-                        let def = self.resolver.resolve(
-                            self.file.target,
-                            &self.f.module,
-                            p,
-                            self.f.self_ty.as_ref(),
-                        );
+                        let def = self
+                            .resolver
+                            .resolve_at(self.at, p, self.f.self_ty.as_ref());
                         matches!(def.krate, Krate::Extern(_)).then_some(ArgOf::Path(def))
                     }
                 })
@@ -659,9 +659,9 @@ impl<'a> Builder<'a> {
         if !self.index.names.contains(p.last()) || p.as_ident().is_some_and(|n| self.is_local(n)) {
             return Err(None);
         }
-        let def =
-            self.resolver
-                .resolve(self.file.target, &self.f.module, p, self.f.self_ty.as_ref());
+        let def = self
+            .resolver
+            .resolve_at(self.at, p, self.f.self_ty.as_ref());
         // Before the extern check: `<Job as serde::Serialize>::serialize` is the crate's impl.
         if let Some(id) = self.qualified(p, &def) {
             return Ok(vec![(id, CallKind::Direct)]);
@@ -682,12 +682,9 @@ impl<'a> Builder<'a> {
     /// foreign `Type` leaves the call to trait dispatch.
     fn qualified(&self, p: &Path, def: &DefPath) -> Option<FnId> {
         let qself = p.qself.as_deref()?;
-        let ty = self.resolver.resolve(
-            self.file.target,
-            &self.f.module,
-            qself,
-            self.f.self_ty.as_ref(),
-        );
+        let ty = self
+            .resolver
+            .resolve_at(self.at, qself, self.f.self_ty.as_ref());
         // `<Self as Trait>::f` in a trait's default body is any implementation: dispatch.
         if !ty.is_local() || self.index.implementors.contains_key(&ty) {
             return None;
@@ -710,12 +707,10 @@ impl<'a> Builder<'a> {
             return None;
         }
         let ty = match receiver.peel().as_path().and_then(Path::as_ident) {
-            Some("self") => self.resolver.resolve_type(
-                self.file.target,
-                &self.f.module,
-                self.f.self_ty.as_ref()?,
-                None,
-            )?,
+            Some("self") => {
+                self.resolver
+                    .resolve_type_at(self.at, self.f.self_ty.as_ref()?, None)?
+            }
             _ => {
                 let (package, resolver, types, file, f) =
                     (self.package, self.resolver, self.types, self.file, self.f);

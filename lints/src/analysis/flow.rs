@@ -888,12 +888,10 @@ const FORMAT_MACROS: &[&str] = &[
 
 impl<'a> OpEnv<'a> for Walker<'a, '_> {
     fn resolve(&self, path: &Path) -> DefPath {
-        self.cx.resolver.resolve(
-            self.file.target,
-            &self.f.module,
-            path,
-            self.f.self_ty.as_ref(),
-        )
+        // The fn's module, as its type environment looked it up.
+        self.cx
+            .resolver
+            .resolve_at(self.types.module_scope(), path, self.f.self_ty.as_ref())
     }
 
     fn type_of(&self, expr: &Expr) -> Option<DefPath> {

@@ -10,7 +10,7 @@ use super::{PathMap, PathSet};
 use crate::model::ir::{Path, Type};
 use crate::model::{FileModel, FnDef, Package, UseDecl};
 use rayon::prelude::*;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 /// The name an item imported under another name has where it is defined: `Cfg` is
 /// `ClientConfig` in a file with `use rdkafka::ClientConfig as Cfg;`; any other name is
@@ -194,6 +194,9 @@ struct Scope {
     /// [`Resolver::resolve_strs`]): every fn of a module resolves the same few names again
     /// and again, and one resolution can follow long `use` and glob chains.
     resolved: Mutex<PathMap<Vec<String>, DefPath>>,
+    /// What the `Self` of a `Self::..` path names, by the impl type's path as written: an
+    /// impl's methods all start from it.
+    self_bases: Mutex<PathMap<Vec<String>, DefPath>>,
 }
 
 /// The module or external path a glob import brings the names of.
@@ -205,6 +208,40 @@ enum GlobBase {
     Extern(DefPath, &'static [&'static str]),
     /// An external path whose exports are not known.
     Unknown,
+}
+
+/// Module `module` of target `target` with its scope looked up once, for a caller that
+/// resolves many paths written in one module (a fn's walk): [`Resolver::resolve_at`] gives
+/// what [`Resolver::resolve`] gives there without hashing the module path again.
+#[derive(Debug, Clone, Copy)]
+pub struct ModuleScope<'r> {
+    target: usize,
+    module: &'r [String],
+    scope: Option<&'r Scope>,
+}
+
+/// Where [`Resolver::resolve_segments_at`] resolves: a module whose scope was looked up,
+/// or one whose scope is looked up only if needed.
+#[derive(Clone, Copy)]
+enum Lazy<'r> {
+    Known(ModuleScope<'r>),
+    Unknown(usize, &'r [String]),
+}
+
+impl<'r> Lazy<'r> {
+    fn place(&self) -> (usize, &'r [String]) {
+        match *self {
+            Lazy::Known(at) => (at.target, at.module),
+            Lazy::Unknown(target, module) => (target, module),
+        }
+    }
+
+    fn scope(&self, resolver: &'r Resolver) -> Option<&'r Scope> {
+        match *self {
+            Lazy::Known(at) => at.scope,
+            Lazy::Unknown(target, module) => resolver.scope(target, module),
+        }
+    }
 }
 
 /// The package's scopes and definitions, built once per package.
@@ -364,36 +401,64 @@ impl Resolver {
         path: &Path,
         self_ty: Option<&Type>,
     ) -> DefPath {
-        if path.leading_colon {
-            return self.resolve_segments(target, module, &path.segments, true, self_ty, 0);
+        self.resolve_at(self.module_scope(target, module), path, self_ty)
+    }
+
+    /// `module` of `target`, for [`Self::resolve_at`] and [`Self::resolve_type_at`].
+    pub fn module_scope<'r>(&'r self, target: usize, module: &'r [String]) -> ModuleScope<'r> {
+        ModuleScope {
+            target,
+            module,
+            scope: self.scope(target, module),
         }
-        self.resolve_strs_in(target, module, &path.segments, self_ty)
+    }
+
+    /// [`Self::resolve`] in a module looked up before.
+    pub fn resolve_at(&self, at: ModuleScope<'_>, path: &Path, self_ty: Option<&Type>) -> DefPath {
+        if path.leading_colon {
+            return self.resolve_segments(at.target, at.module, &path.segments, true, self_ty, 0);
+        }
+        self.resolve_strs_in(at, &path.segments, self_ty)
     }
 
     /// Resolves a path given as segments (`["Uuid", "new_v4"]`).
     pub fn resolve_strs(&self, target: usize, module: &[String], segments: &[String]) -> DefPath {
-        self.resolve_strs_in(target, module, segments, None)
+        self.resolve_strs_in(self.module_scope(target, module), segments, None)
     }
 
-    /// A relative path, memoized per module unless it starts with `Self` (whose meaning
-    /// depends on the impl, not the module).
+    /// A relative path, memoized per module; one starting with `Self` (whose meaning depends
+    /// on the impl, not the module) by the `Self` type's path.
     fn resolve_strs_in(
         &self,
-        target: usize,
-        module: &[String],
+        at: ModuleScope<'_>,
         segs: &[String],
         self_ty: Option<&Type>,
     ) -> DefPath {
-        let memo = match (segs.first(), self.scope(target, module)) {
+        let (target, module) = (at.target, at.module);
+        let memo = match (segs.first(), at.scope) {
             (Some(first), Some(scope)) if first != "Self" => &scope.resolved,
+            // `Self::..`: the `Self` type as `resolve_segments` resolves it, memoized by the
+            // type's path (the rest of the path is appended to it there too).
+            (Some(_), Some(scope)) => match self_ty.and_then(Type::core_path) {
+                Some(p) if !p.leading_colon => {
+                    let known = lock(&scope.self_bases).get(&p.segments[..]).cloned();
+                    let base = known.unwrap_or_else(|| {
+                        let base =
+                            self.resolve_segments(target, module, &p.segments, false, None, 1);
+                        lock(&scope.self_bases).insert(p.segments.clone(), base.clone());
+                        base
+                    });
+                    return base.extended(&segs[1..]);
+                }
+                _ => return self.resolve_segments(target, module, segs, false, self_ty, 0),
+            },
             _ => return self.resolve_segments(target, module, segs, false, self_ty, 0),
         };
-        // A poisoned lock only means another thread panicked mid-insert; the map is intact.
-        let lock = || memo.lock().unwrap_or_else(|e| e.into_inner());
+        let lock = || lock(memo);
         if let Some(found) = lock().get(segs) {
             return found.clone();
         }
-        let found = self.resolve_segments(target, module, segs, false, self_ty, 0);
+        let found = self.resolve_segments_at(Lazy::Known(at), segs, false, self_ty, 0);
         lock().insert(segs.to_vec(), found.clone());
         found
     }
@@ -406,8 +471,17 @@ impl Resolver {
         ty: &Type,
         self_ty: Option<&Type>,
     ) -> Option<DefPath> {
-        ty.core_path()
-            .map(|p| self.resolve(target, module, p, self_ty))
+        self.resolve_type_at(self.module_scope(target, module), ty, self_ty)
+    }
+
+    /// [`Self::resolve_type`] in a module looked up before.
+    pub fn resolve_type_at(
+        &self,
+        at: ModuleScope<'_>,
+        ty: &Type,
+        self_ty: Option<&Type>,
+    ) -> Option<DefPath> {
+        ty.core_path().map(|p| self.resolve_at(at, p, self_ty))
     }
 
     fn resolve_segments(
@@ -419,6 +493,21 @@ impl Resolver {
         self_ty: Option<&Type>,
         depth: usize,
     ) -> DefPath {
+        let at = Lazy::Unknown(target, module);
+        self.resolve_segments_at(at, segs, absolute, self_ty, depth)
+    }
+
+    /// [`Self::resolve_segments`] with the module's scope looked up already, or looked up
+    /// here only when the path needs it.
+    fn resolve_segments_at(
+        &self,
+        at: Lazy<'_>,
+        segs: &[String],
+        absolute: bool,
+        self_ty: Option<&Type>,
+        depth: usize,
+    ) -> DefPath {
+        let (target, module) = at.place();
         let Some(first) = segs.first() else {
             return DefPath {
                 krate: Krate::Local(target),
@@ -462,11 +551,10 @@ impl Resolver {
             }
             _ => {}
         }
-        if let Some(scope) = self.scope(target, module) {
+        if let Some(scope) = at.scope(self) {
             if let Some(full) = scope.uses.get(first) {
                 // A `use` path is relative to the module it is written in (2018 paths).
-                let joined: Vec<String> = full.iter().chain(rest).cloned().collect();
-                return self.resolve_use_path(target, module, &joined, depth + 1);
+                return self.resolve_use_then(target, module, scope, full, rest, depth + 1);
             }
             if scope.items.contains(first) {
                 let segs = [&module[1.min(module.len())..], segs].concat();
@@ -483,7 +571,8 @@ impl Resolver {
     /// names the next segment by a `use` (`pub use send::do_send;` in the crate root), the
     /// path continues from what that `use` names.
     fn local_path(&self, target: usize, segs: &[String], depth: usize) -> DefPath {
-        let mut module = vec!["crate".to_owned()];
+        let mut module = Vec::with_capacity(segs.len() + 1);
+        module.push("crate".to_owned());
         for (i, seg) in segs.iter().enumerate() {
             let Some(scope) = self.scope(target, &module) else {
                 break;
@@ -494,8 +583,8 @@ impl Resolver {
             }
             if depth < MAX_USE_CHAIN {
                 if let Some(full) = scope.uses.get(seg) {
-                    let joined: Vec<String> = full.iter().chain(&segs[i + 1..]).cloned().collect();
-                    return self.resolve_use_path(target, &module, &joined, depth + 1);
+                    let rest = &segs[i + 1..];
+                    return self.resolve_use_then(target, &module, scope, full, rest, depth + 1);
                 }
                 let found = self.through_globs(target, &module, scope, &segs[i..], depth + 1);
                 if let Some(found) = found {
@@ -505,6 +594,37 @@ impl Resolver {
             break;
         }
         local(target, segs)
+    }
+
+    /// [`Self::resolve_use_path`] of `head` followed by `tail` (a `use` path and the rest of
+    /// the path written with it) in `module`, whose scope is `scope`: the two are joined
+    /// into one path only when it leads into the package; an external one is made from
+    /// them directly.
+    fn resolve_use_then(
+        &self,
+        target: usize,
+        module: &[String],
+        scope: &Scope,
+        head: &[String],
+        tail: &[String],
+        depth: usize,
+    ) -> DefPath {
+        match head.first().map(String::as_str) {
+            Some(first)
+                if !matches!(first, "crate" | "self" | "super")
+                    && !scope.items.contains(first)
+                    && !self.names_package_crate(target, first) =>
+            {
+                DefPath {
+                    krate: Krate::Extern(first.into()),
+                    segments: head[1..].iter().chain(tail).cloned().collect(),
+                }
+            }
+            _ => {
+                let joined: Vec<String> = head.iter().chain(tail).cloned().collect();
+                self.resolve_use_path(target, module, &joined, depth)
+            }
+        }
     }
 
     /// A path from a `use` declaration: `crate::`, `self::`, `super::`, a local module, or an
@@ -576,6 +696,17 @@ impl Resolver {
 
     /// `first::rest` where `first` names a crate: the package's own library, a linked
     /// member's library, or external.
+    /// Whether [`Self::crate_path`] takes `first` in `target` for a crate of the package
+    /// (the library or a linked member's, from another target), not an external one.
+    fn names_package_crate(&self, target: usize, first: &str) -> bool {
+        let lib = matches!(&self.lib, Some((t, name)) if name == first && *t != target);
+        lib || self
+            .linked
+            .iter()
+            .find(|(_, name)| name == first)
+            .is_some_and(|(t, _)| *t != target)
+    }
+
     fn crate_path(&self, target: usize, first: &str, rest: &[String], depth: usize) -> DefPath {
         let linked = self.linked.iter().find(|(_, name)| name == first);
         match (&self.lib, linked) {
@@ -663,6 +794,14 @@ fn add_item(scope: &mut Scope, name: &str) {
     if !scope.items.contains(name) {
         scope.items.insert(name.to_owned());
     }
+}
+
+/// A resolution memo, locked. A poisoned lock only means another thread panicked
+/// mid-insert; the map is intact.
+fn lock(
+    memo: &Mutex<PathMap<Vec<String>, DefPath>>,
+) -> MutexGuard<'_, PathMap<Vec<String>, DefPath>> {
+    memo.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 fn local(target: usize, segs: &[String]) -> DefPath {

@@ -3,7 +3,7 @@
 //! field's declared type (`self.client`), or a crate fn's declared return type.
 //! No evidence gives `None`; nothing is guessed.
 
-use super::resolve::{DefPath, Resolver};
+use super::resolve::{DefPath, ModuleScope, Resolver};
 use super::{FastMap, PathMap, PathSet};
 use crate::model::ir::{is_marker_trait, Block, Expr, ExprKind, Pat, Stmt, Type};
 use crate::model::Span;
@@ -61,6 +61,9 @@ pub struct Types {
     structs: PathMap<DefPath, (usize, usize)>,
     /// Crate fn path → (file index, fn index), for declared return types.
     fns: PathMap<DefPath, (usize, usize)>,
+    /// Per file, each fn's [`Resolver::fn_path`] (resolved here once; the call graph's
+    /// index reads them instead of resolving every fn again).
+    fn_paths: Vec<Vec<DefPath>>,
     /// The last segments of `fns`' paths: a method no crate fn is named after needs no
     /// `Type::method` path built to look it up.
     fn_names: PathSet<String>,
@@ -117,8 +120,10 @@ impl Types {
             .collect();
         let mut structs = PathMap::default();
         let mut fns = PathMap::default();
+        let mut fn_paths = Vec::with_capacity(per_file.len());
         for (file_structs, file_fns) in per_file {
             structs.extend(file_structs);
+            fn_paths.push(file_fns.iter().map(|(p, _)| p.clone()).collect());
             for (p, at) in file_fns {
                 fns.entry(p).or_insert(at);
             }
@@ -137,6 +142,7 @@ impl Types {
         let mut types = Types {
             structs,
             fns,
+            fn_paths,
             fn_names,
             aliases,
             statics: PathMap::default(),
@@ -152,6 +158,11 @@ impl Types {
             }
         }
         types
+    }
+
+    /// [`Resolver::fn_path`] of fn `index` of file `file` of the package these types are of.
+    pub(crate) fn fn_path(&self, file: usize, index: usize) -> &DefPath {
+        &self.fn_paths[file][index]
     }
 
     /// `ty` with type aliases replaced by what they stand for (a few hops; a cycle stops).
@@ -174,8 +185,19 @@ impl Types {
         ty: &Type,
         self_ty: Option<&Type>,
     ) -> Option<DefPath> {
+        self.resolve_at(resolver, resolver.module_scope(target, module), ty, self_ty)
+    }
+
+    /// [`Self::resolve`] in a module looked up before.
+    fn resolve_at(
+        &self,
+        resolver: &Resolver,
+        at: ModuleScope<'_>,
+        ty: &Type,
+        self_ty: Option<&Type>,
+    ) -> Option<DefPath> {
         resolver
-            .resolve_type(target, module, ty, self_ty)
+            .resolve_type_at(at, ty, self_ty)
             .map(|p| self.unalias(p))
     }
 
@@ -220,8 +242,8 @@ pub struct TypeEnv<'a> {
     package: &'a Package,
     resolver: &'a Resolver,
     types: &'a Types,
-    target: usize,
-    module: &'a [String],
+    /// The fn's module, its scope looked up once for every path of the fn.
+    at: ModuleScope<'a>,
     self_ty: Option<&'a Type>,
     generics: &'a [GenericParam],
     locals: PathMap<String, DefPath>,
@@ -262,8 +284,7 @@ impl<'a> TypeEnv<'a> {
             package,
             resolver,
             types,
-            target: file.target,
-            module: &f.module,
+            at: resolver.module_scope(file.target, &f.module),
             self_ty: f.self_ty.as_ref(),
             generics: &f.generics,
             locals: PathMap::default(),
@@ -290,17 +311,14 @@ impl<'a> TypeEnv<'a> {
             return Some(bound);
         }
         self.types
-            .resolve(self.resolver, self.target, self.module, ty, self.self_ty)
+            .resolve_at(self.resolver, self.at, ty, self.self_ty)
     }
 
     fn generic_bound(&self, ty: &Type) -> Option<DefPath> {
         let name = ty.core_path()?.as_ident()?;
         let param = self.generics.iter().find(|g| g.name == name)?;
         let bound = param.bounds.iter().find(|b| !is_marker_trait(b.last()))?;
-        Some(
-            self.resolver
-                .resolve(self.target, self.module, bound, self.self_ty),
-        )
+        Some(self.resolver.resolve_at(self.at, bound, self.self_ty))
     }
 
     fn scan_block(&mut self, block: &Block) {
@@ -312,13 +330,10 @@ impl<'a> TypeEnv<'a> {
                 if let ExprKind::Closure { params, .. } = &e.kind {
                     for p in params {
                         if let (Some(n), Some(t)) = (p.simple_name(), p.ascribed_type()) {
-                            if let Some(t) = self.types.resolve(
-                                self.resolver,
-                                self.target,
-                                self.module,
-                                t,
-                                self.self_ty,
-                            ) {
+                            if let Some(t) =
+                                self.types
+                                    .resolve_at(self.resolver, self.at, t, self.self_ty)
+                            {
                                 self.forget_chains();
                                 self.locals.insert(n.to_owned(), t);
                             }
@@ -397,6 +412,11 @@ impl<'a> TypeEnv<'a> {
         }
     }
 
+    /// The fn's module (its scope looked up), to resolve other paths written in the fn.
+    pub fn module_scope(&self) -> ModuleScope<'a> {
+        self.at
+    }
+
     /// The type of a local variable.
     pub fn local(&self, name: &str) -> Option<&DefPath> {
         self.locals.get(name)
@@ -409,9 +429,7 @@ impl<'a> TypeEnv<'a> {
         match &call.peel().kind {
             ExprKind::Call { func, .. } => {
                 let path = func.as_path()?;
-                let callee = self
-                    .resolver
-                    .resolve(self.target, self.module, path, self.self_ty);
+                let callee = self.resolver.resolve_at(self.at, path, self.self_ty);
                 self.types.crate_fn(&callee)
             }
             ExprKind::MethodCall {
@@ -484,9 +502,7 @@ impl<'a> TypeEnv<'a> {
             }
             ExprKind::Call { func, args } => {
                 let path = func.as_path()?;
-                let callee = self
-                    .resolver
-                    .resolve(self.target, self.module, path, self.self_ty);
+                let callee = self.resolver.resolve_at(self.at, path, self.self_ty);
                 if let Some(crate_fn) = self.types.crate_fn(&callee) {
                     return self.return_type(crate_fn);
                 }
@@ -506,10 +522,7 @@ impl<'a> TypeEnv<'a> {
             // A method of a crate type returns what it declares (`self.media()`).
             ExprKind::MethodCall { .. } => self.return_type(self.callee(expr)?),
             ExprKind::Struct { path, .. } => {
-                Some(
-                    self.resolver
-                        .resolve(self.target, self.module, path, self.self_ty),
-                )
+                Some(self.resolver.resolve_at(self.at, path, self.self_ty))
             }
             ExprKind::Block(b) | ExprKind::Async { block: b, .. } => {
                 b.tail().and_then(|t| self.type_of(t))
@@ -531,9 +544,7 @@ impl TypeEnv<'_> {
         if self.types.statics.is_empty() {
             return None;
         }
-        let def = self
-            .resolver
-            .resolve(self.target, self.module, path, self.self_ty);
+        let def = self.resolver.resolve_at(self.at, path, self.self_ty);
         self.types.statics.get(&def).cloned()
     }
 }
