@@ -71,7 +71,30 @@ struct Times {
     load: Vec<Duration>,
     full: Vec<Duration>,
     analysed: Vec<Duration>,
+    /// The process's CPU time (every thread) of each stage: bare, load, full, analysed.
+    cpu: [Vec<Duration>; 4],
     findings: usize,
+}
+
+/// CPU time the process has used so far, all threads together.
+fn process_cpu() -> Duration {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid timespec for the call to fill.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
+    assert_eq!(rc, 0, "the process CPU clock is readable");
+    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+}
+
+/// Runs `f`, adding its wall time to `wall` and the process's CPU time to `cpu`.
+fn timed<R>(wall: &mut Vec<Duration>, cpu: &mut Vec<Duration>, f: impl FnOnce() -> R) -> R {
+    let (start, start_cpu) = (Instant::now(), process_cpu());
+    let r = f();
+    wall.push(start.elapsed());
+    cpu.push(process_cpu().saturating_sub(start_cpu));
+    r
 }
 
 fn main() {
@@ -148,25 +171,22 @@ fn main() {
     let mut times: Vec<Times> = inputs.iter().map(|_| Times::default()).collect();
     for _ in 0..iterations {
         for (input, t) in inputs.iter().zip(&mut times) {
-            let start = Instant::now();
-            bare_parse(&input.files);
-            t.bare.push(start.elapsed());
+            let [bare_cpu, load_cpu, full_cpu, analysed_cpu] = &mut t.cpu;
+            timed(&mut t.bare, bare_cpu, || bare_parse(&input.files));
 
-            let start = Instant::now();
-            let loaded = parse::load_workspace(&input.ws, &opts);
-            t.load.push(start.elapsed());
+            let loaded = timed(&mut t.load, load_cpu, || {
+                parse::load_workspace(&input.ws, &opts)
+            });
             drop(loaded);
 
-            let start = Instant::now();
-            let report =
-                report::check(&input.ws, &opts, &input.config, &flags).expect("levels are valid");
-            t.full.push(start.elapsed());
+            let report = timed(&mut t.full, full_cpu, || {
+                report::check(&input.ws, &opts, &input.config, &flags).expect("levels are valid")
+            });
             t.findings = report.findings.len();
 
-            let start = Instant::now();
-            let analysed =
-                report::check(&input.ws, &opts, &input.analysed, &flags).expect("levels are valid");
-            t.analysed.push(start.elapsed());
+            let analysed = timed(&mut t.analysed, analysed_cpu, || {
+                report::check(&input.ws, &opts, &input.analysed, &flags).expect("levels are valid")
+            });
             assert_eq!(
                 analysed.findings.len(),
                 t.findings,
@@ -207,6 +227,31 @@ fn main() {
             ms(analysed),
             ratio(analysed, bare),
             t.findings
+        );
+    }
+    // Less moved than wall time by a busy machine, and by how the work splits over threads
+    // (a thread waiting for work spins a little, which counts here).
+    println!();
+    println!(
+        "{:<16} {:>14} {:>22} {:>22} {:>26}",
+        "cpu",
+        "bare cpu ms",
+        "load cpu ms (x bare)",
+        "full cpu ms (x bare)",
+        "analysed cpu ms (x bare)",
+    );
+    for (input, t) in inputs.iter().zip(&mut times) {
+        let [b, l, f, a] = t.cpu.each_mut().map(|v| median(v));
+        println!(
+            "{:<16} {:>14.1} {:>14.1} ({:>4.2}x) {:>14.1} ({:>4.2}x) {:>18.1} ({:>4.2}x)",
+            input.name,
+            ms(b),
+            ms(l),
+            ratio(l, b),
+            ms(f),
+            ratio(f, b),
+            ms(a),
+            ratio(a, b),
         );
     }
     if let Some(&one) = growth_inputs.first() {

@@ -9,7 +9,8 @@
 # A bench binary is what `cargo bench --bench lint_vs_parse --no-run` builds (copy the old one
 # before rebuilding). ROUNDS defaults to 6, each of 11 interleaved iterations; inputs default
 # to the newest lemmy_apub and graphile_worker under $CARGO_HOME/registry/src. The machine
-# should be otherwise idle: a compile on the other core moves single runs by half.
+# should be otherwise idle: a compile on the other core moves single runs by half. CPU=1
+# compares the ratios of the process's CPU time instead of wall time.
 set -euo pipefail
 old=${1:?usage: scripts/bench-compare.sh OLD_BENCH NEW_BENCH [ROUNDS] [DIR ...]}
 new=${2:?usage: scripts/bench-compare.sh OLD_BENCH NEW_BENCH [ROUNDS] [DIR ...]}
@@ -30,13 +31,17 @@ for ((r = 0; r < rounds; r++)); do
     for which in old new; do
         bin=$old
         [ "$which" = new ] && bin=$new
-        # Rows: input files lines bare load (x) full (x) analysed (x) findings.
-        BENCH_GROWTH=0 BENCH_RSS=0 "$bin" "$@" 11 | awk -v w="$which" '
-            $0 ~ /^input/ { table = 1; next }
-            $0 ~ /^peak RSS/ { table = 0 }
-            table && NF >= 11 {
-                for (f = 6; f <= 10; f += 2) gsub(/[()x]/, "", $f)
-                print w, $1, $6, $8, $10
+        # The wall table's rows: input files lines bare load (x) full (x) analysed (x)
+        # findings; with CPU=1 the CPU table's: input bare load (x) full (x) analysed (x).
+        BENCH_GROWTH=0 BENCH_RSS=0 "$bin" "$@" 11 | awk -v w="$which" -v cpu="${CPU:-0}" '
+            !cpu && $1 == "input" || cpu && $1 == "cpu" { table = 1; next }
+            table && NF == 0 { table = 0 }
+            table && !cpu && NF >= 11 { r = 6 }
+            table && cpu && NF >= 8 { r = 4 }
+            table && r {
+                for (f = r; f <= r + 4; f += 2) gsub(/[()x]/, "", $f)
+                print w, $1, $r, $(r + 2), $(r + 4)
+                r = 0
             }' >>"$out"
     done
 done
