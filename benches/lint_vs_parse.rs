@@ -12,8 +12,9 @@
 //!   package relevant ([`idem_lints::analysis::relevance`]): the call graph and summaries are
 //!   built even where nothing could be found, so their cost stays measured;
 //!
-//! and prints medians and the ratios to bare, of wall time and of the process's CPU time. Inputs default to tokio, lemmy's `lemmy_apub`, the
-//! sqlx job queue `graphile_worker` and rust-analyzer's `hir-ty` (the registry crate
+//! and prints medians and the ratios to bare, of wall time and of the process's CPU time.
+//! Inputs default to tokio, lemmy's `lemmy_apub`, the sqlx job queue `graphile_worker` and
+//! rust-analyzer's `hir-ty` (the registry crate
 //! `ra_ap_hir_ty`), the newest versions under `$CARGO_HOME/registry/src` (fetch them with a
 //! scratch project and `cargo fetch`). tokio and hir-ty name no store crate; lemmy_apub and
 //! graphile_worker depend on diesel and sqlx, so the relevance pre-check lets the analysis run
