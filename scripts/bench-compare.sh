@@ -17,11 +17,9 @@ new=${2:?usage: scripts/bench-compare.sh OLD_BENCH NEW_BENCH [ROUNDS] [DIR ...]}
 rounds=${3:-6}
 shift $(( $# < 3 ? $# : 3 ))
 if [ $# -eq 0 ]; then
-    reg="${CARGO_HOME:-$HOME/.cargo}/registry/src"
-    for krate in lemmy_apub graphile_worker; do
-        dir=$(ls -d "$reg"/*/"$krate"-[0-9]* 2>/dev/null | sort -V | tail -1)
-        [ -n "$dir" ] && set -- "$@" "$dir" || echo "note: no $krate under $reg: skipped" >&2
-    done
+    . "$(cd "$(dirname "$0")" && pwd)/bench-inputs.sh"
+    mapfile -t inputs < <(default_bench_inputs)
+    set -- "${inputs[@]}"
 fi
 [ $# -gt 0 ] || { echo "no inputs" >&2; exit 2; }
 out=$(mktemp)

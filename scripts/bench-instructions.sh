@@ -7,14 +7,13 @@
 #
 # Default inputs: the newest lemmy_apub and graphile_worker under $CARGO_HOME/registry/src.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+here=$(cd "$(dirname "$0")" && pwd)
+cd "$here/.."
 command -v valgrind >/dev/null || { echo "valgrind is needed" >&2; exit 2; }
 if [ $# -eq 0 ]; then
-    reg="${CARGO_HOME:-$HOME/.cargo}/registry/src"
-    for krate in lemmy_apub graphile_worker; do
-        dir=$(ls -d "$reg"/*/"$krate"-[0-9]* 2>/dev/null | sort -V | tail -1)
-        [ -n "$dir" ] && set -- "$@" "$dir" || echo "note: no $krate under $reg: skipped" >&2
-    done
+    . "$here/bench-inputs.sh"
+    mapfile -t inputs < <(default_bench_inputs)
+    set -- "${inputs[@]}"
 fi
 [ $# -gt 0 ] || { echo "usage: $0 DIR..." >&2; exit 2; }
 bench=$(cargo bench --bench lint_vs_parse --no-run --message-format=json 2>/dev/null |
