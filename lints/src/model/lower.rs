@@ -226,37 +226,26 @@ impl Lowered<'_> {
                 model: FileModel::default(),
                 docs: &parsed,
             };
-            cx.model.id = file;
-            cx.model.module = module.clone();
-            cx.model.in_test = in_test;
-            cx.model.span = Span::new(file, 0, self.text_len as u32);
-            cx.model.store_crates = names.store_crates.clone();
-            cx.model.mentions = names.mentions;
-            let file_module = ModulePath::clone(&cx.module);
-            // `syn::parse_file` item by item, each lowered as soon as it is parsed and then
-            // dropped: the lowering reads a syn tree still in the cache, and the next item's
-            // tree reuses its memory (a whole file's tree, built first and read after, did
-            // not fit). The deadline is checked between top-level items too (a generated
-            // file of many items stops on time; lexing it is linear and fast). A syntax error
-            // throws away what was lowered before it.
+            // `syn::parse_file` item by item, so the deadline is also checked between top-level items
+            // (a generated file of many items stops on time; lexing it is linear and fast).
             let out_of_time = std::cell::Cell::new(false);
             let parse_items = |input: syn::parse::ParseStream<'_>| {
                 input.call(syn::Attribute::parse_inner)?;
+                let mut items = Vec::new();
                 while !input.is_empty() {
-                    if deadline.is_some_and(|d| Instant::now() >= d) || cx.out_of_time {
+                    if deadline.is_some_and(|d| Instant::now() >= d) {
                         out_of_time.set(true);
                         return Err(input.error("out of time"));
                     }
-                    let item = input.parse::<syn::Item>()?;
-                    cx.item(&item, &file_module, &[], in_test, false);
+                    items.push(input.parse::<syn::Item>()?);
                 }
-                Ok(())
+                Ok(items)
             };
-            let parsed_items = syn::parse::Parser::parse_str(parse_items, &parsed.text);
+            let items = syn::parse::Parser::parse_str(parse_items, &parsed.text);
             if out_of_time.get() {
                 return Err(LowerError::OutOfTime);
             }
-            parsed_items.map_err(|e| {
+            let items = items.map_err(|e| {
                 let r = parsed.file_range(e.span().byte_range());
                 // syn points an error at the end of the whole input at `Span::call_site()`, which
                 // is 0..0: that is the end of the file, not its first character.
@@ -267,6 +256,17 @@ impl Lowered<'_> {
                     self.syntax(e.to_string(), r.start, r.end)
                 }
             })?;
+            if cx.stop() {
+                return Err(LowerError::OutOfTime);
+            }
+            cx.model.id = file;
+            cx.model.module = module.clone();
+            cx.model.in_test = in_test;
+            cx.model.span = Span::new(file, 0, self.text_len as u32);
+            cx.model.store_crates = names.store_crates.clone();
+            cx.model.mentions = names.mentions;
+            let file_module = ModulePath::clone(&cx.module);
+            cx.items(&items, &file_module, &[], in_test);
             if cx.out_of_time {
                 return Err(LowerError::OutOfTime);
             }
