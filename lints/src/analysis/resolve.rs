@@ -613,7 +613,7 @@ impl Resolver {
             Some(first)
                 if !matches!(first, "crate" | "self" | "super")
                     && !scope.items.contains(first)
-                    && !self.names_package_crate(target, first) =>
+                    && self.package_crate(target, first).is_none() =>
             {
                 DefPath {
                     krate: Krate::Extern(first.into()),
@@ -694,29 +694,26 @@ impl Resolver {
         }
     }
 
-    /// `first::rest` where `first` names a crate: the package's own library, a linked
-    /// member's library, or external.
-    /// Whether [`Self::crate_path`] takes `first` in `target` for a crate of the package
-    /// (the library or a linked member's, from another target), not an external one.
-    fn names_package_crate(&self, target: usize, first: &str) -> bool {
-        let lib = matches!(&self.lib, Some((t, name)) if name == first && *t != target);
-        lib || self
-            .linked
-            .iter()
-            .find(|(_, name)| name == first)
-            .is_some_and(|(t, _)| *t != target)
+    /// The target of the package's crate that `first` names from `target`: the library or a
+    /// linked member's library, when it is another target; `None` for an external crate.
+    fn package_crate(&self, target: usize, first: &str) -> Option<usize> {
+        match &self.lib {
+            Some((lib, name)) if name == first && *lib != target => Some(*lib),
+            _ => self
+                .linked
+                .iter()
+                .find(|(_, name)| name == first)
+                .map(|(linked, _)| *linked)
+                .filter(|linked| *linked != target),
+        }
     }
 
+    /// `first::rest` where `first` names a crate: the package's own library, a linked
+    /// member's library, or external.
     fn crate_path(&self, target: usize, first: &str, rest: &[String], depth: usize) -> DefPath {
-        let linked = self.linked.iter().find(|(_, name)| name == first);
-        match (&self.lib, linked) {
-            (Some((lib_target, name)), _) if name == first && *lib_target != target => {
-                self.local_path(*lib_target, rest, depth + 1)
-            }
-            (_, Some((linked_target, _))) if *linked_target != target => {
-                self.local_path(*linked_target, rest, depth + 1)
-            }
-            _ => DefPath {
+        match self.package_crate(target, first) {
+            Some(krate) => self.local_path(krate, rest, depth + 1),
+            None => DefPath {
                 krate: Krate::Extern(first.into()),
                 segments: rest.into(),
             },
