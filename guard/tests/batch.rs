@@ -33,12 +33,10 @@ async fn runs_up_to_the_limit_at_once() {
         )
         .await;
     let elapsed = started.elapsed();
+    // Five ran at once, never more; 20 messages 5 at a time, 100 ms each, take four rounds
+    // at least (how much longer is the machine's speed).
     assert_eq!(peak.load(Ordering::SeqCst), 5);
-    // 20 messages, 5 at a time, 100 ms each: four rounds, not twenty.
-    assert!(
-        elapsed >= Duration::from_millis(400) && elapsed < Duration::from_millis(1500),
-        "{elapsed:?}"
-    );
+    assert!(elapsed >= Duration::from_millis(400), "{elapsed:?}");
     assert_eq!(report.failed_ids(), ["m3", "m10", "m17"]);
     assert_eq!(report.succeeded, 17);
 }

@@ -160,18 +160,24 @@ async fn stale_owner_cannot_apply_its_writes_after_a_takeover() {
     let (guard, accounts) = setup("tx_stale").await;
     let lease = Duration::from_millis(300);
     let guard = guard.lease(lease).renew_lease(false);
+    // The first body ends only after the takeover, however long the store takes; it started
+    // after its reservation was taken, so its lease is over `lease` after that.
+    let (release, hold) = tokio::sync::oneshot::channel::<()>();
+    let (started, has_started) = tokio::sync::oneshot::channel();
     let slow = tokio::spawn({
         let (guard, accounts) = (guard.clone(), accounts.clone());
         async move {
             guard
-                .run_transact("evt-7", &100u64, |_| async {
-                    tokio::time::sleep(lease * 3).await;
+                .run_transact("evt-7", &100u64, move |_| async move {
+                    started.send(tokio::time::Instant::now()).ok();
+                    hold.await.ok();
                     Ok::<_, Error>((1u32, vec![credit(&accounts, 100)]))
                 })
                 .await
         }
     });
-    tokio::time::sleep(lease + Duration::from_millis(150)).await;
+    let started = has_started.await.expect("the first delivery starts");
+    tokio::time::sleep_until(started + lease + Duration::from_millis(150)).await;
     let took_over: u32 = guard
         .run_transact("evt-7", &100u64, |attempt| {
             assert!(attempt.is_takeover());
@@ -180,6 +186,7 @@ async fn stale_owner_cannot_apply_its_writes_after_a_takeover() {
         .await
         .unwrap();
     assert_eq!(took_over, 2);
+    release.send(()).unwrap();
     let stale = slow.await.unwrap();
     assert!(matches!(stale, Err(Error::NotOwner { .. })), "{stale:?}");
     assert_eq!(balance(&accounts).await, 100, "credited once");

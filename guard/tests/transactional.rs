@@ -172,21 +172,17 @@ async fn in_flight_reject_is_honoured_while_the_first_transaction_is_open() {
     let mut first = pool.begin().await.unwrap();
     assert_eq!(credit(&guard, &mut first, "evt-1", 100).await.unwrap(), 100);
 
-    let started = Instant::now();
+    // The first transaction stays open until the end: a duplicate that waited on its lock
+    // would never answer, whatever the machine's speed.
     let mut dup = pool.begin().await.unwrap();
     let r = tokio::time::timeout(
-        Duration::from_secs(5),
+        common::LOCAL_SERVER_PATIENCE,
         credit(&guard, &mut dup, "evt-1", 100),
     )
     .await
     .expect("the duplicate must not block on the open transaction");
     let retry_after = in_progress(&r).unwrap_or_else(|| panic!("{r:?}"));
     assert!(retry_after > Duration::ZERO && retry_after <= Duration::from_secs(60));
-    assert!(
-        started.elapsed() < Duration::from_secs(1),
-        "{:?}",
-        started.elapsed()
-    );
     // The rejected duplicate's transaction is still usable.
     sqlx::query("SELECT 1").execute(&mut *dup).await.unwrap();
     dup.rollback().await.unwrap();
@@ -211,18 +207,16 @@ async fn in_flight_wait_is_bounded_by_the_configured_wait() {
         .in_flight(InFlight::Wait(Duration::from_millis(400)));
     let started = Instant::now();
     let mut dup = pool.begin().await.unwrap();
+    // The first transaction is still open: the duplicate ends only because its wait does.
     let r = tokio::time::timeout(
-        Duration::from_secs(5),
+        common::LOCAL_SERVER_PATIENCE,
         credit(&short, &mut dup, "evt-1", 100),
     )
     .await
     .expect("the wait must end with its configured duration");
     assert!(in_progress(&r).is_some(), "{r:?}");
     let waited = started.elapsed();
-    assert!(
-        waited >= Duration::from_millis(400) && waited < Duration::from_secs(2),
-        "{waited:?}"
-    );
+    assert!(waited >= Duration::from_millis(400), "{waited:?}");
     dup.rollback().await.unwrap();
 
     let long = guard.in_flight(InFlight::Wait(Duration::from_secs(10)));

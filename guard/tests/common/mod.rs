@@ -132,11 +132,13 @@ pub async fn redis_cluster_store() -> idem_guard::RedisClusterStore {
     RedisStore::from_cluster(redis_cluster_connection(&redis_cluster_urls()).await)
 }
 
-/// A Redis store whose requests give up quickly, for fault tests.
+/// A Redis store that retries once and briefly, for fault tests through a [`Proxy`]: a proxy
+/// that is down refuses or closes connections at once, so failures come fast without a short
+/// timeout, and a slow machine does not turn an answer into a failure.
 pub async fn redis_store_at(url: &str) -> RedisStore {
     let config = ConnectionManagerConfig::new()
-        .set_connection_timeout(Some(Duration::from_millis(500)))
-        .set_response_timeout(Some(Duration::from_millis(500)))
+        .set_connection_timeout(Some(LOCAL_SERVER_PATIENCE))
+        .set_response_timeout(Some(LOCAL_SERVER_PATIENCE))
         .set_number_of_retries(1)
         .set_max_delay(Duration::from_millis(100));
     let client = redis::Client::open(url).unwrap();

@@ -1,5 +1,6 @@
 //! The rules, generic over the store. Each takes a fresh store and a namespace unique to the test.
 
+use std::future::Future;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,7 +14,7 @@ use idem_guard::{
 use serde::Serialize;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
-use tokio::time::sleep;
+use tokio::time::{sleep, sleep_until, Instant};
 
 use crate::common::TestError;
 
@@ -36,27 +37,69 @@ fn in_progress<T: std::fmt::Debug>(r: &Result<T, Error>) -> Option<Duration> {
     }
 }
 
-/// Starts a first delivery of `key` that returns 1 once `release` is sent, and gives it 100 ms to
-/// reserve the key.
+// No rule assumes a store answers within some time: a step that needs the key reserved waits
+// for the body to say it started (`oneshot`), and a check that a record is still live is only
+// judged when its answer came before the lease could have ended (`doubling_leases`). A busy
+// machine, or moto serving one request at a time, makes the tests slower, not red.
+
+/// Starts a first delivery of `key` that returns 1 once `release` is sent, and returns once its
+/// body has started (the key is reserved by then).
 async fn hold_first<S: Store + 'static, Pl: Serialize + Send + 'static>(
     guard: &Guard<S>,
     key: &'static str,
     payload: Pl,
 ) -> (oneshot::Sender<()>, JoinHandle<Result<u32, Error>>) {
     let (release, hold) = oneshot::channel::<()>();
+    let (started, has_started) = oneshot::channel();
     let first = tokio::spawn({
         let guard = guard.clone();
         async move {
             guard
-                .run(key, &payload, || async {
+                .run(key, &payload, move || async move {
+                    started.send(Instant::now()).ok();
                     hold.await.ok();
                     Ok(1)
                 })
                 .await
         }
     });
-    sleep(Duration::from_millis(100)).await;
+    has_started
+        .await
+        .expect("the first delivery reserves the key and starts its body");
     (release, first)
+}
+
+/// Drives a guarded run until its body has started, then drops it mid-way, as a killed worker's
+/// future would be. Returns when the body started: the store had taken the reservation by then.
+async fn cut_once_started<T: std::fmt::Debug>(
+    run: impl Future<Output = T>,
+    has_started: oneshot::Receiver<Instant>,
+) -> Instant {
+    tokio::pin!(run);
+    tokio::select! {
+        biased;
+        out = &mut run => panic!("the run ended before its body started: {out:?}"),
+        at = has_started => at.expect("a body sends its start before it ends"),
+    }
+}
+
+/// Leases to try one after another, doubling from `first` up to 64 times it, each on its own
+/// key. That a record is still live can only be checked before its lease can have ended, so a
+/// try whose check was answered later proves nothing and the next, longer lease is tried.
+fn doubling_leases(first: Duration) -> impl Iterator<Item = (usize, Duration)> {
+    (0..7).map(move |i| (i, first * (1 << i)))
+}
+
+/// Whether a lease given at `called` or later can have ended by now.
+fn lease_may_have_ended(called: Instant, lease: Duration) -> bool {
+    called.elapsed() >= lease
+}
+
+fn no_lease_was_long_enough(first: Duration) -> ! {
+    panic!(
+        "the store never answered within the lease, from {first:?} to {:?}",
+        first * 64
+    )
 }
 
 pub async fn reserve_is_exclusive_across_clones<S: Store + 'static>(store: S, ns: &str) {
@@ -170,28 +213,36 @@ pub async fn expired_lease_is_taken_over_and_fences_the_old_owner<S: Store>(stor
 }
 
 pub async fn expired_retention_is_taken_over<S: Store>(store: S, ns: &str) {
-    let key = format!("{ns}:k");
-    let a = OwnerToken::generate();
-    store.reserve(&key, fp("p"), &a, LEASE).await.unwrap();
-    store
-        .complete(&key, fp("p"), &a, &StoredResult::Ok("1".into()), SHORT)
-        .await
-        .unwrap();
-    assert!(matches!(
+    for (i, retention) in doubling_leases(SHORT) {
+        let key = format!("{ns}:k{i}");
+        let a = OwnerToken::generate();
+        store.reserve(&key, fp("p"), &a, LEASE).await.unwrap();
+        let called = Instant::now();
         store
+            .complete(&key, fp("p"), &a, &StoredResult::Ok("1".into()), retention)
+            .await
+            .unwrap();
+        let completed = Instant::now();
+        let found = store
             .reserve(&key, fp("p"), &OwnerToken::generate(), LEASE)
             .await
-            .unwrap(),
-        Reservation::Completed { .. }
-    ));
-    sleep(SHORT + Duration::from_millis(150)).await;
-    assert_eq!(
-        store
-            .reserve(&key, fp("z"), &OwnerToken::generate(), LEASE)
-            .await
-            .unwrap(),
-        Reservation::Acquired
-    );
+            .unwrap();
+        if lease_may_have_ended(called, retention) {
+            continue;
+        }
+        assert!(matches!(found, Reservation::Completed { .. }), "{found:?}");
+        // The store counted the retention from a moment before `complete` answered.
+        sleep_until(completed + retention + Duration::from_millis(150)).await;
+        assert_eq!(
+            store
+                .reserve(&key, fp("z"), &OwnerToken::generate(), LEASE)
+                .await
+                .unwrap(),
+            Reservation::Acquired
+        );
+        return;
+    }
+    no_lease_was_long_enough(SHORT)
 }
 
 pub async fn other_owner_cannot_write_a_live_record<S: Store>(store: S, ns: &str) {
@@ -284,17 +335,15 @@ pub async fn renew_extends_the_lease<S: Store>(store: S, ns: &str) {
     let a = OwnerToken::generate();
     store.reserve(&key, fp("p"), &a, SHORT).await.unwrap();
     sleep(SHORT / 2).await;
-    store
-        .renew(&key, fp("p"), &a, Duration::from_secs(5))
-        .await
-        .unwrap();
+    store.renew(&key, fp("p"), &a, LEASE).await.unwrap();
     sleep(SHORT).await;
     let found = store
         .reserve(&key, fp("p"), &OwnerToken::generate(), LEASE)
         .await
         .unwrap();
     assert!(
-        matches!(found, Reservation::InProgress { retry_after, .. } if retry_after > Duration::from_secs(3))
+        matches!(found, Reservation::InProgress { retry_after, .. } if retry_after > LEASE / 2),
+        "{found:?}"
     );
 }
 
@@ -368,19 +417,20 @@ pub async fn attempt_context_reports_a_takeover<S: Store>(store: S, ns: &str) {
         .lease(SHORT)
         .renew_lease(false);
     let seen = std::sync::Mutex::new(Vec::new());
-    let abandoned = tokio::time::timeout(
-        Duration::from_millis(100),
+    let (started, has_started) = oneshot::channel();
+    let started = cut_once_started(
         guard.run_with("k", &(), |attempt| {
             seen.lock().unwrap().push(attempt);
+            started.send(Instant::now()).ok();
             async {
                 sleep(Duration::from_secs(30)).await;
                 Ok::<u32, Error>(1)
             }
         }),
+        has_started,
     )
     .await;
-    assert!(abandoned.is_err(), "the first attempt is cut short");
-    sleep(SHORT + Duration::from_millis(150)).await;
+    sleep_until(started + SHORT + Duration::from_millis(150)).await;
     let record = |attempt: idem_guard::Attempt| {
         seen.lock().unwrap().push(attempt);
         async { Ok::<u32, Error>(2) }
@@ -402,17 +452,22 @@ pub async fn attempt_context_reports_a_takeover<S: Store>(store: S, ns: &str) {
 /// invocation killed at its deadline frees its key for the retry.
 pub async fn lease_is_cut_at_the_callers_deadline<S: Store>(store: S, ns: &str) {
     let guard = Guard::new(store).prefix(ns.to_owned()).lease(LEASE);
-    let killed = guard.clone().deadline(tokio::time::Instant::now() + SHORT);
-    let cut = tokio::time::timeout(
-        SHORT,
-        killed.run("k", &(), || async {
+    let called = Instant::now();
+    let deadline = called + SHORT;
+    let killed = guard.clone().deadline(deadline);
+    let (started, has_started) = oneshot::channel();
+    let started = cut_once_started(
+        killed.run("k", &(), move || async move {
+            started.send(Instant::now()).ok();
             sleep(Duration::from_secs(30)).await;
             Ok::<u32, Error>(1)
         }),
+        has_started,
     )
     .await;
-    assert!(cut.is_err());
-    sleep(Duration::from_millis(150)).await;
+    // The lease asked for was at most `deadline - called`, and the store counted it from a
+    // moment before the body started.
+    sleep_until(started + (deadline - called) + Duration::from_millis(150)).await;
     let retry: Result<u32, Error> = guard.run("k", &(), || async { Ok(2) }).await;
     assert_eq!(
         retry.unwrap(),
@@ -420,16 +475,16 @@ pub async fn lease_is_cut_at_the_callers_deadline<S: Store>(store: S, ns: &str) 
         "taken over after the deadline, not after {LEASE:?}"
     );
     // Without a deadline the same crash blocks the key for the whole lease.
-    let cut = tokio::time::timeout(
-        SHORT,
-        guard.run("other", &(), || async {
+    let (started, has_started) = oneshot::channel();
+    cut_once_started(
+        guard.run("other", &(), move || async move {
+            started.send(Instant::now()).ok();
             sleep(Duration::from_secs(30)).await;
             Ok::<u32, Error>(1)
         }),
+        has_started,
     )
     .await;
-    assert!(cut.is_err());
-    sleep(Duration::from_millis(150)).await;
     let blocked: Result<u32, Error> = guard.run("other", &(), || async { Ok(2) }).await;
     assert!(in_progress(&blocked).is_some(), "{blocked:?}");
 }
@@ -523,18 +578,20 @@ pub async fn in_flight_wait_returns_the_first_result<S: Store + 'static>(store: 
     let guard = Guard::new(store)
         .prefix(ns.to_owned())
         .in_flight(InFlight::Wait(Duration::from_secs(10)));
+    let (started, has_started) = oneshot::channel();
     let first = tokio::spawn({
         let guard = guard.clone();
         async move {
             guard
-                .run("k", &(), || async {
+                .run("k", &(), move || async move {
+                    started.send(()).ok();
                     sleep(Duration::from_millis(400)).await;
                     Ok::<_, Error>(1)
                 })
                 .await
         }
     });
-    sleep(Duration::from_millis(100)).await;
+    has_started.await.expect("the first delivery starts");
     let second = guard
         .run_outcome("k", &(), || async { Ok::<_, Error>(2) })
         .await
@@ -543,18 +600,20 @@ pub async fn in_flight_wait_returns_the_first_result<S: Store + 'static>(store: 
     assert_eq!(first.await.unwrap().unwrap(), 1);
 
     // A released record lets the waiter run the body itself.
+    let (started, has_started) = oneshot::channel();
     let first = tokio::spawn({
         let guard = guard.clone();
         async move {
             guard
-                .run("released", &(), || async {
+                .run("released", &(), move || async move {
+                    started.send(()).ok();
                     sleep(Duration::from_millis(300)).await;
                     Err::<u32, _>(Error::MissingKey)
                 })
                 .await
         }
     });
-    sleep(Duration::from_millis(100)).await;
+    has_started.await.expect("the first delivery starts");
     let second = guard
         .run_outcome("released", &(), || async { Ok::<_, Error>(2) })
         .await
@@ -633,30 +692,35 @@ pub async fn classifier_releases_transient_and_caches_permanent<S: Store>(store:
 
 pub async fn lease_is_renewed_while_a_long_body_runs<S: Store + 'static>(store: S, ns: &str) {
     // A renewal is sent when a third of the lease is left, so it must get through within
-    // that third: with `SHORT` (100 ms) a store slowed by a busy machine (moto, one request
-    // at a time) let the lease lapse. A lease long enough for any renewal to arrive keeps the
-    // test about renewal, not latency.
-    let lease = Duration::from_secs(3);
+    // that third: with 100 ms a store slowed by a busy machine (moto, one request at a time)
+    // let the lease lapse. Two seconds for a renewal to arrive keeps the test about renewal,
+    // not latency.
+    let lease = Duration::from_secs(6);
     let guard = Guard::new(store).prefix(ns.to_owned()).lease(lease);
+    let (release, hold) = oneshot::channel::<()>();
+    let (started, has_started) = oneshot::channel();
     let first = tokio::spawn({
         let guard = guard.clone();
         async move {
             guard
-                .run("k", &(), || async {
-                    sleep(lease * 4).await;
+                .run("k", &(), move || async move {
+                    started.send(Instant::now()).ok();
+                    hold.await.ok();
                     Ok::<_, Error>(1)
                 })
                 .await
         }
     });
-    // Well past the initial lease, the key is still held.
-    for _ in 0..3 {
-        sleep(lease).await;
+    let started = has_started.await.expect("the first delivery starts");
+    // Past the initial lease and past the first renewal's, the key is still held.
+    for n in 1..=2 {
+        sleep_until(started + lease * n).await;
         let r: Result<u32, Error> = guard
             .run("k", &(), || async { panic!("ran during a renewed lease") })
             .await;
         assert!(in_progress(&r).is_some(), "{r:?}");
     }
+    release.send(()).unwrap();
     assert_eq!(first.await.unwrap().unwrap(), 1);
 }
 
@@ -665,18 +729,23 @@ pub async fn stale_owner_cannot_complete_after_takeover<S: Store + 'static>(stor
         .prefix(ns.to_owned())
         .lease(SHORT)
         .renew_lease(false);
+    // The first body finishes only after the takeover, however long the store takes.
+    let (release, hold) = oneshot::channel::<()>();
+    let (started, has_started) = oneshot::channel();
     let first = tokio::spawn({
         let guard = guard.clone();
         async move {
             guard
-                .run("k", &(), || async {
-                    sleep(SHORT * 3).await;
+                .run("k", &(), move || async move {
+                    started.send(Instant::now()).ok();
+                    hold.await.ok();
                     Ok::<_, Error>(1)
                 })
                 .await
         }
     });
-    sleep(SHORT + Duration::from_millis(150)).await;
+    let started = has_started.await.expect("the first delivery starts");
+    sleep_until(started + SHORT + Duration::from_millis(150)).await;
     assert_eq!(
         guard
             .run("k", &(), || async { Ok::<_, Error>(2) })
@@ -684,6 +753,7 @@ pub async fn stale_owner_cannot_complete_after_takeover<S: Store + 'static>(stor
             .unwrap(),
         2
     );
+    release.send(()).unwrap();
     let stale = first.await.unwrap();
     assert!(matches!(stale, Err(Error::NotOwner { .. })), "{stale:?}");
     assert_eq!(
@@ -699,53 +769,77 @@ pub async fn panicking_body_leaves_a_record_taken_over_after_the_lease<S: Store 
     store: S,
     ns: &str,
 ) {
-    // Longer than SHORT: with RUST_BACKTRACE=1 capturing the panic's backtrace alone can outlast
-    // 300 ms on a loaded machine, and the record must still be live when it is checked.
-    let lease = Duration::from_secs(3);
-    let guard = Guard::new(store).prefix(ns.to_owned()).lease(lease);
-    let crashed = tokio::spawn({
-        let guard = guard.clone();
-        async move {
-            guard
-                .run("k", &(), || async { panic!("worker crashed mid-way") })
-                .await as Result<u32, Error>
+    let guard = Guard::new(store).prefix(ns.to_owned());
+    // With RUST_BACKTRACE=1 the panic's backtrace alone can take longer than a short lease.
+    for (i, lease) in doubling_leases(SHORT) {
+        let (guard, key) = (guard.clone().lease(lease), format!("k{i}"));
+        let called = Instant::now();
+        let (started, has_started) = oneshot::channel();
+        let crashed = tokio::spawn({
+            let (guard, key) = (guard.clone(), key.clone());
+            async move {
+                guard
+                    .run(key.as_str(), &(), move || async move {
+                        started.send(Instant::now()).ok();
+                        panic!("worker crashed mid-way")
+                    })
+                    .await as Result<u32, Error>
+            }
+        });
+        assert!(crashed.await.unwrap_err().is_panic());
+        let started = has_started.await.expect("the body started, then panicked");
+        let r: Result<u32, Error> = guard.run(key.as_str(), &(), || async { Ok(2) }).await;
+        if lease_may_have_ended(called, lease) {
+            continue;
         }
-    });
-    assert!(crashed.await.unwrap_err().is_panic());
-    let r: Result<u32, Error> = guard.run("k", &(), || async { Ok(2) }).await;
-    assert!(in_progress(&r).is_some(), "{r:?}");
-    sleep(lease + Duration::from_millis(150)).await;
-    assert_eq!(
-        guard
-            .run("k", &(), || async { Ok::<_, Error>(2) })
-            .await
-            .unwrap(),
-        2
-    );
+        assert!(in_progress(&r).is_some(), "{r:?}");
+        sleep_until(started + lease + Duration::from_millis(150)).await;
+        assert_eq!(
+            guard
+                .run(key.as_str(), &(), || async { Ok::<_, Error>(2) })
+                .await
+                .unwrap(),
+            2
+        );
+        return;
+    }
+    no_lease_was_long_enough(SHORT)
 }
 
 pub async fn cancelled_body_leaves_a_record_taken_over_after_the_lease<S: Store>(
     store: S,
     ns: &str,
 ) {
-    let guard = Guard::new(store).prefix(ns.to_owned()).lease(SHORT);
-    let slow = guard.run("k", &(), || async {
-        sleep(Duration::from_secs(30)).await;
-        Ok::<u32, Error>(1)
-    });
-    assert!(tokio::time::timeout(Duration::from_millis(100), slow)
-        .await
-        .is_err());
-    let r: Result<u32, Error> = guard.run("k", &(), || async { Ok(2) }).await;
-    assert!(in_progress(&r).is_some(), "{r:?}");
-    sleep(SHORT + Duration::from_millis(150)).await;
-    assert_eq!(
-        guard
-            .run("k", &(), || async { Ok::<_, Error>(2) })
-            .await
-            .unwrap(),
-        2
-    );
+    let guard = Guard::new(store).prefix(ns.to_owned());
+    for (i, lease) in doubling_leases(SHORT) {
+        let (guard, key) = (guard.clone().lease(lease), format!("k{i}"));
+        let called = Instant::now();
+        let (started, has_started) = oneshot::channel();
+        let started = cut_once_started(
+            guard.run(key.as_str(), &(), move || async move {
+                started.send(Instant::now()).ok();
+                sleep(Duration::from_secs(30)).await;
+                Ok::<u32, Error>(1)
+            }),
+            has_started,
+        )
+        .await;
+        let r: Result<u32, Error> = guard.run(key.as_str(), &(), || async { Ok(2) }).await;
+        if lease_may_have_ended(called, lease) {
+            continue;
+        }
+        assert!(in_progress(&r).is_some(), "{r:?}");
+        sleep_until(started + lease + Duration::from_millis(150)).await;
+        assert_eq!(
+            guard
+                .run(key.as_str(), &(), || async { Ok::<_, Error>(2) })
+                .await
+                .unwrap(),
+            2
+        );
+        return;
+    }
+    no_lease_was_long_enough(SHORT)
 }
 
 pub async fn missing_key_is_an_error_unless_not_required<S: Store>(store: S, ns: &str) {
