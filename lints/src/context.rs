@@ -2,7 +2,7 @@
 
 use crate::analysis::budget::Budget;
 use crate::analysis::incremental::{Retained, Reuse};
-use crate::analysis::Analysis;
+use crate::analysis::{Analysis, Threads};
 use crate::catalog::Catalog;
 use crate::diagnostic::Diagnostic;
 use crate::lint::Lint;
@@ -47,7 +47,8 @@ impl<'a> LintContext<'a> {
     /// The package's analysis, built on first use and shared by every pass.
     pub fn analysis(&self) -> &Analysis {
         self.analysis
-            .get_or_init(|| fresh_analysis(self.package, self.settings, self.budget))
+            // Inside a pass, beside other passes: built without the pool (see [`Threads`]).
+            .get_or_init(|| fresh_analysis(self.package, self.settings, self.budget, Threads::This))
     }
 
     /// Whether findings of `lint` would be shown; passes skip work for disabled lints.
@@ -96,7 +97,10 @@ pub fn check_package_within(
     enabled: &Enabled<'_>,
     budget: &Budget,
 ) -> (Vec<Diagnostic>, bool) {
-    let (found, _) = run_passes(package, settings, enabled, OnceLock::new(), budget);
+    let (found, analysis) = run_passes(package, settings, enabled, OnceLock::new(), budget);
+    if let Some(analysis) = analysis {
+        analysis.drop_on_pool();
+    }
     (found, budget.spent())
 }
 
@@ -119,7 +123,8 @@ pub fn check_package_retaining(
         OnceLock::from(analysis),
         &unbounded,
     );
-    let analysis = analysis.unwrap_or_else(|| fresh_analysis(package, settings, &unbounded));
+    let analysis =
+        analysis.unwrap_or_else(|| fresh_analysis(package, settings, &unbounded, Threads::Pool));
     (diags, analysis.retain(package, settings), reuse)
 }
 
@@ -159,20 +164,26 @@ fn run_passes(
 /// thread pool (the call graph and the summaries): a pass waiting there could run another
 /// pass that asks for the same part, on the same thread, inside its `OnceLock`, and wait for
 /// itself. Called only when two passes read them, so they would be built anyway; a pass
-/// that reads neither (the resolver and the types are built without the pool) never makes
-/// the package pay for them.
+/// that reads neither never makes the package pay for them (and builds the resolver and the
+/// types it reads without the pool: [`Threads::This`]).
 fn build_shared_parts(
     package: &Package,
     settings: &Settings,
     analysis: &OnceLock<Analysis>,
     budget: &Budget,
 ) {
-    let analysis = analysis.get_or_init(|| fresh_analysis(package, settings, budget));
+    let analysis =
+        analysis.get_or_init(|| fresh_analysis(package, settings, budget, Threads::Pool));
     analysis.summaries(package);
 }
 
-fn fresh_analysis(package: &Package, settings: &Settings, budget: &Budget) -> Analysis {
+fn fresh_analysis(
+    package: &Package,
+    settings: &Settings,
+    budget: &Budget,
+    threads: Threads,
+) -> Analysis {
     let mut catalog = Catalog::from_settings(settings);
     catalog.budget = budget.clone();
-    Analysis::with_catalog(package, catalog)
+    Analysis::with_catalog_on(package, catalog, threads)
 }

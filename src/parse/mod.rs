@@ -441,10 +441,16 @@ fn load_package_inner(
             .collect();
         // Each file with the files its `mod` declarations lead to (found on the pool too:
         // asking the disk for them is most of what an unchanged file costs).
+        // Largest files first, one per task: a level waits for its slowest task, and a large
+        // file started last would leave the other threads idle at the end of every level.
+        let mut order: Vec<usize> = (0..batch.len()).collect();
+        order.sort_by_key(|&k| std::cmp::Reverse(fetched_len(&batch[k].2)));
         let parse_all = || {
-            batch
+            let mut loaded: Vec<(usize, _)> = order
                 .par_iter()
-                .map(|(id, p, f)| {
+                .with_max_len(1)
+                .map(|&k| (k, &batch[k]))
+                .map(|(k, (id, p, f))| {
                     let file = load_file(*id, p, f, opts, inputs, outlines);
                     let (mut next, mut missing) = (Vec::new(), Vec::new());
                     if p.follow {
@@ -460,9 +466,11 @@ fn load_package_inner(
                             (c, f)
                         })
                         .collect();
-                    (file, (next, missing))
+                    (k, (file, (next, missing)))
                 })
-                .collect()
+                .collect();
+            loaded.sort_unstable_by_key(|(k, _)| *k);
+            loaded.into_iter().map(|(_, l)| l).collect()
         };
         let loaded: Vec<(Loaded, _)> = worker::on_pool(parse_all).unwrap_or_else(|e| {
             batch
@@ -606,6 +614,14 @@ struct Fetch {
     text: Option<Result<Text, ReadError>>,
     resolved: Option<PathBuf>,
     took: Duration,
+}
+
+/// Bytes of the text `f` read (0 when it was not read).
+fn fetched_len(f: &Fetch) -> usize {
+    match &f.text {
+        Some(Ok((text, _))) => text.len(),
+        _ => 0,
+    }
 }
 
 /// Reads the file `p` names, unless the run is cancelled (then `text` is `None`).

@@ -350,11 +350,22 @@ impl Index {
             .par_iter()
             .map(|&id| PlacedFn::new(package, resolver, types, id))
             .collect();
-        let mut by_path: PathMap<DefPath, Vec<FnId>> = PathMap::default();
-        let mut inherent = PathMap::default();
-        let mut trait_methods = PathMap::default();
+        // Sized once: growing them a doubling at a time was a serial tail of the graph's
+        // building (nothing iterates them, so their layout changes no answer).
+        let count = |owner: fn(&Owner) -> bool| placed.iter().filter(|p| owner(&p.owner)).count();
+        let uses: usize = package.files.iter().map(|f| f.uses.len()).sum();
+        let mut by_path: PathMap<DefPath, Vec<FnId>> =
+            PathMap::with_capacity_and_hasher(fns.len(), Default::default());
+        let mut inherent = PathMap::with_capacity_and_hasher(
+            count(|o| matches!(o, Owner::Inherent)),
+            Default::default(),
+        );
+        let mut trait_methods = PathMap::with_capacity_and_hasher(
+            count(|o| matches!(o, Owner::Trait(_))),
+            Default::default(),
+        );
         let mut test_fns = FastSet::default();
-        let mut names = PathSet::default();
+        let mut names = PathSet::with_capacity_and_hasher(fns.len() + uses, Default::default());
         for (&id, placed) in fns.iter().zip(placed) {
             if placed.test {
                 test_fns.insert(id);

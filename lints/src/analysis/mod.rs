@@ -64,9 +64,37 @@ pub use summary::{FnSummary, StoreAccess, Summaries};
 
 use crate::catalog::Catalog;
 use crate::model::Package;
+use rayon::prelude::*;
 use std::collections::{HashMap, HashSet};
 use std::sync::OnceLock;
 pub use types::{TypeEnv, Types};
+
+/// Where the parts of an analysis built file by file are built.
+///
+/// A part built lazily by a lint pass (inside a `OnceLock`, while other passes run side by
+/// side on the pool) must not use the pool: waiting for its own pool jobs, the thread could
+/// pick up another pass that asks for the same part and wait for itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Threads {
+    /// On every core of the current rayon pool.
+    Pool,
+    /// On the calling thread alone.
+    This,
+}
+
+impl Threads {
+    /// `f` of each item, in order, on the threads `self` names.
+    pub(crate) fn map<'a, T: Sync, R: Send>(
+        self,
+        items: &'a [T],
+        f: impl Fn(usize, &'a T) -> R + Sync + Send,
+    ) -> Vec<R> {
+        match self {
+            Threads::Pool => items.par_iter().enumerate().map(|(i, t)| f(i, t)).collect(),
+            Threads::This => items.iter().enumerate().map(|(i, t)| f(i, t)).collect(),
+        }
+    }
+}
 
 /// A map keyed by names and paths. The analysis hashes short strings millions of times on a
 /// large crate; foldhash is several times faster than the default SipHash there, and its
@@ -198,8 +226,13 @@ impl Analysis {
     /// The analysis with catalogs extended by configuration
     /// ([`Catalog::from_settings`]).
     pub fn with_catalog(package: &Package, catalog: Catalog) -> Analysis {
-        let resolver = Resolver::new(package);
-        let types = Types::new(package, &resolver);
+        Analysis::with_catalog_on(package, catalog, Threads::Pool)
+    }
+
+    /// [`Analysis::with_catalog`], its resolver and types built on `threads`.
+    pub fn with_catalog_on(package: &Package, catalog: Catalog, threads: Threads) -> Analysis {
+        let resolver = Resolver::build(package, threads);
+        let types = Types::build(package, &resolver, threads);
         Analysis {
             resolver,
             types,
@@ -209,6 +242,29 @@ impl Analysis {
             entry_parts: OnceLock::new(),
             file_memos: Default::default(),
         }
+    }
+
+    /// Frees the analysis on every core of the pool: a large package's analysis, freed on one
+    /// thread, left the other cores idle at the end of every run.
+    pub fn drop_on_pool(self) {
+        let Analysis {
+            resolver,
+            types,
+            catalog,
+            call_graph,
+            summaries,
+            entry_parts,
+            file_memos,
+        } = self;
+        rayon::join(
+            || resolver.drop_on_pool(),
+            || {
+                rayon::join(
+                    || drop((types, catalog, entry_parts, file_memos)),
+                    || rayon::join(|| drop(call_graph), || drop(summaries)),
+                )
+            },
+        );
     }
 
     /// The crate's call graph, built on first use. `package` must be the package this

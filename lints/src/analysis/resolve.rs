@@ -6,7 +6,7 @@
 //! canonical only as far as the source says (`chrono::offset::Utc` stays as written), so
 //! catalog patterns match on the crate and the last segments ([`DefPath::matches`]).
 
-use super::{PathMap, PathSet};
+use super::{PathMap, PathSet, Threads};
 use crate::model::ir::{Path, Type};
 use crate::model::{FileModel, FnDef, Package, UseDecl};
 use rayon::prelude::*;
@@ -263,6 +263,19 @@ const MAX_USE_CHAIN: usize = 16;
 
 impl Resolver {
     pub fn new(package: &Package) -> Resolver {
+        Resolver::build(package, Threads::Pool)
+    }
+
+    /// Frees the scopes on every core of the pool (see [`super::Analysis::drop_on_pool`]).
+    pub(crate) fn drop_on_pool(self) {
+        for scopes in self.scopes {
+            let scopes: Vec<(Vec<String>, Scope)> = scopes.into_iter().collect();
+            scopes.into_par_iter().for_each(drop);
+        }
+    }
+
+    /// [`Resolver::new`] on `threads`.
+    pub fn build(package: &Package, threads: Threads) -> Resolver {
         let targets = package
             .files
             .iter()
@@ -270,10 +283,22 @@ impl Resolver {
             .chain([package.targets.len()])
             .max()
             .unwrap_or(0);
-        let mut scopes: Vec<PathMap<Vec<String>, Scope>> =
-            (0..targets).map(|_| PathMap::default()).collect();
-        for file in &package.files {
-            Self::add_file(&mut scopes[file.target], file);
+        // About one module per file: sized once rather than grown while merging.
+        let mut scopes: Vec<PathMap<Vec<String>, Scope>> = (0..targets)
+            .map(|t| {
+                let files = package.files.iter().filter(|f| f.target == t).count();
+                PathMap::with_capacity_and_hasher(files, Default::default())
+            })
+            .collect();
+        // What each file adds, copied out on every core; then merged in file order, which
+        // moves each scope in and copies nothing (a later file's `use` of a name still
+        // replaces an earlier one's).
+        let added: Vec<Vec<(&[String], Scope)>> =
+            threads.map(&package.files, |_, f| Self::file_scopes(f));
+        for (file, added) in package.files.iter().zip(added) {
+            for (module, part) in added {
+                merge_scope(&mut scopes[file.target], module, part);
+            }
         }
         let lib = package
             .targets
@@ -304,17 +329,14 @@ impl Resolver {
                 // Each module's glob bases on every core: the resolver is only read here.
                 let with_globs: Vec<(&Vec<String>, &Scope)> =
                     scopes.iter().filter(|(_, s)| !s.globs.is_empty()).collect();
-                with_globs
-                    .into_par_iter()
-                    .map(|(m, s)| {
-                        let bases = s
-                            .globs
-                            .iter()
-                            .map(|g| resolver.glob_base(t, m, g, 0))
-                            .collect();
-                        (m.clone(), bases)
-                    })
-                    .collect()
+                threads.map(&with_globs, |_, (m, s)| {
+                    let bases = s
+                        .globs
+                        .iter()
+                        .map(|g| resolver.glob_base(t, m, g, 0))
+                        .collect();
+                    (Vec::clone(m), bases)
+                })
             })
             .collect();
         for (t, per_target) in bases.into_iter().enumerate() {
@@ -360,7 +382,8 @@ impl Resolver {
         self.scopes.get(target)?.get(module)
     }
 
-    fn add_file(scopes: &mut PathMap<Vec<String>, Scope>, file: &FileModel) {
+    /// The scope parts `file` adds, one per module it adds to, in the order of its entries.
+    fn file_scopes(file: &FileModel) -> Vec<(&[String], Scope)> {
         let mut entries: Vec<(&[String], Entry<'_>)> = Vec::new();
         entries.extend(file.uses.iter().map(|u| (&u.module[..], Entry::Use(u))));
         for m in &file.mods {
@@ -382,14 +405,18 @@ impl Resolver {
         // Most entries are in the file's own module: one lookup of its scope for all of them.
         // Each module's entries keep their order (a later `use` of a name replaces one before).
         let own: &[String] = &file.module;
-        let (here, elsewhere): (Vec<_>, Vec<_>) = entries.into_iter().partition(|(m, _)| *m == own);
-        let scope = scope_mut(scopes, own);
-        for (_, entry) in here {
-            entry.add_to(scope);
+        let mut parts: Vec<(&[String], Scope)> = vec![(own, Scope::default())];
+        for (module, entry) in entries {
+            let at = match parts.iter().position(|(m, _)| *m == module) {
+                Some(at) => at,
+                None => {
+                    parts.push((module, Scope::default()));
+                    parts.len() - 1
+                }
+            };
+            entry.add_to(&mut parts[at].1);
         }
-        for (module, entry) in elsewhere {
-            entry.add_to(scope_mut(scopes, module));
-        }
+        parts
     }
 
     /// Resolves `path` as written in `module` of target `target`. `self_ty` is the `Self`
@@ -757,11 +784,16 @@ impl Resolver {
 
 /// The scope of `module`, made empty first if need be. The module path is copied only for a
 /// new scope: most items of a file share a module, and `entry` wants an owned key.
-fn scope_mut<'s>(scopes: &'s mut PathMap<Vec<String>, Scope>, module: &[String]) -> &'s mut Scope {
-    if !scopes.contains_key(module) {
-        scopes.insert(module.to_vec(), Scope::default());
-    }
-    scopes.get_mut(module).expect("inserted above")
+/// Adds `part` (what one file adds to `module`) to the module's scope, as if its entries
+/// were added there one by one.
+fn merge_scope(scopes: &mut PathMap<Vec<String>, Scope>, module: &[String], part: Scope) {
+    let Some(scope) = scopes.get_mut(module) else {
+        scopes.insert(module.to_vec(), part);
+        return;
+    };
+    scope.uses.extend(part.uses);
+    scope.globs.extend(part.globs);
+    scope.items.extend(part.items);
 }
 
 /// What a file adds to the scope of a module.

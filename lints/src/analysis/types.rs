@@ -4,11 +4,10 @@
 //! No evidence gives `None`; nothing is guessed.
 
 use super::resolve::{DefPath, ModuleScope, Resolver};
-use super::{FastMap, PathMap, PathSet};
+use super::{FastMap, PathMap, PathSet, Threads};
 use crate::model::ir::{is_marker_trait, Block, Expr, ExprKind, Pat, Stmt, Type};
 use crate::model::Span;
 use crate::model::{FileModel, FnDef, GenericParam, Package};
-use rayon::prelude::*;
 use std::cell::RefCell;
 
 /// Associated functions that return `Self` (or `Result<Self, _>`) by convention.
@@ -94,30 +93,27 @@ fn in_cells(mut ty: &Type) -> &Type {
 
 impl Types {
     pub fn new(package: &Package, resolver: &Resolver) -> Types {
-        // The paths are resolved file by file on every core, then entered in file order (the
-        // first fn at a path wins, as before).
+        Types::build(package, resolver, Threads::Pool)
+    }
+
+    /// [`Types::new`] on `threads`.
+    pub fn build(package: &Package, resolver: &Resolver, threads: Threads) -> Types {
+        // The paths are resolved file by file (on every core, with `Threads::Pool`), then
+        // entered in file order (the first fn at a path wins, as before).
         type Paths = Vec<(DefPath, (usize, usize))>;
-        let per_file: Vec<(Paths, Paths)> = package
-            .files
-            .par_iter()
-            .enumerate()
-            .map(|(fi, file)| {
-                let structs = file.structs.iter().enumerate().map(|(si, s)| {
-                    let p = resolver.resolve_strs(
-                        file.target,
-                        &s.module,
-                        std::slice::from_ref(&s.name),
-                    );
-                    (p, (fi, si))
-                });
-                let fns = file
-                    .fns
-                    .iter()
-                    .enumerate()
-                    .map(|(ni, f)| (resolver.fn_path(file, f), (fi, ni)));
-                (structs.collect(), fns.collect())
-            })
-            .collect();
+        let per_file: Vec<(Paths, Paths)> = threads.map(&package.files, |fi, file| {
+            let structs = file.structs.iter().enumerate().map(|(si, s)| {
+                let p =
+                    resolver.resolve_strs(file.target, &s.module, std::slice::from_ref(&s.name));
+                (p, (fi, si))
+            });
+            let fns = file
+                .fns
+                .iter()
+                .enumerate()
+                .map(|(ni, f)| (resolver.fn_path(file, f), (fi, ni)));
+            (structs.collect(), fns.collect())
+        });
         let mut structs = PathMap::default();
         let mut fns = PathMap::default();
         let mut fn_paths = Vec::with_capacity(per_file.len());
