@@ -9,6 +9,8 @@
 //!   bytes);
 //! - `keys_in_one_fn`: one fn given a message, with N nondeterministic keys, each a finding
 //!   with a suggestion (issue 24, item 9);
+//! - `sibling_modules`: one file of N inline modules side by side, each adding to a scope of
+//!   the resolver (quadratic while a file's scopes were found by a scan of those it made);
 //! - `call_graph`: a complete call graph, every fn of N files calling every other, sized
 //!   so the number of calls doubles (issue 24, item 9);
 //! - `did_change_n`: one `didChange` of N ranged edits to a 1.1 MB buffer, and
@@ -84,6 +86,14 @@ fn main() {
         |dir| {
             let r = lint(dir.path());
             assert!(!r.findings.is_empty());
+        },
+    );
+    runs.series(
+        "sibling_modules",
+        &[15_000, 30_000, 60_000],
+        |n| lib_rs(sibling_modules(n)),
+        |dir| {
+            lint(dir.path());
         },
     );
     // 50, 71, 100 files: 2,500, 5,000 and 10,000 calls.
@@ -247,6 +257,15 @@ fn keys_in_one_fn(n: usize) -> String {
         "pub struct Order {{ pub id: String }}\npub async fn h(sqs: &aws_sdk_sqs::Client, o: &Order) {{\n{}}}\n",
         key.repeat(n)
     )
+}
+
+/// `n` inline modules side by side in one file, each with a `use` and a fn: one file adds
+/// to `n` scopes of the resolver.
+fn sibling_modules(n: usize) -> String {
+    let mods: String = (0..n)
+        .map(|i| format!("mod m{i} {{ use super::*; pub fn f() {{}} }}\n"))
+        .collect();
+    format!("use redis::AsyncCommands;\n{mods}")
 }
 
 /// A crate of `n` modules whose fns each check a key, call every fn of the crate, and

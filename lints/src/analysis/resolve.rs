@@ -402,19 +402,23 @@ impl Resolver {
             .iter()
             .map(|d| (&d.module[..], Entry::Item(&d.name)));
         entries.extend(fns.chain(structs).chain(decls));
-        // Most entries are in the file's own module: one lookup of its scope for all of them.
-        // Each module's entries keep their order (a later `use` of a name replaces one before).
+        // Each module's entries keep their order (a later `use` of a name replaces one
+        // before). Most are in the file's own module, and a module's entries come together:
+        // the part of the last entry is tried before the lookup (a file of many inline
+        // modules stays linear).
         let own: &[String] = &file.module;
         let mut parts: Vec<(&[String], Scope)> = vec![(own, Scope::default())];
+        let mut part_of: PathMap<&[String], usize> = PathMap::default();
+        part_of.insert(own, 0);
+        let mut last = 0;
         for (module, entry) in entries {
-            let at = match parts.iter().position(|(m, _)| *m == module) {
-                Some(at) => at,
-                None => {
+            if parts[last].0 != module {
+                last = *part_of.entry(module).or_insert_with(|| {
                     parts.push((module, Scope::default()));
                     parts.len() - 1
-                }
-            };
-            entry.add_to(&mut parts[at].1);
+                });
+            }
+            entry.add_to(&mut parts[last].1);
         }
         parts
     }
@@ -782,8 +786,6 @@ impl Resolver {
     }
 }
 
-/// The scope of `module`, made empty first if need be. The module path is copied only for a
-/// new scope: most items of a file share a module, and `entry` wants an owned key.
 /// Adds `part` (what one file adds to `module`) to the module's scope, as if its entries
 /// were added there one by one.
 fn merge_scope(scopes: &mut PathMap<Vec<String>, Scope>, module: &[String], part: Scope) {
