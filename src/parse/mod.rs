@@ -440,17 +440,17 @@ fn load_package_inner(
             .map(|(i, (p, f))| (FileId((files.len() + i) as u32), p, f))
             .collect();
         // Each file with the files its `mod` declarations lead to (found on the pool too:
-        // asking the disk for them is most of what an unchanged file costs).
-        // Largest files first, one per task: a level waits for its slowest task, and a large
-        // file started last would leave the other threads idle at the end of every level.
+        // asking the disk for them is most of what an unchanged file costs). Largest files
+        // first, one per task: a level waits for its slowest task, and a large file started
+        // last would leave the other threads idle at the end of every level.
         let mut order: Vec<usize> = (0..batch.len()).collect();
         order.sort_by_key(|&k| std::cmp::Reverse(fetched_len(&batch[k].2)));
         let parse_all = || {
             let mut loaded: Vec<(usize, _)> = order
                 .par_iter()
                 .with_max_len(1)
-                .map(|&k| (k, &batch[k]))
-                .map(|(k, (id, p, f))| {
+                .map(|&k| {
+                    let (id, p, f) = &batch[k];
                     let file = load_file(*id, p, f, opts, inputs, outlines);
                     let (mut next, mut missing) = (Vec::new(), Vec::new());
                     if p.follow {
