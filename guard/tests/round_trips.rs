@@ -27,18 +27,18 @@ async fn count<S: Store>(store: S, proxy: &Proxy) -> (u64, u64) {
         run(format!("warm-{i}")).await;
         run(format!("warm-{i}")).await;
     }
-    // Give a pool's spawned on-release work the time to finish before counting.
-    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    // No wait before taking a count: the proxy counts a request before passing it on, so a
+    // request is counted before its reply can reach the caller, and every call awaits its
+    // replies. Work nobody awaits (a pool's ping of a connection it takes back) is settled by
+    // the caller before this runs.
     proxy.take_round_trips();
     for i in 0..CALLS {
         run(format!("k-{i}")).await;
     }
-    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
     let first = proxy.take_round_trips();
     for i in 0..CALLS {
         run(format!("k-{i}")).await;
     }
-    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
     (first, proxy.take_round_trips())
 }
 
@@ -47,7 +47,10 @@ async fn postgres_makes_one_round_trip_per_statement() {
     let schema = common::pg_schema("round_trips").await;
     let proxy = Proxy::start(port_of(&common::database_url(), 5432)).await;
     let pool = common::pg_pool_at(&common::database_url_through(&proxy), &schema, 4).await;
-    let store = PostgresStore::from_pool(pool).await.unwrap();
+    let store = PostgresStore::from_pool(pool.clone()).await.unwrap();
+    // Creating the table borrowed a pool connection, and the pool pings it in a task of its
+    // own once it is back: counted, that ping would be a round trip of the calls.
+    common::pool_settled(&pool).await;
     let (first, duplicate) = count(store, &proxy).await;
     assert_eq!(
         (first, duplicate),

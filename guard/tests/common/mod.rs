@@ -73,6 +73,20 @@ pub async fn pg_pool_at(url: &str, schema: &str, max: u32) -> PgPool {
         .expect("PostgreSQL at DATABASE_URL")
 }
 
+/// Waits until every connection of `pool` is back in it: a connection returned to a `PgPool`
+/// is pinged by a task of the pool's own, and only then counted idle. Waits on the pool, not
+/// on a clock (up to [`LOCAL_SERVER_PATIENCE`], for a pool that would never settle).
+pub async fn pool_settled(pool: &PgPool) {
+    let deadline = tokio::time::Instant::now() + LOCAL_SERVER_PATIENCE;
+    while pool.num_idle() < pool.size() as usize {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the pool kept a connection out for {LOCAL_SERVER_PATIENCE:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+}
+
 pub async fn postgres_store(schema: &str) -> PostgresStore {
     PostgresStore::from_pool(pg_pool(schema, 4).await)
         .await
