@@ -5,6 +5,9 @@
 //!
 //! - **bare**: `syn::parse_file` of the same files on rayon's pool (read + parse, nothing
 //!   else): the floor a syntax-only linter cannot go below;
+//! - **syn** (printed apart): syn alone on the text our parse hands it (doc text and test fn
+//!   bodies written over), lowering nothing: the part of `load` no change to the lowering or
+//!   the analysis can remove;
 //! - **load**: our parse stage (read, parse, lower to the model, follow module trees);
 //! - **full**: the whole pipeline with every lint enabled (or those `BENCH_LINTS=a,b` names,
 //!   or `BENCH_LINTS=default` for the lints on by default);
@@ -39,6 +42,7 @@ use cargo_idem_lint::report;
 use idem_lints::lints::UNGUARDED_ENTRY_POINT;
 use idem_lints::Level;
 use rayon::prelude::*;
+use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -49,7 +53,7 @@ static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
 /// Set in the child that measures one run's peak RSS: the directory to lint.
 const RSS_CHILD: &str = "IDEM_LINT_BENCH_RSS_CHILD";
 
-/// `BENCH_STAGE=bare|load|full|analysed`: run only that stage, `ITERATIONS` times on each
+/// `BENCH_STAGE=bare|syn|load|full|analysed`: run only that stage, `ITERATIONS` times on each
 /// input, and print nothing else; for instruction counts, under
 /// callgrind (`scripts/bench-instructions.sh`),
 /// or a profiler.
@@ -72,6 +76,9 @@ struct Times {
     load: Vec<Duration>,
     full: Vec<Duration>,
     analysed: Vec<Duration>,
+    /// [`syn_alone`], wall and CPU (apart from `cpu`, whose table the compare script reads).
+    syn: Vec<Duration>,
+    syn_cpu: Vec<Duration>,
     /// The process's CPU time (every thread) of each stage: bare, load, full, analysed.
     cpu: [Vec<Duration>; 4],
     findings: usize,
@@ -174,6 +181,7 @@ fn main() {
         for (input, t) in inputs.iter().zip(&mut times) {
             let [bare_cpu, load_cpu, full_cpu, analysed_cpu] = &mut t.cpu;
             timed(&mut t.bare, bare_cpu, || bare_parse(&input.files));
+            timed(&mut t.syn, &mut t.syn_cpu, || syn_alone(&input.files));
 
             let loaded = timed(&mut t.load, load_cpu, || {
                 parse::load_workspace(&input.ws, &opts)
@@ -255,6 +263,23 @@ fn main() {
             ratio(a, b),
         );
     }
+    println!();
+    println!(
+        "{:<16} {:>22} {:>22}   (syn alone on the text the lowering hands it, no lowering)",
+        "syn", "wall ms (x bare)", "cpu ms (x bare)",
+    );
+    for (input, t) in inputs.iter().zip(&mut times) {
+        let (bare, syn) = (median(&mut t.bare), median(&mut t.syn));
+        let (bare_cpu, syn_cpu) = (median(&mut t.cpu[0]), median(&mut t.syn_cpu));
+        println!(
+            "{:<16} {:>14.1} ({:>4.2}x) {:>14.1} ({:>4.2}x)",
+            input.name,
+            ms(syn),
+            ratio(syn, bare),
+            ms(syn_cpu),
+            ratio(syn_cpu, bare_cpu),
+        );
+    }
     if let Some(&one) = growth_inputs.first() {
         println!();
         println!("growth (median full pipeline, analysed and bare parse, relative to 1x):");
@@ -305,6 +330,7 @@ fn run_stage(stage: &str, input: &Input, flags: &[LevelFlag]) {
     let opts = ParseOptions::default();
     match stage {
         "bare" => bare_parse(&input.files),
+        "syn" => syn_alone(&input.files),
         "load" => drop(std::hint::black_box(parse::load_workspace(
             &input.ws, &opts,
         ))),
@@ -318,7 +344,7 @@ fn run_stage(stage: &str, input: &Input, flags: &[LevelFlag]) {
             std::hint::black_box(report.findings.len());
         }
         other => {
-            eprintln!("{STAGE}={other}: expected bare, load, full or analysed");
+            eprintln!("{STAGE}={other}: expected bare, syn, load, full or analysed");
             std::process::exit(2);
         }
     }
@@ -389,11 +415,28 @@ fn with_unused_guard(config: &Config) -> Config {
 
 /// Read and `syn::parse_file` every file on rayon's pool: the floor.
 fn bare_parse(files: &[PathBuf]) {
+    parse_each(files, |text| Some(Cow::Borrowed(text)));
+}
+
+/// The part of `load` that is syn's: read, write over what the lowering spares syn
+/// ([`idem_lints::model::syn_input`]: doc text, test fn bodies) and `syn::parse_file` the rest,
+/// lowering nothing. What `full` costs above this is the lowering, the analysis and the
+/// bookkeeping around them, the share that changes to this project can reduce.
+fn syn_alone(files: &[PathBuf]) {
+    parse_each(files, |text| {
+        idem_lints::model::syn_input(text, false).map(Cow::Owned)
+    });
+}
+
+/// Reads each file on rayon's pool and hands syn what `input` makes of its text.
+fn parse_each(files: &[PathBuf], input: for<'t> fn(&'t str) -> Option<Cow<'t, str>>) {
     files.par_iter().for_each(|f| {
         let Ok(text) = std::fs::read_to_string(f) else {
             return;
         };
-        std::hint::black_box(syn::parse_file(&text).is_ok());
+        if let Some(text) = input(&text) {
+            std::hint::black_box(syn::parse_file(&text).is_ok());
+        }
         // With `span-locations` proc_macro2 keeps every text a thread parsed, and its line
         // table, until told otherwise (the pipeline does this after each file): without
         // it the floor's memory grew with every iteration and its time with it (lemmy_apub:

@@ -161,6 +161,19 @@ fn lower_text(
     }
 }
 
+/// The text [`lower_file`] hands syn for `text`: without the BOM and shebang, with the doc
+/// text and the test fn bodies written over; `None` where the nesting check turns the file
+/// away. For the benchmark's floor (`benches/lint_vs_parse.rs`): syn alone on this text is
+/// the part of the parse that no change to the lowering or the analysis can remove.
+#[doc(hidden)]
+pub fn syn_input(text: &str, in_test: bool) -> Option<String> {
+    let body = &text[skipped_prefix_len(text)..];
+    let docs = nesting::check_until(body, MAX_NESTING, None).ok()?;
+    let parsed = doc_text::without_doc_text(body, &docs);
+    let bodies = test_bodies::test_fn_bodies(&parsed.text, in_test);
+    Some(test_bodies::write_over(&parsed.text, &bodies))
+}
+
 /// What a file's text names, read from all of it (see [`Lowered::lower`]).
 struct Names {
     store_crates: Vec<String>,
@@ -2070,6 +2083,26 @@ mod tests {
         let m = lower("cfg_rt! { mod runtime; pub fn spawn() {} } macro_rules! m { () => {} }");
         assert!(m.mods.iter().any(|d| d.name == "runtime"));
         assert!(m.fns.iter().any(|f| f.name == "spawn"));
+    }
+
+    /// What the bench's floor hands syn: the lowering's input, doc text and test bodies
+    /// written over in place (same length, same lines), the code as written.
+    #[test]
+    fn syn_input_writes_over_doc_text_and_test_bodies_only() {
+        let text = "#!/usr/bin/env run\n/// Says hi.\nfn f() { hi(); }\n#[test]\nfn t() {\n    slow();\n}\n";
+        let input = syn_input(text, false).expect("not too deep");
+        let body = &text[text.find('\n').unwrap()..];
+        assert_eq!(input.len(), body.len());
+        assert_eq!(input.lines().count(), body.lines().count());
+        assert!(input.contains("fn f() { hi(); }") && input.contains("fn t() {"));
+        assert!(!input.contains("Says hi") && !input.contains("slow"));
+        syn::parse_file(&input).expect("still parses");
+        let deep = format!("fn f() {{ {}{} }}", "(".repeat(2000), ")".repeat(2000));
+        assert_eq!(
+            syn_input(&deep, false),
+            None,
+            "turned away like the lowering"
+        );
     }
 
     /// Lowering with the doc text written over gives the very model (spans and doc values

@@ -12,7 +12,7 @@ pub mod nesting;
 mod test_bodies;
 
 pub use lower::{
-    is_query_file_macro, lower_file, lower_file_until, LowerError, ParseError, MAX_DEPTH,
+    is_query_file_macro, lower_file, lower_file_until, syn_input, LowerError, ParseError, MAX_DEPTH,
 };
 
 use ir::{Block, Expr, Pat, Path, Type};
