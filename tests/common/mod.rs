@@ -113,13 +113,16 @@ pub fn run_in(cwd: &Path, args: &[&str]) -> Run {
 }
 
 /// Runs the binary in `cwd` with `args` and the environment variables `env` set (the
-/// color variables of the caller's environment removed first).
+/// color and target-directory variables of the caller's environment removed first: a
+/// developer's `CARGO_TARGET_DIR` would move the cache the tests look for).
 pub fn run_env(cwd: &Path, args: &[&str], env: &[(&str, &str)]) -> Run {
     let out: Output = Command::new(BIN)
         .args(args)
         .current_dir(cwd)
         .env_remove("NO_COLOR")
         .env_remove("CARGO_TERM_COLOR")
+        .env_remove("CARGO_TARGET_DIR")
+        .env_remove("CARGO_BUILD_TARGET_DIR")
         .envs(env.iter().copied())
         .output()
         .expect("the binary runs");
