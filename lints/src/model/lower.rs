@@ -116,8 +116,12 @@ fn lower_text(
         in_test,
         deadline,
     };
-    let docs = match nesting::check_until(body, MAX_NESTING, deadline) {
-        Ok(docs) => docs,
+    let Skimmed {
+        docs,
+        parsed,
+        test_bodies: bodies,
+    } = match skim_body(body, in_test, deadline, skim) {
+        Ok(skimmed) => skimmed,
         Err(nesting::Rejected::OutOfTime) => return Err(LowerError::OutOfTime),
         Err(nesting::Rejected::TooDeep(deep)) => {
             let end = body[deep.offset..]
@@ -132,22 +136,10 @@ fn lower_text(
             return Err(file.syntax(message, deep.offset, end));
         }
     };
-    // Same bytes and lines as `body`, so spans are unchanged (see `doc_text`).
-    let docs = if skim.writes_over_doc_text() {
-        docs
-    } else {
-        Vec::new()
-    };
-    let parsed = doc_text::without_doc_text(body, &docs);
-    // Read before test bodies are written over: what test code names counts too.
+    // Read from the text before test bodies are written over: what test code names counts too.
     let names = Names {
         store_crates: crate::analysis::relevance::store_crates_named(&parsed.text),
         mentions: crate::analysis::relevance::mentions_in(&parsed.text),
-    };
-    let bodies = match skim {
-        Skim::All => test_bodies::test_fn_bodies(&parsed.text, in_test),
-        #[cfg(test)]
-        Skim::Nothing | Skim::DocText => Vec::new(),
     };
     if bodies.is_empty() {
         return file.lower(parsed, &names);
@@ -161,6 +153,41 @@ fn lower_text(
     }
 }
 
+/// What syn is spared of a file's body (as `skim` says), found once the nesting check let it
+/// through: the line doc comments, already written over in `parsed`, and the test fn bodies
+/// of `parsed`, still to write over.
+struct Skimmed<'t> {
+    docs: Vec<std::ops::Range<usize>>,
+    parsed: doc_text::ParsedText<'t>,
+    test_bodies: Vec<std::ops::Range<usize>>,
+}
+
+fn skim_body(
+    body: &str,
+    in_test: bool,
+    deadline: Option<Instant>,
+    skim: Skim,
+) -> Result<Skimmed<'_>, nesting::Rejected> {
+    let docs = nesting::check_until(body, MAX_NESTING, deadline)?;
+    // Same bytes and lines as `body`, so spans are unchanged (see `doc_text`).
+    let docs = if skim.writes_over_doc_text() {
+        docs
+    } else {
+        Vec::new()
+    };
+    let parsed = doc_text::without_doc_text(body, &docs);
+    let test_bodies = match skim {
+        Skim::All => test_bodies::test_fn_bodies(&parsed.text, in_test),
+        #[cfg(test)]
+        Skim::Nothing | Skim::DocText => Vec::new(),
+    };
+    Ok(Skimmed {
+        docs,
+        parsed,
+        test_bodies,
+    })
+}
+
 /// The text [`lower_file`] hands syn for `text`: without the BOM and shebang, with the doc
 /// text and the test fn bodies written over; `None` where the nesting check turns the file
 /// away. For the benchmark's floor (`benches/lint_vs_parse.rs`): syn alone on this text is
@@ -168,10 +195,8 @@ fn lower_text(
 #[doc(hidden)]
 pub fn syn_input(text: &str, in_test: bool) -> Option<String> {
     let body = &text[skipped_prefix_len(text)..];
-    let docs = nesting::check_until(body, MAX_NESTING, None).ok()?;
-    let parsed = doc_text::without_doc_text(body, &docs);
-    let bodies = test_bodies::test_fn_bodies(&parsed.text, in_test);
-    Some(test_bodies::write_over(&parsed.text, &bodies))
+    let s = skim_body(body, in_test, None, Skim::All).ok()?;
+    Some(test_bodies::write_over(&s.parsed.text, &s.test_bodies))
 }
 
 /// What a file's text names, read from all of it (see [`Lowered::lower`]).
