@@ -3,11 +3,11 @@
 //! depend on code in another), then only the findings in those files are reported, so a
 //! partial report is the full report filtered.
 
+use crate::git::Repo;
 use crate::report::Report;
 use anyhow::{bail, Context, Result};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 /// The files to report on, canonical (symlinks resolved, as the parse stage reads them).
 #[derive(Debug, Clone, Default)]
@@ -108,7 +108,7 @@ pub fn selected_files(
     only: &[PathBuf],
     changed_since: Option<&str>,
     cwd: &Path,
-    ws_root: &Path,
+    origin: &Path,
     warn: &mut dyn FnMut(String),
 ) -> Result<Option<FileSet>> {
     if only.is_empty() && changed_since.is_none() {
@@ -121,27 +121,32 @@ pub fn selected_files(
         }
     }
     if let Some(git_ref) = changed_since {
-        let top = git(ws_root, &["rev-parse", "--show-toplevel"])?;
-        let top = path_of(top.strip_suffix(b"\n").unwrap_or(&top));
+        // The repository around the place the user named, never one git would discover from
+        // a directory the checkout chose (see `crate::git`).
+        let repo = Repo::around(origin).with_context(|| {
+            format!(
+                "`--changed-since`: `{}` is in no git repository (no `.git` at or above it)",
+                origin.display()
+            )
+        })?;
         // `--end-of-options`: the ref is never read as an option, so `--output=FILE`
         // (truncate FILE, hide the list) is only a ref that does not exist.
-        let diff = git(
-            &top,
-            &[
+        let diff = repo
+            .run(&[
                 "diff",
                 "--name-only",
                 "-z",
                 "--no-ext-diff",
+                "--no-textconv",
                 "--end-of-options",
                 git_ref,
                 "--",
-            ],
-        )
-        .with_context(|| format!("could not list the files changed since `{git_ref}`"))?;
-        let untracked = git(&top, &["ls-files", "--others", "--exclude-standard", "-z"])?;
+            ])
+            .with_context(|| format!("could not list the files changed since `{git_ref}`"))?;
+        let untracked = repo.run(&["ls-files", "--others", "--exclude-standard", "-z"])?;
         for name in diff.split(|&b| b == 0).chain(untracked.split(|&b| b == 0)) {
             if !name.is_empty() {
-                set.add(&top, &path_of(name));
+                set.add(&repo.work_tree, &path_of(name));
             }
         }
     }
@@ -170,27 +175,4 @@ pub fn retain(report: &mut Report, files: &FileSet) {
         .collect();
     let mut keep = keep.into_iter();
     report.findings.retain(|_| keep.next().unwrap_or(true));
-}
-
-/// Runs `git ARGS` in `dir` and returns its stdout; its first stderr line is the error.
-fn git(dir: &Path, args: &[&str]) -> Result<Vec<u8>> {
-    let out = Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .context("could not run `git` (is it installed?)")?;
-    if !out.status.success() {
-        let err = String::from_utf8_lossy(&out.stderr);
-        let first = err
-            .lines()
-            .find(|l| !l.trim().is_empty())
-            .unwrap_or("failed");
-        bail!(
-            "`git {}` in `{}`: {}",
-            args.join(" "),
-            dir.display(),
-            first.trim()
-        );
-    }
-    Ok(out.stdout)
 }

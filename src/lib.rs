@@ -15,6 +15,7 @@ pub mod config;
 pub mod discovery;
 pub mod emit;
 pub mod fix;
+pub mod git;
 mod info;
 pub mod levels;
 pub mod link;
@@ -226,7 +227,7 @@ pub fn lint_workspace(
         only,
         args.changed_since.as_deref(),
         &cwd,
-        &ws.root,
+        &ws.origin,
         &mut |w| stderr_line(&format!("warning: {w}")),
     )?;
     if let Some(files) = &files {

@@ -316,6 +316,7 @@ mod tests {
             warnings: Vec::new(),
             unselected: Vec::new(),
             report_root: None,
+            origin: dir.path().to_path_buf(),
             target_dir: None,
         };
         let error = format!("{}:2:1: key `lints.no_such`: unknown lint", toml.display());

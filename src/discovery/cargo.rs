@@ -42,6 +42,7 @@ pub(super) fn discover(manifest: Option<&Path>, sel: &Selection) -> Result<Works
     let root = metadata.workspace_root.clone().into_std_path_buf();
     let root_manifest = root.join("Cargo.toml");
     Ok(Workspace {
+        origin: root.clone(),
         root,
         root_manifest: root_manifest.is_file().then_some(root_manifest),
         target_dir: Some(metadata.target_directory.clone().into_std_path_buf()),

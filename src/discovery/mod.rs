@@ -58,6 +58,10 @@ pub struct Workspace {
     /// `--sarif-root`: what SARIF URIs and GitHub annotations are relative to, instead of
     /// the repository root (see `emit::repository_root`).
     pub report_root: Option<PathBuf>,
+    /// The place the user named (`--manifest-path`'s directory, PATH, or the current
+    /// directory): where the repository is looked for, never the workspace root, which the
+    /// checkout's own `package.workspace` can move.
+    pub origin: PathBuf,
 }
 
 #[derive(Debug, Clone)]
@@ -106,6 +110,23 @@ pub struct TargetSpec {
 
 /// Finds the packages `sel` names.
 pub fn discover(sel: &Selection) -> Result<Workspace> {
+    let mut ws = discover_packages(sel)?;
+    ws.origin = origin_of(sel);
+    Ok(ws)
+}
+
+/// The directory the user named for `sel`.
+fn origin_of(sel: &Selection) -> PathBuf {
+    let cwd = std::env::current_dir().unwrap_or_default();
+    let named = sel.manifest_path.as_ref().or(sel.path.as_ref());
+    match named {
+        Some(p) if p.is_file() => absolute(p.parent().unwrap_or(Path::new("."))),
+        Some(p) => absolute(p),
+        None => cwd,
+    }
+}
+
+fn discover_packages(sel: &Selection) -> Result<Workspace> {
     if let Some(manifest) = &sel.manifest_path {
         if manifest.is_dir() {
             bail!(

@@ -61,6 +61,7 @@ pub(super) fn discover(dir: &Path) -> Result<Workspace> {
         target_dir: None,
         unselected: Vec::new(),
         report_root: None,
+        origin: root.clone(),
         packages: vec![PackageSpec {
             id: format!(
                 "path+file://{}#{}@0.0.0",

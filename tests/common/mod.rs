@@ -6,6 +6,12 @@ use std::process::{Command, Output};
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_cargo-idem-lint");
 
+/// The binary [`run_env`] runs: [`BIN`], or the one `IDEM_LINT_TEST_BIN` names, so a test can
+/// be shown to fail on an older build (`IDEM_LINT_TEST_BIN=old/cargo-idem-lint cargo test`).
+pub fn bin() -> String {
+    std::env::var("IDEM_LINT_TEST_BIN").unwrap_or_else(|_| BIN.to_string())
+}
+
 pub fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
@@ -116,7 +122,7 @@ pub fn run_in(cwd: &Path, args: &[&str]) -> Run {
 /// color and target-directory variables of the caller's environment removed first: a
 /// developer's `CARGO_TARGET_DIR` would move the cache the tests look for).
 pub fn run_env(cwd: &Path, args: &[&str], env: &[(&str, &str)]) -> Run {
-    let out: Output = Command::new(BIN)
+    let out: Output = Command::new(bin())
         .args(args)
         .current_dir(cwd)
         .env_remove("NO_COLOR")

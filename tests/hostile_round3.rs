@@ -1,0 +1,199 @@
+//! Issue 35: the third round of hostile pull requests. Each test builds the attack tree at
+//! test time (the scripts in `shared/hostile/` are the reproductions they came from) and
+//! runs the binary the way a CI job does.
+
+mod common;
+
+use common::{run_in, s, write};
+use std::path::Path;
+use std::process::Command;
+
+/// A handler with one `check_then_act` finding.
+const RACY: &str =
+    "pub async fn handle(conn: &mut redis::aio::MultiplexedConnection) -> redis::RedisResult<()> {
+    let seen: bool = conn.exists(\"k\").await?;
+    if !seen { conn.set(\"k\", 1).await?; }
+    Ok(())
+}
+";
+
+fn git(dir: &Path, args: &[&str]) {
+    let out = Command::new("git")
+        .args([
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "-c",
+            "init.defaultBranch=main",
+            "-c",
+            "core.fsmonitor=false",
+        ])
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("git runs");
+    assert!(out.status.success(), "git {args:?}: {out:?}");
+}
+
+// ---- item 1: `--changed-since` must not run a command of the checkout ----
+
+/// The pull request of `01-changed-since-fsmonitor-rce.sh`: a directory git would take for a
+/// repository (`HEAD`, `config`, `objects/` and `refs/` linked to the real ones) whose
+/// `config` names a file-system monitor command, at cargo's workspace root. With
+/// `workspace_line`, the package sits at the top of the repository and moves its workspace
+/// root to `ws/`; without, the package is a monorepo's subdirectory `svc/`, which needs no
+/// `workspace` line. Returns the package directory and the file that command would create.
+fn fsmonitor_attack(
+    outer: &Path,
+    workspace_line: bool,
+) -> (std::path::PathBuf, std::path::PathBuf) {
+    let repo = outer.join("repo");
+    let mark = outer.join("PWNED");
+    let package = if workspace_line {
+        repo.clone()
+    } else {
+        repo.join("svc")
+    };
+    write(
+        &package,
+        "Cargo.toml",
+        b"[package]\nname = \"victim\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+    );
+    write(&package, "src/lib.rs", RACY.as_bytes());
+    git(&repo, &["init", "-q"]);
+    git(&repo, &["add", "-A"]);
+    git(&repo, &["commit", "-qm", "base"]);
+    // The pull request.
+    let fake = if workspace_line {
+        let mut manifest = std::fs::read_to_string(package.join("Cargo.toml")).expect("read");
+        manifest.push_str("workspace = \"ws\"\n");
+        std::fs::write(package.join("Cargo.toml"), manifest).expect("write");
+        write(&repo, "ws/Cargo.toml", b"[workspace]\nmembers = [\"..\"]\n");
+        repo.join("ws")
+    } else {
+        package.clone()
+    };
+    write(&fake, "HEAD", b"ref: refs/heads/main\n");
+    std::os::unix::fs::symlink(repo.join(".git/objects"), fake.join("objects")).expect("symlink");
+    std::os::unix::fs::symlink(repo.join(".git/refs"), fake.join("refs")).expect("symlink");
+    let config = format!(
+        "[core]\n\trepositoryformatversion = 0\n\tbare = false\n\tworktree = .\n\tfsmonitor = \"echo ran > '{}'; false\"\n",
+        mark.display()
+    );
+    write(&fake, "config", config.as_bytes());
+    git(&repo, &["add", "-A"]);
+    git(&repo, &["commit", "-qm", "pr"]);
+    (package, mark)
+}
+
+#[test]
+fn changed_since_runs_no_command_of_the_checkout() {
+    let outer = tempfile::tempdir().expect("tempdir");
+    let (repo, mark) = fsmonitor_attack(outer.path(), true);
+    let manifest = repo.join("Cargo.toml");
+    // Run from outside the checkout, as `docs/github-workflow.yml` does.
+    let out = run_in(
+        outer.path(),
+        &[
+            "--manifest-path",
+            s(&manifest),
+            "--changed-since",
+            "main~1",
+            "-D",
+            "warnings",
+            "--message-format",
+            "json",
+        ],
+    );
+    assert!(
+        !mark.exists(),
+        "the checkout's fsmonitor command ran: {}",
+        out.stderr
+    );
+    // The real repository was read: `src/lib.rs` did not change, but the diff is the pull
+    // request's, so the run is a real one (no error) and reports nothing outside the diff.
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    // The same run against the base commit of `src/lib.rs`'s history sees it as unchanged;
+    // touching it must bring its finding back, so the repository read is the real one.
+    std::fs::write(repo.join("src/lib.rs"), format!("{RACY}\n")).expect("write");
+    let out = run_in(
+        outer.path(),
+        &[
+            "--manifest-path",
+            s(&manifest),
+            "--changed-since",
+            "main",
+            "-D",
+            "warnings",
+            "--message-format",
+            "json",
+        ],
+    );
+    assert!(
+        !mark.exists(),
+        "the checkout's fsmonitor command ran: {}",
+        out.stderr
+    );
+    assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
+    assert_eq!(out.messages().len(), 1, "{}", out.stdout);
+}
+
+#[test]
+fn changed_since_in_a_workspace_below_the_repository_runs_nothing() {
+    let outer = tempfile::tempdir().expect("tempdir");
+    let (package, mark) = fsmonitor_attack(outer.path(), false);
+    std::fs::write(package.join("src/lib.rs"), format!("{RACY}\n")).expect("write");
+    let out = run_in(
+        &package,
+        &[
+            "--changed-since",
+            "main",
+            "-D",
+            "warnings",
+            "--message-format",
+            "json",
+        ],
+    );
+    assert!(
+        !mark.exists(),
+        "the checkout's fsmonitor command ran: {}",
+        out.stderr
+    );
+    assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
+    assert_eq!(out.messages().len(), 1, "{}", out.stdout);
+}
+
+#[test]
+fn changed_since_runs_no_filter_the_checkout_selects() {
+    // `.gitattributes` is the checkout's; a clean filter it selects runs only if the user's
+    // own configuration defines it, and the attributes are not read at all.
+    let outer = tempfile::tempdir().expect("tempdir");
+    let repo = outer.path().join("repo");
+    let mark = outer.path().join("FILTERED");
+    write(
+        &repo,
+        "Cargo.toml",
+        common::manifest("victim", "").as_bytes(),
+    );
+    write(&repo, "src/lib.rs", RACY.as_bytes());
+    git(&repo, &["init", "-q"]);
+    git(&repo, &["add", "-A"]);
+    git(&repo, &["commit", "-qm", "base"]);
+    write(&repo, ".gitattributes", b"*.rs filter=x\n");
+    git(
+        &repo,
+        &[
+            "config",
+            "filter.x.clean",
+            &format!("sh -c 'echo ran > \"{}\"; cat'", mark.display()),
+        ],
+    );
+    std::fs::write(repo.join("src/lib.rs"), format!("{RACY}\n")).expect("write");
+    let out = run_in(
+        &repo,
+        &["--changed-since", "main", "--message-format", "json"],
+    );
+    assert_eq!(out.messages().len(), 1, "{}\n{}", out.stdout, out.stderr);
+    assert!(!mark.exists(), "a clean filter ran: {}", out.stderr);
+}
