@@ -2,7 +2,7 @@
 
 use crate::lint::{Level, Lint};
 use crate::model::{FileId, Span};
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde::{Deserialize, Serialize};
 
 mod layout;
 
@@ -137,8 +137,8 @@ fn move_edits(m: &Move, text: &str) -> Vec<(Span, String)> {
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Diagnostic {
-    /// Stored by name; a stored name no lint has fails to deserialize.
-    #[serde(serialize_with = "lint_name", deserialize_with = "lint_by_name")]
+    /// Stored by name ([`Lint`]'s `Serialize`); a stored name no lint has fails to
+    /// deserialize (the lints layer, which knows every lint, implements `Deserialize`).
     pub lint: &'static Lint,
     /// The lint's default level when made; the driver sets the effective one.
     pub level: Level,
@@ -238,16 +238,6 @@ impl Diagnostic {
         });
         self
     }
-}
-
-fn lint_name<S: Serializer>(lint: &&'static Lint, s: S) -> Result<S::Ok, S::Error> {
-    lint.name.serialize(s)
-}
-
-fn lint_by_name<'de, D: Deserializer<'de>>(d: D) -> Result<&'static Lint, D::Error> {
-    let name = <std::borrow::Cow<'de, str>>::deserialize(d)?;
-    crate::lints::find(&name)
-        .ok_or_else(|| serde::de::Error::custom(format_args!("no lint named `{name}`")))
 }
 
 #[cfg(test)]

@@ -116,3 +116,11 @@ syn parses stable Rust syntax; a file using unstable syntax may not parse.\n\n\
 Fix the file. To silence these reports, set `parse_error = \"allow\"` in the `[lints]` table.\n",
     is_meta: true,
 };
+
+/// A lint is stored by its name: the lints layer, which knows every lint, reads it back
+/// ([`crate::lints::find`]).
+impl serde::Serialize for Lint {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.name.serialize(s)
+    }
+}

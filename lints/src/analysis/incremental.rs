@@ -14,7 +14,6 @@
 
 use super::entry::EntryParts;
 use super::{Analysis, CallGraph, Summaries};
-use crate::catalog::Catalog;
 use crate::model::ir::{Path, Type};
 use crate::model::{Attr, FileModel, GenericParam, Package, Param, SelfKind, Visibility};
 use serde::Serialize;
@@ -30,7 +29,11 @@ pub struct Retained {
 }
 
 impl Retained {
-    pub fn new(package: Package, analysis: Analysis, settings: &crate::Settings) -> Retained {
+    pub fn new(
+        package: Package,
+        analysis: Analysis,
+        settings: &crate::settings::Settings,
+    ) -> Retained {
         Retained {
             package,
             analysis,
@@ -57,10 +60,10 @@ impl Analysis {
     /// exactly what [`Analysis::with_catalog`] gives (see the module docs).
     pub fn reusing(
         package: &Package,
-        settings: &crate::Settings,
+        settings: &crate::settings::Settings,
         prev: Option<Retained>,
     ) -> (Analysis, Reuse) {
-        let catalog = Catalog::from_settings(settings);
+        let catalog = settings.catalog();
         let Some(prev) = prev else {
             return (Analysis::with_catalog(package, catalog), Reuse::Fresh);
         };
@@ -129,7 +132,7 @@ impl Analysis {
     }
 
     /// Gives the analysis back with its package, for [`Analysis::reusing`] next time.
-    pub fn retain(self, package: &Package, settings: &crate::Settings) -> Retained {
+    pub fn retain(self, package: &Package, settings: &crate::settings::Settings) -> Retained {
         Retained::new(package.clone(), self, settings)
     }
 }
@@ -139,7 +142,7 @@ impl Analysis {
 fn changed_files(
     prev: &Retained,
     package: &Package,
-    settings: &crate::Settings,
+    settings: &crate::settings::Settings,
 ) -> Option<Vec<bool>> {
     let old = &prev.package;
     if old.name != package.name
@@ -268,7 +271,7 @@ mod tests {
     /// Each version of `keys` in turn, the others' models kept: the reused analysis has the
     /// facts of a fresh one, and reused what `expected` says.
     fn replay(versions: &[&str], expected: &[Reuse]) {
-        let settings = crate::Settings::default();
+        let settings = crate::settings::Settings::default();
         let mut package = package(KEYS);
         let analysis = Analysis::new(&package);
         facts(&package, &analysis);
@@ -318,7 +321,7 @@ mod tests {
 
     #[test]
     fn an_edit_in_a_call_cycle_walks_again_only_its_cycle_and_what_reads_it() {
-        let settings = crate::Settings::default();
+        let settings = crate::settings::Settings::default();
         let mut package = cycles(PING);
         let analysis = Analysis::new(&package);
         analysis.summaries(&package);

@@ -25,7 +25,7 @@
 //! - [`incremental`]: the next version's analysis from the previous one's, after an edit of
 //!   fn bodies ([`Analysis::reusing`]).
 
-pub mod budget;
+pub use crate::budget;
 pub mod callgraph;
 pub mod chain;
 pub mod completion;
@@ -96,12 +96,7 @@ impl Threads {
     }
 }
 
-/// A map keyed by names and paths. The analysis hashes short strings millions of times on a
-/// large crate; foldhash is several times faster than the default SipHash there, and its
-/// fixed seed keeps runs identical (no input reaches these maps from outside the package).
-pub(crate) type FastMap<K, V> = HashMap<K, V, foldhash::fast::FixedState>;
-/// The set counterpart of [`FastMap`].
-pub(crate) type FastSet<T> = HashSet<T, foldhash::fast::FixedState>;
+pub(crate) use crate::util::{FastMap, FastSet};
 
 /// A map keyed by names, module paths and [`DefPath`]s that is looked up far more often than
 /// it is filled (the resolver's scopes and memos, the call graph's index): hashed with
@@ -224,7 +219,7 @@ impl Analysis {
     }
 
     /// The analysis with catalogs extended by configuration
-    /// ([`Catalog::from_settings`]).
+    /// ([`crate::settings::Settings::catalog`]).
     pub fn with_catalog(package: &Package, catalog: Catalog) -> Analysis {
         Analysis::with_catalog_on(package, catalog, Threads::Pool)
     }

@@ -44,62 +44,19 @@
 //! The test over the UI fixtures (`lints/tests/relevance.rs`) checks, fact by fact, that every
 //! store operation and key use the walks find is one this test would have seen.
 
-use super::session_store::SESSION_CRATES;
-use super::store_ops::{is_key_like, REDIS_CRATES, SQL_CRATES};
+use super::store_ops::is_key_like;
+use crate::catalog::store_crates::store_crates;
+pub use crate::catalog::store_crates::{mentions_in, store_crates_named, Mentions};
 use crate::catalog::{contains_ignore_ascii_case, Catalog};
 use crate::model::ir::{Expr, ExprKind, Lit, Pat};
-use crate::model::nesting::is_ident_byte;
 use crate::model::{FileModel, FnDef, Package};
 use crate::settings::Settings;
-use aho_corasick::{AhoCorasick, MatchKind};
-use serde::{Deserialize, Serialize};
 use std::sync::OnceLock;
-
-/// What a file's text names that the passes starting from names rather than from store
-/// operations need.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Mentions {
-    /// `ClientConfig`, `begin_transaction` or `commit_transaction`: every finding of
-    /// `kafka_producer_not_idempotent` starts at a path segment or a method so named (a
-    /// config imported under another name is named so in the `use`), compared exactly.
-    pub kafka: bool,
-}
-
-/// Words of a `kafka_producer_not_idempotent` finding.
-const KAFKA_WORDS: [&str; 3] = ["ClientConfig", "begin_transaction", "commit_transaction"];
-
-/// The [`Mentions`] of a file's text: a vectorized substring search per word, a small part
-/// of what lowering the text costs.
-pub fn mentions_in(text: &str) -> Mentions {
-    static FINDERS: OnceLock<Vec<memchr::memmem::Finder<'static>>> = OnceLock::new();
-    let finders = FINDERS.get_or_init(|| {
-        KAFKA_WORDS
-            .iter()
-            .map(memchr::memmem::Finder::new)
-            .collect()
-    });
-    Mentions {
-        kafka: finders.iter().any(|f| f.find(text.as_bytes()).is_some()),
-    }
-}
 
 /// Whether `kafka_producer_not_idempotent` may report in the package: some file names a
 /// `ClientConfig` or a producer transaction.
 pub fn may_find_kafka(package: &Package, _: &Settings) -> bool {
     package.files.iter().any(|f| f.mentions.kafka)
-}
-
-/// Store crates that are not in the Redis, SQL or session lists.
-const OTHER_STORE_CRATES: &[&str] = &["aws_sdk_dynamodb", "sea_query"];
-
-/// Every crate whose paths, types or dependency make a call a store operation.
-fn store_crates() -> impl Iterator<Item = &'static str> {
-    REDIS_CRATES
-        .iter()
-        .chain(SQL_CRATES)
-        .chain(SESSION_CRATES)
-        .chain(OTHER_STORE_CRATES)
-        .copied()
 }
 
 /// Whether the package may hold a store operation or an idempotency key (see the module
@@ -221,53 +178,6 @@ fn mentions_header(e: &Expr) -> bool {
 /// holding this word.
 fn names_idempotency(text: &str) -> bool {
     contains_ignore_ascii_case(text.as_bytes(), b"idempotenc")
-}
-
-/// The store crates `text` names where a path can start: the name as a whole word, followed
-/// (after whitespace) by `::`, `;`, `,`, `}`, `as`, a comment or the end of the text. Any
-/// other use of the word (`mini-redis`, `let redis = ..`, `"redis://"`) is not a crate path;
-/// a comment between a name and its `::` is taken for one.
-pub fn store_crates_named(text: &str) -> Vec<String> {
-    static NAMES: OnceLock<(AhoCorasick, Vec<&'static str>)> = OnceLock::new();
-    let (finder, names) = NAMES.get_or_init(|| {
-        let names: Vec<&str> = store_crates().collect();
-        let finder = AhoCorasick::builder()
-            .match_kind(MatchKind::LeftmostLongest)
-            .build(&names)
-            .expect("crate names make an automaton");
-        (finder, names)
-    });
-    let b = text.as_bytes();
-    let mut out: Vec<String> = Vec::new();
-    // Names hold only identifier bytes, so no match spans two words, and the longest match
-    // at a word's start is the word itself when the word is a name.
-    for m in finder.find_iter(text) {
-        let name = names[m.pattern().as_usize()];
-        if out.iter().any(|n| n == name)
-            || m.start() > 0 && is_ident_byte(b[m.start() - 1])
-            || !starts_path(&b[m.end()..])
-        {
-            continue;
-        }
-        out.push(name.to_owned());
-    }
-    out
-}
-
-/// Whether what follows a word lets the word be a crate path's first segment.
-fn starts_path(rest: &[u8]) -> bool {
-    let rest = match rest.iter().position(|c| !c.is_ascii_whitespace()) {
-        Some(i) => &rest[i..],
-        None => return true,
-    };
-    match rest[0] {
-        b':' => rest.get(1) == Some(&b':'),
-        b';' | b',' | b'}' => true,
-        b'/' => matches!(rest.get(1), Some(b'/' | b'*')),
-        b'a' => rest.get(1) == Some(&b's') && !rest.get(2).copied().is_some_and(is_ident_byte),
-        // The word continues (`redis_pool` holds `redis`): not this name.
-        _ => false,
-    }
 }
 
 #[cfg(test)]

@@ -4,20 +4,9 @@
 //! keeps cached responses there, and none of these stores offers an atomic claim.
 
 use super::store_ops::{receiver_name, typed_from, Access, OpEnv, Store, StoreOp, WriteShape};
+use crate::catalog::store_crates::SESSION_CRATES;
 use crate::model::ir::Expr;
 use crate::model::Span;
-
-/// Crates whose `Session` is a key-value store (crate names as in `use`).
-pub(crate) const SESSION_CRATES: &[&str] = &[
-    "tower_sessions",
-    "tower_sessions_core",
-    "actix_session",
-    "ruts",
-    "axum_session",
-    "axum_sessions",
-    "async_session",
-    "salvo_session",
-];
 
 /// (method, access). Reads and writes take the key first.
 const SESSION_METHODS: &[(&str, Access)] = &[

@@ -20,6 +20,7 @@
 
 use super::resolve::DefPath;
 use super::sql::{self, Assigned, OnConflict, SqlStatement, SqlVerb};
+use crate::catalog::store_crates::{REDIS_CRATES, SQL_CRATES};
 use crate::catalog::{NamedOp, StoreNames};
 use crate::model::ir::{Expr, ExprKind, Path};
 use crate::model::Span;
@@ -179,36 +180,6 @@ fn is_constant(e: &Expr) -> bool {
 
 /// How many locals a request builder is followed through (`let b = ..; let b2 = b.x(); b2.send()`).
 const MAX_BUILDER_LOCALS: usize = 4;
-
-pub(crate) const REDIS_CRATES: &[&str] = &[
-    "redis",
-    "deadpool_redis",
-    "bb8_redis",
-    "mobc_redis",
-    "r2d2_redis",
-    "fred",
-    "redis_pool",
-    "rustis",
-];
-
-pub(crate) const SQL_CRATES: &[&str] = &[
-    "sqlx",
-    "scylla",
-    "tokio_postgres",
-    "postgres",
-    "deadpool_postgres",
-    "bb8_postgres",
-    "r2d2_postgres",
-    "diesel",
-    "diesel_async",
-    "sea_orm",
-    "rusqlite",
-    "r2d2_sqlite",
-    "mysql",
-    "mysql_async",
-    "tiberius",
-    "libsql",
-];
 
 /// Classifies `expr` if it is where a store operation happens.
 pub fn classify<'a>(env: &dyn OpEnv<'a>, expr: &'a Expr) -> Option<StoreOp<'a>> {

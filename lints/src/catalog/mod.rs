@@ -10,6 +10,7 @@
 
 pub mod sinks;
 pub mod sources;
+pub mod store_crates;
 pub mod store_names;
 pub mod store_traits;
 pub mod tokens;
@@ -27,23 +28,7 @@ pub struct Catalog {
     /// Check and mark names of stores whose body is not visible.
     pub store_names: StoreNames,
     /// The package's analysis budget, which the walks look at.
-    pub budget: crate::analysis::budget::Budget,
-}
-
-impl Catalog {
-    /// The built-in catalogs extended with the user's configuration.
-    pub fn from_settings(settings: &crate::Settings) -> Catalog {
-        let cfg = &settings.nondeterministic_key;
-        Catalog {
-            sources: SourceCatalog::default().with_extra(&cfg.sources),
-            sinks: SinkCatalog::default().with_extra_key_names(&cfg.key_names),
-            store_names: StoreNames::default().with_extra(
-                &settings.check_then_act.checks,
-                &settings.check_then_act.marks,
-            ),
-            budget: Default::default(),
-        }
-    }
+    pub budget: crate::budget::Budget,
 }
 
 /// Whether `hay` holds `needle`, ASCII case ignored (`needle` in lower case).

@@ -4,8 +4,8 @@
 //! Not sources: name-based UUIDs (`Uuid::new_v5`/`new_v3`), parsing (`Uuid::parse_str`),
 //! hashing, seeded RNGs (`StdRng::seed_from_u64`): they are functions of their input.
 
-use crate::analysis::DefPath;
-use crate::analysis::FastMap;
+use crate::names::DefPath;
+use crate::util::FastMap;
 
 /// What kind of nondeterminism, for messages.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -165,7 +165,7 @@ fn matches(path: &DefPath, pattern: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analysis::Krate;
+    use crate::names::Krate;
 
     fn ext(s: &str) -> DefPath {
         let mut parts = s.split("::").map(String::from);

@@ -7,7 +7,6 @@ use crate::context::LintContext;
 use crate::declare_lint;
 use crate::model::ir::{Block, Expr, ExprKind};
 use crate::model::Span;
-use serde::Deserialize;
 
 declare_lint! {
     /// ### What it does
@@ -64,13 +63,7 @@ declare_lint! {
     "an error returned after a claim leaves the claim in place, blocking the retry"
 }
 
-/// `[lints.claim_not_released]`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct Settings {
-    /// Names of the crate's functions or methods that release a claim (`"release_claim"`).
-    pub releases: Vec<String>,
-}
+pub use crate::settings::claim_not_released::Settings;
 
 /// Macros and paths of `Drop`-based cleanup: what they release is not seen.
 const DROP_GUARDS: &[&str] = &[

@@ -8,7 +8,6 @@ use crate::declare_lint;
 use crate::diagnostic::Applicability;
 use crate::model::ir::{Expr, ExprKind};
 use crate::model::Span;
-use serde::Deserialize;
 
 declare_lint! {
     /// ### What it does
@@ -64,14 +63,7 @@ declare_lint! {
     "a claim (`SET NX`, a conditional put, a claim row) that never expires"
 }
 
-/// `[lints.claim_without_expiry]`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct Settings {
-    /// Names of the crate's functions or methods that give a claimed key a TTL or lease
-    /// (`"refresh_lease"`): a call of one in the function counts as an `EXPIRE`.
-    pub expires: Vec<String>,
-}
+pub use crate::settings::claim_without_expiry::Settings;
 
 /// The TTL the fix writes: one day, long enough for most work and short enough that a
 /// crashed worker's claim goes away. `MaybeIncorrect`: twice the work time is the rule.

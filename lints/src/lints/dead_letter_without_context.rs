@@ -8,7 +8,6 @@ use crate::context::LintContext;
 use crate::declare_lint;
 use crate::model::ir::{Block, Expr, ExprKind, Lit};
 use crate::model::{FileModel, Span};
-use serde::Deserialize;
 use std::cell::OnceCell;
 
 declare_lint! {
@@ -67,13 +66,7 @@ declare_lint! {
     "a dead letter sent without the error or without the original message id"
 }
 
-/// `[lints.dead_letter_without_context]`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct Settings {
-    /// More names of dead-letter destinations (`"graveyard"`), matched as whole name parts.
-    pub names: Vec<String>,
-}
+pub use crate::settings::dead_letter_without_context::Settings;
 
 /// Names that mark a dead-letter destination wherever they appear.
 const STRONG: &[&str] = &["dlq", "dead_letter", "deadletter", "dead_letters", "poison"];

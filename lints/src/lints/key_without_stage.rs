@@ -64,14 +64,7 @@ declare_lint! {
     "one idempotency key is used for two different effects of one message"
 }
 
-/// `[lints.key_without_stage]`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct Settings {
-    /// More reservations: fns or methods whose first key-like argument they reserve
-    /// (`"try_reserve"`), matched by name at the call.
-    pub claims: Vec<String>,
-}
+pub use crate::settings::key_without_stage::Settings;
 
 /// One use of a key for an effect.
 #[derive(Debug, Clone)]

@@ -153,6 +153,15 @@ pub static PASSES: &[LintPass] = &[
     },
 ];
 
+/// A stored lint is read back by name (see [`Lint`]'s `Serialize`), so a finding stored by
+/// another build that has a lint this one lacks fails to deserialize.
+impl<'de> serde::Deserialize<'de> for &'static Lint {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let name = <std::borrow::Cow<'de, str>>::deserialize(d)?;
+        find(&name).ok_or_else(|| serde::de::Error::custom(format_args!("no lint named `{name}`")))
+    }
+}
+
 /// The lint called `name` (`check_then_act`; an `idem::` prefix is accepted).
 pub fn find(name: &str) -> Option<&'static Lint> {
     let name = name.strip_prefix("idem::").unwrap_or(name);

@@ -12,7 +12,6 @@ use crate::declare_lint;
 use crate::diagnostic::Applicability;
 use crate::model::ir::ExprKind;
 use crate::model::{FnDef, Package, Span};
-use serde::Deserialize;
 
 declare_lint! {
     /// ### What it does
@@ -99,19 +98,7 @@ declare_lint! {
     "an increment reached from an at-least-once handler with no idempotency guard"
 }
 
-/// `[lints.non_idempotent_update]`: names the analysis cannot infer. Fns are named by their
-/// name, `Type::method` or a path suffix (`jobs::retry`).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct Settings {
-    /// More handlers of at-least-once deliveries.
-    pub entry_points: Vec<String>,
-    /// More guards: fns whose call makes a duplicate stop (`"assert_not_duplicate"`).
-    pub guards: Vec<String>,
-    /// Fns or methods that add to stored state (`"credit_balance"`, `"ledger.append"`'s
-    /// `append`), matched by name at the call.
-    pub increments: Vec<String>,
-}
+pub use crate::settings::non_idempotent_update::Settings;
 
 /// Words of a Redis key that say the counter is a rate limit or a statistic, where counting
 /// a redelivery again is what it is for.

@@ -8,7 +8,6 @@ use crate::context::LintContext;
 use crate::declare_lint;
 use crate::model::ir::{Block, Expr, ExprKind, Lit, Pat, Stmt};
 use crate::model::{FileModel, Package, Span};
-use serde::Deserialize;
 use std::cell::OnceCell;
 
 declare_lint! {
@@ -89,14 +88,7 @@ declare_lint! {
     "a retry loop with no delay, a fixed delay without jitter, or no attempt cap"
 }
 
-/// `[lints.retry_without_backoff]`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct Settings {
-    /// Functions or methods that wait a growing, jittered delay (`"wait_before_retry"`): a
-    /// retry loop that calls one has a proper backoff.
-    pub backoff_helpers: Vec<String>,
-}
+pub use crate::settings::retry_without_backoff::Settings;
 
 /// Calls that wait.
 const SLEEPS: &[&str] = &[

@@ -9,7 +9,6 @@ use crate::context::LintContext;
 use crate::declare_lint;
 use crate::model::ir::{Expr, ExprKind, Lit};
 use crate::model::{Package, Span};
-use serde::Deserialize;
 
 declare_lint! {
     /// ### What it does
@@ -80,13 +79,7 @@ declare_lint! {
     "a dedupe or claim TTL shorter than the redelivery window set in the same code"
 }
 
-/// `[lints.ttl_shorter_than_redelivery]`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct Settings {
-    /// The longest time a message may be redelivered, set outside the code (seconds).
-    pub redelivery_seconds: Option<u64>,
-}
+pub use crate::settings::ttl_shorter_than_redelivery::Settings;
 
 /// A redelivery window, in milliseconds, and where it was read.
 #[derive(Debug, Clone)]

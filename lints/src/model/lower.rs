@@ -138,8 +138,8 @@ fn lower_text(
     };
     // Read from the text before test bodies are written over: what test code names counts too.
     let names = Names {
-        store_crates: crate::analysis::relevance::store_crates_named(&parsed.text),
-        mentions: crate::analysis::relevance::mentions_in(&parsed.text),
+        store_crates: crate::catalog::store_crates::store_crates_named(&parsed.text),
+        mentions: crate::catalog::store_crates::mentions_in(&parsed.text),
     };
     if bodies.is_empty() {
         return file.lower(parsed, &names);
@@ -202,7 +202,7 @@ pub fn syn_input(text: &str, in_test: bool) -> Option<String> {
 /// What a file's text names, read from all of it (see [`Lowered::lower`]).
 struct Names {
     store_crates: Vec<String>,
-    mentions: crate::analysis::relevance::Mentions,
+    mentions: crate::catalog::store_crates::Mentions,
 }
 
 /// A file being lowered: where it is, and what syn is handed of it.

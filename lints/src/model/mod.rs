@@ -228,17 +228,17 @@ pub struct FileModel {
     /// each (the analysis never reads files itself).
     pub includes: Vec<Include>,
     /// The store crates the text names where a path can start
-    /// ([`crate::analysis::relevance::store_crates_named`]).
+    /// ([`crate::catalog::store_crates::store_crates_named`]).
     #[serde(default)]
     pub store_crates: Vec<String>,
     /// Whether a fn may hold an idempotency key or a store operation known by name, or a
-    /// constant header text, once asked ([`crate::analysis::relevance::file_may_find`]).
+    /// constant header text, once asked ([`crate::catalog::store_crates::file_may_find`]).
     #[serde(skip)]
     pub may_find: std::sync::OnceLock<bool>,
     /// Words the passes that start from names look for
-    /// ([`crate::analysis::relevance::mentions_in`]).
+    /// ([`crate::catalog::store_crates::mentions_in`]).
     #[serde(default)]
-    pub mentions: crate::analysis::relevance::Mentions,
+    pub mentions: crate::catalog::store_crates::Mentions,
     /// Inner attributes and their arguments are rarely useful; only the file span is kept.
     pub span: Span,
 }

@@ -1,23 +1,33 @@
 //! Lint-specific settings from the config's `[lints.<name>]` tables (levels are the driver's).
 
+pub mod claim_not_released;
+pub mod claim_without_expiry;
+pub mod dead_letter_without_context;
+pub mod key_without_stage;
+pub mod missing_idempotency_token;
+pub mod non_idempotent_update;
+pub mod retry_without_backoff;
+pub mod ttl_shorter_than_redelivery;
+
+use crate::catalog::{Catalog, SinkCatalog, SourceCatalog, StoreNames};
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
 
 /// The settings of every lint that has some, each with its defaults.
 #[derive(Debug, Clone, Default)]
 pub struct Settings {
-    pub missing_idempotency_token: crate::lints::missing_idempotency_token::Settings,
+    pub missing_idempotency_token: missing_idempotency_token::Settings,
     pub nondeterministic_key: NondeterministicKeySettings,
     pub check_then_act: CheckThenActSettings,
     pub unguarded_entry_point: UnguardedEntryPointSettings,
     pub mark_outside_transaction: MarkOutsideTransactionSettings,
-    pub claim_without_expiry: crate::lints::claim_without_expiry::Settings,
-    pub claim_not_released: crate::lints::claim_not_released::Settings,
-    pub ttl_shorter_than_redelivery: crate::lints::ttl_shorter_than_redelivery::Settings,
-    pub non_idempotent_update: crate::lints::non_idempotent_update::Settings,
-    pub key_without_stage: crate::lints::key_without_stage::Settings,
-    pub retry_without_backoff: crate::lints::retry_without_backoff::Settings,
-    pub dead_letter_without_context: crate::lints::dead_letter_without_context::Settings,
+    pub claim_without_expiry: claim_without_expiry::Settings,
+    pub claim_not_released: claim_not_released::Settings,
+    pub ttl_shorter_than_redelivery: ttl_shorter_than_redelivery::Settings,
+    pub non_idempotent_update: non_idempotent_update::Settings,
+    pub key_without_stage: key_without_stage::Settings,
+    pub retry_without_backoff: retry_without_backoff::Settings,
+    pub dead_letter_without_context: dead_letter_without_context::Settings,
 }
 
 /// `[lints.nondeterministic_key]`: extends the built-in catalogs.
@@ -70,8 +80,7 @@ impl Settings {
         match lint {
             "missing_idempotency_token" => {
                 self.missing_idempotency_token =
-                    parse::<crate::lints::missing_idempotency_token::Settings>(value)?
-                        .normalize()?;
+                    parse::<missing_idempotency_token::Settings>(value)?.normalize()?;
                 Ok(())
             }
             "nondeterministic_key" => {
@@ -127,6 +136,24 @@ impl Settings {
 /// Deserializes one lint's settings table, with the serde error as the message.
 pub(crate) fn parse<T: DeserializeOwned>(value: serde_json::Value) -> Result<T, String> {
     serde_json::from_value(value).map_err(|e| e.to_string())
+}
+
+impl Settings {
+    /// The built-in catalogs extended with the user's configuration (names of sources, keys,
+    /// checks and marks).
+    pub fn catalog(&self) -> Catalog {
+        let settings = self;
+        let cfg = &settings.nondeterministic_key;
+        Catalog {
+            sources: SourceCatalog::default().with_extra(&cfg.sources),
+            sinks: SinkCatalog::default().with_extra_key_names(&cfg.key_names),
+            store_names: StoreNames::default().with_extra(
+                &settings.check_then_act.checks,
+                &settings.check_then_act.marks,
+            ),
+            budget: Default::default(),
+        }
+    }
 }
 
 #[cfg(test)]

@@ -2,7 +2,7 @@
 //! package whose analysis grows faster than its size (every fn of hundreds of files calling
 //! every other) ends on time with what was found, instead of running for hours.
 //!
-//! Once the deadline passes, no more function bodies are walked ([`super::flow::walk_bound`]
+//! Once the deadline passes, no more function bodies are walked ([`crate::analysis::flow::walk_bound`]
 //! gives an empty flow): the summaries' fixed point settles on what it has and the passes
 //! finish on it. Findings that needed the walks not done are missing; the caller says so.
 
