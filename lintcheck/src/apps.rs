@@ -457,6 +457,53 @@ mod tests {
         }
     }
 
+    /// A finding of a workspace in a subdirectory is named from the repository's root, and
+    /// matches a verdict only at the pinned commit.
+    #[test]
+    fn findings_are_matched_from_the_repository_root_at_the_commit() {
+        let app = parse(&format!("{ONE}workspace = \"rust\"\n"))
+            .unwrap()
+            .remove(0);
+        let checkout = Path::new("/t/apps/lemmy");
+        let manifest = app.workspace_dir(checkout).join("Cargo.toml");
+        assert_eq!(manifest, Path::new("/t/apps/lemmy/rust/Cargo.toml"));
+        let json = serde_json::json!({
+            "reason": "compiler-message",
+            "manifest_path": manifest,
+            "message": {
+                "message": "m",
+                "code": {"code": "idem::check_then_act"},
+                "spans": [{"file_name": "/t/apps/lemmy/rust/src/a.rs", "is_primary": true,
+                           "line_start": 4, "column_start": 1, "text": [{"text": "  x.update()"}]}]
+            }
+        })
+        .to_string();
+        let findings = crate::finding::parse_json(&json, checkout).unwrap();
+        assert_eq!(findings[0].file, "rust/src/a.rs");
+        let verdicts = crate::verdicts::parse(&format!(
+            "version = \"{}\"\n[[finding]]\nlint = \"check_then_act\"\nfile = \"rust/src/a.rs\"\n\
+             text = \"x.update()\"\nverdict = \"fp\"\nreason = \"set to value\"\n",
+            app.commit
+        ))
+        .unwrap();
+        let spec = app.as_crate_spec();
+        let (m, vanished) =
+            crate::verdicts::match_findings(&findings, &spec.version, Some(&verdicts));
+        assert_eq!(
+            m[0].verdict.as_ref().map(|v| v.reason.as_str()),
+            Some("set to value")
+        );
+        assert!(vanished.is_empty());
+        // Re-pinned to another commit, the old verdicts match nothing until reviewed again.
+        let (m, vanished) = crate::verdicts::match_findings(
+            &findings,
+            "0000000000000000000000000000000000000000",
+            Some(&verdicts),
+        );
+        assert!(m[0].verdict.is_none());
+        assert_eq!(vanished.len(), 1);
+    }
+
     #[test]
     fn a_missing_mirror_says_how_to_get_it() {
         let app = &parse(ONE).unwrap()[0];
