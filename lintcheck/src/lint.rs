@@ -2,6 +2,7 @@
 
 use crate::finding::{self, Finding};
 use anyhow::{bail, Context, Result};
+use std::ffi::OsString;
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -16,18 +17,45 @@ pub struct Linted {
 /// with the median time, passing `extra` to the linter (the `-W` flags of
 /// [`allow_by_default`]). Exit codes 0 and 1 are results; 2 (or a crash) is an error.
 pub fn lint(binary: &Path, dir: &Path, runs: usize, extra: &[String]) -> Result<Linted> {
+    let mut args: Vec<OsString> = vec![dir.into()];
+    args.extend(extra.iter().map(OsString::from));
+    run(binary, &args, dir, dir, runs)
+}
+
+/// Lints a whole workspace as its users would: `--workspace --manifest-path`, run from
+/// outside the checkout, without the re-run cache (so each run measures the whole analysis
+/// and nothing is written into the checkout). Finding paths are made relative to `root`
+/// (the repository's root, which may lie above the workspace).
+pub fn lint_workspace(
+    binary: &Path,
+    manifest: &Path,
+    root: &Path,
+    runs: usize,
+    extra: &[String],
+) -> Result<Linted> {
+    let mut args: Vec<OsString> = vec![
+        "--workspace".into(),
+        "--no-cache".into(),
+        "--manifest-path".into(),
+        manifest.into(),
+    ];
+    args.extend(extra.iter().map(OsString::from));
+    run(binary, &args, root, &std::env::temp_dir(), runs)
+}
+
+fn run(binary: &Path, args: &[OsString], root: &Path, cwd: &Path, runs: usize) -> Result<Linted> {
     let mut times = Vec::new();
     let mut findings = Vec::new();
     for _ in 0..runs.max(1) {
         let start = Instant::now();
         let out = Command::new(binary)
             .arg("idem-lint")
-            .arg(dir)
+            .args(args)
             .args(["--message-format", "json", "--color", "never"])
             // A shared or slow machine must not turn into `parse_error` findings: the
             // budget only guards against a hang, and timing is measured per crate anyway.
             .args(["--file-timeout-ms", "120000"])
-            .args(extra)
+            .current_dir(cwd)
             .output()
             .with_context(|| format!("could not run `{}`", binary.display()))?;
         times.push(start.elapsed());
@@ -40,7 +68,7 @@ pub fn lint(binary: &Path, dir: &Path, runs: usize, extra: &[String]) -> Result<
             }
         }
         let stdout = String::from_utf8_lossy(&out.stdout);
-        findings = finding::parse_json(&stdout, dir)?;
+        findings = finding::parse_json(&stdout, root)?;
     }
     times.sort();
     Ok(Linted {

@@ -122,13 +122,51 @@ fn verdict_cell(v: Option<&Verdict>) -> String {
     }
 }
 
+/// A pinned commit is shown by its first 12 digits; a crate version as it is.
+fn shown_version<'a>(unit: &str, version: &'a str) -> &'a str {
+    if unit == "app" && version.len() > 12 {
+        &version[..12]
+    } else {
+        version
+    }
+}
+
 fn ms(d: Duration) -> String {
     format!("{}", d.as_millis())
+}
+
+/// How the report of the registry crates and that of whole applications differ.
+pub struct Layout<'a> {
+    /// What one entry is: "crate" or "app".
+    pub unit: &'a str,
+    /// Where the verdict files live, for the stubs of new findings.
+    pub verdict_dir: &'a str,
+    /// Markdown inserted after the summary (the table of applications).
+    pub after_summary: &'a str,
+}
+
+impl Layout<'_> {
+    pub const CRATES: Layout<'static> = Layout {
+        unit: "crate",
+        verdict_dir: "lintcheck/verdicts",
+        after_summary: "",
+    };
 }
 
 /// Renders the whole report. `header` lines (which binary, how it was run) go under the title.
 /// `off_by_default` as for [`totals`].
 pub fn render(results: &[CrateResult], header: &[String], off_by_default: &[String]) -> String {
+    render_with(results, header, off_by_default, &Layout::CRATES)
+}
+
+/// [`render`] with the layout of another list (the whole applications).
+pub fn render_with(
+    results: &[CrateResult],
+    header: &[String],
+    off_by_default: &[String],
+    layout: &Layout,
+) -> String {
+    let unit = layout.unit;
     let t = totals(results, off_by_default);
     let mut out = String::new();
     let w = &mut out;
@@ -138,7 +176,7 @@ pub fn render(results: &[CrateResult], header: &[String], off_by_default: &[Stri
     }
     let _ = writeln!(w, "\n## Summary\n");
     let c = t.counts;
-    let _ = writeln!(w, "| crates | failed | findings | TP | FP | debatable | NEW | VANISHED | precision | precision, lints on by default | bugs found / labelled | recall | lint time (ms) |");
+    let _ = writeln!(w, "| {unit}s | failed | findings | TP | FP | debatable | NEW | VANISHED | precision | precision, lints on by default | bugs found / labelled | recall | lint time (ms) |");
     let _ = writeln!(
         w,
         "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
@@ -169,6 +207,7 @@ pub fn render(results: &[CrateResult], header: &[String], off_by_default: &[Stri
          measure them; recall is labelled bugs found / labelled bugs.\n"
     );
 
+    let _ = write!(w, "{}", layout.after_summary);
     let _ = writeln!(w, "## Per lint\n");
     let _ = writeln!(
         w,
@@ -193,8 +232,10 @@ pub fn render(results: &[CrateResult], header: &[String], off_by_default: &[Stri
         );
     }
 
-    let _ = writeln!(w, "\n## Crates\n");
-    let _ = writeln!(w, "| crate | version | status | time (ms) | findings | TP | FP | debatable | NEW | VANISHED | bugs found / labelled |");
+    let heading = if unit == "app" { "Apps" } else { "Crates" };
+    let version = if unit == "app" { "commit" } else { "version" };
+    let _ = writeln!(w, "\n## {heading}\n");
+    let _ = writeln!(w, "| {unit} | {version} | status | time (ms) | findings | TP | FP | debatable | NEW | VANISHED | bugs found / labelled |");
     let _ = writeln!(
         w,
         "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
@@ -222,7 +263,7 @@ pub fn render(results: &[CrateResult], header: &[String], off_by_default: &[Stri
             w,
             "| {} | {} | {status} | {time} | {} | {} | {} | {} | {} | {} | {found} / {} |",
             r.spec.name,
-            r.spec.version,
+            shown_version(unit, &r.spec.version),
             c.findings,
             c.tp,
             c.fp,
@@ -251,7 +292,7 @@ pub fn render(results: &[CrateResult], header: &[String], off_by_default: &[Stri
                 w,
                 "- `{} {} {}:{}:{}` {}  \n  {}",
                 r.spec.name,
-                r.spec.version,
+                shown_version(unit, &r.spec.version),
                 f.file,
                 f.line,
                 f.column,
@@ -274,7 +315,14 @@ pub fn render(results: &[CrateResult], header: &[String], off_by_default: &[Stri
         let _ = writeln!(
             w,
             "- **VANISHED** `{} {} {}` `{}` on `{}` (occurrence {}), was {}: {}",
-            r.spec.name, r.spec.version, v.lint, v.file, v.text, v.occurrence, v.verdict, v.reason
+            r.spec.name,
+            shown_version(unit, &r.spec.version),
+            v.lint,
+            v.file,
+            v.text,
+            v.occurrence,
+            v.verdict,
+            v.reason
         );
     }
 
@@ -290,7 +338,7 @@ pub fn render(results: &[CrateResult], header: &[String], off_by_default: &[Stri
                 "- {} `{} {} {}:{}-{}` in `{}` (`{}`): {}",
                 if *found { "found" } else { "**missed**" },
                 r.spec.name,
-                r.spec.version,
+                shown_version(unit, &r.spec.version),
                 b.file,
                 b.lines[0],
                 b.lines[1],
@@ -312,14 +360,14 @@ pub fn render(results: &[CrateResult], header: &[String], off_by_default: &[Stri
         .collect();
     if !news.is_empty() {
         let _ = writeln!(w, "\n## Verdict stubs for NEW findings\n");
-        let _ = writeln!(w, "Review each at its location, fill in `verdict` and `reason`, and add it to `lintcheck/verdicts/<crate>.toml`.\n");
+        let _ = writeln!(w, "Review each at its location, fill in `verdict` and `reason`, and add it to `{}/<{unit}>.toml`.\n", layout.verdict_dir);
         let mut last = "";
         for (r, m) in news {
             if r.spec.name != last {
                 let _ = writeln!(
                     w,
-                    "`lintcheck/verdicts/{}.toml` (version = \"{}\"):\n",
-                    r.spec.name, r.spec.version
+                    "`{}/{}.toml` (version = \"{}\"):\n",
+                    layout.verdict_dir, r.spec.name, r.spec.version
                 );
                 last = &r.spec.name;
             }
@@ -331,6 +379,68 @@ pub fn render(results: &[CrateResult], header: &[String], off_by_default: &[Stri
                 m.finding.message,
                 verdicts::stub(&m.finding)
             );
+        }
+    }
+    out
+}
+
+/// What the runner prints when it is done: the totals line, the precision of each lint, and
+/// the diff against the verdicts (each finding that appeared without one, each verdict that
+/// vanished), so a run with a new binary shows its effect without opening the report.
+pub fn summary(results: &[CrateResult], off_by_default: &[String], unit: &str) -> Vec<String> {
+    let t = totals(results, off_by_default);
+    let c = t.counts;
+    let mut out = vec![format!(
+        "{} {unit}s ({} failed): {} findings, {} TP, {} FP, {} debatable, {} NEW, {} VANISHED; \
+         precision {} ({} for the lints on by default); bugs found {}/{} (recall {}); lint time {} ms",
+        results.len(),
+        t.failed,
+        c.findings,
+        c.tp,
+        c.fp,
+        c.debatable,
+        c.new,
+        t.vanished,
+        ratio(c.precision()),
+        ratio(t.on_by_default.precision()),
+        t.bugs_found,
+        t.bugs,
+        ratio(t.recall()),
+        t.time.as_millis()
+    )];
+    for (lint, c) in &t.per_lint {
+        let default = if off_by_default.contains(lint) {
+            "allow"
+        } else {
+            "on"
+        };
+        out.push(format!(
+            "  {lint} ({default}): {} findings, {} TP, {} FP, {} debatable, {} NEW; precision {}",
+            c.findings,
+            c.tp,
+            c.fp,
+            c.debatable,
+            c.new,
+            ratio(c.precision())
+        ));
+    }
+    for r in results {
+        let v = shown_version(unit, &r.spec.version);
+        for m in r.findings().iter().filter(|m| m.verdict.is_none()) {
+            let f = &m.finding;
+            out.push(format!(
+                "  NEW {} {v} {} {}:{}: {}",
+                r.spec.name, f.lint, f.file, f.line, f.text
+            ));
+        }
+        for gone in &r.vanished {
+            out.push(format!(
+                "  VANISHED {} {v} {} {}: {} (was {})",
+                r.spec.name, gone.lint, gone.file, gone.text, gone.verdict
+            ));
+        }
+        if let Outcome::Failed(why) = &r.outcome {
+            out.push(format!("  FAILED {} {v}: {why}", r.spec.name));
         }
     }
     out
@@ -493,5 +603,60 @@ mod tests {
             time: Duration::ZERO,
         };
         assert!(render(&results, &[], &[]).contains("| tokio | 1.0.0 | **control has findings** |"));
+    }
+
+    #[test]
+    fn the_printed_summary_gives_precision_per_lint_and_the_diff() {
+        let lines = summary(&sample(), &["check_then_act".to_string()], "crate");
+        assert!(
+            lines[0].starts_with(
+                "3 crates (1 failed): 5 findings, 2 TP, 1 FP, 1 debatable, 1 NEW, 1 VANISHED; \
+                 precision 0.667 (1.000 for the lints on by default); bugs found 1/3"
+            ),
+            "{lines:?}"
+        );
+        assert!(lines.contains(
+            &"  check_then_act (allow): 2 findings, 1 TP, 1 FP, 0 debatable, 0 NEW; precision 0.500"
+                .to_string()
+        ));
+        assert!(lines.contains(
+            &"  nondeterministic_key (on): 3 findings, 1 TP, 0 FP, 1 debatable, 1 NEW; precision 1.000"
+                .to_string()
+        ));
+        assert!(lines
+            .contains(&"  NEW queue 1.0.0 nondeterministic_key src/lib.rs:12: e()".to_string()));
+        assert!(lines.contains(
+            &"  VANISHED queue 1.0.0 check_then_act src/lib.rs: old() (was FP)".to_string()
+        ));
+        assert!(lines
+            .iter()
+            .any(|l| l.starts_with("  FAILED broken 1.0.0: could not download")));
+    }
+
+    /// The applications' report names commits by 12 digits, says "apps", and points the stubs
+    /// at their own verdict directory.
+    #[test]
+    fn the_apps_layout_shortens_commits_and_points_at_its_verdicts() {
+        let mut results = sample();
+        results[0].spec.version = "439734dd638a2c06a2f907beab7dcf4646e88f86".into();
+        let layout = Layout {
+            unit: "app",
+            verdict_dir: "lintcheck/verdicts-apps",
+            after_summary: "## Applications\n\nTABLE\n\n",
+        };
+        let md = render_with(&results, &[], &[], &layout);
+        assert!(md.contains("| apps | failed |"), "{md}");
+        assert!(md.contains("## Apps\n"), "{md}");
+        assert!(md.contains("| app | commit |"), "{md}");
+        assert!(
+            md.contains("- `queue 439734dd638a src/lib.rs:12:5`"),
+            "{md}"
+        );
+        assert!(md.contains(
+            "`lintcheck/verdicts-apps/queue.toml` (version = \"439734dd638a2c06a2f907beab7dcf4646e88f86\")"
+        ));
+        let table = md.find("TABLE").unwrap();
+        assert!(md.find("## Summary").unwrap() < table && table < md.find("## Per lint").unwrap());
+        assert!(summary(&results, &[], "app")[0].starts_with("3 apps (1 failed)"));
     }
 }
