@@ -15,10 +15,20 @@ pub enum MessageFormat {
     Short,
     /// the JSON lines `cargo check --message-format=json` prints
     Json,
+    /// `json` with the color escape codes of human output in `rendered`, as cargo's
+    #[value(name = "json-diagnostic-rendered-ansi")]
+    JsonDiagnosticRenderedAnsi,
     /// SARIF 2.1.0, for code scanning
     Sarif,
     /// GitHub Actions workflow commands (`::warning file=..::message`), one per finding
     Github,
+}
+
+impl MessageFormat {
+    /// One of the JSON lines formats cargo reads.
+    pub fn is_json(self) -> bool {
+        matches!(self, Self::Json | Self::JsonDiagnosticRenderedAnsi)
+    }
 }
 
 /// The cargo command `--with-check` runs before the lints (for rust-analyzer).

@@ -38,10 +38,8 @@ fn every_line_deserializes_as_cargo_check_output() {
     let m = &broken.message;
     let code = m.code.as_ref().expect("code");
     assert_eq!(code.code, "idem::parse_error");
-    assert!(code
-        .explanation
-        .as_deref()
-        .is_some_and(|e| e.contains("### What it does")));
+    // As rustc for a lint: no explanation (that is for error codes like `E0308`).
+    assert_eq!(code.explanation, None);
     assert_eq!(m.level, DiagnosticLevel::Warning);
     assert_eq!(m.message, "file does not parse");
     let span = &m.spans[0];
@@ -194,4 +192,72 @@ fn each_lint_finds_with_the_others_on_what_it_finds_alone() {
         alone_codes >= 4,
         "{alone_codes} lints with findings on the demo"
     );
+}
+
+/// Issue 38, item 10: the lines read as `cargo check --message-format=json` prints them
+/// (checked against cargo 1.95 on a crate with a warning): a target without
+/// `required-features` has no such key, children carry no `$message_type`, a lint's code
+/// has a null `explanation`, and `rendered` has ANSI codes under
+/// `json-diagnostic-rendered-ansi` only.
+#[test]
+fn lines_match_what_cargo_prints() {
+    let fixture = common::repo().join("fixtures/demo");
+    let plain = run(&[s(&fixture), "--message-format", "json", "--no-cache"]);
+    let messages = plain.messages();
+    assert!(messages.len() > 1, "{}", plain.stdout);
+    for m in &messages {
+        assert!(
+            m["target"].get("required-features").is_none(),
+            "{}",
+            m["target"]
+        );
+        assert_eq!(m["message"]["$message_type"], "diagnostic");
+        assert!(
+            m["message"]["code"]["explanation"].is_null(),
+            "{}",
+            m["message"]["code"]
+        );
+        let children = m["message"]["children"].as_array().expect("children");
+        assert!(!children.is_empty());
+        for c in children {
+            assert!(c.get("$message_type").is_none(), "{c}");
+        }
+        let rendered = m["message"]["rendered"].as_str().expect("rendered");
+        assert!(!rendered.contains('\x1b'), "{rendered}");
+    }
+    let ansi = run(&[
+        s(&fixture),
+        "--message-format",
+        "json-diagnostic-rendered-ansi",
+        "--no-cache",
+    ]);
+    let colored = ansi.messages();
+    assert_eq!(colored.len(), messages.len());
+    for (c, p) in colored.iter().zip(&messages) {
+        let rendered = c["message"]["rendered"].as_str().expect("rendered");
+        assert!(rendered.contains("\x1b["), "{rendered}");
+        // The same text once the codes are removed.
+        let mut stripped = String::new();
+        let mut chars = rendered.chars();
+        while let Some(ch) = chars.next() {
+            if ch == '\x1b' {
+                for c in chars.by_ref() {
+                    if c.is_ascii_alphabetic() {
+                        break;
+                    }
+                }
+            } else {
+                stripped.push(ch);
+            }
+        }
+        assert_eq!(
+            stripped,
+            p["message"]["rendered"].as_str().expect("rendered")
+        );
+        let mut c = c.clone();
+        let mut p = p.clone();
+        c["message"]["rendered"] = serde_json::Value::Null;
+        p["message"]["rendered"] = serde_json::Value::Null;
+        assert_eq!(c, p);
+    }
 }
