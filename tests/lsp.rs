@@ -10,8 +10,9 @@ use lsp::{codes, fixture_copy, initialize, open, position_of, uri, Client};
 use serde_json::{json, Value};
 use std::time::Duration;
 
+/// The server of [`common::bin`] (`IDEM_LINT_TEST_BIN` runs these tests on another build).
 fn start(root: &std::path::Path) -> Client {
-    Client::start(BIN, &["--debounce-ms", "20"], root)
+    Client::start(&common::bin(), &["--debounce-ms", "20"], root)
 }
 
 #[test]
@@ -593,5 +594,51 @@ fn a_broken_mod_line_keeps_the_module_tree_of_the_last_version_that_parsed() {
         .filter(|m| m["params"]["uri"] == transcode)
         .collect();
     assert!(cleared.is_empty(), "{cleared:?}");
+    assert!(c.shutdown().success());
+}
+
+/// Issue 38, item 1: a server whose folder is one member of a larger workspace (an editor
+/// that starts a server per member) publishes for that member's files and for the buffers
+/// opened in it, never for the other members' files, which are another server's.
+#[test]
+fn a_member_folder_publishes_only_its_own_files_and_its_buffers() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let root = tmp.path().canonicalize().expect("canonical");
+    common::copy_dir(
+        &common::repo().join("fixtures/cross_member/nondeterministic_key"),
+        &root,
+    );
+    let service = root.join("service");
+    let service_lib = service.join("src/lib.rs");
+    let common_lib = root.join("common/src/lib.rs");
+    let mut c = start(&service);
+    initialize(&mut c, &[&service], json!({}));
+    assert_eq!(
+        codes(&c.diagnostics_for(&uri(&service_lib))),
+        ["idem::nondeterministic_key", "idem::nondeterministic_key"]
+    );
+    // One analysis publishes its files in path order, `common/` before `service/`: had it
+    // published anything outside the folder, it would be here by now.
+    let outside: Vec<&Value> = c
+        .notifications
+        .iter()
+        .filter(|m| m["method"] == "textDocument/publishDiagnostics")
+        .filter(|m| {
+            !m["params"]["uri"]
+                .as_str()
+                .is_some_and(|u| u.starts_with(&uri(&service)))
+        })
+        .collect();
+    assert!(
+        outside.is_empty(),
+        "published outside the folder: {outside:?}"
+    );
+    // A file of the other member opened in this server is this server's to publish.
+    let text = std::fs::read_to_string(&common_lib).expect("read");
+    open(&mut c, &common_lib, &text);
+    assert_eq!(
+        codes(&c.diagnostics_for(&uri(&common_lib))),
+        ["idem::nondeterministic_key"]
+    );
     assert!(c.shutdown().success());
 }
