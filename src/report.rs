@@ -165,7 +165,8 @@ fn check_here(
             };
             let (mut diags, reuse, stopped) = lint_package(pkg, &load, &cfg.settings, &enabled);
             diags.extend(pkg.problems.iter().filter(|d| enabled(d.lint)).cloned());
-            let (findings, mut warnings) = finish(index, pkg, diags, |d| cfg.levels.get(d.lint));
+            let (findings, mut warnings) =
+                finish(index, pkg, diags, |l| cfg.levels.get(l), !stopped);
             if stopped {
                 warnings.push(out_of_budget(pkg, &ws.packages[index], opts));
             }
@@ -321,15 +322,18 @@ fn linked<T>(
     (links.own_findings(found, package.files.len()), rest)
 }
 
-/// Sets levels, drops suppressed findings, and sorts by file path and position.
+/// Sets levels, drops suppressed findings, adds the findings about the suppression comments
+/// themselves (`complete`: the analysis ran to the end, so a suppression that caught
+/// nothing is unused), and sorts by file path and position.
 fn finish(
     package: usize,
     pkg: &LoadedPackage,
     diags: Vec<Diagnostic>,
-    level: impl Fn(&Diagnostic) -> Level,
+    level: impl Fn(&'static idem_lints::Lint) -> Level,
+    complete: bool,
 ) -> (Vec<Finding>, Vec<FileWarning>) {
     let mut warnings = Vec::new();
-    let scanned: Vec<Option<suppress::Suppressions>> = pkg
+    let mut scanned: Vec<Option<suppress::Suppressions>> = pkg
         .sources
         .iter()
         .zip(&pkg.package.files)
@@ -346,18 +350,37 @@ fn finish(
             Some(sup)
         })
         .collect();
-    let mut findings: Vec<Finding> = diags
+    let mut kept: Vec<Diagnostic> = diags
         .into_iter()
         .filter(|d| {
             let file = d.span.file.0 as usize;
             let suppressed = scanned
-                .get(file)
-                .and_then(Option::as_ref)
-                .is_some_and(|s| s.allows(d.lint, d.span, &pkg.sources[file]));
+                .get_mut(file)
+                .and_then(Option::as_mut)
+                .is_some_and(|s| s.take(d.lint, d.span, &pkg.sources[file]));
             !suppressed
         })
+        .collect();
+    for (file, sup) in scanned.iter().enumerate() {
+        let Some(sup) = sup else { continue };
+        let about = suppress::comment_findings(
+            sup,
+            FileId(file as u32),
+            &pkg.sources[file],
+            &|l| level(l) != Level::Allow,
+            complete,
+        );
+        // They may be suppressed too (`allow-file(unused_suppression)` in generated code).
+        kept.extend(
+            about
+                .into_iter()
+                .filter(|d| !sup.allows(d.lint, d.span, &pkg.sources[file])),
+        );
+    }
+    let mut findings: Vec<Finding> = kept
+        .into_iter()
         .map(|mut d| {
-            d.level = level(&d);
+            d.level = level(d.lint);
             Finding { package, diag: d }
         })
         .collect();
