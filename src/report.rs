@@ -350,6 +350,16 @@ fn finish(
             Some(sup)
         })
         .collect();
+    // A file that was not read or parsed in full hides findings: its suppressions prove
+    // nothing. (A missing module is reported on its `mod` line in a file that parsed.)
+    let broken: std::collections::HashSet<u32> = diags
+        .iter()
+        .filter(|d| {
+            d.lint.name == idem_lints::lint::PARSE_ERROR.name
+                && !d.message.starts_with("file not found for module")
+        })
+        .map(|d| d.span.file.0)
+        .collect();
     let mut kept: Vec<Diagnostic> = diags
         .into_iter()
         .filter(|d| {
@@ -368,7 +378,7 @@ fn finish(
             FileId(file as u32),
             &pkg.sources[file],
             &|l| level(l) != Level::Allow,
-            complete,
+            complete && !broken.contains(&(file as u32)),
         );
         // They may be suppressed too (`allow-file(unused_suppression)` in generated code).
         kept.extend(

@@ -250,3 +250,20 @@ fn reasons_can_be_required() {
         out.stdout
     );
 }
+
+/// A file that does not parse hides findings (the editor's buffer mid-edit): its
+/// suppressions are not judged.
+#[test]
+fn suppressions_in_a_file_that_does_not_parse_are_not_judged() {
+    let dir = tree(&[
+        ("Cargo.toml", &manifest("sup", "")),
+        ("src/lib.rs", "mod half;\n"),
+        (
+            "src/half.rs",
+            "// idem-lint: allow(check_then_act)\nfn f() {\n    let x = ;\n}\n",
+        ),
+    ]);
+    let out = short(dir.path());
+    assert!(!out.stdout.contains("unused_suppression"), "{}", out.stdout);
+    assert!(out.stdout.contains("parse_error"), "{}", out.stdout);
+}
