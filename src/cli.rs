@@ -141,6 +141,16 @@ pub struct Args {
     #[arg(long, value_name = "FILE", conflicts_with = "baseline")]
     pub write_baseline: Option<PathBuf>,
 
+    /// Drop from the baseline FILE the entries that match no finding any more, record
+    /// nothing new, and report as `--baseline FILE` does.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["baseline", "write_baseline"])]
+    pub prune_baseline: Option<PathBuf>,
+
+    /// With `--baseline`: entries that match no finding any more (fixed or changed code)
+    /// fail the run (exit code 1).
+    #[arg(long, requires = "baseline")]
+    pub strict_baseline: bool,
+
     /// The directory SARIF URIs and GitHub annotations are relative to (default: the
     /// repository root, the closest directory above the workspace holding `.git`).
     #[arg(long, value_name = "DIR")]

@@ -83,7 +83,15 @@ pub fn run(args: &Args) -> Result<Outcome> {
             stderr_line(&format!("note: {}", b.describe()));
         }
     }
-    let outcome = if linted.report.has_errors() {
+    let stale = linted.report.baseline.as_ref().map_or(0, |b| b.stale);
+    if args.strict_baseline && stale > 0 {
+        stderr_line(&format!(
+            "error: {stale} baseline entr{} no longer match a finding (`--strict-baseline`): drop {} with `--prune-baseline`",
+            if stale == 1 { "y" } else { "ies" },
+            if stale == 1 { "it" } else { "them" }
+        ));
+    }
+    let outcome = if linted.report.has_errors() || (args.strict_baseline && stale > 0) {
         Outcome::Denied
     } else {
         Outcome::Clean
@@ -244,6 +252,19 @@ pub fn lint_workspace(
     }
     if let Some(path) = args.baseline.as_ref().or(args.write_baseline.as_ref()) {
         report.baseline = Some(baseline::apply(&mut report, &ws.root, path, &in_scope)?);
+    }
+    if let Some(path) = &args.prune_baseline {
+        let summary = baseline::prune(&mut report, &ws.root, path, &in_scope)?;
+        stderr_line(&format!(
+            "note: pruned {} stale entr{} from the baseline `{}`",
+            summary.stale,
+            if summary.stale == 1 { "y" } else { "ies" },
+            path.display()
+        ));
+        report.baseline = Some(baseline::Summary {
+            stale: 0,
+            ..summary
+        });
     }
     Ok(Linted { ws, report, cwd })
 }

@@ -14,7 +14,7 @@
 //! comment without a reason a `suppression_without_reason` one (at `allow` unless
 //! configured); the driver makes them ([`Suppressions::unused`], [`Suppressions::written`]).
 
-mod comments;
+pub(crate) mod comments;
 
 use crate::source::SourceFile;
 use idem_lints::model::{FileModel, Span};
