@@ -71,6 +71,15 @@ pub struct Args {
     #[arg(long, conflicts_with = "packages")]
     pub workspace: bool,
 
+    /// With `--workspace`: leave this member out (repeatable; `name` or `name@version`).
+    #[arg(long, value_name = "SPEC")]
+    pub exclude: Vec<String>,
+
+    /// Print how many findings each lint and each file has instead of the findings (one
+    /// JSON object with `--message-format json`).
+    #[arg(long)]
+    pub statistics: bool,
+
     #[arg(long, value_enum, value_name = "FMT", default_value = "human")]
     pub message_format: MessageFormat,
 
@@ -148,7 +157,7 @@ pub struct Args {
 
     /// With `--baseline`: entries that match no finding any more (fixed or changed code)
     /// fail the run (exit code 1).
-    #[arg(long, requires = "baseline")]
+    #[arg(long)]
     pub strict_baseline: bool,
 
     /// The directory SARIF URIs and GitHub annotations are relative to (default: the

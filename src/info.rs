@@ -36,5 +36,60 @@ pub fn list(levels: &Levels) -> Result<()> {
             l.desc
         )?;
     }
+    writeln!(out)?;
+    writeln!(out, "groups (in -A/-W/-D and [lints]):")?;
+    for (name, what) in crate::levels::GROUPS {
+        writeln!(out, "{name:width$}  {what}")?;
+    }
+    Ok(())
+}
+
+/// `--statistics`: how many findings each lint and each file has, most first, instead of
+/// the findings; `json` gives the same as one object.
+pub fn statistics(input: &crate::emit::Input, json: bool) -> Result<()> {
+    use std::collections::BTreeMap;
+    let mut by_lint: BTreeMap<String, usize> = BTreeMap::new();
+    let mut by_file: BTreeMap<String, usize> = BTreeMap::new();
+    for f in &input.report.findings {
+        *by_lint.entry(f.diag.lint.code()).or_default() += 1;
+        let path = &input.report.source(f.package, f.diag.span.file).path;
+        *by_file
+            .entry(crate::emit::relative_path(path, input.cwd))
+            .or_default() += 1;
+    }
+    let sorted = |m: BTreeMap<String, usize>| {
+        let mut v: Vec<(String, usize)> = m.into_iter().collect();
+        // Most first; ties by name, so the table is the same on every run.
+        v.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        v
+    };
+    let (lints, files) = (sorted(by_lint), sorted(by_file));
+    let total = input.report.findings.len();
+    let mut out = std::io::stdout().lock();
+    if json {
+        let pairs = |v: &[(String, usize)], key: &str| -> Vec<serde_json::Value> {
+            v.iter()
+                .map(|(name, n)| serde_json::json!({ key: name, "count": n }))
+                .collect()
+        };
+        let doc = serde_json::json!({
+            "total": total,
+            "lints": pairs(&lints, "code"),
+            "files": pairs(&files, "file"),
+        });
+        writeln!(out, "{}", crate::emit::json::safe_text(doc.to_string()))?;
+        return Ok(());
+    }
+    let width = total.to_string().len().max(5);
+    writeln!(out, "{:>width$}  lint", "count")?;
+    for (code, n) in &lints {
+        writeln!(out, "{n:>width$}  {code}")?;
+    }
+    writeln!(out, "{total:>width$}  total")?;
+    writeln!(out)?;
+    writeln!(out, "{:>width$}  file", "count")?;
+    for (file, n) in &files {
+        writeln!(out, "{n:>width$}  {}", crate::emit::snippet::escape(file))?;
+    }
     Ok(())
 }

@@ -142,7 +142,7 @@ fn check_here(
         .zip(&configs)
         .enumerate()
         .map(|(i, (pkg, cfg))| {
-            let enabled = |lint: &'static idem_lints::Lint| cfg.levels.get(lint) != Level::Allow;
+            let enabled = |lint: &'static idem_lints::Lint| cfg.runs(lint);
             !links.of(i).is_empty() && !cached(pkg, &cfg.settings, &enabled, &links.of(i), inputs)
         })
         .collect();
@@ -155,7 +155,7 @@ fn check_here(
             if inputs.cancelled() {
                 return (Vec::new(), Vec::new(), None);
             }
-            let enabled = |lint: &'static idem_lints::Lint| cfg.levels.get(lint) != Level::Allow;
+            let enabled = |lint: &'static idem_lints::Lint| cfg.runs(lint);
             let load = Reload {
                 spec: &ws.packages[index],
                 opts,
@@ -165,8 +165,20 @@ fn check_here(
             };
             let (mut diags, reuse, stopped) = lint_package(pkg, &load, &cfg.settings, &enabled);
             diags.extend(pkg.problems.iter().filter(|d| enabled(d.lint)).cloned());
-            let (findings, mut warnings) =
-                finish(index, pkg, diags, |l| cfg.levels.get(l), !stopped);
+            // `[[overrides]]` give some files levels of their own.
+            let by_file: Vec<Option<crate::levels::Levels>> = pkg
+                .sources
+                .iter()
+                .map(|src| cfg.levels_at(&src.path))
+                .collect();
+            let level = |lint: &'static idem_lints::Lint, file: usize| {
+                by_file
+                    .get(file)
+                    .and_then(Option::as_ref)
+                    .unwrap_or(&cfg.levels)
+                    .get(lint)
+            };
+            let (findings, mut warnings) = finish(index, pkg, diags, level, !stopped);
             if stopped {
                 warnings.push(out_of_budget(pkg, &ws.packages[index], opts));
             }
@@ -329,7 +341,7 @@ fn finish(
     package: usize,
     pkg: &LoadedPackage,
     diags: Vec<Diagnostic>,
-    level: impl Fn(&'static idem_lints::Lint) -> Level,
+    level: impl Fn(&'static idem_lints::Lint, usize) -> Level,
     complete: bool,
 ) -> (Vec<Finding>, Vec<FileWarning>) {
     let mut warnings = Vec::new();
@@ -362,6 +374,8 @@ fn finish(
         .collect();
     let mut kept: Vec<Diagnostic> = diags
         .into_iter()
+        // A lint that runs for an override's files only, or one an override allows.
+        .filter(|d| level(d.lint, d.span.file.0 as usize) != Level::Allow)
         .filter(|d| {
             let file = d.span.file.0 as usize;
             let suppressed = scanned
@@ -377,7 +391,7 @@ fn finish(
             sup,
             FileId(file as u32),
             &pkg.sources[file],
-            &|l| level(l) != Level::Allow,
+            &|l| level(l, file) != Level::Allow,
             complete && !broken.contains(&(file as u32)),
         );
         // They may be suppressed too (`allow-file(unused_suppression)` in generated code).
@@ -390,7 +404,7 @@ fn finish(
     let mut findings: Vec<Finding> = kept
         .into_iter()
         .map(|mut d| {
-            d.level = level(d.lint);
+            d.level = level(d.lint, d.span.file.0 as usize);
             Finding { package, diag: d }
         })
         .collect();
