@@ -642,3 +642,46 @@ fn a_member_folder_publishes_only_its_own_files_and_its_buffers() {
     );
     assert!(c.shutdown().success());
 }
+
+/// Issue 38, item 5: a note naming a place in a linked member's file is related
+/// information there (the editor can go to it), not only text in the message.
+#[test]
+fn notes_into_linked_members_are_related_information() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let root = tmp.path().canonicalize().expect("canonical");
+    common::copy_dir(
+        &common::repo().join("fixtures/cross_member/nondeterministic_key"),
+        &root,
+    );
+    let service_lib = root.join("service/src/lib.rs");
+    let mut c = start(&root);
+    initialize(&mut c, &[&root], json!({}));
+    let published = c.diagnostics_for(&uri(&service_lib));
+    let ids = uri(&root.join("common/src/ids.rs"));
+    let related: Vec<Value> = published["diagnostics"]
+        .as_array()
+        .expect("diagnostics")
+        .iter()
+        .flat_map(|d| {
+            d["relatedInformation"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+        })
+        .filter(|r| r["location"]["uri"] == ids.as_str())
+        .collect();
+    assert!(!related.is_empty(), "{published}");
+    let made = related
+        .iter()
+        .find(|r| {
+            r["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("a random id"))
+        })
+        .expect("the place the id is made");
+    assert_eq!(
+        made["location"]["range"]["start"],
+        json!({"line": 4, "character": 27})
+    );
+    assert!(c.shutdown().success());
+}

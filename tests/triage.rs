@@ -37,9 +37,7 @@ fn statistics_count_findings_per_lint_and_per_file() {
     let all = findings(&demo, &[]);
     let out = run_in(&demo, &["--statistics", "--no-cache"]);
     out.assert_code(0);
-    let count = |pred: &dyn Fn(&Found) -> bool| {
-        all.iter().filter(|f| pred(f)).count()
-    };
+    let count = |pred: &dyn Fn(&Found) -> bool| all.iter().filter(|f| pred(f)).count();
     let lines: Vec<&str> = out.stdout.lines().collect();
     assert_eq!(lines[0].trim(), "count  lint", "{}", out.stdout);
     let notify = count(&|f| f.0 == "src/notify.rs");

@@ -120,18 +120,32 @@ fn result(input: &Input, f: &Finding, lints: &[&Lint], root: &Path, fingerprint:
     if let Some(index) = lints.iter().position(|l| l.name == d.lint.name) {
         value["ruleIndex"] = json!(index);
     }
-    if !d.labels.is_empty() {
-        value["relatedLocations"] = d
-            .labels
+    let mut related: Vec<Value> = d
+        .labels
+        .iter()
+        .map(|l| location(input.source(f, l.span.file), l.span, Some(&l.message), root))
+        .collect();
+    // Notes that name a place in a linked member's file point there too.
+    related.extend(
+        d.notes
             .iter()
-            .enumerate()
-            .map(|(i, l)| {
-                let mut loc =
-                    location(input.source(f, l.span.file), l.span, Some(&l.message), root);
-                loc["id"] = json!(i);
-                loc
-            })
-            .collect();
+            .filter_map(|n| crate::link::note_place(n))
+            .map(|p| {
+                let path = input.ws.root.join(p.path);
+                json!({
+                    "physicalLocation": {
+                        "artifactLocation": artifact_location(&path, root),
+                        "region": {"startLine": p.line, "startColumn": p.column},
+                    },
+                    "message": {"text": format!("in `{}`: {}", p.krate, p.message)},
+                })
+            }),
+    );
+    if !related.is_empty() {
+        for (i, loc) in related.iter_mut().enumerate() {
+            loc["id"] = json!(i);
+        }
+        value["relatedLocations"] = Value::Array(related);
     }
     value
 }
