@@ -261,3 +261,40 @@ fn lines_match_what_cargo_prints() {
         assert_eq!(c, p);
     }
 }
+
+/// Issue 38, item 5: a `SELECT` check before an `UPDATE` of the row (a read-modify-write)
+/// gets a conditional `UPDATE` as its help, not an `INSERT .. ON CONFLICT DO NOTHING`, which
+/// has no row to insert; a `SELECT` before an `INSERT` keeps the claim.
+#[test]
+fn check_then_act_on_an_update_proposes_a_conditional_update() {
+    let fixture = common::repo().join("fixtures/check_then_act/sql");
+    let out = run(&[s(&fixture), "--message-format", "json", "--no-cache"]);
+    let help_of = |write: &str| -> Vec<String> {
+        let m = out
+            .messages()
+            .into_iter()
+            .find(|m| {
+                m["message"]["code"]["code"] == "idem::check_then_act"
+                    && m["message"]["message"]
+                        .as_str()
+                        .is_some_and(|t| t.contains(&format!("`{write}` write")))
+            })
+            .unwrap_or_else(|| panic!("a finding on `{write}`: {}", out.stdout));
+        m["message"]["children"]
+            .as_array()
+            .expect("children")
+            .iter()
+            .filter(|c| c["level"] == "help" && c["spans"].as_array().is_some_and(Vec::is_empty))
+            .map(|c| c["message"].as_str().unwrap_or_default().to_string())
+            .collect()
+    };
+    let update = help_of("UPDATE inbox").join("\n");
+    assert!(update.contains("conditional update"), "{update}");
+    assert!(update.contains("rows_affected()"), "{update}");
+    assert!(!update.contains("ON CONFLICT"), "{update}");
+    let insert = help_of("INSERT INTO processed_events").join("\n");
+    assert!(
+        insert.contains("INSERT ... ON CONFLICT DO NOTHING"),
+        "{insert}"
+    );
+}
