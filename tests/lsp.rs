@@ -685,3 +685,46 @@ fn notes_into_linked_members_are_related_information() {
     );
     assert!(c.shutdown().success());
 }
+
+/// Issue 38, item 2: while `pub mod notify` lacks its `;` in the buffer of `lib.rs`, the
+/// module stays public: `notify.rs` keeps the finding that needs it to be (an entry point
+/// of the library), where the recovery used to drop the `pub`.
+#[test]
+fn a_half_typed_pub_mod_line_keeps_the_finding_that_needs_it_public() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let root = tmp.path().canonicalize().expect("canonical");
+    common::copy_dir(&common::repo().join("fixtures/demo"), &root);
+    let lib = root.join("src/lib.rs");
+    let notify = uri(&root.join("src/notify.rs"));
+    let text = std::fs::read_to_string(&lib).expect("read");
+    let mut c = start(&root);
+    initialize(&mut c, &[&root], json!({}));
+    open(&mut c, &lib, &text);
+    c.diagnostics_where(&uri(&lib), |p| p["version"] == 1);
+    let before = codes(&c.diagnostics_for(&notify));
+    assert!(
+        before.contains(&"idem::unguarded_entry_point".to_string()),
+        "{before:?}"
+    );
+    c.forget();
+    c.notify(
+        "textDocument/didChange",
+        json!({"textDocument": {"uri": uri(&lib), "version": 2},
+               "contentChanges": [{"text": text.replace("pub mod notify;", "pub mod notify")}]}),
+    );
+    let second = c.diagnostics_where(&uri(&lib), |p| p["version"] == 2);
+    assert!(
+        codes(&second).contains(&"idem::parse_error".to_string()),
+        "{second}"
+    );
+    // The analysis publishes all its files before the server reads the next message: once
+    // this answer is in, a changed `notify.rs` would have been published.
+    let answer = c.request(
+        "textDocument/hover",
+        json!({"textDocument": {"uri": notify}, "position": {"line": 0, "character": 0}}),
+    );
+    assert!(answer.get("error").is_none(), "{answer}");
+    let changed: Vec<Value> = published_for(&c, &notify);
+    assert!(changed.is_empty(), "notify.rs changed: {changed:?}");
+    assert!(c.shutdown().success());
+}
