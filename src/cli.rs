@@ -125,6 +125,12 @@ pub struct Args {
     #[arg(long)]
     pub no_cache: bool,
 
+    /// Where the lint pages are published, for the editor's links and SARIF's `helpUri`:
+    /// a URL with `{lint}` for the lint's name (default: `IDEM_LINT_DOCS_URL`, else
+    /// `docs/lints/` in the package's repository).
+    #[arg(long, value_name = "URL")]
+    pub docs_url: Option<String>,
+
     /// Print the documentation of LINT and exit.
     #[arg(long, value_name = "LINT")]
     pub explain: Option<String>,

@@ -21,6 +21,47 @@ pub fn explain_text(lint: &idem_lints::Lint) -> String {
     )
 }
 
+/// The `--docs-url` template (or `IDEM_LINT_DOCS_URL`), set once by [`crate::run`].
+static DOCS_URL: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+
+/// Sets where the lint pages are published for this process ([`docs_url`]): a URL with
+/// `{lint}` standing for the lint's name. An error for anything else: a link that goes
+/// nowhere is worse than none.
+pub fn set_docs_url(template: Option<String>) -> Result<()> {
+    if let Some(t) = &template {
+        let scheme = ["https://", "http://", "file://"]
+            .iter()
+            .any(|s| t.starts_with(s));
+        if !scheme || !t.contains("{lint}") || t.chars().any(char::is_whitespace) {
+            anyhow::bail!(
+                "`--docs-url` takes a URL with `{{lint}}` where the lint's name goes \
+                 (`https://example.com/lints/{{lint}}.html`), not `{t}`"
+            );
+        }
+    }
+    // Set once per process; a second call (tests running `run` twice) keeps the first.
+    let _ = DOCS_URL.set(template);
+    Ok(())
+}
+
+/// Where the documentation page of `lint` is published: the template [`set_docs_url`]
+/// was given, else its page in `docs/lints/` of the package's repository at this version
+/// (GitHub shows the Markdown); `None` when neither is known (no `repository` in the
+/// manifest).
+pub fn docs_url(lint: &idem_lints::Lint) -> Option<String> {
+    if let Some(Some(t)) = DOCS_URL.get() {
+        return Some(t.replace("{lint}", lint.name));
+    }
+    let repo = env!("CARGO_PKG_REPOSITORY").trim_end_matches('/');
+    (!repo.is_empty()).then(|| {
+        format!(
+            "{repo}/blob/v{}/docs/lints/{}.md",
+            env!("CARGO_PKG_VERSION"),
+            lint.name
+        )
+    })
+}
+
 pub fn list(levels: &Levels) -> Result<()> {
     let lints = idem_lints::lints::ALL;
     let width = lints.iter().map(|l| l.name.len()).max().unwrap_or(4).max(4);

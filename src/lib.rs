@@ -17,6 +17,7 @@ pub mod emit;
 pub mod fix;
 pub mod git;
 mod info;
+pub use info::{docs_url, explain_text};
 pub mod levels;
 pub mod link;
 pub mod lsp;
@@ -44,6 +45,12 @@ pub enum Outcome {
 /// Runs the subcommand as the command line asks; errors are usage, config or I/O errors
 /// (exit 2).
 pub fn run(args: &Args) -> Result<Outcome> {
+    let docs_url = args.docs_url.clone().or_else(|| {
+        std::env::var("IDEM_LINT_DOCS_URL")
+            .ok()
+            .filter(|u| !u.is_empty())
+    });
+    info::set_docs_url(docs_url)?;
     if let Some(name) = &args.explain {
         info::explain(name).or_else(quiet_broken_pipe)?;
         return Ok(Outcome::Clean);

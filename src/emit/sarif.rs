@@ -81,7 +81,7 @@ fn sarif_level(level: Level) -> &'static str {
 }
 
 fn rule(l: &Lint) -> Value {
-    json!({
+    let mut rule = json!({
         "id": l.code(),
         "name": l.name,
         "shortDescription": {"text": l.desc},
@@ -89,7 +89,11 @@ fn rule(l: &Lint) -> Value {
         "help": {"text": l.doc_markdown(), "markdown": l.doc_markdown()},
         "defaultConfiguration": {"level": sarif_level(l.default_level)},
         "properties": {"tags": [if l.is_meta { "input" } else { "idempotency" }]},
-    })
+    });
+    if let Some(url) = crate::info::docs_url(l) {
+        rule["helpUri"] = json!(url);
+    }
+    rule
 }
 
 /// The *What it does* text of a lint's docs.
