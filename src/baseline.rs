@@ -3,10 +3,12 @@
 //! and fail CI on new mistakes only.
 //!
 //! An entry is keyed by the lint, the file (relative to the workspace root) and a hash of
-//! the flagged lines' text with whitespace collapsed, never by a line number: code added or
-//! removed elsewhere in the file leaves the entry matching. Entries are a multiset: two
-//! identical findings need two entries. An entry of a linted file that matched nothing is
-//! stale (the code was fixed or changed) and is counted in the summary.
+//! the flagged lines' code (comments left out) with whitespace collapsed, never by a line
+//! number: code added or removed elsewhere in the file, or a comment edited on the flagged
+//! line, leaves the entry matching. Entries are a multiset: two identical findings need two
+//! entries. An entry of a linted file that matched nothing is stale (the code was fixed or
+//! changed) and is counted in the summary; `--prune-baseline FILE` drops those and records
+//! nothing new, and `--strict-baseline` makes them fail the run.
 //!
 //! The file may be the checkout's, so it is read as sources are ([`read_source`]): a regular
 //! file under the size cap, inside the workspace when its path is, and an error never quotes
@@ -72,37 +74,64 @@ impl Summary {
         );
         if self.stale > 0 {
             text.push_str(&format!(
-                "; {} no longer {} (fixed or changed): rewrite the baseline with `--write-baseline`",
+                "; {} no longer {} (fixed or changed): drop {} with `--prune-baseline`",
                 plural(self.stale, "entry", "entries"),
-                if self.stale == 1 { "matches" } else { "match" }
+                if self.stale == 1 { "matches" } else { "match" },
+                if self.stale == 1 { "it" } else { "them" }
             ));
         }
         text
     }
 }
 
-/// The entry a finding is recorded as.
-fn entry(report: &Report, root: &Path, f: &Finding) -> Entry {
+/// The entry a finding is recorded as, and the hash the first baselines gave it (the
+/// flagged lines with their comments), still matched so those files keep working.
+fn entry(report: &Report, root: &Path, f: &Finding) -> (Entry, String) {
     let src = report.source(f.package, f.diag.span.file);
     let lo = src.clamp(f.diag.span.lo as usize);
     let hi = src.clamp(f.diag.span.hi as usize).max(lo);
     let lines = src.line_range(src.line_index(lo)).start..src.line_range(src.line_index(hi)).end;
     let file = relative_path(&src.path, root);
-    Entry {
+    let text = &src.text[lines];
+    let legacy = hash_parts(&[f.diag.lint.name, &file, &normalize(text)]);
+    let entry = Entry {
         lint: f.diag.lint.name.to_string(),
-        hash: hash_parts(&[f.diag.lint.name, &file, &normalize(&src.text[lines])]),
+        hash: hash_parts(&[f.diag.lint.name, &file, &normalize(&without_comments(text))]),
         file,
         message: f.diag.message.clone(),
+    };
+    (entry, legacy)
+}
+
+/// `text` without its comments (a trailing `// why` edited on a flagged line must not
+/// bring the finding back); `//` inside a string stays.
+fn without_comments(text: &str) -> String {
+    let comments = crate::suppress::comments::scan(text).comments;
+    if comments.is_empty() {
+        return text.to_string();
     }
+    let mut out = String::with_capacity(text.len());
+    let mut at = 0;
+    for c in comments {
+        out.push_str(&text[at..c.range.start]);
+        out.push(' ');
+        at = c.range.end;
+    }
+    out.push_str(&text[at..]);
+    out
 }
 
 /// Writes every finding of `report` to `path`, sorted, so the file diffs well in review.
 pub fn write(report: &Report, root: &Path, path: &Path) -> Result<()> {
-    let mut findings: Vec<Entry> = report
+    let findings: Vec<Entry> = report
         .findings
         .iter()
-        .map(|f| entry(report, root, f))
+        .map(|f| entry(report, root, f).0)
         .collect();
+    write_entries(findings, path)
+}
+
+fn write_entries(mut findings: Vec<Entry>, path: &Path) -> Result<()> {
     findings.sort();
     let text = serde_json::to_string_pretty(&File {
         version: VERSION,
@@ -142,6 +171,30 @@ pub fn apply(
     path: &Path,
     in_scope: &dyn Fn(&Path) -> bool,
 ) -> Result<Summary> {
+    apply_entries(report, root, path, in_scope).map(|(summary, _)| summary)
+}
+
+/// [`apply`], then rewrites `path` without its stale entries: nothing is added (a finding
+/// the baseline does not hold is reported, not recorded), and an entry matched through the
+/// hash of the first format is written with today's.
+pub fn prune(
+    report: &mut Report,
+    root: &Path,
+    path: &Path,
+    in_scope: &dyn Fn(&Path) -> bool,
+) -> Result<Summary> {
+    let (summary, kept) = apply_entries(report, root, path, in_scope)?;
+    write_entries(kept, path)?;
+    Ok(summary)
+}
+
+/// [`apply`], and the entries of the file that are not stale.
+fn apply_entries(
+    report: &mut Report,
+    root: &Path,
+    path: &Path,
+    in_scope: &dyn Fn(&Path) -> bool,
+) -> Result<(Summary, Vec<Entry>)> {
     let text = read_source(path, &read_policy(root, path))
         .map_err(|e| anyhow!("could not read the baseline `{}`: {e}", path.display()))?;
     // serde's message quotes the file (`invalid type: string "..."`): say where, not what.
@@ -164,27 +217,34 @@ pub fn apply(
             file.version
         );
     }
-    let mut left: BTreeMap<(String, String, String), usize> = BTreeMap::new();
-    for e in &file.findings {
+    let mut entries = file.findings;
+    // The entries not matched yet, by key.
+    let mut left: BTreeMap<(String, String, String), Vec<usize>> = BTreeMap::new();
+    for (i, e) in entries.iter().enumerate().rev() {
         let (l, f, h) = e.key();
-        *left.entry((l.into(), f.into(), h.into())).or_default() += 1;
+        left.entry((l.into(), f.into(), h.into()))
+            .or_default()
+            .push(i);
     }
-    let entries: Vec<Entry> = report
+    let found: Vec<(Entry, String)> = report
         .findings
         .iter()
         .map(|f| entry(report, root, f))
         .collect();
-    let known: Vec<bool> = entries
+    let mut matched = vec![false; entries.len()];
+    let known: Vec<bool> = found
         .iter()
-        .map(|e| {
-            let (l, f, h) = e.key();
-            match left.get_mut(&(l.into(), f.into(), h.into())) {
-                Some(n) if *n > 0 => {
-                    *n -= 1;
-                    true
-                }
-                _ => false,
-            }
+        .map(|(e, legacy)| {
+            let mut take = |hash: &str| {
+                left.get_mut(&(e.lint.clone(), e.file.clone(), hash.to_string()))
+                    .and_then(Vec::pop)
+            };
+            let Some(i) = take(&e.hash).or_else(|| take(legacy)) else {
+                return false;
+            };
+            matched[i] = true;
+            entries[i].hash = e.hash.clone();
+            true
         })
         .collect();
     let hidden = known.iter().filter(|k| **k).count();
@@ -199,14 +259,16 @@ pub fn apply(
         .filter(|s| in_scope(&s.path))
         .map(|s| relative_path(&s.path, root))
         .collect();
-    let stale = left
-        .iter()
-        .filter(|((_, file, _), _)| linted.contains(file))
-        .map(|(_, n)| n)
-        .sum();
-    Ok(Summary {
+    let is_stale = |i: usize| !matched[i] && linted.contains(&entries[i].file);
+    let stale = (0..entries.len()).filter(|&i| is_stale(i)).count();
+    let kept: Vec<Entry> = (0..entries.len())
+        .filter(|&i| !is_stale(i))
+        .map(|i| entries[i].clone())
+        .collect();
+    let summary = Summary {
         path: path.to_path_buf(),
         hidden,
         stale,
-    })
+    };
+    Ok((summary, kept))
 }

@@ -15,10 +15,20 @@ pub enum MessageFormat {
     Short,
     /// the JSON lines `cargo check --message-format=json` prints
     Json,
+    /// `json` with the color escape codes of human output in `rendered`, as cargo's
+    #[value(name = "json-diagnostic-rendered-ansi")]
+    JsonDiagnosticRenderedAnsi,
     /// SARIF 2.1.0, for code scanning
     Sarif,
     /// GitHub Actions workflow commands (`::warning file=..::message`), one per finding
     Github,
+}
+
+impl MessageFormat {
+    /// One of the JSON lines formats cargo reads.
+    pub fn is_json(self) -> bool {
+        matches!(self, Self::Json | Self::JsonDiagnosticRenderedAnsi)
+    }
 }
 
 /// The cargo command `--with-check` runs before the lints (for rust-analyzer).
@@ -60,6 +70,15 @@ pub struct Args {
     /// Lint every member of the workspace.
     #[arg(long, conflicts_with = "packages")]
     pub workspace: bool,
+
+    /// With `--workspace`: leave this member out (repeatable; `name` or `name@version`).
+    #[arg(long, value_name = "SPEC")]
+    pub exclude: Vec<String>,
+
+    /// Print how many findings each lint and each file has instead of the findings (one
+    /// JSON object with `--message-format json`).
+    #[arg(long)]
+    pub statistics: bool,
 
     #[arg(long, value_enum, value_name = "FMT", default_value = "human")]
     pub message_format: MessageFormat,
@@ -106,6 +125,12 @@ pub struct Args {
     #[arg(long)]
     pub no_cache: bool,
 
+    /// Where the lint pages are published, for the editor's links and SARIF's `helpUri`:
+    /// a URL with `{lint}` for the lint's name (default: `IDEM_LINT_DOCS_URL`, else
+    /// `docs/lints/` in the package's repository).
+    #[arg(long, value_name = "URL")]
+    pub docs_url: Option<String>,
+
     /// Print the documentation of LINT and exit.
     #[arg(long, value_name = "LINT")]
     pub explain: Option<String>,
@@ -130,6 +155,16 @@ pub struct Args {
     /// Record today's findings in FILE (then report none of them).
     #[arg(long, value_name = "FILE", conflicts_with = "baseline")]
     pub write_baseline: Option<PathBuf>,
+
+    /// Drop from the baseline FILE the entries that match no finding any more, record
+    /// nothing new, and report as `--baseline FILE` does.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["baseline", "write_baseline"])]
+    pub prune_baseline: Option<PathBuf>,
+
+    /// With `--baseline`: entries that match no finding any more (fixed or changed code)
+    /// fail the run (exit code 1).
+    #[arg(long)]
+    pub strict_baseline: bool,
 
     /// The directory SARIF URIs and GitHub annotations are relative to (default: the
     /// repository root, the closest directory above the workspace holding `.git`).

@@ -200,9 +200,9 @@ pub fn run(args: &Args, linted: &Linted) -> Result<Outcome> {
     }
     let maybe = unsafe_only(&linted.report, unsafe_fixes);
     if maybe > 0 {
-        let flag = if args.diff { "--diff" } else { "--fix" };
+        // `--diff` only shows: applying is always `--fix`, whichever flag printed this.
         summary.push_str(&format!(
-            "; {maybe} more finding{} {} a fix that may be incorrect: review with `--diff --unsafe-fixes`, apply with `{flag} --unsafe-fixes`",
+            "; {maybe} more finding{} {} a fix that may be incorrect: review with `--diff --unsafe-fixes`, apply with `--fix --unsafe-fixes`",
             if maybe == 1 { "" } else { "s" },
             if maybe == 1 { "has" } else { "have" },
         ));

@@ -1,10 +1,41 @@
 //! Effective lint levels: the lint's default, then the config, then `-A/-W/-D` in the order
 //! given. `warnings` is rustc's special name: `-D warnings` turns every finding left at warn
-//! into an error, whatever order it was given in, as rustc does.
+//! into an error, whatever order it was given in, as rustc does. A group name ([`GROUPS`])
+//! stands for its lints, set in the group's place in that order (`-W nursery -A x`).
 
 use anyhow::{anyhow, Result};
 use idem_lints::{Level, Lint};
 use std::collections::HashMap;
+
+/// Lint groups, as clippy's: a name that sets several lints at once, in `-A/-W/-D` and in
+/// `[lints]`, with what it holds.
+pub const GROUPS: &[(&str, &str)] = &[
+    ("all", "every lint"),
+    (
+        "idempotency",
+        "every idempotency lint (not `parse_error` and the suppression lints)",
+    ),
+    (
+        "nursery",
+        "the idempotency lints at `allow` by default, until they are precise enough to warn",
+    ),
+];
+
+/// The lints of the group `name` (an `idem::` prefix is accepted); `None` when no group has
+/// that name.
+pub fn group(name: &str) -> Option<Vec<&'static Lint>> {
+    let name = name.strip_prefix("idem::").unwrap_or(name);
+    let all = idem_lints::lints::ALL.iter().copied();
+    match name {
+        "all" => Some(all.collect()),
+        "idempotency" => Some(all.filter(|l| !l.is_meta).collect()),
+        "nursery" => Some(
+            all.filter(|l| !l.is_meta && l.default_level == Level::Allow)
+                .collect(),
+        ),
+        _ => None,
+    }
+}
 
 /// One `-A/-W/-D NAME` flag.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -32,6 +63,12 @@ impl Levels {
         for flag in flags {
             if flag.name == "warnings" {
                 self.warnings = Some(flag.level);
+                continue;
+            }
+            if let Some(lints) = group(&flag.name) {
+                for lint in lints {
+                    self.set(lint, flag.level);
+                }
                 continue;
             }
             let lint = idem_lints::lints::find(&flag.name).ok_or_else(|| {
@@ -101,5 +138,34 @@ mod tests {
             .expect("known lint");
         assert_eq!(levels.get(&PARSE_ERROR), Level::Deny);
         assert!(levels.apply_flags(&[flag(Level::Deny, "nope")]).is_err());
+    }
+
+    #[test]
+    fn groups_set_their_lints_in_their_place() {
+        use idem_lints::lints::{CHECK_THEN_ACT, CLAIM_NOT_RELEASED, CLAIM_WITHOUT_EXPIRY};
+        let mut levels = Levels::default();
+        levels
+            .apply_flags(&[
+                flag(Level::Warn, "nursery"),
+                flag(Level::Allow, "claim_not_released"),
+            ])
+            .expect("known group");
+        assert_eq!(levels.get(&CLAIM_WITHOUT_EXPIRY), Level::Warn);
+        assert_eq!(levels.get(&CLAIM_NOT_RELEASED), Level::Allow);
+        assert_eq!(levels.get(&PARSE_ERROR), Level::Warn, "not in the nursery");
+        levels
+            .apply_flags(&[flag(Level::Deny, "idem::all")])
+            .expect("known group");
+        for lint in idem_lints::lints::ALL {
+            assert_eq!(levels.get(lint), Level::Deny, "{}", lint.name);
+        }
+        levels
+            .apply_flags(&[flag(Level::Allow, "idempotency")])
+            .expect("known group");
+        assert_eq!(levels.get(&CHECK_THEN_ACT), Level::Allow);
+        assert_eq!(levels.get(&PARSE_ERROR), Level::Deny);
+        let nursery = group("nursery").expect("group");
+        assert!(nursery.len() >= 8, "{}", nursery.len());
+        assert!(nursery.iter().all(|l| l.default_level == Level::Allow));
     }
 }

@@ -17,6 +17,7 @@ pub mod emit;
 pub mod fix;
 pub mod git;
 mod info;
+pub use info::{docs_url, explain_text};
 pub mod levels;
 pub mod link;
 pub mod lsp;
@@ -44,6 +45,12 @@ pub enum Outcome {
 /// Runs the subcommand as the command line asks; errors are usage, config or I/O errors
 /// (exit 2).
 pub fn run(args: &Args) -> Result<Outcome> {
+    let docs_url = args.docs_url.clone().or_else(|| {
+        std::env::var("IDEM_LINT_DOCS_URL")
+            .ok()
+            .filter(|u| !u.is_empty())
+    });
+    info::set_docs_url(docs_url)?;
     if let Some(name) = &args.explain {
         info::explain(name).or_else(quiet_broken_pipe)?;
         return Ok(Outcome::Clean);
@@ -61,6 +68,12 @@ pub fn run(args: &Args) -> Result<Outcome> {
         info::list(&config.workspace_levels(&args.level_flags)?).or_else(quiet_broken_pipe)?;
         return Ok(Outcome::Clean);
     }
+    if args.strict_baseline && args.baseline.is_none() {
+        anyhow::bail!("`--strict-baseline` goes with `--baseline FILE`");
+    }
+    if !args.exclude.is_empty() && !args.workspace {
+        anyhow::bail!("`--exclude` goes with `--workspace`");
+    }
     if args.unsafe_fixes && !(args.fix || args.diff) {
         anyhow::bail!("`--unsafe-fixes` goes with `--fix` or `--diff`");
     }
@@ -72,7 +85,15 @@ pub fn run(args: &Args) -> Result<Outcome> {
         return fix::run(args, &linted);
     }
     let input = linted.input();
-    match emit::emit_stdout(args.message_format, args.color, &input) {
+    let written = if args.statistics {
+        info::statistics(&input, args.message_format.is_json()).map_err(|e| {
+            e.downcast::<std::io::Error>()
+                .unwrap_or_else(|e| std::io::Error::other(e.to_string()))
+        })
+    } else {
+        emit::emit_stdout(args.message_format, args.color, &input)
+    };
+    match written {
         Ok(()) => {}
         // A closed pipe (`| head`) is the reader's choice, not an error.
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
@@ -83,7 +104,15 @@ pub fn run(args: &Args) -> Result<Outcome> {
             stderr_line(&format!("note: {}", b.describe()));
         }
     }
-    let outcome = if linted.report.has_errors() {
+    let stale = linted.report.baseline.as_ref().map_or(0, |b| b.stale);
+    if args.strict_baseline && stale > 0 {
+        stderr_line(&format!(
+            "error: {stale} baseline entr{} no longer match a finding (`--strict-baseline`): drop {} with `--prune-baseline`",
+            if stale == 1 { "y" } else { "ies" },
+            if stale == 1 { "it" } else { "them" }
+        ));
+    }
+    let outcome = if linted.report.has_errors() || (args.strict_baseline && stale > 0) {
         Outcome::Denied
     } else {
         Outcome::Clean
@@ -189,6 +218,7 @@ pub fn lint_workspace(
     mut ws: discovery::Workspace,
     only: &[std::path::PathBuf],
 ) -> Result<Linted> {
+    exclude(&mut ws, &args.exclude);
     let config = config::Config::load(&ws)?;
     let opts = parse_options(args, &config);
     let disk = if args.no_cache {
@@ -245,7 +275,48 @@ pub fn lint_workspace(
     if let Some(path) = args.baseline.as_ref().or(args.write_baseline.as_ref()) {
         report.baseline = Some(baseline::apply(&mut report, &ws.root, path, &in_scope)?);
     }
+    if let Some(path) = &args.prune_baseline {
+        let summary = baseline::prune(&mut report, &ws.root, path, &in_scope)?;
+        stderr_line(&format!(
+            "note: pruned {} stale entr{} from the baseline `{}`",
+            summary.stale,
+            if summary.stale == 1 { "y" } else { "ies" },
+            path.display()
+        ));
+        report.baseline = Some(baseline::Summary {
+            stale: 0,
+            ..summary
+        });
+    }
     Ok(Linted { ws, report, cwd })
+}
+
+/// Leaves out the members `--exclude` names (`name`, or `name@version`): they are not
+/// linted, but still read as the libraries of the members that depend on them, as with
+/// `-p`. A spec that names no member is a warning, as in cargo.
+fn exclude(ws: &mut discovery::Workspace, specs: &[String]) {
+    if specs.is_empty() {
+        return;
+    }
+    let version = |id: &str| {
+        let tail = id.rsplit('#').next().unwrap_or("");
+        tail.rsplit('@').next().unwrap_or(tail).to_string()
+    };
+    let named = |p: &discovery::PackageSpec, spec: &str| {
+        spec == p.name || spec == format!("{}@{}", p.name, version(&p.id))
+    };
+    for spec in specs {
+        if !ws.packages.iter().any(|p| named(p, spec)) {
+            stderr_line(&format!(
+                "warning: excluded package `{spec}` is not a member of the workspace"
+            ));
+        }
+    }
+    let (out, kept): (Vec<_>, Vec<_>) = std::mem::take(&mut ws.packages)
+        .into_iter()
+        .partition(|p| specs.iter().any(|s| named(p, s)));
+    ws.packages = kept;
+    ws.unselected.extend(out.into_iter().map(|p| p.name));
 }
 
 fn common_ancestor(a: &std::path::Path, b: &std::path::Path) -> std::path::PathBuf {

@@ -275,6 +275,46 @@ impl PackageLinks<'_> {
     }
 }
 
+/// The place a note of [`PackageLinks::own_findings`] names: a label in a linked member's
+/// file, written `in `krate`, path:line:column: message` (the path relative to the
+/// workspace root, 1-based line and character column), read back here so the editor and
+/// SARIF can point at it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NotePlace<'a> {
+    pub krate: &'a str,
+    pub path: &'a str,
+    pub line: usize,
+    pub column: usize,
+    pub message: &'a str,
+}
+
+/// [`NotePlace`] of `note`, `None` for any other note.
+pub fn note_place(note: &str) -> Option<NotePlace<'_>> {
+    let rest = note.strip_prefix("in `")?;
+    let (krate, rest) = rest.split_once("`, ")?;
+    // The path may hold `:`; the first `:line:column: ` after it ends it.
+    let mut from = 0;
+    while let Some(i) = rest[from..].find(':').map(|i| from + i) {
+        let after = &rest[i + 1..];
+        let mut parts = after.splitn(3, ':');
+        let (line, column, message) = (parts.next()?, parts.next(), parts.next());
+        let numeric = |t: &str| !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit());
+        if let (true, Some(column), Some(message)) = (numeric(line), column, message) {
+            if numeric(column) && message.starts_with(' ') {
+                return Some(NotePlace {
+                    krate,
+                    path: &rest[..i],
+                    line: line.parse().ok()?,
+                    column: column.parse().ok()?,
+                    message: &message[1..],
+                });
+            }
+        }
+        from = i + 1;
+    }
+    None
+}
+
 /// `file` as file `id` of the joined package, in linked target `target`: its spans placed in
 /// `id` by a round trip through the cache's encoding (the one way to move every span of a
 /// model). `None` when the model does not encode.
@@ -287,4 +327,30 @@ fn renumbered(file: &FileModel, id: FileId, target: usize) -> Option<FileModel> 
     // Read by the driver, not stored: carried over as they are.
     model.includes = file.includes.clone();
     Some(model)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_note_names_its_place_and_other_notes_none() {
+        let p = note_place("in `common`, com:mon/src/ids.rs:5:28: a random id: made here")
+            .expect("a place");
+        assert_eq!(
+            p,
+            NotePlace {
+                krate: "common",
+                path: "com:mon/src/ids.rs",
+                line: 5,
+                column: 28,
+                message: "a random id: made here",
+            }
+        );
+        assert_eq!(
+            note_place("a crash between the two leaves the work done"),
+            None
+        );
+        assert_eq!(note_place("in `x`, no place here"), None);
+    }
 }

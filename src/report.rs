@@ -142,7 +142,7 @@ fn check_here(
         .zip(&configs)
         .enumerate()
         .map(|(i, (pkg, cfg))| {
-            let enabled = |lint: &'static idem_lints::Lint| cfg.levels.get(lint) != Level::Allow;
+            let enabled = |lint: &'static idem_lints::Lint| cfg.runs(lint);
             !links.of(i).is_empty() && !cached(pkg, &cfg.settings, &enabled, &links.of(i), inputs)
         })
         .collect();
@@ -155,7 +155,7 @@ fn check_here(
             if inputs.cancelled() {
                 return (Vec::new(), Vec::new(), None);
             }
-            let enabled = |lint: &'static idem_lints::Lint| cfg.levels.get(lint) != Level::Allow;
+            let enabled = |lint: &'static idem_lints::Lint| cfg.runs(lint);
             let load = Reload {
                 spec: &ws.packages[index],
                 opts,
@@ -165,7 +165,20 @@ fn check_here(
             };
             let (mut diags, reuse, stopped) = lint_package(pkg, &load, &cfg.settings, &enabled);
             diags.extend(pkg.problems.iter().filter(|d| enabled(d.lint)).cloned());
-            let (findings, mut warnings) = finish(index, pkg, diags, |d| cfg.levels.get(d.lint));
+            // `[[overrides]]` give some files levels of their own.
+            let by_file: Vec<Option<crate::levels::Levels>> = pkg
+                .sources
+                .iter()
+                .map(|src| cfg.levels_at(&src.path))
+                .collect();
+            let level = |lint: &'static idem_lints::Lint, file: usize| {
+                by_file
+                    .get(file)
+                    .and_then(Option::as_ref)
+                    .unwrap_or(&cfg.levels)
+                    .get(lint)
+            };
+            let (findings, mut warnings) = finish(index, pkg, diags, level, !stopped);
             if stopped {
                 warnings.push(out_of_budget(pkg, &ws.packages[index], opts));
             }
@@ -321,15 +334,18 @@ fn linked<T>(
     (links.own_findings(found, package.files.len()), rest)
 }
 
-/// Sets levels, drops suppressed findings, and sorts by file path and position.
+/// Sets levels, drops suppressed findings, adds the findings about the suppression comments
+/// themselves (`complete`: the analysis ran to the end, so a suppression that caught
+/// nothing is unused), and sorts by file path and position.
 fn finish(
     package: usize,
     pkg: &LoadedPackage,
     diags: Vec<Diagnostic>,
-    level: impl Fn(&Diagnostic) -> Level,
+    level: impl Fn(&'static idem_lints::Lint, usize) -> Level,
+    complete: bool,
 ) -> (Vec<Finding>, Vec<FileWarning>) {
     let mut warnings = Vec::new();
-    let scanned: Vec<Option<suppress::Suppressions>> = pkg
+    let mut scanned: Vec<Option<suppress::Suppressions>> = pkg
         .sources
         .iter()
         .zip(&pkg.package.files)
@@ -346,18 +362,49 @@ fn finish(
             Some(sup)
         })
         .collect();
-    let mut findings: Vec<Finding> = diags
+    // A file that was not read or parsed in full hides findings: its suppressions prove
+    // nothing. (A missing module is reported on its `mod` line in a file that parsed.)
+    let broken: std::collections::HashSet<u32> = diags
+        .iter()
+        .filter(|d| {
+            d.lint.name == idem_lints::lint::PARSE_ERROR.name
+                && !d.message.starts_with("file not found for module")
+        })
+        .map(|d| d.span.file.0)
+        .collect();
+    let mut kept: Vec<Diagnostic> = diags
         .into_iter()
+        // A lint that runs for an override's files only, or one an override allows.
+        .filter(|d| level(d.lint, d.span.file.0 as usize) != Level::Allow)
         .filter(|d| {
             let file = d.span.file.0 as usize;
             let suppressed = scanned
-                .get(file)
-                .and_then(Option::as_ref)
-                .is_some_and(|s| s.allows(d.lint, d.span, &pkg.sources[file]));
+                .get_mut(file)
+                .and_then(Option::as_mut)
+                .is_some_and(|s| s.take(d.lint, d.span, &pkg.sources[file]));
             !suppressed
         })
+        .collect();
+    for (file, sup) in scanned.iter().enumerate() {
+        let Some(sup) = sup else { continue };
+        let about = suppress::comment_findings(
+            sup,
+            FileId(file as u32),
+            &pkg.sources[file],
+            &|l| level(l, file) != Level::Allow,
+            complete && !broken.contains(&(file as u32)),
+        );
+        // They may be suppressed too (`allow-file(unused_suppression)` in generated code).
+        kept.extend(
+            about
+                .into_iter()
+                .filter(|d| !sup.allows(d.lint, d.span, &pkg.sources[file])),
+        );
+    }
+    let mut findings: Vec<Finding> = kept
+        .into_iter()
         .map(|mut d| {
-            d.level = level(&d);
+            d.level = level(d.lint, d.span.file.0 as usize);
             Finding { package, diag: d }
         })
         .collect();

@@ -7,35 +7,66 @@
 //! - `// idem-lint: allow-file(a, b)` among a file's first lines (before the first line that
 //!   is not blank, a comment or an inner attribute): the whole file.
 //!
-//! Names may be written `check_then_act` or `idem::check_then_act`. An unknown name or a
-//! malformed comment is a warning, never a failure: a typo must not break CI, but must show.
+//! Names may be written `check_then_act` or `idem::check_then_act`, and a reason may follow
+//! the list: `// idem-lint: allow(check_then_act) -- the lock above serializes workers`. An
+//! unknown name or a malformed comment is a warning, never a failure: a typo must not break
+//! CI, but must show. A name that suppresses nothing is an `unused_suppression` finding, and a
+//! comment without a reason a `suppression_without_reason` one (at `allow` unless
+//! configured); the driver makes them ([`Suppressions::unused`], [`Suppressions::written`]).
 
-mod comments;
+pub(crate) mod comments;
 
 use crate::source::SourceFile;
 use idem_lints::model::{FileModel, Span};
 use idem_lints::Lint;
 use std::collections::HashMap;
+use std::ops::Range;
 
 pub(crate) const MARKER: &str = "idem-lint:";
 
 /// What one file's comments suppress.
 #[derive(Debug, Default)]
 pub struct Suppressions {
-    file: Vec<&'static str>,
+    file: Vec<Entry>,
     /// By 0-based line index.
-    lines: HashMap<usize, Vec<&'static str>>,
+    lines: HashMap<usize, Vec<Entry>>,
     /// Suppressed items, sorted by start (outer before inner), each with the index of the
     /// nearest one that encloses it: a finding is looked up in time proportional to the
     /// nesting depth, not to the number of suppressed items.
     items: Vec<SuppressedItem>,
+    /// Every directive as written, in file order.
+    written: Vec<Written>,
+    /// Per directive, per name: whether it suppressed a finding ([`Suppressions::take`]).
+    used: Vec<Vec<bool>>,
+}
+
+/// One name of one directive.
+#[derive(Debug, Clone, Copy)]
+struct Entry {
+    name: &'static str,
+    directive: usize,
+    /// Index in the directive's names.
+    index: usize,
+}
+
+/// A directive as written.
+#[derive(Debug, Clone)]
+pub struct Written {
+    /// The comment's byte range.
+    pub range: Range<usize>,
+    /// The lints it names that exist.
+    pub names: Vec<&'static str>,
+    /// Whether a reason follows the list (`-- why`).
+    pub reason: bool,
+    /// Nothing but whitespace before it on its line.
+    pub own_line: bool,
 }
 
 #[derive(Debug)]
 struct SuppressedItem {
     lo: u32,
     hi: u32,
-    names: Vec<&'static str>,
+    names: Vec<Entry>,
     parent: Option<usize>,
 }
 
@@ -54,13 +85,49 @@ impl Suppressions {
 
     /// Whether a finding of `lint` at `span` is suppressed.
     pub fn allows(&self, lint: &Lint, span: Span, source: &SourceFile) -> bool {
-        let named = |names: &[&str]| names.contains(&lint.name);
-        if named(&self.file) {
-            return true;
+        self.suppressor(lint, span, source).is_some()
+    }
+
+    /// [`Suppressions::allows`], and records that the directive that applies (the closest:
+    /// the line's, else the innermost item's, else the file's) was used.
+    pub fn take(&mut self, lint: &Lint, span: Span, source: &SourceFile) -> bool {
+        let Some(e) = self.suppressor(lint, span, source) else {
+            return false;
+        };
+        if let Some(flag) = self
+            .used
+            .get_mut(e.directive)
+            .and_then(|d| d.get_mut(e.index))
+        {
+            *flag = true;
         }
+        true
+    }
+
+    /// The directives as written, in file order.
+    pub fn written(&self) -> &[Written] {
+        &self.written
+    }
+
+    /// `(directive, lint name)` of every name that suppressed nothing through
+    /// [`Suppressions::take`].
+    pub fn unused(&self) -> Vec<(usize, &'static str)> {
+        let mut out = Vec::new();
+        for (d, flags) in self.used.iter().enumerate() {
+            for (i, used) in flags.iter().enumerate() {
+                if !used {
+                    out.push((d, self.written[d].names[i]));
+                }
+            }
+        }
+        out
+    }
+
+    fn suppressor(&self, lint: &Lint, span: Span, source: &SourceFile) -> Option<Entry> {
+        let named = |names: &[Entry]| names.iter().copied().find(|e| e.name == lint.name);
         let line = source.line_index(span.lo as usize);
-        if self.lines.get(&line).is_some_and(|n| named(n)) {
-            return true;
+        if let Some(e) = self.lines.get(&line).and_then(|n| named(n)) {
+            return Some(e);
         }
         // Items nest or are disjoint, so every item holding `span.lo` encloses the last
         // item starting at or before it.
@@ -68,12 +135,14 @@ impl Suppressions {
         let mut at = last.checked_sub(1);
         while let Some(i) = at {
             let it = &self.items[i];
-            if it.lo <= span.lo && span.hi <= it.hi && named(&it.names) {
-                return true;
+            if it.lo <= span.lo && span.hi <= it.hi {
+                if let Some(e) = named(&it.names) {
+                    return Some(e);
+                }
             }
             at = it.parent;
         }
-        false
+        named(&self.file)
     }
 
     /// Sorts the items and links each to the nearest enclosing one.
@@ -123,31 +192,139 @@ pub fn scan(source: &SourceFile, model: &FileModel) -> (Suppressions, Vec<Commen
         let Some(directive) = parse_directive(body, &mut warn) else {
             continue;
         };
+        if directive.file_wide && c.range.start >= lexed.header_end {
+            warn(
+                "`allow-file` must be among the first lines of the file, before any item; ignored"
+                    .to_string(),
+            );
+            continue;
+        }
+        let index = out.written.len();
+        let names: Vec<Entry> = directive
+            .names
+            .iter()
+            .enumerate()
+            .map(|(i, &name)| Entry {
+                name,
+                directive: index,
+                index: i,
+            })
+            .collect();
+        out.written.push(Written {
+            range: c.range.clone(),
+            names: directive.names.clone(),
+            reason: directive.reason,
+            own_line: c.own_line,
+        });
+        out.used.push(vec![false; names.len()]);
         if directive.file_wide {
-            if c.range.start < lexed.header_end {
-                out.file.extend(directive.names);
-            } else {
-                warn("`allow-file` must be among the first lines of the file, before any item; ignored".to_string());
-            }
+            out.file.extend(names);
         } else if c.own_line {
             if let Some(next) = c.next_code {
-                targets.attach(line, next, directive.names, &mut out);
+                targets.attach(line, next, names, &mut out);
             }
         } else {
-            out.lines.entry(line).or_default().extend(directive.names);
+            out.lines.entry(line).or_default().extend(names);
         }
     }
     out.index_items();
     (out, warnings)
 }
 
+/// The findings about the comments of one file (`file` in its package): each name that
+/// suppressed nothing ([`UNUSED_SUPPRESSION`], when `complete`: an analysis cut short proves
+/// nothing) and each directive without a reason ([`SUPPRESSION_WITHOUT_REASON`]), for the
+/// lints `enabled` says ran. Call after every finding went through [`Suppressions::take`].
+pub fn comment_findings(
+    sup: &Suppressions,
+    file: idem_lints::model::FileId,
+    source: &SourceFile,
+    enabled: &dyn Fn(&'static Lint) -> bool,
+    complete: bool,
+) -> Vec<idem_lints::Diagnostic> {
+    use idem_lints::lint::{SUPPRESSION_WITHOUT_REASON, UNUSED_SUPPRESSION};
+    use idem_lints::{Applicability, Diagnostic};
+    let span = |r: &Range<usize>| Span::new(file, r.start as u32, r.end as u32);
+    let mut out = Vec::new();
+    if complete && enabled(&UNUSED_SUPPRESSION) {
+        let unused = sup.unused();
+        for (d, w) in sup.written.iter().enumerate() {
+            // A lint that did not run proves nothing either way.
+            let names: Vec<&str> = unused
+                .iter()
+                .filter(|(u, name)| *u == d && idem_lints::lints::find(name).is_some_and(enabled))
+                .map(|(_, name)| *name)
+                .collect();
+            if names.is_empty() {
+                continue;
+            }
+            let list = names
+                .iter()
+                .map(|n| format!("`{n}`"))
+                .collect::<Vec<_>>()
+                .join(", ");
+            let mut diag = Diagnostic::new(
+                &UNUSED_SUPPRESSION,
+                span(&w.range),
+                format!("suppression of {list} suppresses nothing"),
+            );
+            diag.primary_label(format!("no {list} finding where this comment applies"));
+            if names.len() == w.names.len() {
+                diag.suggest(
+                    "remove the comment",
+                    span(&removal(source, w)),
+                    "",
+                    Applicability::MachineApplicable,
+                );
+            } else {
+                diag.help(format!("remove {list} from the list"));
+            }
+            out.push(diag);
+        }
+    }
+    if enabled(&SUPPRESSION_WITHOUT_REASON) {
+        for w in sup.written.iter().filter(|w| !w.reason) {
+            let mut diag = Diagnostic::new(
+                &SUPPRESSION_WITHOUT_REASON,
+                span(&w.range),
+                "suppression without a reason",
+            );
+            diag.help("say why after the list: `// idem-lint: allow(..) -- why`");
+            out.push(diag);
+        }
+    }
+    out
+}
+
+/// What removing a directive's comment deletes: its whole line when it stands alone, else
+/// the comment and the blanks before it.
+fn removal(source: &SourceFile, w: &Written) -> Range<usize> {
+    let text = &source.text;
+    let line = source.line_range(source.line_index(w.range.start));
+    let before = &text[line.start..w.range.start];
+    if w.own_line && before.trim().is_empty() {
+        let end = if text[w.range.end..].starts_with("\r\n") {
+            w.range.end + 2
+        } else if text[w.range.end..].starts_with('\n') {
+            w.range.end + 1
+        } else {
+            w.range.end
+        };
+        return line.start..end;
+    }
+    let start = line.start + before.trim_end().len();
+    start..w.range.end
+}
+
 struct Directive {
     file_wide: bool,
     names: Vec<&'static str>,
+    /// A reason follows the list: `-- why`.
+    reason: bool,
 }
 
-/// `allow(a, b)` or `allow-file(a, b)`. Whatever is wrong is a warning; the names that
-/// are right still apply.
+/// `allow(a, b)` or `allow-file(a, b)`, then optionally `-- reason`. Whatever is wrong is a
+/// warning; the names that are right still apply.
 fn parse_directive(body: &str, warn: &mut dyn FnMut(String)) -> Option<Directive> {
     let (file_wide, args) = if let Some(rest) = body.strip_prefix("allow-file") {
         (true, rest)
@@ -165,12 +342,21 @@ fn parse_directive(body: &str, warn: &mut dyn FnMut(String)) -> Option<Directive
         warn("expected a parenthesized list of lint names".to_string());
         return None;
     };
-    if !rest.trim().is_empty() {
-        warn(format!(
-            "unexpected `{}` after the list of lint names",
-            rest.trim()
-        ));
-    }
+    let rest = rest.trim();
+    let reason = match rest.strip_prefix("--") {
+        Some(why) if !why.trim().is_empty() => true,
+        Some(_) => {
+            warn("empty reason after `--`".to_string());
+            false
+        }
+        None if rest.is_empty() => false,
+        None => {
+            warn(format!(
+                "unexpected `{rest}` after the list of lint names (a reason goes after `--`)"
+            ));
+            false
+        }
+    };
     if list.trim().is_empty() {
         warn("empty list of lint names; nothing is allowed".to_string());
         return None;
@@ -193,7 +379,11 @@ fn parse_directive(body: &str, warn: &mut dyn FnMut(String)) -> Option<Directive
     if empty && !trailing_only {
         warn("empty lint name in the list".to_string());
     }
-    Some(Directive { file_wide, names })
+    Some(Directive {
+        file_wide,
+        names,
+        reason,
+    })
 }
 
 /// Finds the item an own-line comment annotates, in time independent of the number of
@@ -229,7 +419,7 @@ impl<'a> ItemTargets<'a> {
         &mut self,
         comment_line: usize,
         next: usize,
-        names: Vec<&'static str>,
+        names: Vec<Entry>,
         out: &mut Suppressions,
     ) {
         let source = self.source;

@@ -65,7 +65,17 @@ pub fn split_args(cmd: &ClapCommand, argv: Vec<OsString>) -> (Vec<OsString>, Vec
         let mine: Vec<OsString> = std::iter::once(OsString::from(&flag))
             .chain(values.iter().map(|v| {
                 if id == "message_format" && v.to_string_lossy().starts_with("json") {
-                    OsString::from("json")
+                    // Cargo takes a list (`json-diagnostic-short,json-diagnostic-rendered-ansi`);
+                    // ours is colored when cargo's is.
+                    let ansi = v
+                        .to_string_lossy()
+                        .split(',')
+                        .any(|f| f.trim() == "json-diagnostic-rendered-ansi");
+                    OsString::from(if ansi {
+                        "json-diagnostic-rendered-ansi"
+                    } else {
+                        "json"
+                    })
                 } else {
                     v.clone()
                 }
@@ -101,7 +111,7 @@ fn find_flag<'c>(cmd: &'c ClapCommand, text: &str) -> Option<(&'c clap::Arg, Opt
 
 /// Runs cargo, then the lints, and ends the stream with one `build-finished`.
 pub fn run(args: &Args, kind: CheckKind) -> Result<Outcome> {
-    if args.message_format != MessageFormat::Json {
+    if !args.message_format.is_json() {
         bail!("`--with-check` prints cargo's JSON: add `--message-format json`");
     }
     let stdout = io::stdout();
@@ -209,7 +219,8 @@ fn lint_messages(args: &Args, out: &mut dyn Write) -> Result<bool> {
             return Err(e);
         }
     };
-    json::emit_messages(&linted.input(), out)?;
+    let ansi = args.message_format == MessageFormat::JsonDiagnosticRenderedAnsi;
+    json::emit_messages(&linted.input(), ansi, out)?;
     Ok(linted.report.has_errors())
 }
 
@@ -271,7 +282,7 @@ mod tests {
                 "--with-check",
                 "clippy",
                 "--message-format",
-                "json",
+                "json-diagnostic-rendered-ansi",
                 "--deny",
                 "warnings",
                 "--package",

@@ -190,3 +190,104 @@ fn a_partial_report_is_the_full_report_filtered() {
     assert_eq!(changed, moved);
     run_in(root, &["--changed-since", "no-such-ref"]).assert_one_line_error("no-such-ref");
 }
+
+/// Issue 38, item 6: editing only a comment on a flagged line keeps its entry matching;
+/// `--strict-baseline` fails on stale entries; `--prune-baseline` drops them and records
+/// nothing new.
+#[test]
+fn comments_do_not_count_and_stale_entries_are_pruned_or_fail() {
+    let dir = demo();
+    let root = dir.path();
+    let (_, all) = findings(root, &[]);
+    run_in(root, &["--write-baseline", "b.json"]).assert_code(0);
+    let entries = |root: &Path| -> usize {
+        let text = std::fs::read_to_string(root.join("b.json")).expect("baseline");
+        let v: serde_json::Value = serde_json::from_str(&text).expect("JSON");
+        v["findings"].as_array().expect("findings").len()
+    };
+    assert_eq!(entries(root), all.len());
+
+    // Only the trailing comment of a flagged line changes: still known.
+    let notify = root.join("src/notify.rs");
+    edit(&notify, |t| {
+        t.replace(
+            "//~ WARN check_then_act",
+            "//~ WARN check_then_act // reviewed: see PR 12",
+        )
+    });
+    let (out, new) = findings(root, &["--baseline", "b.json", "--strict-baseline"]);
+    assert_eq!(new, vec![], "a comment edit resurrected a finding");
+    out.assert_code(0);
+
+    // One finding fixed (its entry goes stale), one new mistake.
+    edit(&notify, |t| {
+        t.replace(
+            "let dedupe_key = uuid::Uuid::new_v4().to_string();",
+            "let dedupe_key = ready.event_id.to_string();",
+        )
+    });
+    edit(&root.join("src/thumbnail_stage.rs"), |t| {
+        t.replace(
+            "        Ok(())\n    }\n\n    /// Right",
+            "        Ok(())\n    }\n\n    pub async fn again(&self, event: &Event) {\n        self.mediaconvert.create_job().role(&self.role_arn).user_metadata(\"f\", &event.file_id).send().await.ok();\n    }\n\n    /// Right",
+        )
+    });
+    let strict = run_in(root, &["--baseline", "b.json", "--strict-baseline"]);
+    strict.assert_code(1);
+    assert!(
+        strict
+            .stderr
+            .contains("error: 1 baseline entry no longer match a finding (`--strict-baseline`)"),
+        "{}",
+        strict.stderr
+    );
+    run_in(root, &["--baseline", "b.json"]).assert_code(0);
+
+    let (pruned, new) = findings(root, &["--prune-baseline", "b.json"]);
+    pruned.assert_code(0);
+    assert!(
+        pruned
+            .stderr
+            .contains("pruned 1 stale entry from the baseline `b.json`"),
+        "{}",
+        pruned.stderr
+    );
+    assert_eq!(new.len(), 1, "the new finding is reported: {new:?}");
+    assert_eq!(new[0].3, "idem::missing_idempotency_token");
+    assert_eq!(
+        entries(root),
+        all.len() - 1,
+        "nothing recorded, one dropped"
+    );
+    let (out, again) = findings(root, &["--baseline", "b.json", "--strict-baseline"]);
+    out.assert_code(0);
+    assert_eq!(again, new, "the new finding was not recorded");
+}
+
+/// A baseline written before comments were left out of the hash (by 2107073, this entry
+/// exactly) still matches its finding while the line is unchanged, and `--prune-baseline`
+/// rewrites it with today's hash, after which a comment edit keeps it matching.
+#[test]
+fn a_baseline_of_the_first_hash_still_matches_and_prune_migrates_it() {
+    let dir = demo();
+    let root = dir.path();
+    std::fs::write(
+        root.join("b.json"),
+        r#"{"version": 1, "findings": [{"lint": "check_then_act", "file": "src/notify.rs",
+            "hash": "5428ec31088f2c56", "message": ""}]}"#,
+    )
+    .expect("write");
+    let known = |root: &Path| {
+        let (out, new) = findings(root, &["--baseline", "b.json", "--strict-baseline"]);
+        out.assert_code(0);
+        !new.iter().any(|f| f.3 == "idem::check_then_act")
+    };
+    assert!(known(root), "the first format's hash matches");
+    run_in(root, &["--prune-baseline", "b.json"]).assert_code(0);
+    let text = std::fs::read_to_string(root.join("b.json")).expect("read");
+    assert!(!text.contains("5428ec31088f2c56"), "rewritten: {text}");
+    edit(&root.join("src/notify.rs"), |t| {
+        t.replace("//~ WARN check_then_act", "//~ WARN check_then_act (ok)")
+    });
+    assert!(known(root), "today's hash leaves the comment out");
+}

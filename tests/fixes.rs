@@ -261,6 +261,26 @@ fn the_unguarded_entry_point_is_offered_the_guard_attribute_with_a_store_placeho
         .starts_with("pub async fn admin_resend"));
 }
 
+/// Issue 38, item 3: `--diff` without `--unsafe-fixes` says how to apply the unsafe fixes,
+/// and that is `--fix --unsafe-fixes` (`--diff` applies nothing).
+#[test]
+fn diff_tells_to_apply_with_fix() {
+    let dir = common::repo().join("fixtures/fixes/mark_into_transaction");
+    let diff = run_in(&dir, &["--diff", "--no-cache"]);
+    diff.assert_code(0);
+    assert!(
+        diff.stderr
+            .contains("review with `--diff --unsafe-fixes`, apply with `--fix --unsafe-fixes`"),
+        "{}",
+        diff.stderr
+    );
+    assert!(
+        !diff.stderr.contains("apply with `--diff"),
+        "{}",
+        diff.stderr
+    );
+}
+
 #[test]
 fn unsafe_fixes_alone_is_a_usage_error() {
     run_in(&common::repo(), &["fixtures/demo", "--unsafe-fixes"])

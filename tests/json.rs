@@ -38,10 +38,8 @@ fn every_line_deserializes_as_cargo_check_output() {
     let m = &broken.message;
     let code = m.code.as_ref().expect("code");
     assert_eq!(code.code, "idem::parse_error");
-    assert!(code
-        .explanation
-        .as_deref()
-        .is_some_and(|e| e.contains("### What it does")));
+    // As rustc for a lint: no explanation (that is for error codes like `E0308`).
+    assert_eq!(code.explanation, None);
     assert_eq!(m.level, DiagnosticLevel::Warning);
     assert_eq!(m.message, "file does not parse");
     let span = &m.spans[0];
@@ -193,5 +191,110 @@ fn each_lint_finds_with_the_others_on_what_it_finds_alone() {
     assert!(
         alone_codes >= 4,
         "{alone_codes} lints with findings on the demo"
+    );
+}
+
+/// Issue 38, item 10: the lines read as `cargo check --message-format=json` prints them
+/// (checked against cargo 1.95 on a crate with a warning): a target without
+/// `required-features` has no such key, children carry no `$message_type`, a lint's code
+/// has a null `explanation`, and `rendered` has ANSI codes under
+/// `json-diagnostic-rendered-ansi` only.
+#[test]
+fn lines_match_what_cargo_prints() {
+    let fixture = common::repo().join("fixtures/demo");
+    let plain = run(&[s(&fixture), "--message-format", "json", "--no-cache"]);
+    let messages = plain.messages();
+    assert!(messages.len() > 1, "{}", plain.stdout);
+    for m in &messages {
+        assert!(
+            m["target"].get("required-features").is_none(),
+            "{}",
+            m["target"]
+        );
+        assert_eq!(m["message"]["$message_type"], "diagnostic");
+        assert!(
+            m["message"]["code"]["explanation"].is_null(),
+            "{}",
+            m["message"]["code"]
+        );
+        let children = m["message"]["children"].as_array().expect("children");
+        assert!(!children.is_empty());
+        for c in children {
+            assert!(c.get("$message_type").is_none(), "{c}");
+        }
+        let rendered = m["message"]["rendered"].as_str().expect("rendered");
+        assert!(!rendered.contains('\x1b'), "{rendered}");
+    }
+    let ansi = run(&[
+        s(&fixture),
+        "--message-format",
+        "json-diagnostic-rendered-ansi",
+        "--no-cache",
+    ]);
+    let colored = ansi.messages();
+    assert_eq!(colored.len(), messages.len());
+    for (c, p) in colored.iter().zip(&messages) {
+        let rendered = c["message"]["rendered"].as_str().expect("rendered");
+        assert!(rendered.contains("\x1b["), "{rendered}");
+        // The same text once the codes are removed.
+        let mut stripped = String::new();
+        let mut chars = rendered.chars();
+        while let Some(ch) = chars.next() {
+            if ch == '\x1b' {
+                for c in chars.by_ref() {
+                    if c.is_ascii_alphabetic() {
+                        break;
+                    }
+                }
+            } else {
+                stripped.push(ch);
+            }
+        }
+        assert_eq!(
+            stripped,
+            p["message"]["rendered"].as_str().expect("rendered")
+        );
+        let mut c = c.clone();
+        let mut p = p.clone();
+        c["message"]["rendered"] = serde_json::Value::Null;
+        p["message"]["rendered"] = serde_json::Value::Null;
+        assert_eq!(c, p);
+    }
+}
+
+/// Issue 38, item 5: a `SELECT` check before an `UPDATE` of the row (a read-modify-write)
+/// gets a conditional `UPDATE` as its help, not an `INSERT .. ON CONFLICT DO NOTHING`, which
+/// has no row to insert; a `SELECT` before an `INSERT` keeps the claim.
+#[test]
+fn check_then_act_on_an_update_proposes_a_conditional_update() {
+    let fixture = common::repo().join("fixtures/check_then_act/sql");
+    let out = run(&[s(&fixture), "--message-format", "json", "--no-cache"]);
+    let help_of = |write: &str| -> Vec<String> {
+        let m = out
+            .messages()
+            .into_iter()
+            .find(|m| {
+                m["message"]["code"]["code"] == "idem::check_then_act"
+                    && m["message"]["message"]
+                        .as_str()
+                        .is_some_and(|t| t.contains(&format!("`{write}` write")))
+            })
+            .unwrap_or_else(|| panic!("a finding on `{write}`: {}", out.stdout));
+        m["message"]["children"]
+            .as_array()
+            .expect("children")
+            .iter()
+            .filter(|c| c["level"] == "help" && c["spans"].as_array().is_some_and(Vec::is_empty))
+            .map(|c| c["message"].as_str().unwrap_or_default().to_string())
+            .collect()
+    };
+    let update = help_of("UPDATE inbox").join("\n");
+    assert!(update.contains("conditional update"), "{update}");
+    assert!(update.contains("rows_affected()"), "{update}");
+    assert!(!update.contains("ON CONFLICT"), "{update}");
+    let insert = help_of("INSERT INTO processed_events").join("\n");
+    assert!(
+        insert.contains("INSERT ... ON CONFLICT DO NOTHING"),
+        "{insert}"
     );
 }

@@ -10,8 +10,9 @@ use lsp::{codes, fixture_copy, initialize, open, position_of, uri, Client};
 use serde_json::{json, Value};
 use std::time::Duration;
 
+/// The server of [`common::bin`] (`IDEM_LINT_TEST_BIN` runs these tests on another build).
 fn start(root: &std::path::Path) -> Client {
-    Client::start(BIN, &["--debounce-ms", "20"], root)
+    Client::start(&common::bin(), &["--debounce-ms", "20"], root)
 }
 
 #[test]
@@ -593,5 +594,137 @@ fn a_broken_mod_line_keeps_the_module_tree_of_the_last_version_that_parsed() {
         .filter(|m| m["params"]["uri"] == transcode)
         .collect();
     assert!(cleared.is_empty(), "{cleared:?}");
+    assert!(c.shutdown().success());
+}
+
+/// Issue 38, item 1: a server whose folder is one member of a larger workspace (an editor
+/// that starts a server per member) publishes for that member's files and for the buffers
+/// opened in it, never for the other members' files, which are another server's.
+#[test]
+fn a_member_folder_publishes_only_its_own_files_and_its_buffers() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let root = tmp.path().canonicalize().expect("canonical");
+    common::copy_dir(
+        &common::repo().join("fixtures/cross_member/nondeterministic_key"),
+        &root,
+    );
+    let service = root.join("service");
+    let service_lib = service.join("src/lib.rs");
+    let common_lib = root.join("common/src/lib.rs");
+    let mut c = start(&service);
+    initialize(&mut c, &[&service], json!({}));
+    assert_eq!(
+        codes(&c.diagnostics_for(&uri(&service_lib))),
+        ["idem::nondeterministic_key", "idem::nondeterministic_key"]
+    );
+    // One analysis publishes its files in path order, `common/` before `service/`: had it
+    // published anything outside the folder, it would be here by now.
+    let outside: Vec<&Value> = c
+        .notifications
+        .iter()
+        .filter(|m| m["method"] == "textDocument/publishDiagnostics")
+        .filter(|m| {
+            !m["params"]["uri"]
+                .as_str()
+                .is_some_and(|u| u.starts_with(&uri(&service)))
+        })
+        .collect();
+    assert!(
+        outside.is_empty(),
+        "published outside the folder: {outside:?}"
+    );
+    // A file of the other member opened in this server is this server's to publish.
+    let text = std::fs::read_to_string(&common_lib).expect("read");
+    open(&mut c, &common_lib, &text);
+    assert_eq!(
+        codes(&c.diagnostics_for(&uri(&common_lib))),
+        ["idem::nondeterministic_key"]
+    );
+    assert!(c.shutdown().success());
+}
+
+/// Issue 38, item 5: a note naming a place in a linked member's file is related
+/// information there (the editor can go to it), not only text in the message.
+#[test]
+fn notes_into_linked_members_are_related_information() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let root = tmp.path().canonicalize().expect("canonical");
+    common::copy_dir(
+        &common::repo().join("fixtures/cross_member/nondeterministic_key"),
+        &root,
+    );
+    let service_lib = root.join("service/src/lib.rs");
+    let mut c = start(&root);
+    initialize(&mut c, &[&root], json!({}));
+    let published = c.diagnostics_for(&uri(&service_lib));
+    let ids = uri(&root.join("common/src/ids.rs"));
+    let related: Vec<Value> = published["diagnostics"]
+        .as_array()
+        .expect("diagnostics")
+        .iter()
+        .flat_map(|d| {
+            d["relatedInformation"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+        })
+        .filter(|r| r["location"]["uri"] == ids.as_str())
+        .collect();
+    assert!(!related.is_empty(), "{published}");
+    let made = related
+        .iter()
+        .find(|r| {
+            r["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("a random id"))
+        })
+        .expect("the place the id is made");
+    assert_eq!(
+        made["location"]["range"]["start"],
+        json!({"line": 4, "character": 27})
+    );
+    assert!(c.shutdown().success());
+}
+
+/// Issue 38, item 2: while `pub mod notify` lacks its `;` in the buffer of `lib.rs`, the
+/// module stays public: `notify.rs` keeps the finding that needs it to be (an entry point
+/// of the library), where the recovery used to drop the `pub`.
+#[test]
+fn a_half_typed_pub_mod_line_keeps_the_finding_that_needs_it_public() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let root = tmp.path().canonicalize().expect("canonical");
+    common::copy_dir(&common::repo().join("fixtures/demo"), &root);
+    let lib = root.join("src/lib.rs");
+    let notify = uri(&root.join("src/notify.rs"));
+    let text = std::fs::read_to_string(&lib).expect("read");
+    let mut c = start(&root);
+    initialize(&mut c, &[&root], json!({}));
+    open(&mut c, &lib, &text);
+    c.diagnostics_where(&uri(&lib), |p| p["version"] == 1);
+    let before = codes(&c.diagnostics_for(&notify));
+    assert!(
+        before.contains(&"idem::unguarded_entry_point".to_string()),
+        "{before:?}"
+    );
+    c.forget();
+    c.notify(
+        "textDocument/didChange",
+        json!({"textDocument": {"uri": uri(&lib), "version": 2},
+               "contentChanges": [{"text": text.replace("pub mod notify;", "pub mod notify")}]}),
+    );
+    let second = c.diagnostics_where(&uri(&lib), |p| p["version"] == 2);
+    assert!(
+        codes(&second).contains(&"idem::parse_error".to_string()),
+        "{second}"
+    );
+    // The analysis publishes all its files before the server reads the next message: once
+    // this answer is in, a changed `notify.rs` would have been published.
+    let answer = c.request(
+        "textDocument/hover",
+        json!({"textDocument": {"uri": notify}, "position": {"line": 0, "character": 0}}),
+    );
+    assert!(answer.get("error").is_none(), "{answer}");
+    let changed: Vec<Value> = published_for(&c, &notify);
+    assert!(changed.is_empty(), "notify.rs changed: {changed:?}");
     assert!(c.shutdown().success());
 }

@@ -102,13 +102,35 @@ fn neovim_receives_diagnostics_before_and_after_an_unsaved_edit_and_applies_a_fi
 /// the three buffers, and every finding shown once (issue 25, item 2).
 #[test]
 fn the_readme_configuration_starts_one_server_for_every_buffer_of_a_project() {
+    readme_config_shows_each_finding_once(
+        "fixtures/demo",
+        &["src/notify.rs", "src/billing.rs", "src/thumbnail_stage.rs"],
+        5,
+    );
+}
+
+/// The same with files of two members of one workspace open (issue 38, item 1): the
+/// nearest `Cargo.toml` is each member's, and one server for the workspace, not one per
+/// member, shows each finding once.
+#[test]
+fn the_readme_configuration_starts_one_server_for_the_members_of_a_workspace() {
+    readme_config_shows_each_finding_once(
+        "fixtures/cross_member/nondeterministic_key",
+        &["common/src/lib.rs", "service/src/lib.rs"],
+        3,
+    );
+}
+
+/// Opens `files` of a copy of `fixture` in Neovim under the README's configuration: one
+/// idem-lint client, attached to every buffer, and the findings of the CLI in those files
+/// (at least `at_least`), each shown once.
+fn readme_config_shows_each_finding_once(fixture: &str, files: &[&str], at_least: usize) {
     let nvim = common::which("nvim").expect("`nvim` is not installed (`.ci/run` installs it)");
     let tmp = tempfile::tempdir().expect("tempdir");
     let root = tmp.path().canonicalize().expect("canonical").join("svc");
-    common::copy_dir(&common::repo().join("fixtures/demo"), &root);
+    common::copy_dir(&common::repo().join(fixture), &root);
     let init = tmp.path().join("init.lua");
     std::fs::write(&init, readme_neovim_config()).expect("write init.lua");
-    let files = ["src/notify.rs", "src/billing.rs", "src/thumbnail_stage.rs"];
     let mut expected: Vec<(String, u64, String)> =
         common::run_in(&root, &["--message-format", "json"])
             .findings(&root)
@@ -117,7 +139,7 @@ fn the_readme_configuration_starts_one_server_for_every_buffer_of_a_project() {
             .map(|(file, line, _, code)| (file, line, code))
             .collect();
     expected.sort();
-    assert!(expected.len() >= 5, "{expected:?}");
+    assert!(expected.len() >= at_least, "{expected:?}");
 
     // `cargo idem-lint` finds the built binary first on PATH (a fresh CARGO_HOME keeps an
     // installed one out of the way).

@@ -234,3 +234,35 @@ fn an_unclosed_delimiter_is_reported_where_it_was_opened() {
         out.stdout
     );
 }
+
+/// Issue 38, item 2: a `pub mod notify` line typed without its `;` yet keeps the module,
+/// and its `pub`: the finding that needs `notify` to be public (an entry point of the
+/// library's API) stays.
+#[test]
+fn a_half_typed_pub_mod_line_keeps_the_module_public() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    common::copy_dir(&common::repo().join("fixtures/demo"), tmp.path());
+    let before = findings(tmp.path(), &["--no-cache"]);
+    let lib = tmp.path().join("src/lib.rs");
+    let text = std::fs::read_to_string(&lib).expect("read");
+    assert!(text.contains("pub mod notify;\n"));
+    std::fs::write(&lib, text.replace("pub mod notify;", "pub mod notify")).expect("write");
+    let after = findings(tmp.path(), &["--no-cache"]);
+    let in_notify = |all: &[(String, u64, String)]| -> Vec<(String, u64, String)> {
+        all.iter()
+            .filter(|f| f.0.ends_with("src/notify.rs"))
+            .cloned()
+            .collect()
+    };
+    assert!(
+        in_notify(&before)
+            .iter()
+            .any(|f| f.2.contains("without the idempotency guard")),
+        "{before:?}"
+    );
+    assert_eq!(in_notify(&after), in_notify(&before));
+    assert!(
+        after.iter().any(|f| f.0.ends_with("src/lib.rs")),
+        "{after:?}"
+    );
+}

@@ -242,3 +242,48 @@ fn plain_mode_package_id_is_percent_encoded() {
         );
     }
 }
+
+/// Issue 38, item 5: a note that names a place in a linked member's file (the random id
+/// made in `common` and used as a key in `service`) is a related location there.
+#[test]
+fn notes_into_linked_members_are_related_locations() {
+    let ws = common::repo().join("fixtures/cross_member/nondeterministic_key");
+    let out = run(&[
+        s(&ws),
+        "--workspace",
+        "--message-format",
+        "sarif",
+        "--sarif-root",
+        s(&ws),
+        "--no-cache",
+    ]);
+    let doc: Value = serde_json::from_str(&out.stdout).expect("JSON");
+    assert_valid(&doc);
+    let results = doc["runs"][0]["results"].as_array().expect("results");
+    let in_service = results
+        .iter()
+        .find(|r| {
+            r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "service/src/lib.rs"
+        })
+        .expect("a result in service");
+    let related = in_service["relatedLocations"].as_array().expect("related");
+    let made = related
+        .iter()
+        .find(|l| l["physicalLocation"]["artifactLocation"]["uri"] == "common/src/ids.rs")
+        .unwrap_or_else(|| panic!("no related location in common: {related:?}"));
+    assert_eq!(
+        made["physicalLocation"]["artifactLocation"]["uriBaseId"],
+        "%SRCROOT%"
+    );
+    assert_eq!(made["physicalLocation"]["region"]["startLine"], 5);
+    assert_eq!(made["physicalLocation"]["region"]["startColumn"], 28);
+    assert!(made["message"]["text"]
+        .as_str()
+        .is_some_and(|t| t.starts_with("in `common`: a random id")));
+    let ids: Vec<u64> = related.iter().filter_map(|l| l["id"].as_u64()).collect();
+    assert_eq!(
+        ids,
+        (0..related.len() as u64).collect::<Vec<_>>(),
+        "one id each"
+    );
+}

@@ -135,6 +135,13 @@ fn clippy_lints_and_ours_both_show_and_a_clean_build_succeeds() {
         "{diags:?}"
     );
     assert!(finished(&msgs), "warnings only: the build succeeded");
+    // Issue 38, item 10: cargo was asked for ANSI-rendered diagnostics, so ours are too.
+    for m in &msgs {
+        if let Message::CompilerMessage(c) = m {
+            let rendered = c.message.rendered.as_deref().unwrap_or_default();
+            assert!(rendered.contains('\x1b'), "no ANSI code: {rendered}");
+        }
+    }
     // Our level flags stay ours; `-D warnings` after `--` is clippy's.
     let out = run_in(
         dir.path(),

@@ -117,6 +117,53 @@ Fix the file. To silence these reports, set `parse_error = \"allow\"` in the `[l
     is_meta: true,
 };
 
+/// A suppression comment that suppresses nothing: what it allowed is no longer found there
+/// (ruff's `RUF100`, clippy's unfulfilled `#[expect]`). Reported by the driver, which reads
+/// the comments.
+pub static UNUSED_SUPPRESSION: Lint = Lint {
+    name: "unused_suppression",
+    default_level: Level::Warn,
+    desc: "a suppression comment allows a lint that has no finding where it applies",
+    docs: "### What it does\n\
+Reports an `// idem-lint: allow(..)` or `allow-file(..)` comment naming a lint that reports \
+nothing where the comment applies (its line, the item below it, or the file). Only lints that \
+ran are judged: a name whose lint is at `allow` is left alone.\n\n\
+### Why is this bad?\n\
+A suppression outlives the code it was written for: once the finding is fixed or the code \
+moved, the comment silences the next real finding at that place without anyone deciding so.\n\n\
+### Known problems\n\
+A finding that only a wider run reports (another package linking this one) does not count.\n\n\
+### Example\n\
+```rust\n// idem-lint: allow(check_then_act)\nfn handler() {}\n```\n\n\
+### Use instead\n\
+Remove the comment, or the names in it that no longer apply (`--fix` removes a comment whose \
+every name is unused). `-D unused_suppression` fails CI on them.\n",
+    is_meta: true,
+};
+
+/// A suppression comment without a reason (`// idem-lint: allow(x) -- why`), like clippy's
+/// `allow_attributes_without_reason`. At `allow` unless configured: set it to `warn` or
+/// `deny` to require reasons.
+pub static SUPPRESSION_WITHOUT_REASON: Lint = Lint {
+    name: "suppression_without_reason",
+    default_level: Level::Allow,
+    desc: "a suppression comment gives no reason after `--`",
+    docs: "### What it does\n\
+Reports an `// idem-lint: allow(..)` or `allow-file(..)` comment with no reason after the \
+list (`-- reason`). At `allow` by default: `[lints] suppression_without_reason = \"deny\"` \
+requires every suppression to say why.\n\n\
+### Why is this bad?\n\
+A suppression says \"this finding is wrong here\"; without the why, the next reader cannot \
+tell a considered exception from a silenced bug.\n\n\
+### Known problems\n\
+Any text after `--` counts as a reason.\n\n\
+### Example\n\
+```rust\n// idem-lint: allow(check_then_act)\nfn handler() {}\n```\n\n\
+### Use instead\n\
+```rust\n// idem-lint: allow(check_then_act) -- the lock above serializes the workers\nfn handler() {}\n```\n",
+    is_meta: true,
+};
+
 /// A lint is stored by its name: the lints layer, which knows every lint, reads it back
 /// ([`crate::lints::find`]).
 impl serde::Serialize for Lint {

@@ -9,6 +9,9 @@
 //! [lints]
 //! check_then_act = "deny"
 //! missing_idempotency_token = { level = "warn", extra-apis = [] }
+//! [[overrides]]                    # workspace level only
+//! paths = ["tests/", "**/migrations/**"]
+//! lints = { all = "allow" }
 //! ```
 //!
 //! Every error names the file, the position and the key, on one line.
@@ -64,6 +67,31 @@ pub struct Layer {
     pub allow_outside_workspace: Option<bool>,
     /// Where `file-timeout-ms` was written.
     pub file_timeout_at: Option<Origin>,
+    /// `[[overrides]]`: levels for the files some paths match, in the order written.
+    pub overrides: Vec<PathOverride>,
+}
+
+/// One `[[overrides]]` table: gitignore-style `paths` relative to the workspace root, and
+/// the levels its `lints` table sets for the files they match.
+#[derive(Debug, Clone)]
+pub struct PathOverride {
+    pub paths: Vec<String>,
+    pub levels: Vec<(&'static Lint, Level)>,
+    pub origin: Origin,
+    /// `paths` compiled against the workspace root ([`Config::load`]).
+    matcher: Option<ignore::gitignore::Gitignore>,
+}
+
+impl PathOverride {
+    /// Whether `path` (absolute) is one of the files the override is for.
+    pub fn matches(&self, path: &Path) -> bool {
+        let Some(m) = &self.matcher else {
+            return false;
+        };
+        // The matcher panics on a path outside its root (a module read from outside the
+        // workspace with `--allow-outside-workspace`); no pattern is about those.
+        path.starts_with(m.path()) && m.matched_path_or_any_parents(path, false).is_ignore()
+    }
 }
 
 /// A lint's table of settings (`[lints.x]` without `level`), with where each key was
@@ -107,6 +135,37 @@ pub struct Config {
 pub struct PackageConfig {
     pub levels: Levels,
     pub settings: Settings,
+    /// The workspace's `[[overrides]]`.
+    pub overrides: Vec<PathOverride>,
+}
+
+impl PackageConfig {
+    /// The levels of the file `path`: [`PackageConfig::levels`] with every override whose
+    /// paths match it applied in order (after the command line: an override says which
+    /// code a lint can judge, not how strict this run is; `-D warnings` still applies).
+    /// `None` when no override matches.
+    pub fn levels_at(&self, path: &Path) -> Option<Levels> {
+        let mut matching = self.overrides.iter().filter(|o| o.matches(path)).peekable();
+        matching.peek()?;
+        let mut levels = self.levels.clone();
+        for o in matching {
+            for (lint, level) in &o.levels {
+                levels.set(lint, *level);
+            }
+        }
+        Some(levels)
+    }
+
+    /// Whether `lint` runs: at a level other than `allow` in the package or in an
+    /// override.
+    pub fn runs(&self, lint: &'static Lint) -> bool {
+        self.levels.get(lint) != Level::Allow
+            || self.overrides.iter().any(|o| {
+                o.levels
+                    .iter()
+                    .any(|(l, v)| *l == lint && *v != Level::Allow)
+            })
+    }
 }
 
 impl Config {
@@ -137,6 +196,19 @@ impl Config {
                 workspace = layer;
             }
         }
+        for o in &mut workspace.overrides {
+            let mut builder = ignore::gitignore::GitignoreBuilder::new(&ws.root);
+            for pattern in &o.paths {
+                builder
+                    .add_line(None, pattern)
+                    .map_err(|e| anyhow!("{}: invalid path pattern `{pattern}`: {e}", o.origin))?;
+            }
+            o.matcher = Some(
+                builder
+                    .build()
+                    .map_err(|e| anyhow!("{}: invalid path patterns: {e}", o.origin))?,
+            );
+        }
         let mut packages = Vec::with_capacity(ws.packages.len());
         for p in &ws.packages {
             let path = ["package", "metadata", "idem-lint"];
@@ -151,6 +223,9 @@ impl Config {
             let layer = layer.unwrap_or_default();
             if let Some(at) = &layer.file_timeout_at {
                 bail!("{at}: set the time budget at the workspace level");
+            }
+            if let Some(o) = layer.overrides.first() {
+                bail!("{}: set `overrides` at the workspace level", o.origin);
             }
             let read_keys = [
                 ("max-file-bytes", layer.max_file_bytes.is_some()),
@@ -197,7 +272,11 @@ impl Config {
             }
         }
         levels.apply_flags(flags)?;
-        Ok(PackageConfig { levels, settings })
+        Ok(PackageConfig {
+            levels,
+            settings,
+            overrides: self.workspace.overrides.clone(),
+        })
     }
 }
 
@@ -275,6 +354,22 @@ impl Cx<'_> {
                     DeValue::Table(lints) => self.lints(lints, &mut layer)?,
                     _ => bail!("{}: expected a table", self.origin(at, "lints")),
                 },
+                "overrides" => match value.get_ref() {
+                    DeValue::Array(tables) => {
+                        for (i, t) in tables.iter().enumerate() {
+                            let key = format!("overrides[{i}]");
+                            let DeValue::Table(t) = t.get_ref() else {
+                                bail!("{}: expected a table", self.origin(t.span().start, &key));
+                            };
+                            let o = self.path_override(t, &key, at)?;
+                            layer.overrides.push(o);
+                        }
+                    }
+                    _ => bail!(
+                        "{}: expected an array of tables (`[[overrides]]`)",
+                        self.origin(at, "overrides")
+                    ),
+                },
                 "file-timeout-ms" => match value.get_ref().as_integer() {
                     Some(i) => {
                         // 0 would skip every file, a different set on each run.
@@ -326,12 +421,85 @@ impl Cx<'_> {
                     ),
                 },
                 other => bail!(
-                    "{}: unknown key (expected `lints`, `file-timeout-ms`, `max-file-bytes` or `allow-outside-workspace`)",
+                    "{}: unknown key (expected `lints`, `overrides`, `file-timeout-ms`, `max-file-bytes` or `allow-outside-workspace`)",
                     self.origin(at, other)
                 ),
             }
         }
         Ok(layer)
+    }
+
+    /// One `[[overrides]]` table: `paths = [".."]` and `lints = { name = "level" }` (lint
+    /// or group names, levels only).
+    fn path_override(&self, t: &DeTable, rel: &str, table_at: usize) -> Result<PathOverride> {
+        let origin = self.origin(table_at, rel);
+        let mut paths = None;
+        let mut levels = None;
+        for (key, value) in t.iter() {
+            let name = key.get_ref().as_ref();
+            let full = format!("{rel}.{name}");
+            let at = key.span().start;
+            match name {
+                "paths" => {
+                    let list = match value.get_ref() {
+                        DeValue::Array(a) => a
+                            .iter()
+                            .map(|v| v.get_ref().as_str().map(str::to_string))
+                            .collect::<Option<Vec<String>>>(),
+                        _ => None,
+                    };
+                    let list = list.filter(|l| !l.is_empty()).ok_or_else(|| {
+                        anyhow!(
+                            "{}: expected a non-empty list of path patterns",
+                            self.origin(at, &full)
+                        )
+                    })?;
+                    paths = Some(list);
+                }
+                "lints" => {
+                    let DeValue::Table(lints) = value.get_ref() else {
+                        bail!("{}: expected a table", self.origin(at, &full));
+                    };
+                    let mut set = Vec::new();
+                    for (k, v) in lints.iter() {
+                        let lint_name = k.get_ref().as_ref();
+                        let key = format!("{full}.{lint_name}");
+                        let at = k.span().start;
+                        let Some(s) = v.get_ref().as_str() else {
+                            bail!(
+                                "{}: expected a level (\"allow\", \"warn\", \"deny\")",
+                                self.origin(at, &key)
+                            );
+                        };
+                        let level = self.level(s, at, &key)?;
+                        let lints = match crate::levels::group(lint_name) {
+                            Some(group) => group,
+                            None => vec![idem_lints::lints::find(lint_name).ok_or_else(|| {
+                                anyhow!(
+                                    "{}: unknown lint `{lint_name}` (see `cargo idem-lint --list`)",
+                                    self.origin(at, &key)
+                                )
+                            })?],
+                        };
+                        set.extend(lints.into_iter().map(|l| (l, level)));
+                    }
+                    levels = Some(set);
+                }
+                other => bail!(
+                    "{}: unknown key (expected `paths` or `lints`)",
+                    self.origin(at, &format!("{rel}.{other}"))
+                ),
+            }
+        }
+        let (Some(paths), Some(levels)) = (paths, levels) else {
+            bail!("{origin}: an override needs `paths` and `lints`");
+        };
+        Ok(PathOverride {
+            paths,
+            levels,
+            origin,
+            matcher: None,
+        })
     }
 
     /// The error for a setting that would widen what the linter reads: only the command line
@@ -344,10 +512,24 @@ impl Cx<'_> {
     }
 
     fn lints(&self, lints: &DeTable, layer: &mut Layer) -> Result<()> {
+        // Groups go first, whatever the order written: a lint named beside its group wins.
+        let mut groups = Vec::new();
         for (key, value) in lints.iter() {
             let name = key.get_ref().as_ref();
             let full = format!("lints.{name}");
             let at = key.span().start;
+            // A group (`nursery = "warn"`) sets each of its lints.
+            if let Some(lints) = crate::levels::group(name) {
+                let Some(s) = value.get_ref().as_str() else {
+                    bail!(
+                        "{}: expected a level (\"allow\", \"warn\", \"deny\") for the group `{name}`",
+                        self.origin(at, &full)
+                    );
+                };
+                let level = self.level(s, at, &full)?;
+                groups.extend(lints.into_iter().map(|l| (l, level)));
+                continue;
+            }
             let lint = idem_lints::lints::find(name).ok_or_else(|| {
                 anyhow!(
                     "{}: unknown lint `{name}` (see `cargo idem-lint --list`)",
@@ -389,6 +571,7 @@ impl Cx<'_> {
                 ),
             }
         }
+        layer.levels.splice(0..0, groups);
         Ok(())
     }
 

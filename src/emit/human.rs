@@ -225,6 +225,15 @@ pub fn render_plain(input: &Input, f: &Finding) -> String {
     }
 }
 
+/// The rendering of one finding with color escape codes, for JSON's `rendered` under
+/// `json-diagnostic-rendered-ansi`.
+pub fn render_ansi(input: &Input, f: &Finding) -> String {
+    match render(input, f, true) {
+        Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+        Err(_) => render_plain(input, f),
+    }
+}
+
 /// One finding as rustc prints it: codespan's rendering of the message, labels, notes and
 /// help lines (no line ending in blanks), then each suggestion as a `help:` line with the
 /// lines it edits ([`suggestion::render`]), then the blank line that ends a diagnostic.

@@ -2,23 +2,25 @@
 //! (a rustc diagnostic inside), then `build-finished`. rust-analyzer reads these with
 //! `cargo_metadata::Message`, so every field it needs is always present.
 
-use super::{level_word, render_plain, snippet, Input};
+use super::{level_word, render_ansi, render_plain, snippet, Input};
 use crate::report::Finding;
 use crate::source::SourceFile;
 use idem_lints::model::Span;
 use serde_json::{json, Value};
 use std::io::{self, Write};
 
-pub fn emit(input: &Input, out: &mut dyn Write) -> io::Result<()> {
-    emit_messages(input, out)?;
+/// `ansi`: `rendered` carries the color escape codes of human output, as cargo's
+/// `--message-format json-diagnostic-rendered-ansi` does.
+pub fn emit(input: &Input, ansi: bool, out: &mut dyn Write) -> io::Result<()> {
+    emit_messages(input, ansi, out)?;
     build_finished(!input.report.has_errors(), out)
 }
 
 /// The `compiler-message` lines, without `build-finished` (`--with-check` writes one for
 /// cargo's output and ours together).
-pub fn emit_messages(input: &Input, out: &mut dyn Write) -> io::Result<()> {
+pub fn emit_messages(input: &Input, ansi: bool, out: &mut dyn Write) -> io::Result<()> {
     for f in &input.report.findings {
-        write_line(&message(input, f), out)?;
+        write_line(&message(input, f, ansi), out)?;
     }
     Ok(())
 }
@@ -92,7 +94,7 @@ pub fn config_error(
         "reason": "compiler-message",
         "package_id": package.id,
         "manifest_path": package.manifest_path.to_string_lossy(),
-        "target": package.targets.first().map_or(Value::Null, |t| t.json.clone()),
+        "target": package.targets.first().map_or(Value::Null, target_json),
         "message": {
             "$message_type": "diagnostic",
             "message": message,
@@ -105,7 +107,7 @@ pub fn config_error(
     })
 }
 
-fn message(input: &Input, f: &Finding) -> Value {
+fn message(input: &Input, f: &Finding, ansi: bool) -> Value {
     let spec = &input.ws.packages[f.package];
     let pkg = &input.report.packages[f.package];
     let d = &f.diag;
@@ -119,7 +121,7 @@ fn message(input: &Input, f: &Finding) -> Value {
         .targets
         .get(target_index)
         .or(spec.targets.first())
-        .map_or(Value::Null, |t| t.json.clone());
+        .map_or(Value::Null, target_json);
     let span = |s: Span, primary: bool, label: Option<&str>| {
         span_json(input.source(f, s.file), s, primary, label, None)
     };
@@ -129,9 +131,9 @@ fn message(input: &Input, f: &Finding) -> Value {
             .iter()
             .map(|l| span(l.span, false, Some(&l.message))),
     );
+    // rustc marks only the top-level diagnostic with `$message_type`.
     let child = |level: &str, message: &str, spans: Vec<Value>| {
         json!({
-            "$message_type": "diagnostic",
             "message": message,
             "code": null,
             "level": level,
@@ -167,13 +169,30 @@ fn message(input: &Input, f: &Finding) -> Value {
         "message": {
             "$message_type": "diagnostic",
             "message": d.message,
-            "code": {"code": d.lint.code(), "explanation": d.lint.docs},
+            // rustc gives an explanation for error codes (`E0308`) only, never for a lint:
+            // the documentation is one `--explain` away, not repeated on every line.
+            "code": {"code": d.lint.code(), "explanation": null},
             "level": level_word(d.level),
             "spans": spans,
             "children": children,
-            "rendered": render_plain(input, f),
+            "rendered": if ansi { render_ansi(input, f) } else { render_plain(input, f) },
         },
     })
+}
+
+/// The target as cargo prints it in a `compiler-message`: `cargo_metadata` writes
+/// `required-features` always, cargo only when the target has some.
+fn target_json(t: &crate::discovery::TargetSpec) -> Value {
+    let mut json = t.json.clone();
+    if let Some(map) = json.as_object_mut() {
+        if map
+            .get("required-features")
+            .is_some_and(|f| f.as_array().is_some_and(Vec::is_empty))
+        {
+            map.remove("required-features");
+        }
+    }
+    json
 }
 
 /// A rustc span: absolute file name, byte range, 1-based lines and character columns, and

@@ -18,7 +18,7 @@ use idem_lints::Level;
 use std::io::{self, IsTerminal, Write};
 use std::path::Path;
 
-pub use human::render_plain;
+pub use human::{render_ansi, render_plain};
 
 /// What every emitter reads.
 pub struct Input<'a> {
@@ -121,7 +121,8 @@ pub fn emit(format: MessageFormat, input: &Input, out: &mut dyn Write) -> io::Re
     match format {
         MessageFormat::Human => human::emit(input, &mut termcolor::NoColor::new(out)),
         MessageFormat::Short => short::emit(input, out),
-        MessageFormat::Json => json::emit(input, out),
+        MessageFormat::Json => json::emit(input, false, out),
+        MessageFormat::JsonDiagnosticRenderedAnsi => json::emit(input, true, out),
         MessageFormat::Sarif => sarif::emit(input, out),
         MessageFormat::Github => github::emit(input, out),
     }

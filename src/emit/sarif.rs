@@ -81,7 +81,7 @@ fn sarif_level(level: Level) -> &'static str {
 }
 
 fn rule(l: &Lint) -> Value {
-    json!({
+    let mut rule = json!({
         "id": l.code(),
         "name": l.name,
         "shortDescription": {"text": l.desc},
@@ -89,7 +89,11 @@ fn rule(l: &Lint) -> Value {
         "help": {"text": l.doc_markdown(), "markdown": l.doc_markdown()},
         "defaultConfiguration": {"level": sarif_level(l.default_level)},
         "properties": {"tags": [if l.is_meta { "input" } else { "idempotency" }]},
-    })
+    });
+    if let Some(url) = crate::info::docs_url(l) {
+        rule["helpUri"] = json!(url);
+    }
+    rule
 }
 
 /// The *What it does* text of a lint's docs.
@@ -120,18 +124,32 @@ fn result(input: &Input, f: &Finding, lints: &[&Lint], root: &Path, fingerprint:
     if let Some(index) = lints.iter().position(|l| l.name == d.lint.name) {
         value["ruleIndex"] = json!(index);
     }
-    if !d.labels.is_empty() {
-        value["relatedLocations"] = d
-            .labels
+    let mut related: Vec<Value> = d
+        .labels
+        .iter()
+        .map(|l| location(input.source(f, l.span.file), l.span, Some(&l.message), root))
+        .collect();
+    // Notes that name a place in a linked member's file point there too.
+    related.extend(
+        d.notes
             .iter()
-            .enumerate()
-            .map(|(i, l)| {
-                let mut loc =
-                    location(input.source(f, l.span.file), l.span, Some(&l.message), root);
-                loc["id"] = json!(i);
-                loc
-            })
-            .collect();
+            .filter_map(|n| crate::link::note_place(n))
+            .map(|p| {
+                let path = input.ws.root.join(p.path);
+                json!({
+                    "physicalLocation": {
+                        "artifactLocation": artifact_location(&path, root),
+                        "region": {"startLine": p.line, "startColumn": p.column},
+                    },
+                    "message": {"text": format!("in `{}`: {}", p.krate, p.message)},
+                })
+            }),
+    );
+    if !related.is_empty() {
+        for (i, loc) in related.iter_mut().enumerate() {
+            loc["id"] = json!(i);
+        }
+        value["relatedLocations"] = Value::Array(related);
     }
     value
 }

@@ -60,6 +60,7 @@ fn diagnostic(analysis: &Analysis, f: &Finding, enc: Encoding, uris: &dyn UriOf)
                 message: l.message.clone(),
             })
         })
+        .chain(d.notes.iter().filter_map(|n| linked_note(analysis, n, enc)))
         .collect();
     Diagnostic {
         range: span_range(d.span),
@@ -72,6 +73,43 @@ fn diagnostic(analysis: &Analysis, f: &Finding, enc: Encoding, uris: &dyn UriOf)
         tags: None,
         data: None,
     }
+}
+
+/// A note naming a place in a linked member's file ([`crate::link::note_place`]) as related
+/// information there, so the editor can go to it (the note stays in the message too: not
+/// every client shows related information).
+fn linked_note(
+    analysis: &Analysis,
+    note: &str,
+    enc: Encoding,
+) -> Option<DiagnosticRelatedInformation> {
+    let place = crate::link::note_place(note)?;
+    let path = analysis.ws.root.join(place.path);
+    let path = std::fs::canonicalize(&path).unwrap_or(path);
+    let (line, column) = (place.line.saturating_sub(1), place.column.saturating_sub(1));
+    // The member's file as this analysis read it, when it is one of its packages (a client
+    // counting UTF-16 units needs the text); else the column as written.
+    let src = analysis
+        .report
+        .packages
+        .iter()
+        .flat_map(|p| &p.sources)
+        .find(|s| s.path == path);
+    let at = match src {
+        Some(src) if line < src.line_count() => {
+            let range = src.line_range(line);
+            let byte = src.text[range.clone()]
+                .char_indices()
+                .nth(column)
+                .map_or(range.end, |(i, _)| range.start + i);
+            position::position(src, byte, enc)
+        }
+        _ => Position::new(line as u32, column as u32),
+    };
+    Some(DiagnosticRelatedInformation {
+        location: Location::new(file_uri(&path)?, Range::new(at, at)),
+        message: format!("in `{}`: {}", place.krate, place.message),
+    })
 }
 
 /// The message with its primary label, notes and help, as rustc prints them below it.

@@ -1,9 +1,10 @@
 //! Where a diagnostic's `codeDescription` points: the lint's documentation.
 //!
-//! When the package names a repository, that is the lint module's header there. Without one
-//! there is no web page to link, so the server writes each lint's `--explain` text once to a
-//! Markdown file in the user's cache directory and links that: an editor opens it on a click
-//! (VS Code shows the code as a link), as it would a web page.
+//! The lint's page of the documentation site ([`crate::info::docs_url`]: `--docs-url`, else
+//! `docs/lints/` in the package's repository). Without either there is no web page to
+//! link, so the server writes each lint's `--explain` text once to a Markdown file in the
+//! user's cache directory and links that: an editor opens it on a click (VS Code shows the
+//! code as a link), as it would a web page.
 
 use lsp_types::Uri;
 use std::path::{Path, PathBuf};
@@ -19,17 +20,7 @@ pub fn url(lint: &idem_lints::Lint) -> Option<Uri> {
 }
 
 fn web_url(lint: &idem_lints::Lint) -> Option<Uri> {
-    let repo = env!("CARGO_PKG_REPOSITORY").trim_end_matches('/');
-    if repo.is_empty() {
-        return None;
-    }
-    let file = if lint.is_meta {
-        "lint.rs".to_string()
-    } else {
-        format!("lints/{}.rs", lint.name)
-    };
-    let version = env!("CARGO_PKG_VERSION");
-    Uri::from_str(&format!("{repo}/blob/v{version}/lints/src/{file}")).ok()
+    Uri::from_str(&crate::info::docs_url(lint)?).ok()
 }
 
 fn file_name(lint: &idem_lints::Lint) -> String {

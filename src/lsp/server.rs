@@ -57,6 +57,12 @@ struct RootState {
     /// Stable across folders coming and going (indices are not).
     id: u64,
     dir: PathBuf,
+    /// The client named `dir` as a workspace folder: the root publishes for the files below
+    /// it and for the buffers opened in this server, never for the rest of a larger cargo
+    /// workspace, which may be another server's (an editor that starts one server per
+    /// member would otherwise see every finding once per server, and one server's disk text
+    /// over another's unsaved buffer).
+    folder: bool,
     /// The cargo workspace root, once an analysis discovered it.
     ws_root: Option<PathBuf>,
     /// `None` while a worker analyses it.
@@ -493,11 +499,15 @@ impl Server {
             self.plain_folders.push(dir);
             return;
         }
-        if !self.roots.iter().any(|r| r.dir == dir) {
-            // Linted now, not when a file in it is first opened: the folder's findings are
-            // what the user added it for.
-            let i = self.add_root(dir);
-            self.roots[i].changed(Instant::now());
+        match self.roots.iter().position(|r| r.dir == dir) {
+            Some(i) => self.roots[i].folder = true,
+            None => {
+                // Linted now, not when a file in it is first opened: the folder's findings
+                // are what the user added it for.
+                let i = self.add_root(dir);
+                self.roots[i].folder = true;
+                self.roots[i].changed(Instant::now());
+            }
         }
     }
 
@@ -528,16 +538,31 @@ impl Server {
         }
     }
 
-    /// The root `path` belongs to: the innermost that covers it, else a new one for the
-    /// package around it (or for the plain folder holding it).
-    fn root_of(&mut self, path: &Path) -> Option<usize> {
-        let best = self
-            .roots
+    /// The root that answers for `path`: the innermost whose directory holds it, else the
+    /// first whose cargo workspace does.
+    fn owner(&self, path: &Path) -> Option<usize> {
+        self.roots
             .iter()
             .enumerate()
-            .filter(|(_, r)| r.covers(path))
+            .filter(|(_, r)| path.starts_with(&r.dir))
             .max_by_key(|(_, r)| r.dir.components().count())
-            .map(|(i, _)| i);
+            .or_else(|| self.roots.iter().enumerate().find(|(_, r)| r.covers(path)))
+            .map(|(i, _)| i)
+    }
+
+    /// Whether root `i` publishes the diagnostics of `path`: it owns the file, and the file
+    /// is below the folder the client gave (or the root is the package around a file
+    /// opened outside every folder), or is a buffer opened in this server.
+    fn publishes(&self, i: usize, path: &Path) -> bool {
+        let r = &self.roots[i];
+        self.owner(path) == Some(i)
+            && (!r.folder || path.starts_with(&r.dir) || self.docs.get(path).is_some())
+    }
+
+    /// The root `path` belongs to: [`Server::owner`], else a new one for the package
+    /// around it (or for the plain folder holding it).
+    fn root_of(&mut self, path: &Path) -> Option<usize> {
+        let best = self.owner(path);
         if best.is_some() {
             return best;
         }
@@ -679,7 +704,8 @@ impl Server {
     ) {
         let now: BTreeMap<PathBuf, Vec<Diagnostic>> = match outcome {
             Some(Outcome::Analysed(a)) => {
-                let diags = convert::diagnostics(&a, self.enc, &*self);
+                let mut diags = convert::diagnostics(&a, self.enc, &*self);
+                diags.retain(|path, _| self.publishes(i, path));
                 drop_elsewhere(self.roots[i].last.replace(a));
                 diags
             }
@@ -690,6 +716,7 @@ impl Server {
                     Some(a) => convert::diagnostics(a, self.enc, &*self),
                     None => BTreeMap::new(),
                 };
+                kept.retain(|path, _| self.publishes(i, path));
                 match &problem.file {
                     Some(file) => {
                         self.docs.settle(file);
@@ -716,7 +743,7 @@ impl Server {
         let mut now = now;
         // An open buffer always hears back, findings or not: the client learns its version
         // was linted.
-        for path in versions.keys() {
+        for path in versions.keys().filter(|p| self.publishes(i, p)) {
             now.entry(path.clone()).or_default();
         }
         let stale: Vec<PathBuf> = self.roots[i]
@@ -781,6 +808,7 @@ impl RootState {
             id,
             root: Some(Root::new(dir.clone())),
             dir,
+            folder: false,
             ws_root: None,
             generation: 0,
             due: None,

@@ -793,6 +793,16 @@ fn recovered(
     };
     model.path = p.path.clone();
     model.target = p.target;
+    // A `mod` line being typed keeps its declaration (and its `pub`, which decides what
+    // the crate exports), lowered alone with its `;` and placed back at its offset.
+    for (at, decl) in recover::half_typed_mods(&source.text) {
+        if let Ok(alone) = idem_lints::model::lower_file(&decl, id, p.module.clone(), p.in_test) {
+            model.mods.extend(alone.mods.into_iter().map(|mut m| {
+                m.span = Span::new(id, m.span.lo + at as u32, m.span.hi + at as u32);
+                m
+            }));
+        }
+    }
     Loaded {
         model: Arc::new(*model),
         source,

@@ -44,6 +44,28 @@ pub fn without_broken_items(text: &str, deadline: Instant) -> Option<String> {
     kept.then_some(out)
 }
 
+/// The top-level items [`without_broken_items`] blanks that are a `mod` declaration lacking
+/// only its `;` (`pub mod notify` while it is being typed): each item's start and its text
+/// with the `;`, so the declaration, its `pub` and its `#[path]` are kept.
+pub fn half_typed_mods(text: &str) -> Vec<(usize, String)> {
+    let mut out = Vec::new();
+    for item in top_level_items(text) {
+        let piece = &text[item.clone()];
+        let code = piece.trim_end();
+        // Cheap test first: only an item that ends its text with a name can be one.
+        if !code.contains("mod ") || code.ends_with([';', '}']) || syn::parse_file(piece).is_ok() {
+            continue;
+        }
+        let closed = format!("{code};");
+        let is_decl = syn::parse_file(&closed)
+            .is_ok_and(|f| matches!(&f.items[..], [syn::Item::Mod(m)] if m.content.is_none()));
+        if is_decl {
+            out.push((item.start, closed));
+        }
+    }
+    out
+}
+
 /// A character written over: a line break stays, anything else becomes as many spaces as
 /// it has bytes.
 fn blank(c: char) -> String {
@@ -330,6 +352,20 @@ fn char_or_lifetime_end(text: &str, i: usize) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_mod_line_without_its_semicolon_is_kept_with_it() {
+        let text = "mod a;\n/// Docs.\n#[path = \"x.rs\"]\npub mod notify\npub fn f() {\n    foo(;\n}\nmod c {\n";
+        let found = half_typed_mods(text);
+        let at = text.find("/// Docs.").expect("item");
+        assert_eq!(
+            found,
+            [(
+                at,
+                "/// Docs.\n#[path = \"x.rs\"]\npub mod notify;".to_string()
+            )]
+        );
+    }
 
     fn at(text: &str, needle: &str) -> Range<usize> {
         let lo = text.find(needle).expect("needle");

@@ -450,7 +450,7 @@ fn report(cx: &mut LintContext<'_>, f: Finding, fix: Option<fixes::Fix>) {
         if let Some(e) = f.late_after {
             d.span_label(e, "the work starts here, before the claim");
         }
-        d.help(atomic_form(w.store));
+        d.help(atomic_form(w.store, &w.command));
         d.help("or put `#[idempotent(key = ..., store = ...)]` on the handler");
         if let Some(fix) = fix {
             d.suggest_edits(fix.message, fix.edits, Applicability::MaybeIncorrect);
@@ -458,8 +458,16 @@ fn report(cx: &mut LintContext<'_>, f: Finding, fix: Option<fixes::Fix>) {
     });
 }
 
-fn atomic_form(store: Store) -> &'static str {
+fn atomic_form(store: Store, write: &str) -> &'static str {
     match store {
+        // A read-modify-write of a row that exists (a counter, a status): no row to insert,
+        // so the update itself must carry the condition the check tested.
+        Store::Sql if write.starts_with("UPDATE") => {
+            "make the `UPDATE` its own check, a conditional update: add the condition the \
+             read tested to its `WHERE` (a status: `.. WHERE id = $1 AND status = 'pending'`; \
+             a counter: `SET n = n + 1 WHERE id = $1 AND n = $2`, `$2` the value read), and \
+             skip the work when `rows_affected()` is 0"
+        }
         Store::Redis => {
             "claim the key in one step before the work: `SET key value NX EX ttl` \
              (`set_nx`, or `set_options` with `NX`), and skip the work when it returns false"

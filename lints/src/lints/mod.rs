@@ -17,7 +17,7 @@ pub mod unguarded_entry_point;
 
 use crate::analysis::relevance;
 use crate::context::LintContext;
-use crate::lint::{Lint, PARSE_ERROR};
+use crate::lint::{Lint, PARSE_ERROR, SUPPRESSION_WITHOUT_REASON, UNUSED_SUPPRESSION};
 use crate::model::Package;
 use crate::settings::Settings;
 pub use check_then_act::CHECK_THEN_ACT;
@@ -52,7 +52,8 @@ fn always(_: &Package, _: &Settings) -> bool {
     true
 }
 
-/// Every lint, the input lints first, then the idempotency lints in DESIGN.md's order.
+/// Every lint: the input lint first, then the idempotency lints in DESIGN.md's order, then
+/// the lints about suppression comments.
 pub static ALL: &[&Lint] = &[
     &PARSE_ERROR,
     &NONDETERMINISTIC_KEY,
@@ -68,6 +69,8 @@ pub static ALL: &[&Lint] = &[
     &RETRY_WITHOUT_BACKOFF,
     &DEAD_LETTER_WITHOUT_CONTEXT,
     &KAFKA_PRODUCER_NOT_IDEMPOTENT,
+    &UNUSED_SUPPRESSION,
+    &SUPPRESSION_WITHOUT_REASON,
 ];
 
 pub static PASSES: &[LintPass] = &[
