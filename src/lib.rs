@@ -231,7 +231,7 @@ pub fn lint_workspace(
         &mut |w| stderr_line(&format!("warning: {w}")),
     )?;
     if let Some(files) = &files {
-        changed::retain(&mut report, files);
+        changed::retain(&mut report, files, &ws.root);
     }
     let in_scope = |p: &std::path::Path| files.as_ref().is_none_or(|f| f.contains(p));
     if let Some(path) = &args.write_baseline {

@@ -267,12 +267,41 @@ impl PackageLinks<'_> {
             if let Some(source) = lib.sources.get(nth) {
                 let p = source.position(lo as usize);
                 let path = source.path.strip_prefix(self.root).unwrap_or(&source.path);
-                return format!("in `{krate}`, {}:{}:{}", path.display(), p.line, p.column);
+                return format!(
+                    "{NOTE_PREFIX}{krate}`, {}:{}:{}",
+                    path.display(),
+                    p.line,
+                    p.column
+                );
             }
             nth -= lib.sources.len();
         }
         "in a linked crate".to_owned()
     }
+}
+
+/// How a note naming a place in a linked file starts: ``in `krate`, path:line:column: ..``.
+const NOTE_PREFIX: &str = "in `";
+
+/// The file (relative to the workspace root) a note made by [`PackageLinks::own_findings`]
+/// names, so `--changed-since` can keep a finding whose label was in a changed member.
+pub fn note_place(note: &str) -> Option<&Path> {
+    let rest = note.strip_prefix(NOTE_PREFIX)?;
+    let (_, rest) = rest.split_once("`, ")?;
+    // `path:line:column: message`: the path ends at the colon before two numbers.
+    let mut at = 0;
+    while let Some(i) = rest[at..].find(':') {
+        let colon = at + i;
+        let mut fields = rest[colon + 1..].splitn(3, ':');
+        let numeric = |f: Option<&str>| {
+            f.is_some_and(|f| !f.is_empty() && f.bytes().all(|b| b.is_ascii_digit()))
+        };
+        if numeric(fields.next()) && numeric(fields.next()) {
+            return Some(Path::new(&rest[..colon]));
+        }
+        at = colon + 1;
+    }
+    None
 }
 
 /// `file` as file `id` of the joined package, in linked target `target`: its spans placed in

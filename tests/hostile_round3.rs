@@ -197,3 +197,130 @@ fn changed_since_runs_no_filter_the_checkout_selects() {
     assert_eq!(out.messages().len(), 1, "{}\n{}", out.stdout, out.stderr);
     assert!(!mark.exists(), "a clean filter ran: {}", out.stderr);
 }
+
+// ---- item 4: `--changed-since` keeps the findings a change causes ----
+
+/// A handler whose check is a helper's: the helper is all the pull request changes.
+const CALLER: &str = "mod helper;
+
+pub async fn handle(conn: &mut redis::aio::MultiplexedConnection, id: &str) -> redis::RedisResult<()> {
+    let key = format!(\"done:{id}\");
+    if helper::already_done(conn, &key).await? {
+        return Ok(());
+    }
+    conn.set(&key, 1).await?;
+    Ok(())
+}
+";
+const HELPER_BEFORE: &str = "pub async fn already_done(_c: &mut redis::aio::MultiplexedConnection, _k: &str) -> redis::RedisResult<bool> {\n    Ok(false)\n}\n";
+const HELPER_AFTER: &str = "pub async fn already_done(c: &mut redis::aio::MultiplexedConnection, k: &str) -> redis::RedisResult<bool> {\n    c.exists(k).await\n}\n";
+
+#[test]
+fn changed_since_keeps_a_finding_whose_label_is_in_the_changed_file() {
+    let outer = tempfile::tempdir().expect("tempdir");
+    let repo = outer.path().join("r");
+    write(
+        &repo,
+        "Cargo.toml",
+        common::manifest("v", "[dependencies]\nredis = \"0.25\"\n").as_bytes(),
+    );
+    write(&repo, "src/lib.rs", CALLER.as_bytes());
+    write(&repo, "src/helper.rs", HELPER_BEFORE.as_bytes());
+    git(&repo, &["init", "-q"]);
+    git(&repo, &["add", "-A"]);
+    git(&repo, &["commit", "-qm", "base"]);
+    std::fs::write(repo.join("src/helper.rs"), HELPER_AFTER).expect("write");
+    git(&repo, &["commit", "-qam", "pr"]);
+    let manifest = repo.join("Cargo.toml");
+    let args = |since: &'static str| {
+        [
+            "--manifest-path",
+            s(&manifest),
+            "--changed-since",
+            since,
+            "-D",
+            "warnings",
+            "--message-format",
+            "json",
+        ]
+    };
+    let out = run_in(outer.path(), &args("main~1"));
+    assert_eq!(
+        out.findings(&repo),
+        [(
+            "src/lib.rs".to_string(),
+            8,
+            "error".to_string(),
+            "idem::check_then_act".to_string()
+        )],
+        "{}",
+        out.stderr
+    );
+    assert_eq!(out.code, 1);
+    // Nothing changed since `main`: nothing is reported.
+    run_in(outer.path(), &args("main")).assert_code(0);
+}
+
+#[test]
+fn changed_since_keeps_a_finding_whose_label_is_in_a_changed_member() {
+    // The label in the linked member `common` becomes a note naming the place; the change
+    // is only there, and the finding is the dependent's.
+    let outer = tempfile::tempdir().expect("tempdir");
+    let repo = outer.path().join("ws");
+    write(
+        &repo,
+        "Cargo.toml",
+        b"[workspace]\nresolver = \"2\"\nmembers = [\"common\", \"service\"]\n",
+    );
+    write(
+        &repo,
+        "common/Cargo.toml",
+        common::manifest("common", "[dependencies]\nredis = \"0.25\"\n").as_bytes(),
+    );
+    write(&repo, "common/src/lib.rs", HELPER_BEFORE.as_bytes());
+    write(
+        &repo,
+        "service/Cargo.toml",
+        common::manifest(
+            "service",
+            "[dependencies]\nredis = \"0.25\"\ncommon = { path = \"../common\" }\n",
+        )
+        .as_bytes(),
+    );
+    write(
+        &repo,
+        "service/src/lib.rs",
+        CALLER
+            .replace("mod helper;\n", "")
+            .replace("helper::", "common::")
+            .as_bytes(),
+    );
+    git(&repo, &["init", "-q"]);
+    git(&repo, &["add", "-A"]);
+    git(&repo, &["commit", "-qm", "base"]);
+    std::fs::write(repo.join("common/src/lib.rs"), HELPER_AFTER).expect("write");
+    let out = run_in(
+        outer.path(),
+        &[
+            "--manifest-path",
+            s(&repo.join("Cargo.toml")),
+            "--workspace",
+            "--changed-since",
+            "main",
+            "-D",
+            "warnings",
+            "--message-format",
+            "json",
+        ],
+    );
+    let found = out.findings(&repo);
+    assert_eq!(found.len(), 1, "{}\n{}", out.stdout, out.stderr);
+    assert_eq!(found[0].0, "service/src/lib.rs");
+    // Kept through the note: no span of the finding is in `common`.
+    assert!(
+        out.stdout.contains("in `common`, common/src/lib.rs:2:"),
+        "{}",
+        out.stdout
+    );
+    assert_eq!(out.code, 1);
+}
