@@ -324,3 +324,88 @@ fn changed_since_keeps_a_finding_whose_label_is_in_a_changed_member() {
     );
     assert_eq!(out.code, 1);
 }
+
+// ---- item 5: only a real test attribute marks a test ----
+
+/// A handler with a `check_then_act` finding, under `attr`, after `uses`.
+fn handler_under(uses: &str, attr: &str) -> String {
+    format!(
+        "{uses}
+
+{attr}
+pub async fn handle(conn: &mut redis::aio::MultiplexedConnection, id: &str) -> redis::RedisResult<()> {{
+    let key = format!(\"done:{{id}}\");
+    let seen: bool = conn.exists(&key).await?;
+    if !seen {{ conn.set(&key, 1).await?; }}
+    Ok(())
+}}
+"
+    )
+}
+
+fn lint_lib(lib: &str) -> common::Run {
+    let dir = common::tree(&[
+        (
+            "Cargo.toml",
+            &common::manifest(
+                "v",
+                "[dependencies]\nredis = \"0.25\"\ntracing = \"0.1\"\ntokio = \"1\"\n",
+            ),
+        ),
+        ("src/lib.rs", lib),
+    ]);
+    run_in(dir.path(), &["--message-format", "json"])
+}
+
+#[test]
+fn an_attribute_named_test_by_an_alias_hides_no_body() {
+    for (uses, attr) in [
+        // `04-test-named-attribute-hides-body.sh`: tracing's instrument, named `test`.
+        ("use tracing::instrument as test;", "#[test(skip(conn))]"),
+        // The same binding inside a fn, a macro's input, or a group.
+        (
+            "fn f() { use tracing::{instrument as test}; }",
+            "#[test(skip(conn))]",
+        ),
+        (
+            "m! { pub use tracing::instrument as test; }",
+            "#[test(skip(conn))]",
+        ),
+        // A crate renamed to a test crate's name, a module of that name, any other crate.
+        ("extern crate tracing as tokio;", "#[tokio::test]"),
+        (
+            "mod tokio { pub use tracing::instrument as test; }",
+            "#[tokio::test]",
+        ),
+        ("", "#[tracing::test]"),
+        // A glob import may bring a `test` of the crate's own.
+        ("use crate::prelude::*;", "#[test]"),
+    ] {
+        let out = lint_lib(&handler_under(uses, attr));
+        assert_eq!(
+            out.findings(Path::new("/")).len(),
+            1,
+            "{uses} {attr}: the handler's body was hidden\n{}\n{}",
+            out.stdout,
+            out.stderr
+        );
+    }
+}
+
+#[test]
+fn real_test_attributes_still_mark_tests() {
+    for (uses, attr) in [
+        ("", "#[test]"),
+        ("", "#[tokio::test]"),
+        ("use tokio::test;", "#[test]"),
+        ("", "#[::tokio::test(flavor = \"multi_thread\")]"),
+    ] {
+        let out = lint_lib(&handler_under(uses, attr));
+        assert_eq!(
+            out.findings(Path::new("/")).len(),
+            0,
+            "{uses} {attr}\n{}",
+            out.stdout
+        );
+    }
+}

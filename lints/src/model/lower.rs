@@ -4,6 +4,7 @@ use super::ir::{
     ArithOp, Arm, BinOp, Block, Expr, ExprKind, Lit, MacroCall, Pat, Path, Stmt, Type,
 };
 use super::nesting::{self, MAX_MODULE_NESTING, MAX_NESTING};
+use super::test_attrs::TestAttrs;
 use super::{byte_offsets, doc_text, expr_span, test_bodies};
 use super::{
     Attr, AttrArg, ConstDef, FileId, FileModel, FnDef, GenericParam, ImplDef, Include, ItemKind,
@@ -120,6 +121,7 @@ fn lower_text(
         docs,
         parsed,
         test_bodies: bodies,
+        tests,
     } = match skim_body(body, in_test, deadline, skim) {
         Ok(skimmed) => skimmed,
         Err(nesting::Rejected::OutOfTime) => return Err(LowerError::OutOfTime),
@@ -138,6 +140,7 @@ fn lower_text(
     };
     // Read from the text before test bodies are written over: what test code names counts too.
     let names = Names {
+        tests,
         store_crates: crate::analysis::relevance::store_crates_named(&parsed.text),
         mentions: crate::analysis::relevance::mentions_in(&parsed.text),
     };
@@ -160,6 +163,8 @@ struct Skimmed<'t> {
     docs: Vec<std::ops::Range<usize>>,
     parsed: doc_text::ParsedText<'t>,
     test_bodies: Vec<std::ops::Range<usize>>,
+    /// What the test attributes of `parsed` resolve to, read before anything is written over.
+    tests: TestAttrs,
 }
 
 fn skim_body(
@@ -176,8 +181,9 @@ fn skim_body(
         Vec::new()
     };
     let parsed = doc_text::without_doc_text(body, &docs);
+    let tests = TestAttrs::of(&parsed.text);
     let test_bodies = match skim {
-        Skim::All => test_bodies::test_fn_bodies(&parsed.text, in_test),
+        Skim::All => test_bodies::test_fn_bodies(&parsed.text, in_test, &tests),
         #[cfg(test)]
         Skim::Nothing | Skim::DocText => Vec::new(),
     };
@@ -185,6 +191,7 @@ fn skim_body(
         docs,
         parsed,
         test_bodies,
+        tests,
     })
 }
 
@@ -201,6 +208,7 @@ pub fn syn_input(text: &str, in_test: bool) -> Option<String> {
 
 /// What a file's text names, read from all of it (see [`Lowered::lower`]).
 struct Names {
+    tests: TestAttrs,
     store_crates: Vec<String>,
     mentions: crate::analysis::relevance::Mentions,
 }
@@ -263,6 +271,7 @@ impl Lowered<'_> {
                 module: module.as_slice().into(),
                 model: FileModel::default(),
                 docs: &parsed,
+                tests: &names.tests,
             };
             // `syn::parse_file` item by item, so the deadline is also checked between top-level items
             // (a generated file of many items stops on time; lexing it is linear and fast).
@@ -386,6 +395,8 @@ struct Lowerer<'d> {
     model: FileModel,
     /// The doc comments syn read as bare `#[doc]`.
     docs: &'d doc_text::ParsedText<'d>,
+    /// What the file's test attributes resolve to.
+    tests: &'d TestAttrs,
 }
 
 /// Context an item is lowered in.
@@ -509,7 +520,7 @@ impl Lowerer<'_> {
         let span = self.item_span(item);
         let kind = match item {
             syn::Item::Fn(f) => {
-                let test = in_test || is_test_fn(&f.attrs);
+                let test = in_test || is_test_fn(&f.attrs, self.tests);
                 let def = self.fn_def(
                     &f.attrs,
                     &f.vis,
@@ -712,7 +723,7 @@ impl Lowerer<'_> {
                     &m.sig,
                     &m.block,
                 ));
-                let test = in_test || is_test_fn(&m.attrs);
+                let test = in_test || is_test_fn(&m.attrs, self.tests);
                 let mut def = self.fn_def(
                     &m.attrs,
                     &m.vis,
@@ -1864,14 +1875,12 @@ fn unraw(id: &proc_macro2::Ident) -> String {
     }
 }
 
-pub(super) fn is_test_fn(attrs: &[syn::Attribute]) -> bool {
-    attrs.iter().any(|a| {
-        let p = a.path();
-        p.segments
-            .last()
-            .is_some_and(|s| s.ident == "test" || s.ident == "bench")
-            || is_cfg_test_attr(a)
-    })
+/// Whether `attrs` make a fn test code: a test attribute as `tests` resolves it (see
+/// [`TestAttrs`]), or a `#[cfg(..)]` that holds in test builds only.
+pub(super) fn is_test_fn(attrs: &[syn::Attribute], tests: &TestAttrs) -> bool {
+    attrs
+        .iter()
+        .any(|a| tests.is_test(a.path()) || is_cfg_test_attr(a))
 }
 
 pub(super) fn is_cfg_test(attrs: &[syn::Attribute]) -> bool {
@@ -2177,7 +2186,7 @@ mod tests {
             let skimmed = lower_text(text, FileId(0), module(), in_test, None, Skim::All);
             let read = lower_text(text, FileId(0), module(), in_test, None, Skim::DocText);
             if let (Ok(_), Err(LowerError::Syntax(e))) = (&skimmed, &read) {
-                let bodies = test_bodies::test_fn_bodies(text, in_test);
+                let bodies = test_bodies::test_fn_bodies(text, in_test, &TestAttrs::of(text));
                 let at = e.span.lo as usize;
                 assert!(
                     bodies.iter().any(|b| b.contains(&at)),

@@ -9,6 +9,7 @@ mod expr_span;
 pub mod ir;
 mod lower;
 pub mod nesting;
+mod test_attrs;
 mod test_bodies;
 
 pub use lower::{
