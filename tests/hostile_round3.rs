@@ -409,3 +409,72 @@ fn real_test_attributes_still_mark_tests() {
         );
     }
 }
+
+// ---- item 3: modules rustc compiles are read ----
+
+/// A package whose `src/lib.rs` is `lib` and whose `src/real.rs` holds the racy handler,
+/// beside a decoy `src/handlers.rs`, linted under `-D warnings`.
+fn lint_with_real_rs(lib: &str) -> (common::Run, tempfile::TempDir) {
+    let dir = common::tree(&[
+        (
+            "Cargo.toml",
+            &common::manifest("v", "[dependencies]\nredis = \"0.25\"\n"),
+        ),
+        ("src/lib.rs", lib),
+        ("src/real.rs", RACY),
+        ("src/handlers.rs", "// decoy: nothing here\n"),
+    ]);
+    let out = run_in(dir.path(), &["-D", "warnings", "--message-format", "json"]);
+    (out, dir)
+}
+
+#[test]
+fn modules_rustc_compiles_are_linted() {
+    // `03-compiled-but-not-linted.sh`, each case.
+    for lib in [
+        "#[cfg_attr(all(), path = \"real.rs\")]\npub mod handlers;\n",
+        "include!(\"real.rs\");\n",
+        "macro_rules! m { () => { #[path = \"real.rs\"] pub mod imp; }; }\nm!();\n",
+        "const _: () = {\n    #[path = \"real.rs\"]\n    mod imp;\n};\n",
+    ] {
+        let (out, dir) = lint_with_real_rs(lib);
+        assert_eq!(
+            out.findings(dir.path()),
+            [(
+                "src/real.rs".to_string(),
+                3,
+                "error".to_string(),
+                "idem::check_then_act".to_string()
+            )],
+            "{lib}\n{}",
+            out.stderr
+        );
+        assert_eq!(out.code, 1, "{lib}");
+    }
+}
+
+#[test]
+fn included_and_cfg_attr_files_are_read_under_the_workspace_rule() {
+    // Each way of naming a file reads it as a source: a path leaving the workspace is a
+    // `parse_error`, its text quoted nowhere.
+    let outer = tempfile::tempdir().expect("tempdir");
+    write(outer.path(), "secret.rs", b"SECRET_TOKEN_123 (\n");
+    for lib in [
+        "include!(\"../../secret.rs\");\n",
+        "#[cfg_attr(all(), path = \"../../secret.rs\")]\nmod handlers;\n",
+    ] {
+        let pkg = outer.path().join("pkg");
+        let _ = std::fs::remove_dir_all(&pkg);
+        write(&pkg, "Cargo.toml", common::manifest("v", "").as_bytes());
+        write(&pkg, "src/lib.rs", lib.as_bytes());
+        write(&pkg, "src/handlers.rs", b"\n");
+        let out = run_in(&pkg, &["--message-format", "json"]);
+        assert!(
+            out.stdout.contains("leaves the workspace"),
+            "{lib}\n{}",
+            out.stdout
+        );
+        assert!(!out.stdout.contains("SECRET_TOKEN"), "{}", out.stdout);
+        assert!(!out.stderr.contains("SECRET_TOKEN"), "{}", out.stderr);
+    }
+}

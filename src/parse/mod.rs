@@ -515,6 +515,7 @@ fn children(
     next: &mut Vec<Pending>,
     problems: &mut Vec<Diagnostic>,
 ) {
+    included(parent, model, next);
     for decl in model.mods.iter().filter(|m| !m.inline) {
         let test_parent = modpath::inline_parents(model, decl)
             .iter()
@@ -528,13 +529,34 @@ fn children(
             }
             None => false,
         };
-        match modpath::resolve(&parent.dir, model, decl, &mut present) {
+        let in_test = parent.in_test || decl.cfg_test || test_parent;
+        let resolved = modpath::resolve(&parent.dir, model, decl, &mut present);
+        let chosen = match &resolved {
+            Resolved::File { path, .. } => Some(path.as_path()),
+            Resolved::Missing { .. } => None,
+        };
+        // The `cfg_attr` paths rustc may read instead: read too, when they exist.
+        for path in modpath::cfg_alternatives(&parent.dir, model, decl, chosen) {
+            if Probe::of(&path).is_some() {
+                next.push(Pending {
+                    dir: ModDir::owning(&path),
+                    path,
+                    probe: None,
+                    module: decl.module.to_vec(),
+                    in_test,
+                    target: parent.target,
+                    origin: Some(decl.span),
+                    follow: true,
+                });
+            }
+        }
+        match resolved {
             Resolved::File { path, dir } => next.push(Pending {
                 probe: probed.filter(|(at, _)| *at == path).map(|(_, p)| p),
                 path,
                 dir,
                 module: decl.module.to_vec(),
-                in_test: parent.in_test || decl.cfg_test || test_parent,
+                in_test,
                 target: parent.target,
                 origin: Some(decl.span),
                 follow: true,
@@ -554,6 +576,25 @@ fn children(
                 problems.push(d);
             }
         }
+    }
+}
+
+/// Queues the files `model`'s item-position `include!`s name (relative to the including
+/// file's directory, as rustc reads them), as part of the module they are called in.
+fn included(parent: &Pending, model: &FileModel, next: &mut Vec<Pending>) {
+    let here = parent.path.parent().unwrap_or(Path::new(""));
+    for inc in &model.item_includes {
+        next.push(Pending {
+            path: here.join(&inc.path),
+            // Its `mod`s are the calling module's: they resolve where the caller's would.
+            dir: parent.dir.clone(),
+            module: inc.module.to_vec(),
+            in_test: parent.in_test || inc.in_test,
+            target: parent.target,
+            origin: Some(inc.span),
+            follow: true,
+            probe: None,
+        });
     }
 }
 

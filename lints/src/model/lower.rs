@@ -7,9 +7,9 @@ use super::nesting::{self, MAX_MODULE_NESTING, MAX_NESTING};
 use super::test_attrs::TestAttrs;
 use super::{byte_offsets, doc_text, expr_span, test_bodies};
 use super::{
-    Attr, AttrArg, ConstDef, FileId, FileModel, FnDef, GenericParam, ImplDef, Include, ItemKind,
-    ItemSpan, ModDecl, ModulePath, NamedItem, Param, SelfKind, Span, StructDef, TypeAliasDef,
-    UseDecl, Visibility,
+    Attr, AttrArg, ConstDef, FileId, FileModel, FnDef, GenericParam, ImplDef, Include, ItemInclude,
+    ItemKind, ItemSpan, ModDecl, ModulePath, NamedItem, Param, SelfKind, Span, StructDef,
+    TypeAliasDef, UseDecl, Visibility,
 };
 use crate::catalog::store_traits;
 use std::time::Instant;
@@ -271,6 +271,7 @@ impl Lowered<'_> {
                 module: module.as_slice().into(),
                 model: FileModel::default(),
                 docs: &parsed,
+                macro_rules: Default::default(),
                 tests: &names.tests,
             };
             // `syn::parse_file` item by item, so the deadline is also checked between top-level items
@@ -395,6 +396,8 @@ struct Lowerer<'d> {
     model: FileModel,
     /// The doc comments syn read as bare `#[doc]`.
     docs: &'d doc_text::ParsedText<'d>,
+    /// The `macro_rules!` seen so far, by name: their rules' tokens.
+    macro_rules: std::collections::HashMap<String, proc_macro2::TokenStream>,
     /// What the file's test attributes resolve to.
     tests: &'d TestAttrs,
 }
@@ -618,6 +621,11 @@ impl Lowerer<'_> {
             syn::Item::Const(c) => {
                 self.named(module, &c.ident, &c.vis, ItemKind::Const);
                 self.const_def(module, &c.ident, &c.ty, &c.expr);
+                // `const _: () = { mod imp; impl Trait for T {..} };`: items in the block are
+                // compiled like any other (the impls apply crate-wide).
+                if let syn::Expr::Block(b) = &*c.expr {
+                    self.block_items(&b.block, module, inline, in_test);
+                }
                 ItemKind::Const
             }
             syn::Item::Static(st) => {
@@ -646,6 +654,30 @@ impl Lowerer<'_> {
                 ItemKind::Other
             }
             syn::Item::Macro(m) => {
+                // `include!("real.rs")`: rustc reads the file's items here; the driver loads it.
+                if let Some(path) = item_include(&m.mac) {
+                    self.model.item_includes.push(ItemInclude {
+                        path,
+                        module: module.clone(),
+                        in_test,
+                        span,
+                    });
+                }
+                // A `macro_rules!` is remembered, and the `mod`s of its rules are declared where
+                // it is called (`m!();`), as rustc's expansion declares them.
+                if m.mac.path.is_ident("macro_rules") {
+                    if let Some(name) = &m.ident {
+                        self.macro_rules.insert(unraw(name), m.mac.tokens.clone());
+                    }
+                } else if let Some(rules) = m
+                    .mac
+                    .path
+                    .get_ident()
+                    .and_then(|id| self.macro_rules.get(&unraw(id)))
+                {
+                    let rules = rules.clone();
+                    self.macro_mods(rules, module, inline, in_test);
+                }
                 // `cfg_rt! { mod runtime; pub fn spawn(..) {..} }`: item macros that wrap items
                 // (tokio, hyper, cfg-if-free crates) hide modules and fns unless we look inside.
                 if let Some(items) = macro_items(&m.mac) {
@@ -662,6 +694,32 @@ impl Lowerer<'_> {
         };
         if !nested {
             self.model.items.push(ItemSpan { kind, span });
+        }
+    }
+
+    /// The items of a block that is no fn's body (a `const` initializer), lowered as items
+    /// of `module`, item macros among them.
+    fn block_items(
+        &mut self,
+        block: &syn::Block,
+        module: &ModulePath,
+        inline: &[String],
+        in_test: bool,
+    ) {
+        for stmt in &block.stmts {
+            match stmt {
+                syn::Stmt::Item(item) => self.item(item, module, inline, in_test, true),
+                syn::Stmt::Macro(m) => {
+                    let item = syn::Item::Macro(syn::ItemMacro {
+                        attrs: m.attrs.clone(),
+                        ident: None,
+                        mac: m.mac.clone(),
+                        semi_token: m.semi_token,
+                    });
+                    self.item(&item, module, inline, in_test, true);
+                }
+                _ => {}
+            }
         }
     }
 
@@ -1754,6 +1812,15 @@ fn item_prefix_start(tts: &[proc_macro2::TokenTree], at: usize) -> usize {
 
 /// The items a macro invocation wraps, when its input parses as a list of items and it is not a
 /// macro definition.
+/// The path of `include!("path")` (also `std::include!`).
+fn item_include(mac: &syn::Macro) -> Option<String> {
+    if mac.path.segments.last()?.ident != "include" {
+        return None;
+    }
+    let lit: syn::LitStr = mac.parse_body().ok()?;
+    Some(lit.value())
+}
+
 fn macro_items(mac: &syn::Macro) -> Option<Vec<syn::Item>> {
     if mac.path.is_ident("macro_rules") {
         return None;
