@@ -478,3 +478,94 @@ fn included_and_cfg_attr_files_are_read_under_the_workspace_rule() {
         assert!(!out.stderr.contains("SECRET_TOKEN"), "{}", out.stderr);
     }
 }
+
+// ---- item 2: path dependencies that are no workspace members ----
+
+#[test]
+fn a_path_dependency_that_is_no_member_is_linted() {
+    // `02-path-dependency-never-linted.sh`: a single package (no `[workspace]`) whose handler
+    // sits in the path dependency `./handlers`.
+    let outer = tempfile::tempdir().expect("tempdir");
+    let app = outer.path().join("app");
+    write(
+        &app,
+        "Cargo.toml",
+        common::manifest(
+            "app",
+            "\n[dependencies]\nhandlers = { path = \"handlers\" }\n",
+        )
+        .as_bytes(),
+    );
+    write(&app, "src/lib.rs", b"pub use handlers::handle;\n");
+    write(
+        &app,
+        "handlers/Cargo.toml",
+        common::manifest("handlers", "\n[dependencies]\nredis = \"0.25\"\n").as_bytes(),
+    );
+    write(&app, "handlers/src/lib.rs", RACY.as_bytes());
+    let manifest = app.join("Cargo.toml");
+    for extra in [&["--workspace"][..], &[]] {
+        let mut args = vec![
+            "--manifest-path",
+            s(&manifest),
+            "-D",
+            "warnings",
+            "--message-format",
+            "json",
+        ];
+        args.extend_from_slice(extra);
+        let out = run_in(outer.path(), &args);
+        assert_eq!(
+            out.findings(&app),
+            [(
+                "handlers/src/lib.rs".to_string(),
+                3,
+                "error".to_string(),
+                "idem::check_then_act".to_string()
+            )],
+            "{extra:?}\n{}",
+            out.stderr
+        );
+        assert_eq!(out.code, 1);
+    }
+}
+
+#[test]
+fn a_path_dependency_outside_the_workspace_is_named() {
+    let outer = tempfile::tempdir().expect("tempdir");
+    let app = outer.path().join("app");
+    write(
+        &app,
+        "Cargo.toml",
+        common::manifest(
+            "app",
+            "\n[dependencies]\nshared = { path = \"../shared\" }\n",
+        )
+        .as_bytes(),
+    );
+    write(&app, "src/lib.rs", b"pub use shared::handle;\n");
+    write(
+        outer.path(),
+        "shared/Cargo.toml",
+        common::manifest("shared", "").as_bytes(),
+    );
+    write(outer.path(), "shared/src/lib.rs", RACY.as_bytes());
+    let out = run_in(
+        outer.path(),
+        &[
+            "--manifest-path",
+            s(&app.join("Cargo.toml")),
+            "--message-format",
+            "json",
+        ],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("path dependency `shared` of `app`")
+            && out
+                .stderr
+                .contains("outside the workspace root; not linted"),
+        "{}",
+        out.stderr
+    );
+}
