@@ -569,3 +569,46 @@ fn a_path_dependency_outside_the_workspace_is_named() {
         out.stderr
     );
 }
+
+// ---- item 6: `--write-baseline` writes nothing through a symlinked directory ----
+
+#[test]
+fn write_baseline_refuses_a_symlinked_directory() {
+    // `07-write-baseline-through-symlinked-dir.sh`.
+    let outer = tempfile::tempdir().expect("tempdir");
+    let repo = outer.path().join("repo");
+    let outside = outer.path().join("outside");
+    write(&repo, "Cargo.toml", common::manifest("v", "").as_bytes());
+    write(&repo, "src/lib.rs", b"pub fn f() {}\n");
+    std::fs::create_dir_all(&outside).expect("mkdir");
+    std::os::unix::fs::symlink(&outside, repo.join("baselines")).expect("symlink");
+    let target = repo.join("baselines/idem-baseline.json");
+    let out = run_in(
+        outer.path(),
+        &[
+            "--manifest-path",
+            s(&repo.join("Cargo.toml")),
+            "--write-baseline",
+            s(&target),
+        ],
+    );
+    let left: Vec<_> = std::fs::read_dir(&outside)
+        .expect("read_dir")
+        .map(|e| e.expect("entry").file_name())
+        .collect();
+    assert!(left.is_empty(), "written outside the checkout: {left:?}");
+    out.assert_one_line_error("symlink");
+    // A real directory inside the checkout still takes the baseline.
+    std::fs::create_dir_all(repo.join("real")).expect("mkdir");
+    let out = run_in(
+        outer.path(),
+        &[
+            "--manifest-path",
+            s(&repo.join("Cargo.toml")),
+            "--write-baseline",
+            s(&repo.join("real/b.json")),
+        ],
+    );
+    out.assert_code(0);
+    assert!(repo.join("real/b.json").is_file());
+}
