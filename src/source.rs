@@ -108,6 +108,9 @@ pub enum ReadError {
     OutsideRoot {
         resolved: PathBuf,
     },
+    /// The path resolves inside a `.git` directory: git's own files (a checkout action may
+    /// keep a token in `.git/config`) are never a source, whatever the policy.
+    InGitDir,
     /// Not UTF-8: the text with invalid bytes replaced, and the offset of the first one (equal
     /// in both texts), so a finding can still show the line.
     NotUtf8 {
@@ -131,6 +134,7 @@ impl fmt::Display for ReadError {
                     resolved.display()
                 )
             }
+            ReadError::InGitDir => write!(f, "it is inside a `.git` directory, which is not read"),
             ReadError::NotUtf8 { valid_up_to, .. } => {
                 write!(
                     f,
@@ -157,11 +161,7 @@ pub(crate) fn read_resolved(
     meta: Option<std::fs::Metadata>,
     policy: &ReadPolicy,
 ) -> Result<String, ReadError> {
-    if let Some(root) = &policy.root {
-        if !resolved.starts_with(root) {
-            return Err(ReadError::OutsideRoot { resolved });
-        }
-    }
+    check_place(&resolved, policy)?;
     // The kind is checked before opening (opening a FIFO for reading blocks until a writer
     // comes) and again on the open file, in case the path was swapped in between.
     let meta = match meta {
@@ -187,6 +187,26 @@ pub(crate) fn read_resolved(
         valid_up_to: e.utf8_error().valid_up_to(),
         lossy: String::from_utf8_lossy(e.as_bytes()).into_owned(),
     })
+}
+
+/// Where a resolved path may be read from: inside [`ReadPolicy::root`] when it is set, and
+/// never inside a `.git` directory (below the root, or anywhere when there is none).
+pub(crate) fn check_place(resolved: &Path, policy: &ReadPolicy) -> Result<(), ReadError> {
+    let below = match &policy.root {
+        Some(root) => match resolved.strip_prefix(root) {
+            Ok(rel) => rel,
+            Err(_) => {
+                return Err(ReadError::OutsideRoot {
+                    resolved: resolved.to_path_buf(),
+                })
+            }
+        },
+        None => resolved,
+    };
+    if below.components().any(|c| c.as_os_str() == ".git") {
+        return Err(ReadError::InGitDir);
+    }
+    Ok(())
 }
 
 fn check_kind(meta: &std::fs::Metadata, max: u64) -> Result<(), ReadError> {

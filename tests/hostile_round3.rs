@@ -612,3 +612,67 @@ fn write_baseline_refuses_a_symlinked_directory() {
     out.assert_code(0);
     assert!(repo.join("real/b.json").is_file());
 }
+
+// ---- item 8: nothing under `.git/` is a source; configs are read as sources are ----
+
+#[test]
+fn a_module_under_dot_git_is_not_read() {
+    // `08-reads-outside-or-dotgit.sh` a): a checkout action keeps a token in `.git/config`.
+    let outer = tempfile::tempdir().expect("tempdir");
+    let repo = outer.path().join("repo");
+    write(&repo, "Cargo.toml", common::manifest("v", "").as_bytes());
+    write(
+        &repo,
+        "src/lib.rs",
+        b"#[path = \"../.git/config\"] mod c;\n",
+    );
+    git(&repo, &["init", "-q"]);
+    git(
+        &repo,
+        &[
+            "config",
+            "http.https://github.com/.extraheader",
+            "AUTHORIZATION: basic FAKETOKEN /* x",
+        ],
+    );
+    let out = run_in(&repo, &["--message-format", "json"]);
+    assert!(!out.stdout.contains("FAKETOKEN"), "{}", out.stdout);
+    assert!(!out.stdout.contains("extraheader"), "{}", out.stdout);
+    assert!(!out.stdout.contains("[core]"), "{}", out.stdout);
+    let found = out.findings(&repo);
+    assert_eq!(found.len(), 1, "{}", out.stdout);
+    assert_eq!(found[0].3, "idem::parse_error");
+    assert!(
+        out.stdout.contains("inside a `.git` directory"),
+        "{}",
+        out.stdout
+    );
+}
+
+#[test]
+fn a_config_symlink_leading_out_is_refused() {
+    // `08-reads-outside-or-dotgit.sh` b): `idem-lint.toml` links to a credentials file.
+    let outer = tempfile::tempdir().expect("tempdir");
+    let repo = outer.path().join("repo");
+    write(
+        outer.path(),
+        "home/.aws/credentials",
+        b"[default]\naws_access_key_id = AKIAFAKEKEYID\naws_secret_access_key = FAKE\n",
+    );
+    write(&repo, "Cargo.toml", common::manifest("v", "").as_bytes());
+    write(&repo, "src/lib.rs", b"pub fn f() {}\n");
+    std::os::unix::fs::symlink(
+        outer.path().join("home/.aws/credentials"),
+        repo.join("idem-lint.toml"),
+    )
+    .expect("symlink");
+    let manifest = repo.join("Cargo.toml");
+    let out = run_in(
+        outer.path(),
+        &["--manifest-path", s(&manifest), "--message-format", "short"],
+    );
+    out.assert_one_line_error("outside the workspace");
+    // Refused before it is parsed: not even the position of a TOML error is given.
+    assert!(!out.stderr.contains("invalid TOML"), "{}", out.stderr);
+    assert!(!out.stderr.contains("AKIA"), "{}", out.stderr);
+}
