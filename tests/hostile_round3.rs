@@ -676,3 +676,46 @@ fn a_config_symlink_leading_out_is_refused() {
     assert!(!out.stderr.contains("invalid TOML"), "{}", out.stderr);
     assert!(!out.stderr.contains("AKIA"), "{}", out.stderr);
 }
+
+// ---- item 9: plain-directory mode cannot be emptied without a trace ----
+
+#[test]
+fn a_cache_marker_without_the_signature_hides_nothing() {
+    // `09-plain-dir-markers-hide-all.sh`: a `CACHEDIR.TAG` of any content, or a
+    // `.rustc_info.json`, in `src/`.
+    for (marker, content) in [("src/CACHEDIR.TAG", "x\n"), ("src/.rustc_info.json", "{}")] {
+        let dir = common::tree(&[("src/lib.rs", RACY), (marker, content)]);
+        let out = run_in(
+            dir.path(),
+            &[".", "-D", "warnings", "--message-format", "json"],
+        );
+        assert_eq!(
+            out.findings(dir.path()).len(),
+            1,
+            "{marker}\n{}",
+            out.stderr
+        );
+        assert_eq!(out.code, 1);
+    }
+}
+
+#[test]
+fn an_empty_plain_run_says_so() {
+    // An ignore file may exclude everything (it is honoured), but not silently.
+    for (ignore, content) in [(".ignore", "*\n"), (".gitignore", "*.rs\n")] {
+        let dir = common::tree(&[("src/lib.rs", RACY), (ignore, content)]);
+        let out = run_in(
+            dir.path(),
+            &[".", "-D", "warnings", "--message-format", "json"],
+        );
+        assert_eq!(out.code, 0);
+        assert!(
+            out.stderr.contains("warning: 0 `.rs` files linted below")
+                && out
+                    .stderr
+                    .contains("(1 left out by ignore files or as hidden)"),
+            "{ignore}: {}",
+            out.stderr
+        );
+    }
+}
