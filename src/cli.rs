@@ -97,6 +97,12 @@ pub struct Args {
     #[arg(long)]
     pub allow_outside_workspace: bool,
 
+    /// Ignore the checkout's configuration (`idem-lint.toml`, `[workspace.metadata.idem-lint]`,
+    /// `[package.metadata.idem-lint]`): the lints' defaults and the command line decide, as
+    /// a CI gate on pull requests may want (ruff's `--isolated`).
+    #[arg(long)]
+    pub isolated: bool,
+
     /// Time budget for the analysis of one package, in milliseconds (default 300000). Past
     /// it the analysis stops, a warning says so, and the findings found so far are reported.
     #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(1..))]

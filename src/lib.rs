@@ -55,6 +55,7 @@ pub fn run(args: &Args) -> Result<Outcome> {
     if args.list {
         // Outside any crate the list still makes sense, with the defaults and the flags.
         let config = match discovery::discover(&selection) {
+            Ok(ws) if args.isolated => config::Config::isolated(&ws),
             Ok(ws) => config::Config::load(&ws)?,
             Err(_) => config::Config::default(),
         };
@@ -189,7 +190,14 @@ pub fn lint_workspace(
     mut ws: discovery::Workspace,
     only: &[std::path::PathBuf],
 ) -> Result<Linted> {
-    let config = config::Config::load(&ws)?;
+    let config = if args.isolated {
+        config::Config::isolated(&ws)
+    } else {
+        config::Config::load(&ws)?
+    };
+    if !args.level_flags.is_empty() {
+        say_lowered(&config, &ws, &args.level_flags)?;
+    }
     let opts = parse_options(args, &config);
     let disk = if args.no_cache {
         None
@@ -246,6 +254,41 @@ pub fn lint_workspace(
         report.baseline = Some(baseline::apply(&mut report, &ws.root, path, &in_scope)?);
     }
     Ok(Linted { ws, report, cwd })
+}
+
+/// One `warning:` line naming the lints the checkout's configuration sets below the level
+/// the command line gives them: its levels win, by design (as clippy's `#[allow]` in the
+/// code does), but a CI gate must see that they did.
+fn say_lowered(
+    config: &config::Config,
+    ws: &discovery::Workspace,
+    flags: &[levels::LevelFlag],
+) -> Result<()> {
+    let lowered = config.lowered(ws, flags)?;
+    if lowered.is_empty() {
+        return Ok(());
+    }
+    let named: Vec<String> = lowered
+        .iter()
+        .map(|l| {
+            format!(
+                "`{}` at {} (not {}) in {}",
+                l.lint.name,
+                l.level.as_str(),
+                l.asked.as_str(),
+                l.packages
+                    .iter()
+                    .map(|p| format!("`{p}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        })
+        .collect();
+    stderr_line(&format!(
+        "warning: the checkout's configuration lowers lints below the command line's level: {}; `--isolated` ignores it",
+        named.join("; ")
+    ));
+    Ok(())
 }
 
 fn common_ancestor(a: &std::path::Path, b: &std::path::Path) -> std::path::PathBuf {

@@ -719,3 +719,65 @@ fn an_empty_plain_run_says_so() {
         );
     }
 }
+
+// ---- item 10: CI can see, and refuse, the checkout's own levels ----
+
+#[test]
+fn the_checkouts_lowered_levels_are_named_and_isolated_ignores_them() {
+    for (config_file, config, manifest_extra) in [
+        (
+            "idem-lint.toml",
+            "[lints]\ncheck_then_act = \"allow\"\n",
+            "",
+        ),
+        (
+            "README.md",
+            "",
+            "\n[package.metadata.idem-lint.lints]\ncheck_then_act = \"allow\"\n",
+        ),
+    ] {
+        let dir = common::tree(&[
+            (
+                "Cargo.toml",
+                &common::manifest(
+                    "v",
+                    &format!("[dependencies]\nredis = \"0.25\"\n{manifest_extra}"),
+                ),
+            ),
+            ("src/lib.rs", RACY),
+            (config_file, config),
+        ]);
+        let out = run_in(dir.path(), &["-D", "warnings", "--message-format", "json"]);
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        let line = out
+            .stderr
+            .lines()
+            .find(|l| l.contains("lowers lints below the command line's level"))
+            .unwrap_or_else(|| panic!("no line names the lowered lints: {}", out.stderr));
+        assert!(
+            line.starts_with("warning: ")
+                && line.contains("`check_then_act` at allow (not deny) in `v`")
+                && line.contains("--isolated"),
+            "{line}"
+        );
+        let out = run_in(
+            dir.path(),
+            &["--isolated", "-D", "warnings", "--message-format", "json"],
+        );
+        assert_eq!(out.code, 1, "{}", out.stderr);
+        assert_eq!(out.findings(dir.path()).len(), 1);
+        assert!(!out.stderr.contains("lowers lints"), "{}", out.stderr);
+    }
+}
+
+#[test]
+fn isolated_ignores_a_config_that_would_stop_the_run() {
+    // The checkout's configuration is not even read: a broken one does not stop the gate.
+    let dir = common::tree(&[
+        ("Cargo.toml", &common::manifest("v", "")),
+        ("src/lib.rs", "pub fn f() {}\n"),
+        ("idem-lint.toml", "[lints]\nno_such_lint = \"allow\"\n"),
+    ]);
+    run_in(dir.path(), &["--message-format", "json"]).assert_code(2);
+    run_in(dir.path(), &["--isolated", "--message-format", "json"]).assert_code(0);
+}

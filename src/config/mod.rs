@@ -94,6 +94,18 @@ impl LintSettings {
     }
 }
 
+/// A lint the configuration sets below the command line's level ([`Config::lowered`]).
+#[derive(Debug, Clone)]
+pub struct Lowered {
+    pub lint: &'static Lint,
+    /// The level it gets.
+    pub level: Level,
+    /// The level the command line alone gives it.
+    pub asked: Level,
+    /// The packages where it does.
+    pub packages: Vec<String>,
+}
+
 /// The whole configuration of a run.
 #[derive(Debug, Clone, Default)]
 pub struct Config {
@@ -175,6 +187,47 @@ impl Config {
             workspace,
             packages,
         })
+    }
+
+    /// No configuration at all, for `--isolated`: the defaults and the command line decide,
+    /// whatever the checkout's files say.
+    pub fn isolated(ws: &Workspace) -> Config {
+        Config {
+            workspace: Layer::default(),
+            packages: vec![Layer::default(); ws.packages.len()],
+        }
+    }
+
+    /// The lints this configuration sets below the level the command line gives them alone
+    /// (their defaults with `flags`), for each with the packages where it does, the level it
+    /// gets and the one the command line asked: `-D warnings` does not reach a lint the
+    /// checkout allows.
+    pub fn lowered(&self, ws: &Workspace, flags: &[LevelFlag]) -> Result<Vec<Lowered>> {
+        let mut asked = Levels::default();
+        asked.apply_flags(flags)?;
+        let mut out: Vec<Lowered> = Vec::new();
+        for (i, p) in ws.packages.iter().enumerate() {
+            let got = self.package(i, flags)?.levels;
+            for &lint in idem_lints::lints::ALL {
+                let (level, wanted) = (got.get(lint), asked.get(lint));
+                if level >= wanted {
+                    continue;
+                }
+                match out
+                    .iter_mut()
+                    .find(|l| l.lint.name == lint.name && l.level == level)
+                {
+                    Some(l) => l.packages.push(p.name.clone()),
+                    None => out.push(Lowered {
+                        lint,
+                        level,
+                        asked: wanted,
+                        packages: vec![p.name.clone()],
+                    }),
+                }
+            }
+        }
+        Ok(out)
     }
 
     /// Levels of the workspace layer with the command line applied (for `--list`).
