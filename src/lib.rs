@@ -8,6 +8,7 @@
 //! together for `main`; tests and benchmarks call the rooms directly.
 
 pub mod baseline;
+pub mod budget;
 pub mod cache;
 pub mod changed;
 pub mod cli;
@@ -331,5 +332,12 @@ pub fn parse_options(args: &Args, config: &config::Config) -> parse::ParseOption
     if let Some(ms) = args.package_timeout_ms {
         opts.package_timeout = std::time::Duration::from_millis(ms);
     }
+    // From the start of the run: a run of several workspaces (files of several packages
+    // given as paths) shares one deadline.
+    static RUN_START: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+    let run_timeout = std::time::Duration::from_millis(args.run_timeout_ms);
+    opts.run_timeout = Some(run_timeout);
+    opts.run_deadline = Some(*RUN_START.get_or_init(std::time::Instant::now) + run_timeout);
+    opts.max_analysis_memory = Some(args.max_analysis_memory.saturating_mul(1 << 20));
     opts
 }

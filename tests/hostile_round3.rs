@@ -781,3 +781,111 @@ fn isolated_ignores_a_config_that_would_stop_the_run() {
     run_in(dir.path(), &["--message-format", "json"]).assert_code(2);
     run_in(dir.path(), &["--isolated", "--message-format", "json"]).assert_code(0);
 }
+
+// ---- item 7: run-wide and memory budgets for the analysis ----
+
+/// A member whose analysis takes long (every fn of `n` files calling every other), beside a
+/// member with one finding.
+fn complete_call_graph(root: &Path, n: usize) {
+    write(
+        root,
+        "Cargo.toml",
+        b"[workspace]\nresolver = \"2\"\nmembers = [\"complete\", \"good\"]\n",
+    );
+    write(
+        root,
+        "complete/Cargo.toml",
+        common::manifest("complete", "[dependencies]\nredis = \"0.25\"\n").as_bytes(),
+    );
+    let mods: String = (0..n).map(|i| format!("pub mod m{i};\n")).collect();
+    write(root, "complete/src/lib.rs", mods.as_bytes());
+    let calls: String = (0..n)
+        .map(|j| format!("    crate::m{j}::f{j}(c, id).await?;\n"))
+        .collect();
+    for i in 0..n {
+        let f = format!(
+            "pub async fn f{i}(c: &mut redis::aio::ConnectionManager, id: u64) -> redis::RedisResult<()> {{\n    let k = format!(\"done:{{}}\", id);\n    if c.exists(&k).await? {{ return Ok(()); }}\n{calls}    c.set(&k, 1).await?;\n    Ok(())\n}}\n"
+        );
+        write(root, &format!("complete/src/m{i}.rs"), f.as_bytes());
+    }
+    write(
+        root,
+        "good/Cargo.toml",
+        common::manifest("good", "[dependencies]\nredis = \"0.25\"\n").as_bytes(),
+    );
+    write(root, "good/src/lib.rs", RACY.as_bytes());
+}
+
+fn assert_complete_stream(out: &common::Run) {
+    assert!(
+        out.stdout.trim_end().ends_with(r#""success":true}"#) && !out.stderr.contains("panicked"),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn the_run_ends_at_its_own_budget_with_a_warning() {
+    // Each package within its own budget, the run not: N = 120 took 1.5 s in a
+    // release build (minutes in a debug one), the run's budget is 300 ms.
+    let dir = tempfile::tempdir().expect("tempdir");
+    complete_call_graph(dir.path(), 120);
+    let out = run_in(
+        dir.path(),
+        &[
+            "--workspace",
+            "--message-format",
+            "json",
+            "--run-timeout-ms",
+            "300",
+            "--no-cache",
+        ],
+    );
+    assert_complete_stream(&out);
+    let stopped: Vec<&str> = out
+        .stderr
+        .lines()
+        .filter(|l| l.contains("stopped at the run's budget of 300 ms (`--run-timeout-ms`)"))
+        .collect();
+    assert!(
+        stopped.iter().any(|l| l.starts_with("warning: ")
+            && l.contains("the analysis of package `complete`")),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn the_analysis_ends_at_the_memory_budget_with_a_warning() {
+    // Any process is over 1 MiB: every analysis starts spent, deterministically, and the
+    // run still ends with its output and one warning per package.
+    let dir = tempfile::tempdir().expect("tempdir");
+    complete_call_graph(dir.path(), 20);
+    let out = run_in(
+        dir.path(),
+        &[
+            "--workspace",
+            "--message-format",
+            "json",
+            "--max-analysis-memory",
+            "1",
+            "--no-cache",
+        ],
+    );
+    assert_complete_stream(&out);
+    let stopped = out
+        .stderr
+        .lines()
+        .filter(|l| {
+            l.starts_with("warning: ")
+                && l.contains("stopped at the memory budget of 1 MiB (`--max-analysis-memory`)")
+        })
+        .count();
+    assert_eq!(stopped, 2, "{}", out.stderr);
+    // With the default budget, nothing stops.
+    let out = run_in(
+        dir.path(),
+        &["--workspace", "--message-format", "json", "--no-cache"],
+    );
+    assert!(!out.stderr.contains("stopped at"), "{}", out.stderr);
+}

@@ -55,6 +55,12 @@ pub struct ParseOptions {
     /// Time budget for the analysis of one package (after its files are parsed); past it
     /// the analysis stops with the findings found so far and a warning.
     pub package_timeout: Duration,
+    /// When the analysis of the whole run must end (every package's analysis stops then),
+    /// and the budget it was computed from, for the warning; `None`: no run-wide budget.
+    pub run_deadline: Option<Instant>,
+    pub run_timeout: Option<Duration>,
+    /// Resident memory, in bytes, past which every analysis stops ([`crate::budget`]).
+    pub max_analysis_memory: Option<u64>,
 }
 
 pub const DEFAULT_FILE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -69,6 +75,9 @@ impl Default for ParseOptions {
             max_file_bytes: DEFAULT_MAX_FILE_BYTES,
             allow_outside_workspace: false,
             package_timeout: DEFAULT_PACKAGE_TIMEOUT,
+            run_deadline: None,
+            run_timeout: None,
+            max_analysis_memory: None,
         }
     }
 }
