@@ -128,18 +128,50 @@ pub fn write(report: &Report, root: &Path, path: &Path) -> Result<()> {
         .iter()
         .map(|f| entry(report, root, f).0)
         .collect();
-    write_entries(findings, path)
+    write_entries(findings, root, path)
 }
 
-fn write_entries(mut findings: Vec<Entry>, path: &Path) -> Result<()> {
+fn write_entries(mut findings: Vec<Entry>, root: &Path, path: &Path) -> Result<()> {
     findings.sort();
     let text = serde_json::to_string_pretty(&File {
         version: VERSION,
         findings,
     })
     .context("could not serialize the baseline")?;
+    no_symlinked_dir(root, path)?;
     crate::replace::replace(path, (text + "\n").as_bytes())
         .with_context(|| format!("could not write the baseline `{}`", path.display()))
+}
+
+/// Refuses to write `path` when it lies inside `root` and its directory is reached through a
+/// symlink (or `..`): the checkout may commit `baselines -> /somewhere/else`, and the rename
+/// that replaces a planted file would land there. A path the user names outside the
+/// workspace is theirs to choose.
+fn no_symlinked_dir(root: &Path, path: &Path) -> Result<()> {
+    let written = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let Some(dir) = written.parent() else {
+        return Ok(());
+    };
+    let canonical_root = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
+    let Some(rel) = dir
+        .strip_prefix(root)
+        .or_else(|_| dir.strip_prefix(&canonical_root))
+        .ok()
+    else {
+        return Ok(());
+    };
+    // A directory that does not exist fails the write itself, with its own message.
+    let Ok(resolved) = std::fs::canonicalize(dir) else {
+        return Ok(());
+    };
+    if resolved != canonical_root.join(rel) {
+        bail!(
+            "not writing the baseline `{}`: its directory is reached through a symlink (it resolves to `{}`)",
+            path.display(),
+            resolved.display()
+        );
+    }
+    Ok(())
 }
 
 /// What a baseline may be read under: inside `root` when its path lies there, as written or
@@ -184,7 +216,7 @@ pub fn prune(
     in_scope: &dyn Fn(&Path) -> bool,
 ) -> Result<Summary> {
     let (summary, kept) = apply_entries(report, root, path, in_scope)?;
-    write_entries(kept, path)?;
+    write_entries(kept, root, path)?;
     Ok(summary)
 }
 

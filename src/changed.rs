@@ -4,33 +4,75 @@
 //! partial report is the full report filtered.
 
 use crate::git::Repo;
-use crate::report::Report;
+use crate::report::{Finding, Report};
 use anyhow::{bail, Context, Result};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-/// The files to report on, canonical (symlinks resolved, as the parse stage reads them).
+/// The files to report on, canonical (symlinks resolved, as the parse stage reads them):
+/// those `--only` names, whose findings are the ones at a place in them, and those
+/// `--changed-since` lists, whose findings are also the ones that merely point into them.
 #[derive(Debug, Clone, Default)]
 pub struct FileSet {
     files: BTreeSet<PathBuf>,
+    changed: BTreeSet<PathBuf>,
 }
 
 impl FileSet {
     pub fn contains(&self, path: &Path) -> bool {
-        let canonical = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
-        self.files.contains(&canonical)
+        let canonical = canonical(path);
+        self.files.contains(&canonical) || self.changed.contains(&canonical)
     }
 
     /// Adds `path` (relative to `base`) when it exists; a deleted file has no findings.
     fn add(&mut self, base: &Path, path: &Path) -> bool {
+        Self::insert(&mut self.files, base, path)
+    }
+
+    fn add_changed(&mut self, base: &Path, path: &Path) -> bool {
+        Self::insert(&mut self.changed, base, path)
+    }
+
+    fn insert(set: &mut BTreeSet<PathBuf>, base: &Path, path: &Path) -> bool {
         match std::fs::canonicalize(base.join(path)) {
             Ok(p) => {
-                self.files.insert(p);
+                set.insert(p);
                 true
             }
             Err(_) => false,
         }
     }
+
+    /// Whether `finding` is reported: its place is in a named or changed file, or one of its
+    /// other spans (a label, an edit of a suggestion, the place a note names in a linked
+    /// member) is in a changed file. A pull request that edits only a helper makes the
+    /// finding at its unchanged caller, which names the helper in a label.
+    fn keeps(&self, report: &Report, root: &Path, finding: &Finding) -> bool {
+        let path = |file| report.source(finding.package, file).path.as_path();
+        let d = &finding.diag;
+        if self.contains(path(d.span.file)) {
+            return true;
+        }
+        if self.changed.is_empty() {
+            return false;
+        }
+        let changed = |p: &Path| self.changed.contains(&canonical(p));
+        d.labels.iter().any(|l| changed(path(l.span.file)))
+            || d.suggestions.iter().any(|s| {
+                s.edits.iter().any(|(span, _)| changed(path(span.file)))
+                    || s.moves
+                        .iter()
+                        .any(|m| changed(path(m.from.file)) || changed(path(m.to.file)))
+            })
+            || d.notes
+                .iter()
+                .filter_map(|n| crate::link::note_place(n))
+                .any(|p| changed(&root.join(p.path)))
+    }
+}
+
+fn canonical(path: &Path) -> PathBuf {
+    std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
 }
 
 /// The positional paths: at most one directory (or `Cargo.toml`) to lint, and `.rs` files
@@ -146,7 +188,7 @@ pub fn selected_files(
         let untracked = repo.run(&["ls-files", "--others", "--exclude-standard", "-z"])?;
         for name in diff.split(|&b| b == 0).chain(untracked.split(|&b| b == 0)) {
             if !name.is_empty() {
-                set.add(&repo.work_tree, &path_of(name));
+                set.add_changed(&repo.work_tree, &path_of(name));
             }
         }
     }
@@ -166,12 +208,13 @@ fn path_of(bytes: &[u8]) -> PathBuf {
     PathBuf::from(String::from_utf8_lossy(bytes).into_owned())
 }
 
-/// Keeps the findings of `report` that lie in `files`.
-pub fn retain(report: &mut Report, files: &FileSet) {
+/// Keeps the findings of `report` that `files` selects ([`FileSet::keeps`]); `root` is the
+/// workspace root, which notes name linked files relative to.
+pub fn retain(report: &mut Report, files: &FileSet, root: &Path) {
     let keep: Vec<bool> = report
         .findings
         .iter()
-        .map(|f| files.contains(&report.source(f.package, f.diag.span.file).path))
+        .map(|f| files.keeps(report, root, f))
         .collect();
     let mut keep = keep.into_iter();
     report.findings.retain(|_| keep.next().unwrap_or(true));

@@ -116,10 +116,28 @@ pub struct Args {
     #[arg(long)]
     pub allow_outside_workspace: bool,
 
+    /// Ignore the checkout's configuration (`idem-lint.toml`, `[workspace.metadata.idem-lint]`,
+    /// `[package.metadata.idem-lint]`): the lints' defaults and the command line decide, as
+    /// a CI gate on pull requests may want (ruff's `--isolated`).
+    #[arg(long)]
+    pub isolated: bool,
+
     /// Time budget for the analysis of one package, in milliseconds (default 300000). Past
     /// it the analysis stops, a warning says so, and the findings found so far are reported.
     #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(1..))]
     pub package_timeout_ms: Option<u64>,
+
+    /// Time budget for the analysis of the whole run, in milliseconds from its start
+    /// (default 1800000). Past it every analysis stops, a warning names each package, and the
+    /// findings found so far are reported.
+    #[arg(long, value_name = "MS", default_value_t = 1_800_000, value_parser = clap::value_parser!(u64).range(1..))]
+    pub run_timeout_ms: u64,
+
+    /// Memory budget for the analysis, in MiB of the process's resident memory (default
+    /// 4096; Linux only). Past it every analysis stops, a warning names each package, and
+    /// the findings found so far are reported.
+    #[arg(long, value_name = "MIB", default_value_t = 4096, value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_analysis_memory: u64,
 
     /// Do not read or write the re-run cache (`target/idem-lint/`, or `$IDEM_LINT_CACHE_DIR`).
     #[arg(long)]

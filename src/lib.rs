@@ -8,6 +8,7 @@
 //! together for `main`; tests and benchmarks call the rooms directly.
 
 pub mod baseline;
+pub mod budget;
 pub mod cache;
 pub mod changed;
 pub mod cli;
@@ -62,6 +63,7 @@ pub fn run(args: &Args) -> Result<Outcome> {
     if args.list {
         // Outside any crate the list still makes sense, with the defaults and the flags.
         let config = match discovery::discover(&selection) {
+            Ok(ws) if args.isolated => config::Config::isolated(&ws),
             Ok(ws) => config::Config::load(&ws)?,
             Err(_) => config::Config::default(),
         };
@@ -219,7 +221,14 @@ pub fn lint_workspace(
     only: &[std::path::PathBuf],
 ) -> Result<Linted> {
     exclude(&mut ws, &args.exclude);
-    let config = config::Config::load(&ws)?;
+    let config = if args.isolated {
+        config::Config::isolated(&ws)
+    } else {
+        config::Config::load(&ws)?
+    };
+    if !args.level_flags.is_empty() {
+        say_lowered(&config, &ws, &args.level_flags)?;
+    }
     let opts = parse_options(args, &config);
     let disk = if args.no_cache {
         None
@@ -261,7 +270,7 @@ pub fn lint_workspace(
         &mut |w| stderr_line(&format!("warning: {w}")),
     )?;
     if let Some(files) = &files {
-        changed::retain(&mut report, files);
+        changed::retain(&mut report, files, &ws.root);
     }
     let in_scope = |p: &std::path::Path| files.as_ref().is_none_or(|f| f.contains(p));
     if let Some(path) = &args.write_baseline {
@@ -319,6 +328,41 @@ fn exclude(ws: &mut discovery::Workspace, specs: &[String]) {
     ws.unselected.extend(out.into_iter().map(|p| p.name));
 }
 
+/// One `warning:` line naming the lints the checkout's configuration sets below the level
+/// the command line gives them: its levels win, by design (as clippy's `#[allow]` in the
+/// code does), but a CI gate must see that they did.
+fn say_lowered(
+    config: &config::Config,
+    ws: &discovery::Workspace,
+    flags: &[levels::LevelFlag],
+) -> Result<()> {
+    let lowered = config.lowered(ws, flags)?;
+    if lowered.is_empty() {
+        return Ok(());
+    }
+    let named: Vec<String> = lowered
+        .iter()
+        .map(|l| {
+            format!(
+                "`{}` at {} (not {}) in {}",
+                l.lint.name,
+                l.level.as_str(),
+                l.asked.as_str(),
+                l.packages
+                    .iter()
+                    .map(|p| format!("`{p}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        })
+        .collect();
+    stderr_line(&format!(
+        "warning: the checkout's configuration lowers lints below the command line's level: {}; `--isolated` ignores it",
+        named.join("; ")
+    ));
+    Ok(())
+}
+
 fn common_ancestor(a: &std::path::Path, b: &std::path::Path) -> std::path::PathBuf {
     a.ancestors()
         .find(|d| b.starts_with(d))
@@ -359,5 +403,12 @@ pub fn parse_options(args: &Args, config: &config::Config) -> parse::ParseOption
     if let Some(ms) = args.package_timeout_ms {
         opts.package_timeout = std::time::Duration::from_millis(ms);
     }
+    // From the start of the run: a run of several workspaces (files of several packages
+    // given as paths) shares one deadline.
+    static RUN_START: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+    let run_timeout = std::time::Duration::from_millis(args.run_timeout_ms);
+    opts.run_timeout = Some(run_timeout);
+    opts.run_deadline = Some(*RUN_START.get_or_init(std::time::Instant::now) + run_timeout);
+    opts.max_analysis_memory = Some(args.max_analysis_memory.saturating_mul(1 << 20));
     opts
 }

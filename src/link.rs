@@ -267,13 +267,21 @@ impl PackageLinks<'_> {
             if let Some(source) = lib.sources.get(nth) {
                 let p = source.position(lo as usize);
                 let path = source.path.strip_prefix(self.root).unwrap_or(&source.path);
-                return format!("in `{krate}`, {}:{}:{}", path.display(), p.line, p.column);
+                return format!(
+                    "{NOTE_PREFIX}{krate}`, {}:{}:{}",
+                    path.display(),
+                    p.line,
+                    p.column
+                );
             }
             nth -= lib.sources.len();
         }
         "in a linked crate".to_owned()
     }
 }
+
+/// How a note naming a place in a linked file starts: ``in `krate`, path:line:column: ..``.
+const NOTE_PREFIX: &str = "in `";
 
 /// The place a note of [`PackageLinks::own_findings`] names: a label in a linked member's
 /// file, written `in `krate`, path:line:column: message` (the path relative to the
@@ -290,7 +298,7 @@ pub struct NotePlace<'a> {
 
 /// [`NotePlace`] of `note`, `None` for any other note.
 pub fn note_place(note: &str) -> Option<NotePlace<'_>> {
-    let rest = note.strip_prefix("in `")?;
+    let rest = note.strip_prefix(NOTE_PREFIX)?;
     let (krate, rest) = rest.split_once("`, ")?;
     // The path may hold `:`; the first `:line:column: ` after it ends it.
     let mut from = 0;

@@ -1,5 +1,6 @@
 //! The lint pipeline after parsing: run the lints, apply levels and suppression comments.
 
+use crate::budget::{Limit, RunBudget};
 use crate::cache::{Cache, PackageKey};
 use crate::config::Config;
 use crate::discovery::{PackageSpec, Workspace};
@@ -9,13 +10,11 @@ use crate::parse::{self, Inputs, LoadedPackage, ParseOptions};
 use crate::source::{ReadPolicy, SourceFile};
 use crate::suppress::{self, CommentWarning};
 use anyhow::Result;
-use idem_lints::analysis::budget::Budget;
 use idem_lints::analysis::incremental::Reuse;
 use idem_lints::model::FileId;
 use idem_lints::{Diagnostic, Level};
 use rayon::prelude::*;
 use std::path::PathBuf;
-use std::time::Instant;
 
 /// One finding, at its effective level (never `allow`).
 #[derive(Debug, Clone)]
@@ -147,44 +146,49 @@ fn check_here(
         })
         .collect();
     links.complete(&analysed);
-    let per_package: Vec<(Vec<Finding>, Vec<FileWarning>, Option<Reuse>)> = loaded
-        .par_iter_mut()
-        .zip(configs.par_iter())
-        .enumerate()
-        .map(|(index, (pkg, cfg))| {
-            if inputs.cancelled() {
-                return (Vec::new(), Vec::new(), None);
-            }
-            let enabled = |lint: &'static idem_lints::Lint| cfg.runs(lint);
-            let load = Reload {
-                spec: &ws.packages[index],
-                opts,
-                policy: &policy,
-                inputs,
-                links: links.of(index),
-            };
-            let (mut diags, reuse, stopped) = lint_package(pkg, &load, &cfg.settings, &enabled);
-            diags.extend(pkg.problems.iter().filter(|d| enabled(d.lint)).cloned());
-            // `[[overrides]]` give some files levels of their own.
-            let by_file: Vec<Option<crate::levels::Levels>> = pkg
-                .sources
-                .iter()
-                .map(|src| cfg.levels_at(&src.path))
-                .collect();
-            let level = |lint: &'static idem_lints::Lint, file: usize| {
-                by_file
-                    .get(file)
-                    .and_then(Option::as_ref)
-                    .unwrap_or(&cfg.levels)
-                    .get(lint)
-            };
-            let (findings, mut warnings) = finish(index, pkg, diags, level, !stopped);
-            if stopped {
-                warnings.push(out_of_budget(pkg, &ws.packages[index], opts));
-            }
-            (findings, warnings, reuse)
-        })
-        .collect();
+    let run = RunBudget::new(opts.run_deadline, opts.max_analysis_memory);
+    let analyse = || {
+        loaded
+            .par_iter_mut()
+            .zip(configs.par_iter())
+            .enumerate()
+            .map(|(index, (pkg, cfg))| {
+                if inputs.cancelled() {
+                    return (Vec::new(), Vec::new(), None);
+                }
+                let enabled = |lint: &'static idem_lints::Lint| cfg.runs(lint);
+                let load = Reload {
+                    spec: &ws.packages[index],
+                    opts,
+                    policy: &policy,
+                    inputs,
+                    links: links.of(index),
+                    run: &run,
+                };
+                let (mut diags, reuse, stopped) = lint_package(pkg, &load, &cfg.settings, &enabled);
+                diags.extend(pkg.problems.iter().filter(|d| enabled(d.lint)).cloned());
+                // `[[overrides]]` give some files levels of their own.
+                let by_file: Vec<Option<crate::levels::Levels>> = pkg
+                    .sources
+                    .iter()
+                    .map(|src| cfg.levels_at(&src.path))
+                    .collect();
+                let level = |lint: &'static idem_lints::Lint, file: usize| {
+                    by_file
+                        .get(file)
+                        .and_then(Option::as_ref)
+                        .unwrap_or(&cfg.levels)
+                        .get(lint)
+                };
+                let (findings, mut warnings) = finish(index, pkg, diags, level, !stopped);
+                if stopped {
+                    warnings.push(out_of_budget(pkg, &ws.packages[index], opts, run.limit()));
+                }
+                (findings, warnings, reuse)
+            })
+            .collect()
+    };
+    let per_package: Vec<(Vec<Finding>, Vec<FileWarning>, Option<Reuse>)> = run.watch(analyse);
     if inputs.cancelled() {
         return Err(Cancelled.into());
     }
@@ -213,6 +217,8 @@ struct Reload<'a> {
     inputs: Inputs<'a>,
     /// The workspace members' libraries the package is analysed with.
     links: PackageLinks<'a>,
+    /// The run's limits on every analysis.
+    run: &'a RunBudget,
 }
 
 impl Reload<'_> {
@@ -222,8 +228,13 @@ impl Reload<'_> {
     }
 }
 
-/// The warning for a package whose analysis ran out of its budget, at its first file.
-fn out_of_budget(pkg: &LoadedPackage, spec: &PackageSpec, opts: &ParseOptions) -> FileWarning {
+/// The warning for a package whose analysis ran out of a budget, at its first file.
+fn out_of_budget(
+    pkg: &LoadedPackage,
+    spec: &PackageSpec,
+    opts: &ParseOptions,
+    limit: Limit,
+) -> FileWarning {
     let path = pkg
         .sources
         .first()
@@ -234,10 +245,22 @@ fn out_of_budget(pkg: &LoadedPackage, spec: &PackageSpec, opts: &ParseOptions) -
             line: 1,
             column: 1,
             message: format!(
-                "the analysis of package `{}` stopped at its budget of {} ms \
-                 (`--package-timeout-ms`): these are the findings found so far, others may be missing",
+                "the analysis of package `{}` stopped at {}: these are the findings found so far, others may be missing",
                 spec.name,
-                opts.package_timeout.as_millis()
+                match limit {
+                    Limit::Package => format!(
+                        "its budget of {} ms (`--package-timeout-ms`)",
+                        opts.package_timeout.as_millis()
+                    ),
+                    Limit::Run => format!(
+                        "the run's budget of {} ms (`--run-timeout-ms`)",
+                        opts.run_timeout.unwrap_or_default().as_millis()
+                    ),
+                    Limit::Memory => format!(
+                        "the memory budget of {} MiB (`--max-analysis-memory`)",
+                        opts.max_analysis_memory.unwrap_or_default() >> 20
+                    ),
+                }
             ),
         },
     }
@@ -258,7 +281,12 @@ fn lint_package(
 ) -> (Vec<Diagnostic>, Option<Reuse>, bool) {
     let links = &load.links;
     let within_budget = |pkg: &LoadedPackage| {
-        let budget = Budget::until(Instant::now() + load.opts.package_timeout);
+        let budget = load.run.package(load.opts.package_timeout);
+        // Past the run's time or memory already: not even joined with its linked members
+        // (that join, for each of 2,000 chained members, was most of such a run).
+        if budget.spent() {
+            return (Vec::new(), true);
+        }
         linked(&pkg.package, links, |p| {
             idem_lints::check_package_within(p, settings, enabled, &budget)
         })

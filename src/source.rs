@@ -9,8 +9,9 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 /// Default cap on the size of one file: above any real source file (the largest generated
 /// files of the AWS SDK are a few MiB), and what bounds the time and memory of one parse (syn
-/// lexes the whole text first, about 50 bytes of tokens per byte: a 60 MB file took 3 GB and
-/// 29 s before its budget was first looked at).
+/// lexes the whole text first: about 60 bytes per byte of ordinary code, up to about 260 for
+/// a file of one-byte tokens, 2.1 GB at this cap; a 60 MB file took 3 GB and 29 s before its
+/// budget was first looked at).
 pub const DEFAULT_MAX_FILE_BYTES: u64 = 8 << 20;
 
 /// What [`read_source`] may read.
@@ -108,6 +109,9 @@ pub enum ReadError {
     OutsideRoot {
         resolved: PathBuf,
     },
+    /// The path resolves inside a `.git` directory: git's own files (a checkout action may
+    /// keep a token in `.git/config`) are never a source, whatever the policy.
+    InGitDir,
     /// Not UTF-8: the text with invalid bytes replaced, and the offset of the first one (equal
     /// in both texts), so a finding can still show the line.
     NotUtf8 {
@@ -131,6 +135,7 @@ impl fmt::Display for ReadError {
                     resolved.display()
                 )
             }
+            ReadError::InGitDir => write!(f, "it is inside a `.git` directory, which is not read"),
             ReadError::NotUtf8 { valid_up_to, .. } => {
                 write!(
                     f,
@@ -157,11 +162,7 @@ pub(crate) fn read_resolved(
     meta: Option<std::fs::Metadata>,
     policy: &ReadPolicy,
 ) -> Result<String, ReadError> {
-    if let Some(root) = &policy.root {
-        if !resolved.starts_with(root) {
-            return Err(ReadError::OutsideRoot { resolved });
-        }
-    }
+    check_place(&resolved, policy)?;
     // The kind is checked before opening (opening a FIFO for reading blocks until a writer
     // comes) and again on the open file, in case the path was swapped in between.
     let meta = match meta {
@@ -187,6 +188,26 @@ pub(crate) fn read_resolved(
         valid_up_to: e.utf8_error().valid_up_to(),
         lossy: String::from_utf8_lossy(e.as_bytes()).into_owned(),
     })
+}
+
+/// Where a resolved path may be read from: inside [`ReadPolicy::root`] when it is set, and
+/// never inside a `.git` directory (below the root, or anywhere when there is none).
+pub(crate) fn check_place(resolved: &Path, policy: &ReadPolicy) -> Result<(), ReadError> {
+    let below = match &policy.root {
+        Some(root) => match resolved.strip_prefix(root) {
+            Ok(rel) => rel,
+            Err(_) => {
+                return Err(ReadError::OutsideRoot {
+                    resolved: resolved.to_path_buf(),
+                })
+            }
+        },
+        None => resolved,
+    };
+    if below.components().any(|c| c.as_os_str() == ".git") {
+        return Err(ReadError::InGitDir);
+    }
+    Ok(())
 }
 
 fn check_kind(meta: &std::fs::Metadata, max: u64) -> Result<(), ReadError> {

@@ -27,6 +27,12 @@ impl Budget {
         }
     }
 
+    /// Runs the budget out now, whatever its deadline: the caller's own limit was reached
+    /// (the run's memory budget, watched by the driver).
+    pub fn spend(&self) {
+        self.spent.store(true, Ordering::Relaxed);
+    }
+
     /// Whether the deadline has passed.
     pub fn spent(&self) -> bool {
         if self.spent.load(Ordering::Relaxed) {

@@ -205,6 +205,7 @@ pub fn outline(model: &FileModel) -> FileModel {
         module: model.module.clone(),
         in_test: model.in_test,
         mods: model.mods.clone(),
+        item_includes: model.item_includes.clone(),
         includes: model.includes.clone(),
         span: model.span,
         ..FileModel::default()

@@ -122,6 +122,18 @@ impl LintSettings {
     }
 }
 
+/// A lint the configuration sets below the command line's level ([`Config::lowered`]).
+#[derive(Debug, Clone)]
+pub struct Lowered {
+    pub lint: &'static Lint,
+    /// The level it gets.
+    pub level: Level,
+    /// The level the command line alone gives it.
+    pub asked: Level,
+    /// The packages where it does.
+    pub packages: Vec<String>,
+}
+
 /// The whole configuration of a run.
 #[derive(Debug, Clone, Default)]
 pub struct Config {
@@ -174,12 +186,16 @@ impl Config {
         let dedicated = ws.root.join(FILE_NAME);
         let has_dedicated = dedicated.is_file();
         let mut workspace = if has_dedicated {
-            read_layer(&dedicated, &[], "")?.unwrap_or_default()
+            read_layer(&dedicated, &[], "", &ws.root)?.unwrap_or_default()
         } else {
             Layer::default()
         };
         // The root manifest is often also a package's manifest: read and parse it once.
-        let root_src = ws.root_manifest.as_deref().map(read_toml).transpose()?;
+        let root_src = ws
+            .root_manifest
+            .as_deref()
+            .map(|m| read_toml(m, &ws.root))
+            .transpose()?;
         let root_doc = root_src.as_ref().map(parse_toml).transpose()?;
         let root = root_src.as_ref().zip(root_doc.as_ref());
         if let Some((src, doc)) = root {
@@ -218,7 +234,7 @@ impl Config {
                 Some((src, doc)) if src.path == p.manifest_path => {
                     layer_at(src, doc, &path, prefix)?
                 }
-                _ => read_layer(&p.manifest_path, &path, prefix)?,
+                _ => read_layer(&p.manifest_path, &path, prefix, &ws.root)?,
             };
             let layer = layer.unwrap_or_default();
             if let Some(at) = &layer.file_timeout_at {
@@ -246,6 +262,47 @@ impl Config {
             workspace,
             packages,
         })
+    }
+
+    /// No configuration at all, for `--isolated`: the defaults and the command line decide,
+    /// whatever the checkout's files say.
+    pub fn isolated(ws: &Workspace) -> Config {
+        Config {
+            workspace: Layer::default(),
+            packages: vec![Layer::default(); ws.packages.len()],
+        }
+    }
+
+    /// The lints this configuration sets below the level the command line gives them alone
+    /// (their defaults with `flags`), for each with the packages where it does, the level it
+    /// gets and the one the command line asked: `-D warnings` does not reach a lint the
+    /// checkout allows.
+    pub fn lowered(&self, ws: &Workspace, flags: &[LevelFlag]) -> Result<Vec<Lowered>> {
+        let mut asked = Levels::default();
+        asked.apply_flags(flags)?;
+        let mut out: Vec<Lowered> = Vec::new();
+        for (i, p) in ws.packages.iter().enumerate() {
+            let got = self.package(i, flags)?.levels;
+            for &lint in idem_lints::lints::ALL {
+                let (level, wanted) = (got.get(lint), asked.get(lint));
+                if level >= wanted {
+                    continue;
+                }
+                match out
+                    .iter_mut()
+                    .find(|l| l.lint.name == lint.name && l.level == level)
+                {
+                    Some(l) => l.packages.push(p.name.clone()),
+                    None => out.push(Lowered {
+                        lint,
+                        level,
+                        asked: wanted,
+                        packages: vec![p.name.clone()],
+                    }),
+                }
+            }
+        }
+        Ok(out)
     }
 
     /// Levels of the workspace layer with the command line applied (for `--list`).
@@ -282,15 +339,24 @@ impl Config {
 
 /// Reads the table at `path` inside the TOML file `file` (the whole file when `path` is
 /// empty); `None` when the file has no such table.
-fn read_layer(file: &Path, path: &[&str], prefix: &str) -> Result<Option<Layer>> {
-    let src = read_toml(file)?;
+fn read_layer(file: &Path, path: &[&str], prefix: &str, root: &Path) -> Result<Option<Layer>> {
+    let src = read_toml(file, root)?;
     let doc = parse_toml(&src)?;
     layer_at(&src, &doc, path, prefix)
 }
 
-fn read_toml(file: &Path) -> Result<SourceFile> {
-    // A config that is a FIFO or `/dev/zero` must not hang the run either.
-    let text = crate::source::read_source(file, &crate::source::ReadPolicy::anywhere())
+/// Reads a config file of the checkout as sources are read: a regular file (a FIFO or
+/// `/dev/zero` must not hang the run), and, when its path lies inside the workspace `root`,
+/// only if it resolves inside it too (a committed `idem-lint.toml` symlink to
+/// `~/.aws/credentials` is refused, not quoted in a TOML error).
+fn read_toml(file: &Path, root: &Path) -> Result<SourceFile> {
+    let canonical_root = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
+    let policy = if file.starts_with(root) || file.starts_with(&canonical_root) {
+        crate::source::ReadPolicy::inside(root)
+    } else {
+        crate::source::ReadPolicy::anywhere()
+    };
+    let text = crate::source::read_source(file, &policy)
         .map_err(|e| anyhow!("could not read `{}`: {e}", file.display()))?;
     Ok(SourceFile::new(file.to_path_buf(), Arc::from(text)))
 }

@@ -38,8 +38,11 @@ pub(super) fn discover(manifest: Option<&Path>, sel: &Selection) -> Result<Works
         .filter(|m| implicit && !selected.iter().any(|s| s.id == m.id))
         .map(|m| m.name.to_string())
         .collect();
-    let members = metadata.workspace_packages();
     let root = metadata.workspace_root.clone().into_std_path_buf();
+    let mut warnings = Vec::new();
+    let extra = outside_members(&selected, &metadata, &root, &mut warnings);
+    let mut members = metadata.workspace_packages();
+    members.extend(extra.iter());
     let root_manifest = root.join("Cargo.toml");
     Ok(Workspace {
         origin: root.clone(),
@@ -50,14 +53,106 @@ pub(super) fn discover(manifest: Option<&Path>, sel: &Selection) -> Result<Works
         report_root: None,
         packages: selected
             .into_iter()
+            .chain(extra.iter())
             .map(|p| {
                 let mut spec = package_spec(p)?;
                 spec.links = links(p, &members)?;
                 Ok(spec)
             })
             .collect::<Result<_>>()?,
-        warnings: Vec::new(),
+        warnings,
     })
+}
+
+/// At most this many path dependencies outside the members are read (each is one more
+/// `cargo metadata`); the rest are named in a warning.
+const MAX_OUTSIDE_MEMBERS: usize = 64;
+
+/// The packages the selected ones depend on by path (normal and dev dependencies, and theirs
+/// in turn) that are no workspace members: a single-package repository whose handlers are in
+/// `./handlers`, a directory the workspace `exclude`s. They are compiled into the package,
+/// so they are linted as packages of their own, when inside the workspace root (what sources
+/// may be read from); one outside it, or whose manifest cargo cannot read, is named in a
+/// warning.
+fn outside_members(
+    selected: &[&Package],
+    metadata: &Metadata,
+    root: &Path,
+    warnings: &mut Vec<String>,
+) -> Vec<Package> {
+    let members = metadata.workspace_packages();
+    let is_member = |dir: &Path| {
+        members.iter().any(|m| {
+            m.manifest_path
+                .parent()
+                .is_some_and(|d| d.as_std_path() == dir)
+        })
+    };
+    let mut out: Vec<Package> = Vec::new();
+    let mut seen: Vec<std::path::PathBuf> = Vec::new();
+    let mut queue: std::collections::VecDeque<Package> =
+        selected.iter().map(|p| (*p).clone()).collect();
+    while let Some(from) = queue.pop_front() {
+        for dep in &from.dependencies {
+            let Some(dir) = &dep.path else {
+                continue;
+            };
+            let dir = dir.as_std_path();
+            if dep.kind == DependencyKind::Build || is_member(dir) || seen.iter().any(|s| s == dir)
+            {
+                continue;
+            }
+            seen.push(dir.to_path_buf());
+            let inside = std::fs::canonicalize(dir)
+                .is_ok_and(|d| std::fs::canonicalize(root).is_ok_and(|r| d.starts_with(r)));
+            let left_out = |why: &str| {
+                format!(
+                    "path dependency `{}` of `{}` (`{}`) is not a workspace member and {why}; not linted",
+                    dep.name,
+                    from.name,
+                    dir.display()
+                )
+            };
+            if !inside {
+                warnings.push(left_out("lies outside the workspace root"));
+                continue;
+            }
+            if out.len() >= MAX_OUTSIDE_MEMBERS {
+                warnings.push(left_out(&format!(
+                    "more than {MAX_OUTSIDE_MEMBERS} such dependencies are read"
+                )));
+                continue;
+            }
+            match package_at(&dir.join("Cargo.toml")) {
+                Ok(p) => {
+                    queue.push_back(p.clone());
+                    out.push(p);
+                }
+                Err(e) => warnings.push(left_out(&format!("its manifest could not be read ({e})"))),
+            }
+        }
+    }
+    out
+}
+
+/// The package whose manifest is `manifest`, from its own `cargo metadata --no-deps`.
+fn package_at(manifest: &Path) -> Result<Package> {
+    let meta = std::fs::metadata(manifest)
+        .with_context(|| format!("could not read `{}`", manifest.display()))?;
+    if !meta.is_file() {
+        bail!("manifest `{}` is not a regular file", manifest.display());
+    }
+    let mut cmd = MetadataCommand::new();
+    cmd.no_deps()
+        .other_options(vec!["--offline".to_string()])
+        .manifest_path(manifest);
+    let metadata = run_metadata(cmd.cargo_command(), METADATA_TIMEOUT)?;
+    let wanted = std::fs::canonicalize(manifest)?;
+    metadata
+        .packages
+        .into_iter()
+        .find(|p| std::fs::canonicalize(&p.manifest_path).is_ok_and(|m| m == wanted))
+        .ok_or_else(|| anyhow!("no package in `{}`", manifest.display()))
 }
 
 /// Runs `cargo metadata` and parses its output, killing it past `timeout`.

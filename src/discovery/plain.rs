@@ -49,6 +49,19 @@ pub(super) fn discover(dir: &Path) -> Result<Workspace> {
         }
     }
     files.sort();
+    if files.is_empty() {
+        // A checkout can empty this mode with a `.ignore` of `*`: an empty run must say so.
+        let left_out = rs_files_left_out(&root);
+        let why = if left_out > 0 {
+            format!(" ({left_out} left out by ignore files or as hidden)")
+        } else {
+            String::new()
+        };
+        warnings.push(format!(
+            "0 `.rs` files linted below `{}`{why}",
+            root.display()
+        ));
+    }
     let name = root
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -80,17 +93,53 @@ pub(super) fn discover(dir: &Path) -> Result<Workspace> {
     })
 }
 
+/// The `.rs` files below `root` that the walk leaves out by ignore files or as hidden, cargo's
+/// build directories not counted.
+fn rs_files_left_out(root: &Path) -> usize {
+    ignore::WalkBuilder::new(root)
+        .standard_filters(false)
+        .filter_entry(|e| !is_cargo_target_dir(e))
+        .build()
+        .flatten()
+        .filter(|e| {
+            e.file_type().is_some_and(|t| t.is_file())
+                && e.path().extension().is_some_and(|x| x == "rs")
+        })
+        .count()
+}
+
+/// The first line of a cache directory tag (<https://bford.info/cachedir/>), which cargo
+/// writes into every target directory it creates.
+const CACHEDIR_SIGNATURE: &[u8] = b"Signature: 8a477f597d28d172789f06886806bc55";
+
+/// Whether `dir` holds a real `CACHEDIR.TAG`: a regular file (not a symlink) that starts
+/// with the signature. A file of that name with any other content marks nothing, so a
+/// checkout cannot hide a directory of code by committing one.
+fn has_cachedir_tag(dir: &Path) -> bool {
+    use std::io::Read;
+    let tag = dir.join("CACHEDIR.TAG");
+    if !tag.symlink_metadata().is_ok_and(|m| m.is_file()) {
+        return false;
+    }
+    let mut head = Vec::with_capacity(CACHEDIR_SIGNATURE.len());
+    std::fs::File::open(&tag)
+        .and_then(|f| {
+            f.take(CACHEDIR_SIGNATURE.len() as u64)
+                .read_to_end(&mut head)
+        })
+        .is_ok_and(|_| head == CACHEDIR_SIGNATURE)
+}
+
 /// Cargo's build directory: it holds generated and packaged copies of sources, not code
-/// the user wrote. Cargo marks every target directory it creates with `CACHEDIR.TAG`
-/// and `.rustc_info.json`; an unmarked `target` beside a `Cargo.toml` is one not built
-/// yet. Any other directory named `target` (`src/target/mod.rs`) is code.
+/// the user wrote. Cargo marks every target directory it creates with a `CACHEDIR.TAG`
+/// (only one with the tag's signature counts); an unmarked `target` beside a `Cargo.toml`
+/// is one not built yet. Any other directory named `target` (`src/target/mod.rs`) is code.
 fn is_cargo_target_dir(e: &ignore::DirEntry) -> bool {
     if e.depth() == 0 || !e.file_type().is_some_and(|t| t.is_dir()) {
         return false;
     }
     let dir = e.path();
-    let marked = dir.join("CACHEDIR.TAG").is_file() || dir.join(".rustc_info.json").is_file();
-    marked
+    has_cachedir_tag(dir)
         || (e.file_name() == "target"
             && dir.parent().is_some_and(|p| p.join("Cargo.toml").is_file()))
 }

@@ -55,6 +55,12 @@ pub struct ParseOptions {
     /// Time budget for the analysis of one package (after its files are parsed); past it
     /// the analysis stops with the findings found so far and a warning.
     pub package_timeout: Duration,
+    /// When the analysis of the whole run must end (every package's analysis stops then),
+    /// and the budget it was computed from, for the warning; `None`: no run-wide budget.
+    pub run_deadline: Option<Instant>,
+    pub run_timeout: Option<Duration>,
+    /// Resident memory, in bytes, past which every analysis stops ([`crate::budget`]).
+    pub max_analysis_memory: Option<u64>,
 }
 
 pub const DEFAULT_FILE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -69,6 +75,9 @@ impl Default for ParseOptions {
             max_file_bytes: DEFAULT_MAX_FILE_BYTES,
             allow_outside_workspace: false,
             package_timeout: DEFAULT_PACKAGE_TIMEOUT,
+            run_deadline: None,
+            run_timeout: None,
+            max_analysis_memory: None,
         }
     }
 }
@@ -515,6 +524,7 @@ fn children(
     next: &mut Vec<Pending>,
     problems: &mut Vec<Diagnostic>,
 ) {
+    included(parent, model, next);
     for decl in model.mods.iter().filter(|m| !m.inline) {
         let test_parent = modpath::inline_parents(model, decl)
             .iter()
@@ -528,13 +538,34 @@ fn children(
             }
             None => false,
         };
-        match modpath::resolve(&parent.dir, model, decl, &mut present) {
+        let in_test = parent.in_test || decl.cfg_test || test_parent;
+        let resolved = modpath::resolve(&parent.dir, model, decl, &mut present);
+        let chosen = match &resolved {
+            Resolved::File { path, .. } => Some(path.as_path()),
+            Resolved::Missing { .. } => None,
+        };
+        // The `cfg_attr` paths rustc may read instead: read too, when they exist.
+        for path in modpath::cfg_alternatives(&parent.dir, model, decl, chosen) {
+            if Probe::of(&path).is_some() {
+                next.push(Pending {
+                    dir: ModDir::owning(&path),
+                    path,
+                    probe: None,
+                    module: decl.module.to_vec(),
+                    in_test,
+                    target: parent.target,
+                    origin: Some(decl.span),
+                    follow: true,
+                });
+            }
+        }
+        match resolved {
             Resolved::File { path, dir } => next.push(Pending {
                 probe: probed.filter(|(at, _)| *at == path).map(|(_, p)| p),
                 path,
                 dir,
                 module: decl.module.to_vec(),
-                in_test: parent.in_test || decl.cfg_test || test_parent,
+                in_test,
                 target: parent.target,
                 origin: Some(decl.span),
                 follow: true,
@@ -554,6 +585,25 @@ fn children(
                 problems.push(d);
             }
         }
+    }
+}
+
+/// Queues the files `model`'s item-position `include!`s name (relative to the including
+/// file's directory, as rustc reads them), as part of the module they are called in.
+fn included(parent: &Pending, model: &FileModel, next: &mut Vec<Pending>) {
+    let here = parent.path.parent().unwrap_or(Path::new(""));
+    for inc in &model.item_includes {
+        next.push(Pending {
+            path: here.join(&inc.path),
+            // Its `mod`s are the calling module's: they resolve where the caller's would.
+            dir: parent.dir.clone(),
+            module: inc.module.to_vec(),
+            in_test: parent.in_test || inc.in_test,
+            target: parent.target,
+            origin: Some(inc.span),
+            follow: true,
+            probe: None,
+        });
     }
 }
 

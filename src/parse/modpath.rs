@@ -53,19 +53,7 @@ pub fn resolve(
     decl: &ModDecl,
     present: &mut dyn FnMut(&Path) -> bool,
 ) -> Resolved {
-    let mut cur = dir.clone();
-    for parent in inline_parents(file, decl) {
-        cur = match &parent.path_attr {
-            Some(p) => ModDir {
-                dir: cur.dir.join(p),
-                relative: None,
-            },
-            None => ModDir {
-                dir: cur.pushed().join(&parent.name),
-                relative: None,
-            },
-        };
-    }
+    let cur = enclosing_dir(dir, file, decl);
     if let Some(p) = &decl.path_attr {
         let path = cur.dir.join(p);
         return Resolved::File {
@@ -104,6 +92,47 @@ pub fn resolve(
             candidates: vec![flat, nested],
         }
     }
+}
+
+/// The `#[cfg_attr(.., path = "..")]` files of `decl` other than `resolved`: the linter does
+/// not evaluate `cfg`, and rustc reads one of them whenever its predicate holds, whichever
+/// default file exists, so each is read too.
+pub fn cfg_alternatives(
+    dir: &ModDir,
+    file: &FileModel,
+    decl: &ModDecl,
+    resolved: Option<&Path>,
+) -> Vec<PathBuf> {
+    if decl.cfg_path_attrs.is_empty() {
+        return Vec::new();
+    }
+    let cur = enclosing_dir(dir, file, decl);
+    let mut out: Vec<PathBuf> = Vec::new();
+    for p in &decl.cfg_path_attrs {
+        let path = cur.dir.join(p);
+        if Some(path.as_path()) != resolved && !out.contains(&path) {
+            out.push(path);
+        }
+    }
+    out
+}
+
+/// The directory of the inline modules around `decl` (`dir` when there are none).
+fn enclosing_dir(dir: &ModDir, file: &FileModel, decl: &ModDecl) -> ModDir {
+    let mut cur = dir.clone();
+    for parent in inline_parents(file, decl) {
+        cur = match &parent.path_attr {
+            Some(p) => ModDir {
+                dir: cur.dir.join(p),
+                relative: None,
+            },
+            None => ModDir {
+                dir: cur.pushed().join(&parent.name),
+                relative: None,
+            },
+        };
+    }
+    cur
 }
 
 /// The inline modules of `file` around `decl`, outermost first.

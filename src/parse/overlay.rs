@@ -172,13 +172,7 @@ pub(crate) fn fetch_source(path: &Path, policy: &ReadPolicy) -> Fetched {
 /// The rules of [`read_source`] that apply to a text already in memory: where it claims to
 /// be, and how large it is.
 fn check_overlay(resolved: &Path, text: &str, policy: &ReadPolicy) -> Result<(), ReadError> {
-    if let Some(root) = &policy.root {
-        if !resolved.starts_with(root) {
-            return Err(ReadError::OutsideRoot {
-                resolved: resolved.to_path_buf(),
-            });
-        }
-    }
+    crate::source::check_place(resolved, policy)?;
     let size = text.len() as u64;
     if size > policy.max_bytes {
         return Err(ReadError::TooLarge {

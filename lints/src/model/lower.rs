@@ -4,11 +4,12 @@ use super::ir::{
     ArithOp, Arm, BinOp, Block, Expr, ExprKind, Lit, MacroCall, Pat, Path, Stmt, Type,
 };
 use super::nesting::{self, MAX_MODULE_NESTING, MAX_NESTING};
+use super::test_attrs::TestAttrs;
 use super::{byte_offsets, doc_text, expr_span, test_bodies};
 use super::{
-    Attr, AttrArg, ConstDef, FileId, FileModel, FnDef, GenericParam, ImplDef, Include, ItemKind,
-    ItemSpan, ModDecl, ModulePath, NamedItem, Param, SelfKind, Span, StructDef, TypeAliasDef,
-    UseDecl, Visibility,
+    Attr, AttrArg, ConstDef, FileId, FileModel, FnDef, GenericParam, ImplDef, Include, ItemInclude,
+    ItemKind, ItemSpan, ModDecl, ModulePath, NamedItem, Param, SelfKind, Span, StructDef,
+    TypeAliasDef, UseDecl, Visibility,
 };
 use crate::catalog::store_traits;
 use std::time::Instant;
@@ -120,6 +121,7 @@ fn lower_text(
         docs,
         parsed,
         test_bodies: bodies,
+        tests,
     } = match skim_body(body, in_test, deadline, skim) {
         Ok(skimmed) => skimmed,
         Err(nesting::Rejected::OutOfTime) => return Err(LowerError::OutOfTime),
@@ -138,6 +140,7 @@ fn lower_text(
     };
     // Read from the text before test bodies are written over: what test code names counts too.
     let names = Names {
+        tests,
         store_crates: crate::catalog::store_crates::store_crates_named(&parsed.text),
         mentions: crate::catalog::store_crates::mentions_in(&parsed.text),
     };
@@ -160,6 +163,8 @@ struct Skimmed<'t> {
     docs: Vec<std::ops::Range<usize>>,
     parsed: doc_text::ParsedText<'t>,
     test_bodies: Vec<std::ops::Range<usize>>,
+    /// What the test attributes of `parsed` resolve to, read before anything is written over.
+    tests: TestAttrs,
 }
 
 fn skim_body(
@@ -176,8 +181,9 @@ fn skim_body(
         Vec::new()
     };
     let parsed = doc_text::without_doc_text(body, &docs);
+    let tests = TestAttrs::of(&parsed.text);
     let test_bodies = match skim {
-        Skim::All => test_bodies::test_fn_bodies(&parsed.text, in_test),
+        Skim::All => test_bodies::test_fn_bodies(&parsed.text, in_test, &tests),
         #[cfg(test)]
         Skim::Nothing | Skim::DocText => Vec::new(),
     };
@@ -185,6 +191,7 @@ fn skim_body(
         docs,
         parsed,
         test_bodies,
+        tests,
     })
 }
 
@@ -201,6 +208,7 @@ pub fn syn_input(text: &str, in_test: bool) -> Option<String> {
 
 /// What a file's text names, read from all of it (see [`Lowered::lower`]).
 struct Names {
+    tests: TestAttrs,
     store_crates: Vec<String>,
     mentions: crate::catalog::store_crates::Mentions,
 }
@@ -263,6 +271,8 @@ impl Lowered<'_> {
                 module: module.as_slice().into(),
                 model: FileModel::default(),
                 docs: &parsed,
+                macro_rules: Default::default(),
+                tests: &names.tests,
             };
             // `syn::parse_file` item by item, so the deadline is also checked between top-level items
             // (a generated file of many items stops on time; lexing it is linear and fast).
@@ -386,6 +396,10 @@ struct Lowerer<'d> {
     model: FileModel,
     /// The doc comments syn read as bare `#[doc]`.
     docs: &'d doc_text::ParsedText<'d>,
+    /// The `macro_rules!` seen so far, by name: their rules' tokens.
+    macro_rules: std::collections::HashMap<String, proc_macro2::TokenStream>,
+    /// What the file's test attributes resolve to.
+    tests: &'d TestAttrs,
 }
 
 /// Context an item is lowered in.
@@ -509,7 +523,7 @@ impl Lowerer<'_> {
         let span = self.item_span(item);
         let kind = match item {
             syn::Item::Fn(f) => {
-                let test = in_test || is_test_fn(&f.attrs);
+                let test = in_test || is_test_fn(&f.attrs, self.tests);
                 let def = self.fn_def(
                     &f.attrs,
                     &f.vis,
@@ -607,6 +621,11 @@ impl Lowerer<'_> {
             syn::Item::Const(c) => {
                 self.named(module, &c.ident, &c.vis, ItemKind::Const);
                 self.const_def(module, &c.ident, &c.ty, &c.expr);
+                // `const _: () = { mod imp; impl Trait for T {..} };`: items in the block are
+                // compiled like any other (the impls apply crate-wide).
+                if let syn::Expr::Block(b) = &*c.expr {
+                    self.block_items(&b.block, module, inline, in_test);
+                }
                 ItemKind::Const
             }
             syn::Item::Static(st) => {
@@ -635,6 +654,30 @@ impl Lowerer<'_> {
                 ItemKind::Other
             }
             syn::Item::Macro(m) => {
+                // `include!("real.rs")`: rustc reads the file's items here; the driver loads it.
+                if let Some(path) = item_include(&m.mac) {
+                    self.model.item_includes.push(ItemInclude {
+                        path,
+                        module: module.clone(),
+                        in_test,
+                        span,
+                    });
+                }
+                // A `macro_rules!` is remembered, and the `mod`s of its rules are declared where
+                // it is called (`m!();`), as rustc's expansion declares them.
+                if m.mac.path.is_ident("macro_rules") {
+                    if let Some(name) = &m.ident {
+                        self.macro_rules.insert(unraw(name), m.mac.tokens.clone());
+                    }
+                } else if let Some(rules) = m
+                    .mac
+                    .path
+                    .get_ident()
+                    .and_then(|id| self.macro_rules.get(&unraw(id)))
+                {
+                    let rules = rules.clone();
+                    self.macro_mods(rules, module, inline, in_test);
+                }
                 // `cfg_rt! { mod runtime; pub fn spawn(..) {..} }`: item macros that wrap items
                 // (tokio, hyper, cfg-if-free crates) hide modules and fns unless we look inside.
                 if let Some(items) = macro_items(&m.mac) {
@@ -651,6 +694,32 @@ impl Lowerer<'_> {
         };
         if !nested {
             self.model.items.push(ItemSpan { kind, span });
+        }
+    }
+
+    /// The items of a block that is no fn's body (a `const` initializer), lowered as items
+    /// of `module`, item macros among them.
+    fn block_items(
+        &mut self,
+        block: &syn::Block,
+        module: &ModulePath,
+        inline: &[String],
+        in_test: bool,
+    ) {
+        for stmt in &block.stmts {
+            match stmt {
+                syn::Stmt::Item(item) => self.item(item, module, inline, in_test, true),
+                syn::Stmt::Macro(m) => {
+                    let item = syn::Item::Macro(syn::ItemMacro {
+                        attrs: m.attrs.clone(),
+                        ident: None,
+                        mac: m.mac.clone(),
+                        semi_token: m.semi_token,
+                    });
+                    self.item(&item, module, inline, in_test, true);
+                }
+                _ => {}
+            }
         }
     }
 
@@ -712,7 +781,7 @@ impl Lowerer<'_> {
                     &m.sig,
                     &m.block,
                 ));
-                let test = in_test || is_test_fn(&m.attrs);
+                let test = in_test || is_test_fn(&m.attrs, self.tests);
                 let mut def = self.fn_def(
                     &m.attrs,
                     &m.vis,
@@ -1743,6 +1812,15 @@ fn item_prefix_start(tts: &[proc_macro2::TokenTree], at: usize) -> usize {
 
 /// The items a macro invocation wraps, when its input parses as a list of items and it is not a
 /// macro definition.
+/// The path of `include!("path")` (also `std::include!`).
+fn item_include(mac: &syn::Macro) -> Option<String> {
+    if mac.path.segments.last()?.ident != "include" {
+        return None;
+    }
+    let lit: syn::LitStr = mac.parse_body().ok()?;
+    Some(lit.value())
+}
+
 fn macro_items(mac: &syn::Macro) -> Option<Vec<syn::Item>> {
     if mac.path.is_ident("macro_rules") {
         return None;
@@ -1864,14 +1942,12 @@ fn unraw(id: &proc_macro2::Ident) -> String {
     }
 }
 
-pub(super) fn is_test_fn(attrs: &[syn::Attribute]) -> bool {
-    attrs.iter().any(|a| {
-        let p = a.path();
-        p.segments
-            .last()
-            .is_some_and(|s| s.ident == "test" || s.ident == "bench")
-            || is_cfg_test_attr(a)
-    })
+/// Whether `attrs` make a fn test code: a test attribute as `tests` resolves it (see
+/// [`TestAttrs`]), or a `#[cfg(..)]` that holds in test builds only.
+pub(super) fn is_test_fn(attrs: &[syn::Attribute], tests: &TestAttrs) -> bool {
+    attrs
+        .iter()
+        .any(|a| tests.is_test(a.path()) || is_cfg_test_attr(a))
 }
 
 pub(super) fn is_cfg_test(attrs: &[syn::Attribute]) -> bool {
@@ -2177,7 +2253,7 @@ mod tests {
             let skimmed = lower_text(text, FileId(0), module(), in_test, None, Skim::All);
             let read = lower_text(text, FileId(0), module(), in_test, None, Skim::DocText);
             if let (Ok(_), Err(LowerError::Syntax(e))) = (&skimmed, &read) {
-                let bodies = test_bodies::test_fn_bodies(text, in_test);
+                let bodies = test_bodies::test_fn_bodies(text, in_test, &TestAttrs::of(text));
                 let at = e.span.lo as usize;
                 assert!(
                     bodies.iter().any(|b| b.contains(&at)),

@@ -9,6 +9,7 @@ mod expr_span;
 pub mod ir;
 mod lower;
 pub mod nesting;
+mod test_attrs;
 mod test_bodies;
 
 pub use lower::{
@@ -227,6 +228,10 @@ pub struct FileModel {
     /// The `include_str!` paths written in this file, with the text the driver read for
     /// each (the analysis never reads files itself).
     pub includes: Vec<Include>,
+    /// The `include!("file.rs")` calls at item position: files of Rust the driver loads as
+    /// part of the module (the analysis never reads files itself).
+    #[serde(default)]
+    pub item_includes: Vec<ItemInclude>,
     /// The store crates the text names where a path can start
     /// ([`crate::catalog::store_crates::store_crates_named`]).
     #[serde(default)]
@@ -521,6 +526,18 @@ pub struct ModDecl {
     pub cfg_test: bool,
     /// `pub mod` (only plain `pub` counts).
     pub is_pub: bool,
+    pub span: Span,
+}
+
+/// `include!("path")` where an item may stand: rustc reads the file, relative to the
+/// including file's directory, as items of the module it is called in.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ItemInclude {
+    pub path: String,
+    /// The module it is called in.
+    pub module: ModulePath,
+    /// Test code (a `#[cfg(test)]` module around it, or a test file).
+    pub in_test: bool,
     pub span: Span,
 }
 

@@ -28,11 +28,13 @@ use super::nesting::{
     is_ident_byte, memchr, past_raw_string, raw_or_prefixed_string, skip_block_comment,
     skip_char_or_lifetime, skip_ident, skip_number, skip_quoted,
 };
+use super::test_attrs::TestAttrs;
 use std::ops::Range;
 
 /// The insides (between the braces) of the test fn bodies of `text`, in order. `in_test`:
 /// the whole file is test code.
-pub(super) fn test_fn_bodies(text: &str, in_test: bool) -> Vec<Range<usize>> {
+/// `tests`: what the file's test attributes resolve to.
+pub(super) fn test_fn_bodies(text: &str, in_test: bool, tests: &TestAttrs) -> Vec<Range<usize>> {
     // Without one of these words there is no test attribute, and outside a test file no test
     // context: nothing to find.
     let mentions = |word: &[u8]| memchr::memmem::find(text.as_bytes(), word).is_some();
@@ -46,6 +48,7 @@ pub(super) fn test_fn_bodies(text: &str, in_test: bool) -> Vec<Range<usize>> {
             at: 0,
         },
         bodies: Vec::new(),
+        tests,
     };
     match scan.run(in_test) {
         Some(()) => scan.bodies,
@@ -228,6 +231,7 @@ struct Scan<'t> {
     text: &'t str,
     lexer: Lexer<'t>,
     bodies: Vec<Range<usize>>,
+    tests: &'t TestAttrs,
 }
 
 /// Words that may stand between an item's attributes and its keyword.
@@ -446,7 +450,7 @@ impl<'t> Scan<'t> {
         let Ok(attrs) = syn::parse::Parser::parse_str(syn::Attribute::parse_outer, text) else {
             return;
         };
-        pending.test_fn |= is_test_fn(&attrs);
+        pending.test_fn |= is_test_fn(&attrs, self.tests);
         pending.cfg_test |= is_cfg_test(&attrs);
     }
 }
@@ -457,7 +461,7 @@ mod tests {
 
     /// The texts of the bodies written over.
     fn bodies(src: &str, in_test: bool) -> Vec<&str> {
-        test_fn_bodies(src, in_test)
+        test_fn_bodies(src, in_test, &TestAttrs::of(src))
             .into_iter()
             .map(|r| src[r].trim())
             .collect()
@@ -552,7 +556,7 @@ mod tests {
     #[test]
     fn writing_over_keeps_every_byte_offset_and_line() {
         let src = "#[test]\nfn a() {\n    é(\"}\");\n}\nfn b() {}\n";
-        let over = write_over(src, &test_fn_bodies(src, false));
+        let over = write_over(src, &test_fn_bodies(src, false, &TestAttrs::of(src)));
         assert_eq!(over.len(), src.len());
         assert_eq!(over.lines().count(), src.lines().count());
         assert_eq!(over, "#[test]\nfn a() {\n            \n}\nfn b() {}\n");
