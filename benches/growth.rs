@@ -18,6 +18,11 @@
 //!   in full; `did_change_step`: one step of the language server's main loop while such a
 //!   `didChange` of N edits is being applied (what a message waits at most), which must not
 //!   grow with N.
+//! - `members_sharing_one`: a workspace of N one-file members that all depend on one shared
+//!   member of 200 fns (issue 36, item 3: at most 2.1 per doubling; the shared member is
+//!   analysed once per dependent while members are analysed with the libraries they link);
+//! - `member_chain`: a workspace of N one-fn members, each depending on the one before (every
+//!   member below a package is linked to it: quadratic while members are re-analysed).
 
 use cargo_idem_lint::cli::MessageFormat;
 use cargo_idem_lint::config::Config;
@@ -98,6 +103,17 @@ fn main() {
     );
     // 50, 71, 100 files: 2,500, 5,000 and 10,000 calls.
     runs.series("call_graph", &[50, 71, 100], complete_call_graph, |dir| {
+        lint(dir.path());
+    });
+    runs.series(
+        "members_sharing_one",
+        &[32, 64, 128],
+        members_sharing_one,
+        |dir| {
+            lint(dir.path());
+        },
+    );
+    runs.series("member_chain", &[100, 200, 400], member_chain, |dir| {
         lint(dir.path());
     });
     runs.series(
@@ -297,6 +313,76 @@ fn complete_call_graph(n: usize) -> tempfile::TempDir {
         );
     }
     dir
+}
+
+/// A virtual workspace under a temporary directory whose member `p{i}` is `members[i]`:
+/// (dependencies by member index, `lib.rs`). Cargo's default for a virtual root selects
+/// every member, as `--workspace` does.
+fn workspace(members: &[(Vec<usize>, String)]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(
+        dir.path().join("Cargo.toml"),
+        "[workspace]\nresolver = \"2\"\nmembers = [\"m/*\"]\n",
+    )
+    .expect("write");
+    for (i, (deps, lib)) in members.iter().enumerate() {
+        let src = dir.path().join(format!("m/p{i}/src"));
+        std::fs::create_dir_all(&src).expect("mkdir");
+        let deps: String = deps
+            .iter()
+            .map(|d| format!("p{d} = {{ path = \"../p{d}\" }}\n"))
+            .collect();
+        std::fs::write(
+            dir.path().join(format!("m/p{i}/Cargo.toml")),
+            format!(
+                "[package]\nname = \"p{i}\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\nredis = \"0.25\"\n{deps}"
+            ),
+        )
+        .expect("write");
+        std::fs::write(src.join("lib.rs"), lib).expect("write");
+    }
+    dir
+}
+
+/// Member 0 holds 200 fns that check and write keys; members 1..=n each call two of them.
+fn members_sharing_one(n: usize) -> tempfile::TempDir {
+    let shared: String = (0..200)
+        .map(|i| {
+            format!(
+                "pub async fn f{i}(c: &mut redis::aio::ConnectionManager, id: u64) -> redis::RedisResult<()> {{\n    let k = format!(\"done:{{}}:{i}\", id);\n    if c.exists(&k).await? {{ return Ok(()); }}\n    c.set(&k, 1).await?;\n    Ok(())\n}}\n"
+            )
+        })
+        .collect();
+    let mut members = vec![(Vec::new(), shared)];
+    members.extend((1..=n).map(|i| {
+        let lib = format!(
+            "pub async fn g{i}(c: &mut redis::aio::ConnectionManager, id: u64) -> redis::RedisResult<()> {{\n    p0::f{}(c, id).await?;\n    p0::f{}(c, id).await\n}}\n",
+            i % 200,
+            (i * 7) % 200
+        );
+        (vec![0], lib)
+    }));
+    workspace(&members)
+}
+
+/// Member `i` checks a key, calls member `i - 1`'s fn and writes the key (the hostile input
+/// `05-member-chain-quadratic.sh` of the shared notes).
+fn member_chain(n: usize) -> tempfile::TempDir {
+    let members: Vec<(Vec<usize>, String)> = (0..n)
+        .map(|i| {
+            let call = if i > 0 {
+                format!("    p{}::f{}(c).await?;\n", i - 1, i - 1)
+            } else {
+                String::new()
+            };
+            let lib = format!(
+                "pub async fn f{i}(c: &mut redis::aio::ConnectionManager) -> redis::RedisResult<()> {{\n    if c.exists(\"k\").await? {{ return Ok(()); }}\n{call}    c.set(\"k\", 1).await?;\n    Ok(())\n}}\n"
+            );
+            let deps = if i > 0 { vec![i - 1] } else { Vec::new() };
+            (deps, lib)
+        })
+        .collect();
+    workspace(&members)
 }
 
 /// Applies one `didChange` of `n` ranged edits spread over a buffer of `lines` lines.

@@ -23,6 +23,12 @@
 //! graphile_worker depend on diesel and sqlx, so the relevance pre-check lets the analysis run
 //! on them: their `full` measures it on real code.
 //!
+//! `BENCH_WORKSPACE=1` lints every member of a workspace given as DIR (`--workspace`; else
+//! cargo's default selection), as issue 36 measures lemmy. `BENCH_BINARIES=A,B` also runs
+//! each of those `cargo-idem-lint` builds on each input (`idem-lint --no-cache`, the
+//! selection above, JSON output), interleaved with the stages, and prints their medians
+//! against the bare parse: an old build against the new one on the same machine state.
+//!
 //! `BENCH_RSS=0` skips the peak RSS part below; `scripts/bench-compare.sh` runs two builds of
 //! this bench alternately and prints the median ratios of each.
 //!
@@ -82,6 +88,8 @@ struct Times {
     /// The process's CPU time (every thread) of each stage: bare, load, full, analysed.
     cpu: [Vec<Duration>; 4],
     findings: usize,
+    /// Wall time of each of `BENCH_BINARIES`, run as a process.
+    binaries: Vec<Vec<Duration>>,
 }
 
 /// CPU time the process has used so far, all threads together.
@@ -176,11 +184,30 @@ fn main() {
     );
     println!("load average before: {}", load_average());
     let opts = ParseOptions::default();
-    let mut times: Vec<Times> = inputs.iter().map(|_| Times::default()).collect();
+    let binaries: Vec<PathBuf> = std::env::var("BENCH_BINARIES")
+        .map(|b| {
+            b.split(',')
+                .filter(|b| !b.is_empty())
+                .map(PathBuf::from)
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut times: Vec<Times> = inputs
+        .iter()
+        .map(|_| Times {
+            binaries: vec![Vec::new(); binaries.len()],
+            ..Times::default()
+        })
+        .collect();
     for _ in 0..iterations {
         for (input, t) in inputs.iter().zip(&mut times) {
             let [bare_cpu, load_cpu, full_cpu, analysed_cpu] = &mut t.cpu;
             timed(&mut t.bare, bare_cpu, || bare_parse(&input.files));
+            for (bin, wall) in binaries.iter().zip(&mut t.binaries) {
+                let start = Instant::now();
+                run_binary(bin, &input.dir);
+                wall.push(start.elapsed());
+            }
             timed(&mut t.syn, &mut t.syn_cpu, || syn_alone(&input.files));
 
             let loaded = timed(&mut t.load, load_cpu, || {
@@ -280,6 +307,23 @@ fn main() {
             ratio(syn_cpu, bare_cpu),
         );
     }
+    if !binaries.is_empty() {
+        println!();
+        println!("binaries (`idem-lint --no-cache`, wall ms and x bare):");
+        for (input, t) in inputs.iter().zip(&mut times) {
+            let bare = median(&mut t.bare);
+            for (bin, wall) in binaries.iter().zip(&mut t.binaries) {
+                let wall = median(wall);
+                println!(
+                    "  {:<16} {:>10.1} ({:>5.2}x)  {}",
+                    input.name,
+                    ms(wall),
+                    ratio(wall, bare),
+                    bin.display()
+                );
+            }
+        }
+    }
     if let Some(&one) = growth_inputs.first() {
         println!();
         println!("growth (median full pipeline, analysed and bare parse, relative to 1x):");
@@ -368,8 +412,39 @@ fn level_flags() -> Vec<LevelFlag> {
         .collect()
 }
 
+/// Whether `BENCH_WORKSPACE=1` asks for every member of a workspace.
+fn whole_workspace() -> bool {
+    std::env::var("BENCH_WORKSPACE").is_ok_and(|v| v == "1")
+}
+
+/// One run of the build `bin` on `dir`, as a user runs it, output discarded.
+fn run_binary(bin: &Path, dir: &Path) {
+    let mut cmd = std::process::Command::new(bin);
+    cmd.arg("idem-lint")
+        .arg(dir)
+        .args(["--no-cache", "--message-format", "json"]);
+    if whole_workspace() {
+        cmd.arg("--workspace");
+    }
+    let status = cmd
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .unwrap_or_else(|e| panic!("could not run {}: {e}", bin.display()));
+    assert!(
+        status.code().is_some_and(|c| c < 2),
+        "{} failed on {}",
+        bin.display(),
+        dir.display()
+    );
+}
+
 fn input(name: &str, dir: &Path) -> Input {
-    let ws = match discovery::discover(&Selection::dir(dir)) {
+    let selection = Selection {
+        workspace: whole_workspace(),
+        ..Selection::dir(dir)
+    };
+    let ws = match discovery::discover(&selection) {
         Ok(ws) => ws,
         Err(e) => {
             eprintln!("error: {}: {e:#}", dir.display());

@@ -7,7 +7,7 @@
 //! inside them is the member's own (its own run reports it), and a label pointing into them
 //! becomes a note naming the place, since the package's output only holds its own files.
 
-use crate::discovery::{LinkSpec, Workspace};
+use crate::discovery::{LinkSpec, Sources, Workspace};
 use crate::parse::{self, Inputs, LoadedPackage, ParseOptions};
 use crate::source::ReadPolicy;
 use idem_lints::model::{with_file_id, FileId, FileModel, Package, TargetInfo};
@@ -15,7 +15,7 @@ use idem_lints::Diagnostic;
 use rayon::prelude::*;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 /// The linked libraries of a run, each loaded once however many packages link it: first as
 /// a package is loaded for its findings key (outlines where the cache has them), and in full
@@ -27,12 +27,18 @@ pub struct Links<'a> {
     keyed: Vec<LoadedPackage>,
     /// Loaded in full, for the analysis of a package that links it.
     full: Vec<Option<LoadedPackage>>,
+    /// Per library, its files' models as [`renumbered`] reads them: encoded once, however
+    /// many packages join the library.
+    encoded: Vec<Encoded>,
     /// Per package of the workspace: (crate name, index in `specs`), nearest first.
     per_package: Vec<Vec<(String, usize)>>,
     /// The workspace root, which notes name linked files relative to.
     root: PathBuf,
     load: LinkLoad<'a>,
 }
+
+/// A library's file models, each encoded on first use (`None` inside: it does not encode).
+type Encoded = OnceLock<Box<[OnceLock<Option<Vec<u8>>>]>>;
 
 /// How a linked library is loaded.
 #[derive(Clone, Copy)]
@@ -61,13 +67,17 @@ pub struct LinkedLib<'a> {
     pub krate: &'a str,
     pub keyed: &'a LoadedPackage,
     full: Option<&'a LoadedPackage>,
+    encoded: &'a Encoded,
     spec: &'a LinkSpec,
 }
 
 impl<'a> Links<'a> {
-    /// Loads every library some package of `ws` links, for keys.
+    /// Loads every library some package of `ws` links, for keys. `own` is what the run
+    /// loaded of `ws`'s packages: a linked member selected too, whose one target is its
+    /// library, was loaded from the same inputs already, and is not read and parsed again.
     pub fn load(
         ws: &'a Workspace,
+        own: &[LoadedPackage],
         opts: &'a ParseOptions,
         policy: &'a ReadPolicy,
         inputs: Inputs<'a>,
@@ -95,9 +105,16 @@ impl<'a> Links<'a> {
             policy,
             inputs,
         };
-        let keyed = specs.par_iter().map(|link| load.load(link, true)).collect();
+        let keyed = specs
+            .par_iter()
+            .map(|link| match same_load(ws, own, link, inputs) {
+                Some(loaded) => loaded,
+                None => load.load(link, true),
+            })
+            .collect();
         Links {
             full: specs.iter().map(|_| None).collect(),
+            encoded: specs.iter().map(|_| OnceLock::new()).collect(),
             specs,
             keyed,
             per_package,
@@ -112,7 +129,7 @@ impl<'a> Links<'a> {
         let mut todo = vec![false; self.specs.len()];
         for (links, _) in self.per_package.iter().zip(wanted).filter(|(_, w)| **w) {
             for (_, i) in links {
-                todo[*i] = self.full[*i].is_none();
+                todo[*i] = self.full[*i].is_none() && !self.keyed[*i].is_full();
             }
         }
         let load = self.load;
@@ -137,7 +154,11 @@ impl<'a> Links<'a> {
             .map(|(krate, i)| LinkedLib {
                 krate,
                 keyed: &self.keyed[*i],
-                full: self.full[*i].as_ref(),
+                full: self.full[*i].as_ref().or_else(|| {
+                    let keyed = &self.keyed[*i];
+                    keyed.is_full().then_some(keyed)
+                }),
+                encoded: &self.encoded[*i],
                 spec: self.specs[*i],
             })
             .collect();
@@ -161,12 +182,17 @@ impl PackageLinks<'_> {
         let mut package = own.clone();
         for linked in &self.libs {
             let loaded_here;
-            let lib = match linked.full {
-                Some(full) => full,
+            let (lib, encoded) = match linked.full {
+                Some(full) => {
+                    let encoded = linked.encoded.get_or_init(|| {
+                        full.package.files.iter().map(|_| OnceLock::new()).collect()
+                    });
+                    (full, Some(encoded))
+                }
                 None => {
                     // Not foreseen by [`Links::complete`] (the package was loaded again).
                     loaded_here = self.load.load(linked.spec, false);
-                    &loaded_here
+                    (&loaded_here, None)
                 }
             };
             let krate = linked.krate;
@@ -178,9 +204,10 @@ impl PackageLinks<'_> {
                 .map(|t| t.root.clone())
                 .unwrap_or_default();
             package.targets.push(TargetInfo::linked(krate, root));
-            for file in &lib.package.files {
+            for (n, file) in lib.package.files.iter().enumerate() {
                 let id = FileId(package.files.len() as u32);
-                let Some(model) = self.placed(file, id, target) else {
+                let encoded = encoded.and_then(|e| e.get(n));
+                let Some(model) = self.placed(file, encoded, id, target) else {
                     continue;
                 };
                 package.files.push(model);
@@ -196,12 +223,18 @@ impl PackageLinks<'_> {
 
     /// `file` as file `id` of linked target `target`: the one the cache kept when it was made
     /// from this very model, else made now (and kept).
-    fn placed(&self, file: &Arc<FileModel>, id: FileId, target: usize) -> Option<Arc<FileModel>> {
+    fn placed(
+        &self,
+        file: &Arc<FileModel>,
+        encoded: Option<&OnceLock<Option<Vec<u8>>>>,
+        id: FileId,
+        target: usize,
+    ) -> Option<Arc<FileModel>> {
         let cache = self.load.inputs.cache;
         if let Some(kept) = cache.and_then(|c| c.get_linked(file, id, target)) {
             return Some(kept);
         }
-        let model = Arc::new(renumbered(file, id, target)?);
+        let model = Arc::new(renumbered(file, encoded, id, target)?);
         if let Some(c) = cache {
             c.put_linked(file, &model);
         }
@@ -323,12 +356,64 @@ pub fn note_place(note: &str) -> Option<NotePlace<'_>> {
     None
 }
 
+/// The selected package's load that `link` would load again, when it is the same load: the
+/// member's spec has the library as its only target (so reading it from the same manifest
+/// walks the same module tree to the same files), and it was loaded in full. Only without a
+/// cache: with one, the load for keys may be outlines, which the cache's findings keys read.
+fn same_load(
+    ws: &Workspace,
+    own: &[LoadedPackage],
+    link: &LinkSpec,
+    inputs: Inputs<'_>,
+) -> Option<LoadedPackage> {
+    if inputs.cache.is_some() {
+        return None;
+    }
+    let spec = &link.spec;
+    let (i, member) = ws
+        .packages
+        .iter()
+        .enumerate()
+        .find(|(_, p)| p.id == spec.id)?;
+    let same_targets = member.targets.len() == spec.targets.len()
+        && member
+            .targets
+            .iter()
+            .zip(&spec.targets)
+            .all(|(a, b)| a.info == b.info);
+    let same = same_targets
+        && member.manifest_path == spec.manifest_path
+        && member.name == spec.name
+        && member.dependencies == spec.dependencies
+        && matches!(
+            (&member.sources, &spec.sources),
+            (Sources::ModuleTrees, Sources::ModuleTrees)
+        );
+    let loaded = own.get(i).filter(|l| same && l.is_full())?;
+    Some(loaded.copy())
+}
+
 /// `file` as file `id` of the joined package, in linked target `target`: its spans placed in
 /// `id` by a round trip through the cache's encoding (the one way to move every span of a
-/// model). `None` when the model does not encode.
-fn renumbered(file: &FileModel, id: FileId, target: usize) -> Option<FileModel> {
-    let bytes = postcard::to_allocvec(file).ok()?;
-    let mut model: FileModel = with_file_id(id, || postcard::from_bytes(&bytes).ok())?;
+/// model). `encoded` keeps the encoding for the next package that joins the file. `None`
+/// when the model does not encode.
+fn renumbered(
+    file: &FileModel,
+    encoded: Option<&OnceLock<Option<Vec<u8>>>>,
+    id: FileId,
+    target: usize,
+) -> Option<FileModel> {
+    let here;
+    let bytes: &[u8] = match encoded {
+        Some(kept) => kept
+            .get_or_init(|| postcard::to_allocvec(file).ok())
+            .as_deref()?,
+        None => {
+            here = postcard::to_allocvec(file).ok()?;
+            &here
+        }
+    };
+    let mut model: FileModel = with_file_id(id, || postcard::from_bytes(bytes).ok())?;
     model.id = id;
     model.target = target;
     model.path = file.path.clone();

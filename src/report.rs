@@ -135,7 +135,7 @@ fn check_here(
         return Err(Cancelled.into());
     }
     let policy = opts.read_policy(ws);
-    let mut links = Links::load(ws, opts, &policy, inputs);
+    let mut links = Links::load(ws, &loaded, opts, &policy, inputs);
     let analysed: Vec<bool> = loaded
         .iter()
         .zip(&configs)

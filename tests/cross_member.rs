@@ -225,7 +225,7 @@ fn a_session_gives_a_package_the_same_linked_models_until_the_member_changes() {
             cache: Some(&session),
             ..Inputs::default()
         };
-        let mut links = Links::load(&ws, &opts, &policy, inputs);
+        let mut links = Links::load(&ws, &[], &opts, &policy, inputs);
         links.complete(&vec![true; ws.packages.len()]);
         let own = parse::load_package_with(&ws.packages[service], &opts, &policy, inputs);
         (

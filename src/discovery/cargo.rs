@@ -3,11 +3,15 @@
 use super::pkgid::PackageIdSpec;
 use super::{absolute, LinkSpec, PackageSpec, Selection, Sources, TargetSpec, Workspace};
 use anyhow::{anyhow, bail, Context, Result};
-use cargo_metadata::{DependencyKind, Metadata, MetadataCommand, Package, Target, TargetKind};
+use cargo_metadata::{
+    DependencyKind, Metadata, MetadataCommand, Package, PackageId, Target, TargetKind,
+};
 use idem_lints::model::TargetInfo;
+use std::collections::{HashMap, HashSet};
 use std::io::Read;
 use std::path::Path;
 use std::process::{Command, Stdio};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// How long `cargo metadata` may take. It reads manifests only (`--no-deps --offline`), which
@@ -43,6 +47,7 @@ pub(super) fn discover(manifest: Option<&Path>, sel: &Selection) -> Result<Works
     let extra = outside_members(&selected, &metadata, &root, &mut warnings);
     let mut members = metadata.workspace_packages();
     members.extend(extra.iter());
+    let mut linker = Linker::new(&members);
     let root_manifest = root.join("Cargo.toml");
     Ok(Workspace {
         origin: root.clone(),
@@ -56,7 +61,7 @@ pub(super) fn discover(manifest: Option<&Path>, sel: &Selection) -> Result<Works
             .chain(extra.iter())
             .map(|p| {
                 let mut spec = package_spec(p)?;
-                spec.links = links(p, &members)?;
+                spec.links = linker.links(p)?;
                 Ok(spec)
             })
             .collect::<Result<_>>()?,
@@ -347,43 +352,80 @@ fn package_spec(p: &Package) -> Result<PackageSpec> {
     })
 }
 
-/// The libraries of the members `p` depends on by path (normal and dev dependencies, and
-/// theirs in turn), nearest first, each once: `cargo metadata --no-deps` lists only members,
-/// so a path dependency is one of them when its directory is a member's.
-fn links(p: &Package, members: &[&Package]) -> Result<Vec<LinkSpec>> {
-    let mut out: Vec<LinkSpec> = Vec::new();
-    let mut seen = vec![p.id.clone()];
-    let mut queue: std::collections::VecDeque<&Package> = [p].into();
-    while let Some(from) = queue.pop_front() {
-        for dep in &from.dependencies {
-            if dep.kind == DependencyKind::Build {
-                continue;
+/// Finds the workspace members a package links ([`Linker::links`]). Built once per run: each
+/// member's directory indexed, and each member's library spec made once and shared by every
+/// package that links it (a chain of n members links n²/2 libraries; made per link, the
+/// specs and their targets' JSON were most of the run's memory, and the lookups cubic).
+struct Linker<'a> {
+    members: &'a [&'a Package],
+    /// A member's index by the directory of its manifest.
+    by_dir: HashMap<&'a std::path::Path, usize>,
+    /// Per member, its library as a link (`None` inside: it has no library), once made.
+    libs: Vec<Option<Option<Arc<PackageSpec>>>>,
+}
+
+impl<'a> Linker<'a> {
+    fn new(members: &'a [&'a Package]) -> Self {
+        let mut by_dir = HashMap::new();
+        for (i, m) in members.iter().enumerate() {
+            if let Some(dir) = m.manifest_path.parent() {
+                // The first member of a directory, as a search in member order finds it.
+                by_dir.entry(dir.as_std_path()).or_insert(i);
             }
-            let Some(dir) = &dep.path else {
-                continue;
-            };
-            let member = members
-                .iter()
-                .find(|m| m.manifest_path.parent() == Some(dir.as_path()));
-            let Some(&member) = member else {
-                continue;
-            };
-            if seen.contains(&member.id) {
-                continue;
-            }
-            seen.push(member.id.clone());
-            queue.push_back(member);
-            let Some(lib) = member.targets.iter().find(|t| is_lib(t)) else {
-                continue;
-            };
-            let mut spec = package_spec(member)?;
-            spec.targets
-                .retain(|t| t.info.root == lib.src_path.as_std_path());
-            let krate = dep.rename.as_deref().unwrap_or(&lib.name).replace('-', "_");
-            out.push(LinkSpec { krate, spec });
+        }
+        Linker {
+            members,
+            by_dir,
+            libs: vec![None; members.len()],
         }
     }
-    Ok(out)
+
+    /// The libraries of the members `p` depends on by path (normal and dev dependencies,
+    /// and theirs in turn), nearest first, each once: `cargo metadata --no-deps` lists only
+    /// members, so a path dependency is one of them when its directory is a member's.
+    fn links(&mut self, p: &Package) -> Result<Vec<LinkSpec>> {
+        let mut out: Vec<LinkSpec> = Vec::new();
+        let mut seen: HashSet<&PackageId> = [&p.id].into();
+        let mut queue: std::collections::VecDeque<&Package> = [p].into();
+        while let Some(from) = queue.pop_front() {
+            for dep in &from.dependencies {
+                if dep.kind == DependencyKind::Build {
+                    continue;
+                }
+                let Some(dir) = &dep.path else {
+                    continue;
+                };
+                let Some(&i) = self.by_dir.get(dir.as_std_path()) else {
+                    continue;
+                };
+                let member: &'a Package = self.members[i];
+                if !seen.insert(&member.id) {
+                    continue;
+                }
+                queue.push_back(member);
+                let Some(lib) = member.targets.iter().find(|t| is_lib(t)) else {
+                    continue;
+                };
+                let spec = match &self.libs[i] {
+                    Some(made) => made.clone(),
+                    None => {
+                        let mut spec = package_spec(member)?;
+                        spec.targets
+                            .retain(|t| t.info.root == lib.src_path.as_std_path());
+                        let made = Some(Arc::new(spec));
+                        self.libs[i] = Some(made.clone());
+                        made
+                    }
+                };
+                let Some(spec) = spec else {
+                    continue;
+                };
+                let krate = dep.rename.as_deref().unwrap_or(&lib.name).replace('-', "_");
+                out.push(LinkSpec { krate, spec });
+            }
+        }
+        Ok(out)
+    }
 }
 
 /// A library target another crate can call into (not a proc macro: its fns run at build time).

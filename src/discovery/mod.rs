@@ -87,8 +87,9 @@ pub struct PackageSpec {
 pub struct LinkSpec {
     /// The crate name the depending code calls it by (its rename, `-` as `_`).
     pub krate: String,
-    /// The member with its library target only, and no links of its own.
-    pub spec: PackageSpec,
+    /// The member with its library target only, and no links of its own: one per member,
+    /// shared by every package that links it.
+    pub spec: std::sync::Arc<PackageSpec>,
 }
 
 /// How a package's files are found.

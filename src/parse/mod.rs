@@ -123,6 +123,26 @@ pub struct LoadedPackage {
     pub(crate) outlines: Vec<(FileId, FileKey)>,
 }
 
+impl LoadedPackage {
+    /// Whether every file holds its model, as a load without outlines gives it: a load for
+    /// keys ([`load_workspace_outlined`]) that found no outline in the cache (a run without
+    /// one) is the full load, and need not be made again.
+    pub(crate) fn is_full(&self) -> bool {
+        self.outlines.is_empty()
+    }
+
+    /// Another handle on the same load: the models and texts are shared, not copied.
+    pub(crate) fn copy(&self) -> LoadedPackage {
+        LoadedPackage {
+            package: self.package.clone(),
+            sources: self.sources.clone(),
+            problems: self.problems.clone(),
+            parsed: self.parsed.clone(),
+            outlines: self.outlines.clone(),
+        }
+    }
+}
+
 /// Where a load gets texts and parse results besides the disk and the parser. The default
 /// reads every file from disk and parses it.
 #[derive(Clone, Copy, Default)]
