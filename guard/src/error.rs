@@ -66,6 +66,19 @@ pub enum Error {
     },
     /// The key expression evaluated to `None` and the guard requires a key.
     MissingKey,
+    /// The body ran, but its result, encoded for storage, is longer than the store keeps
+    /// ([`Store::max_result_len`](crate::Store::max_result_len)). It is final, not retried: the
+    /// key is completed as unreplayable (the effect happened; duplicates get [`Error::Decode`]
+    /// saying why instead of running the body again). Return less (an id to look the rest up
+    /// by), or raise the store's `max_result_len` where the backend allows.
+    ResultTooLarge {
+        /// The full stored key.
+        key: String,
+        /// The encoded result's length in bytes.
+        len: usize,
+        /// The store's `max_result_len`.
+        limit: usize,
+    },
     /// The key is empty or too long to store.
     InvalidKey(String),
     /// The payload could not be serialized to compute its fingerprint.
@@ -107,6 +120,10 @@ impl fmt::Display for Error {
             Error::MissingKey => {
                 f.write_str("idempotency key is missing (the key expression is `None`)")
             }
+            Error::ResultTooLarge { key, len, limit } => write!(
+                f,
+                "the result of key `{key}` is {len} bytes encoded, over the store's limit of {limit} bytes (`max_result_len`): not stored for replay, and the key is completed so that duplicates do not run it again"
+            ),
             Error::InvalidKey(why) => write!(f, "invalid idempotency key: {why}"),
             Error::Payload(e) => write!(f, "cannot fingerprint the payload: {e}"),
             Error::Decode { key, reason } => {

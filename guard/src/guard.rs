@@ -631,21 +631,40 @@ impl<S: Store, P> Guard<S, P> {
         E: From<Error>,
         P: OnError<E>,
     {
-        let settle = match self.to_store(&result) {
+        let (record, mut result) = self.to_store(key, result);
+        let settle = match record {
             Some(stored) => {
-                let complete = || {
-                    self.store
-                        .complete(key, fingerprint, owner, &stored, self.retention)
+                let complete = |stored: &StoredResult| {
+                    let stored = stored.clone();
+                    let complete = move || {
+                        let stored = stored.clone();
+                        async move {
+                            self.store
+                                .complete(key, fingerprint, owner, &stored, self.retention)
+                                .await
+                        }
+                    };
+                    self.retry_while_held(
+                        key,
+                        fingerprint,
+                        owner,
+                        held_until,
+                        ("complete", "record the result"),
+                        complete,
+                    )
                 };
-                self.retry_while_held(
-                    key,
-                    fingerprint,
-                    owner,
-                    held_until,
-                    ("complete", "record the result"),
-                    complete,
-                )
-                .await
+                match complete(&stored).await {
+                    // The backend refused the result for its size (a `max_result_len` set
+                    // above what it takes): final, as if the guard had seen it. The key is
+                    // completed as unreplayable; the caller gets the refusal.
+                    Err(refused @ Error::ResultTooLarge { .. }) if result.is_ok() => {
+                        let marked = complete(&StoredResult::Unreplayable(refused.to_string()));
+                        let marked = marked.await;
+                        result = Err(refused.into());
+                        marked
+                    }
+                    written => written,
+                }
             }
             None => {
                 let release = || self.store.release(key, owner);
@@ -679,22 +698,63 @@ impl<S: Store, P> Guard<S, P> {
         }
     }
 
-    /// What to record for the body's result: the completion to store, or `None` to release the
-    /// record (an error the policy does not cache).
-    pub(crate) fn to_store<T: Serialize + DeserializeOwned, E>(
+    /// What to record for the body's result (the completion to store, or `None` to release the
+    /// record: an error the policy does not cache), and the result to hand back.
+    ///
+    /// A value whose encoding is over the store's [`max_result_len`](Store::max_result_len) is
+    /// final: the key is completed as unreplayable (the effect happened) and the caller gets
+    /// [`Error::ResultTooLarge`] at once, never a retried write. An error to cache that is over
+    /// it is released instead, as an error that cannot be encoded is.
+    pub(crate) fn to_store<T: Serialize + DeserializeOwned, E: From<Error>>(
         &self,
-        result: &Result<T, E>,
-    ) -> Option<StoredResult>
+        key: &str,
+        result: Result<T, E>,
+    ) -> (Option<StoredResult>, Result<T, E>)
     where
         P: OnError<E>,
     {
         match result {
-            Ok(value) => Some(encode(value)),
-            Err(error) => match self.on_error.decide(error) {
-                Disposition::Release => None,
-                Disposition::Cache(json) => Some(StoredResult::Err(json)),
+            Ok(value) => match self.encode_within(key, &value) {
+                Ok(stored) => (Some(stored), Ok(value)),
+                Err(too_large) => {
+                    tracing::error!(key, error = %too_large, "result not stored: over the store's max_result_len");
+                    let marker = StoredResult::Unreplayable(too_large.to_string());
+                    (Some(marker), Err(too_large.into()))
+                }
+            },
+            Err(error) => match self.on_error.decide(&error) {
+                Disposition::Release => (None, Err(error)),
+                Disposition::Cache(text) if text.len() > self.store.max_result_len() => {
+                    tracing::warn!(
+                        key,
+                        len = text.len(),
+                        limit = self.store.max_result_len(),
+                        "error not cached: over the store's max_result_len; the record is released"
+                    );
+                    (None, Err(error))
+                }
+                Disposition::Cache(text) => (Some(StoredResult::Err(text)), Err(error)),
             },
         }
+    }
+
+    /// `value` encoded for storage, or [`Error::ResultTooLarge`] when the store would not keep
+    /// it.
+    pub(crate) fn encode_within<T: Serialize + DeserializeOwned>(
+        &self,
+        key: &str,
+        value: &T,
+    ) -> Result<StoredResult, Error> {
+        let stored = encode(value);
+        let limit = self.store.max_result_len();
+        if stored.len() > limit {
+            return Err(Error::ResultTooLarge {
+                key: key.to_owned(),
+                len: stored.len(),
+                limit,
+            });
+        }
+        Ok(stored)
     }
 
     /// Retries a write made after the body ran (the completion, or the release of a failed

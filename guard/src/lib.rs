@@ -91,7 +91,7 @@ pub use crate::postgres::{PostgresStore, MIGRATION};
 #[cfg(feature = "redis-cluster")]
 pub use crate::redis_store::RedisClusterStore;
 pub use crate::redis_store::{RedisConnection, RedisStore};
-pub use crate::store::{OwnerToken, Reservation, Store, StoredResult};
+pub use crate::store::{OwnerToken, Reservation, Store, StoredResult, DEFAULT_MAX_RESULT_LEN};
 pub use crate::transactional::{TxAttempt, TxStart};
 
 /// Makes an `async fn` returning `Result<T, E>` idempotent. See the crate docs for an example.

@@ -246,7 +246,11 @@ impl TxAttempt {
         };
         let (_, retention) = guard.lease_and_retention();
         let conn = &mut **tx;
-        let settled = match guard.to_store(&result) {
+        // A result over the store's `max_result_len` comes back as an error, its key completed
+        // as unreplayable in this transaction: a caller that rolls back on the error undoes
+        // both, one that commits keeps duplicates from running again.
+        let (record, result) = guard.to_store(&key, result);
+        let settled = match record {
             Some(stored) => complete_on(conn, &key, fingerprint, &owner, &stored, retention).await,
             None => release_on(conn, &key, &owner).await,
         };

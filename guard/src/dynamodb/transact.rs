@@ -31,7 +31,7 @@ use super::record::{
     RUNNING, SET_COMPLETED,
 };
 use super::{DynamoDbStore, StoreFailure};
-use crate::guard::{encode, retry_store, Prepared, Reserved};
+use crate::guard::{retry_store, Prepared, Reserved};
 use crate::key::{Fingerprint, KeyPart, Payload};
 use crate::on_error::OnError;
 use crate::store::{OwnerToken, StoredResult};
@@ -210,14 +210,26 @@ impl<P> Guard<DynamoDbStore, P> {
             }
         };
         let (_, retention) = self.lease_and_retention();
+        let store = self.store();
+        let result = match self.encode_within(key, &value) {
+            Ok(result) => result,
+            Err(too_large) => {
+                // Found before anything is applied: the writes are dropped and the key freed,
+                // so the body's effect never happened.
+                tracing::error!(key, error = %too_large, "transaction not applied: its result is over the store's max_result_len");
+                if let Err(e) = retry_store(|| store.release(key, owner)).await {
+                    tracing::warn!(key = %key, error = %e, "could not release the record of a result too large to store");
+                }
+                return Err(too_large.into());
+            }
+        };
         let completion = Completion {
             key,
             fingerprint,
             owner,
-            result: encode(&value),
+            result,
             expiry: Expiry::retention(retention),
         };
-        let store = self.store();
         // The transaction is retried as one request (same `ClientRequestToken`) while the record
         // is held, like any completion.
         let apply = || store.apply_with_completion(&completion, writes.clone());

@@ -393,6 +393,11 @@ fn refusal(e: &Error, config: &Config) -> Response<Body> {
             "idempotency_record_unreadable",
             &format!("the stored response of this Idempotency-Key cannot be replayed: {reason}"),
         ),
+        Error::ResultTooLarge { len, limit, .. } => problem(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "idempotency_response_too_large",
+            &format!("the response ({len} bytes encoded) is over the idempotency store's limit of {limit} bytes, so it was not stored; this key will not run again"),
+        ),
         Error::MissingKey | Error::NotOwner { .. } | Error::Payload(_) => internal_error(),
     }
 }

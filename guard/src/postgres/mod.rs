@@ -51,6 +51,7 @@ pub const MIGRATION: &str = include_str!("../../migrations/0001_idem_guard_recor
 pub struct PostgresStore {
     pool: PgPool,
     lanes: Arc<Lanes>,
+    max_result_len: usize,
 }
 
 /// Reads the live row first and inserts only when there is none, so that a duplicate (the
@@ -190,7 +191,20 @@ impl PostgresStore {
     /// with [`MIGRATION`] copied in).
     pub fn from_pool_unmigrated(pool: PgPool) -> Self {
         let lanes = Arc::new(Lanes::new(pool.connect_options()));
-        PostgresStore { pool, lanes }
+        PostgresStore {
+            pool,
+            lanes,
+            max_result_len: crate::DEFAULT_MAX_RESULT_LEN,
+        }
+    }
+
+    /// The longest result kept, in bytes of its encoded text (default
+    /// [`DEFAULT_MAX_RESULT_LEN`](crate::DEFAULT_MAX_RESULT_LEN)): a longer one fails at once with
+    /// [`Error::ResultTooLarge`](crate::Error::ResultTooLarge). See
+    /// [`Store::max_result_len`](crate::Store::max_result_len).
+    pub fn max_result_len(mut self, bytes: usize) -> Self {
+        self.max_result_len = bytes;
+        self
     }
 
     /// The pool, to run business queries next to the guard.
@@ -388,6 +402,10 @@ impl Store for PostgresStore {
         let mut lane = self.lanes.get().await?;
         let done = release_on(&mut *lane, key, owner).await;
         lane.check(done)
+    }
+
+    fn max_result_len(&self) -> usize {
+        self.max_result_len
     }
 
     async fn renew(

@@ -53,6 +53,7 @@ pub struct RedisStore<C = ConnectionManager> {
     conn: C,
     scripts: Arc<Scripts>,
     replicas: Option<WaitForReplicas>,
+    max_result_len: usize,
 }
 
 impl<C> std::fmt::Debug for RedisStore<C> {
@@ -193,7 +194,17 @@ impl<C: RedisConnection> RedisStore<C> {
                 renew: Script::new(RENEW),
             }),
             replicas: None,
+            max_result_len: crate::DEFAULT_MAX_RESULT_LEN,
         }
+    }
+
+    /// The longest result kept, in bytes of its encoded text (default
+    /// [`DEFAULT_MAX_RESULT_LEN`](crate::DEFAULT_MAX_RESULT_LEN)): a longer one fails at once with
+    /// [`Error::ResultTooLarge`](crate::Error::ResultTooLarge). See
+    /// [`Store::max_result_len`](crate::Store::max_result_len).
+    pub fn max_result_len(mut self, bytes: usize) -> Self {
+        self.max_result_len = bytes;
+        self
     }
 
     /// After each claim (a reserve that wrote the record, a renewal) and each completion, waits
@@ -438,6 +449,10 @@ impl<C: RedisConnection> Store for RedisStore<C> {
             .eval(&self.scripts.release, key, &[owner.to_string()], false)
             .await?;
         fenced(ok == 1, key)
+    }
+
+    fn max_result_len(&self) -> usize {
+        self.max_result_len
     }
 
     async fn renew(
