@@ -338,6 +338,11 @@ impl<S, P> Guard<S, P> {
     pub(crate) fn in_flight_policy(&self) -> InFlight {
         self.in_flight
     }
+
+    /// The operation's name, as the metrics label it.
+    pub(crate) fn prefix_name(&self) -> &str {
+        &self.prefix
+    }
 }
 
 impl<S: Store, P> Guard<S, P> {
@@ -485,9 +490,14 @@ impl<S: Store, P> Guard<S, P> {
         F: FnOnce(Attempt) -> Fut,
         Fut: Future<Output = Result<T, E>>,
     {
-        let key = prepared.as_ref().ok().and_then(Option::as_ref);
-        let span = observe::span(&self.prefix, key.map(|(key, _)| key.as_str()));
+        let span = self.span_of(&prepared);
         self.execute_in_span(prepared, body).instrument(span).await
+    }
+
+    /// The `idem_guard` span of a call with this key (see [`observe`](crate::observe)).
+    pub(crate) fn span_of(&self, prepared: &Prepared) -> tracing::Span {
+        let key = prepared.as_ref().ok().and_then(Option::as_ref);
+        observe::span(&self.prefix, key.map(|(key, _)| key.as_str()))
     }
 
     async fn execute_in_span<T, E, F, Fut>(
@@ -928,7 +938,7 @@ impl<S: Store, P> Guard<S, P> {
 }
 
 /// What a reservation's answer means for the counters.
-fn seen(found: &Reservation, fingerprint: Fingerprint) -> Seen {
+pub(crate) fn seen(found: &Reservation, fingerprint: Fingerprint) -> Seen {
     match found {
         Reservation::Acquired => Seen::Fresh,
         Reservation::TakenOver => Seen::TakenOver,

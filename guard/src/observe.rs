@@ -1,6 +1,7 @@
 //! What the guard tells about each guarded call: a `tracing` span and `metrics` counters.
 //!
-//! Every call of [`Guard::run`](crate::Guard::run) (and its variants, and the HTTP layer) runs in
+//! Every call of [`Guard::run`](crate::Guard::run) (and its variants, the transactional ones
+//! included, and the HTTP layer) runs in
 //! an `idem_guard` span with the fields `prefix`, `key_hash` (the key hashed, as
 //! [`Attempt::token`](crate::Attempt::token): keys may hold personal data), `outcome` and
 //! `store_ms` (time spent waiting for the store). Through the `metrics` facade, whatever
