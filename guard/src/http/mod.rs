@@ -53,7 +53,7 @@
 //!
 //! | the request | the answer |
 //! | --- | --- |
-//! | no `Idempotency-Key` | passed through unguarded, or `400` when [`required`] |
+//! | no `Idempotency-Key` | passed through unguarded (counted as the outcome `unguarded`, and a warning logged once per route), or, when [`required`], `400` as the IETF draft says, its problem `type` the link [`key_docs`] gives |
 //! | a key that is empty, repeated, longer than [`max_key_len`] (255) or not visible ASCII | `400` |
 //! | a body over [`max_request_body`] (2 MiB) | `413` |
 //! | a first request with this key | runs the handler; its response is stored, unless [`cache_when`] refuses its status (5xx by default): then the key is released and a retry runs again |
@@ -87,6 +87,7 @@
 //!
 //! [`methods`]: IdempotencyLayer::methods
 //! [`required`]: IdempotencyLayer::required
+//! [`key_docs`]: IdempotencyLayer::key_docs
 //! [`max_key_len`]: IdempotencyLayer::max_key_len
 //! [`max_request_body`]: IdempotencyLayer::max_request_body
 //! [`cache_when`]: IdempotencyLayer::cache_when
@@ -170,6 +171,25 @@ pub(crate) struct Config {
     pub(crate) payload_match: PayloadMatch,
     pub(crate) deadline_from: Option<Arc<DeadlineFn>>,
     pub(crate) on_replay: Option<Arc<ReplayFn>>,
+    pub(crate) key_docs: Option<String>,
+    /// The routes whose unguarded requests were already logged, shared by every clone.
+    unguarded_routes: Arc<std::sync::Mutex<std::collections::HashSet<String>>>,
+}
+
+/// How many routes' unguarded requests are remembered, so that a layer outside a `Router`
+/// (where the route is the raw path, one per id) does not grow without bound.
+const MAX_LOGGED_ROUTES: usize = 1024;
+
+impl Config {
+    /// Whether this is the first unguarded request seen on `route` (among the first
+    /// [`MAX_LOGGED_ROUTES`] routes).
+    pub(crate) fn first_unguarded(&self, route: &str) -> bool {
+        let mut seen = self
+            .unguarded_routes
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        seen.len() < MAX_LOGGED_ROUTES && seen.insert(route.to_owned())
+    }
 }
 
 impl fmt::Debug for Config {
@@ -219,6 +239,8 @@ impl<S: Store> IdempotencyLayer<S> {
                 payload_match: PayloadMatch::Bytes,
                 deadline_from: None,
                 on_replay: None,
+                key_docs: None,
+                unguarded_routes: Arc::default(),
             }),
         }
     }
@@ -234,6 +256,14 @@ impl<S> IdempotencyLayer<S> {
     /// to the handler unguarded (`false`, the default).
     pub fn required(self, required: bool) -> Self {
         self.with(|c| c.required = required)
+    }
+
+    /// A link to the documentation of the service's idempotency keys, sent as the problem
+    /// `type` of the `400` for a missing key (with [`required`](Self::required)): the IETF
+    /// draft asks that response to point to the documentation. Default `about:blank`.
+    pub fn key_docs(self, url: impl Into<String>) -> Self {
+        let url = url.into();
+        self.with(|c| c.key_docs = Some(url))
     }
 
     /// The methods guarded (default POST and PATCH). Others pass through untouched: GET, PUT and

@@ -12,9 +12,10 @@ use axum::BoxError;
 use http_body_util::BodyExt;
 use tokio::time::Instant;
 use tower::Service;
+use tracing::Instrument as _;
 
 use super::request::{self, BodyError};
-use super::response::{in_progress, problem, StoredResponse};
+use super::response::{in_progress, problem, typed_problem, StoredResponse};
 use super::Config;
 use crate::{Error, Fingerprint, Guard, Rejected, Store};
 
@@ -77,8 +78,14 @@ impl<E> From<Error> for Failure<E> {
 
 /// What the layer does with a request, decided before the guard is asked.
 enum Admission {
-    /// Not guarded (another method, or no key when none is required).
+    /// Not guarded: another method.
     PassThrough(Request<Body>),
+    /// A guarded method with no key, none required: runs unguarded, and is counted and logged
+    /// (a key source that finds nothing would otherwise switch the guard off silently).
+    Unguarded {
+        request: Request<Body>,
+        route: String,
+    },
     /// Refused before the guard: a bad or missing key, a body too large or unreadable.
     Refuse(Response<Body>),
     /// Guarded: the guard's key, the payload fingerprint, the request's own deadline (from now),
@@ -122,13 +129,19 @@ where
     let client_key = match client_key {
         Ok(Some(key)) => key,
         Ok(None) if config.required => {
-            return Admission::Refuse(problem(
+            return Admission::Refuse(typed_problem(
                 StatusCode::BAD_REQUEST,
+                config.key_docs.as_deref().unwrap_or("about:blank"),
                 "idempotency_key_missing",
                 "this operation requires an idempotency key (the Idempotency-Key header, or where the service said to look)",
-            ))
+            ));
         }
-        Ok(None) => return Admission::PassThrough(Request::from_parts(parts, body)),
+        Ok(None) => {
+            return Admission::Unguarded {
+                route: request::route(&parts),
+                request: Request::from_parts(parts, body),
+            }
+        }
         Err(bad) => {
             return Admission::Refuse(problem(
                 StatusCode::BAD_REQUEST,
@@ -215,6 +228,22 @@ where
 {
     let (guard, key, fingerprint, request) = match admit(request, &config).await {
         Admission::PassThrough(request) => return pass_through(&mut inner, request).await,
+        Admission::Unguarded { request, route } => {
+            let span = crate::observe::span(guard.prefix_name(), None);
+            return async {
+                crate::observe::outcome(guard.prefix_name(), crate::observe::Seen::Unguarded);
+                if config.first_unguarded(&route) {
+                    tracing::warn!(
+                        prefix = guard.prefix_name(),
+                        route,
+                        "a request of a guarded method came without an idempotency key and ran unguarded (logged once per route; `required(true)` answers 400 instead)"
+                    );
+                }
+                pass_through(&mut inner, request).await
+            }
+            .instrument(span)
+            .await;
+        }
         Admission::Refuse(response) => return Ok(response),
         Admission::Guard {
             key,
