@@ -75,7 +75,8 @@
 //! that [`principal`] takes from the request (none by default), joined with the guard's tuple-key
 //! escaping, so no two of them run into each other: the same key sent by two users or to two
 //! routes is two records. **The payload** is the method, path, query and an xxh3-128 hash of the
-//! body (its bytes, or with [`payload_match`] its JSON value, or chosen fields of it). **What is stored**: status, headers (not hop-by-hop ones, nor those [`drop_header`]
+//! body (its bytes, or with [`payload_match`] its JSON value, chosen fields of it or chosen
+//! headers instead; a provider's [`key_source`] preset compares what identifies its deliveries). **What is stored**: status, headers (not hop-by-hop ones, nor those [`drop_header`]
 //! names: `Date` and `Set-Cookie` by default) and the body, when at most [`max_stored_body`]
 //! (2 MiB); a larger body is sent but not stored, and duplicates get `409` saying it cannot be
 //! replayed. Responses are buffered, so a guarded route must not stream without end.
@@ -169,6 +170,8 @@ pub(crate) struct Config {
     max_retry_after: Duration,
     pub(crate) key_source: KeySource,
     pub(crate) payload_match: PayloadMatch,
+    /// Whether `payload_match` was given (then a preset's does not replace it).
+    payload_match_set: bool,
     pub(crate) deadline_from: Option<Arc<DeadlineFn>>,
     pub(crate) on_replay: Option<Arc<ReplayFn>>,
     pub(crate) key_docs: Option<String>,
@@ -237,6 +240,7 @@ impl<S: Store> IdempotencyLayer<S> {
                 max_retry_after: DEFAULT_MAX_RETRY_AFTER,
                 key_source: KeySource::idempotency_key(),
                 payload_match: PayloadMatch::Bytes,
+                payload_match_set: false,
                 deadline_from: None,
                 on_replay: None,
                 key_docs: None,
@@ -354,7 +358,14 @@ impl<S> IdempotencyLayer<S> {
     ///     .required(true);
     /// ```
     pub fn key_source(self, source: KeySource) -> Self {
-        self.with(|c| c.key_source = source)
+        self.with(|c| {
+            // A provider's preset compares what identifies its deliveries, unless a
+            // `payload_match` of the user's says otherwise.
+            if !c.payload_match_set {
+                c.payload_match = source.preset_payload().cloned().unwrap_or_default();
+            }
+            c.key_source = source;
+        })
     }
 
     /// The request's own deadline, from now (a timeout header, a gateway's budget): its lease
@@ -391,7 +402,10 @@ impl<S> IdempotencyLayer<S> {
     /// What of the body must match for a repeat to be replayed instead of refused with 422
     /// (default: every byte, [`PayloadMatch::Bytes`]).
     pub fn payload_match(self, matching: PayloadMatch) -> Self {
-        self.with(|c| c.payload_match = matching)
+        self.with(|c| {
+            c.payload_match = matching;
+            c.payload_match_set = true;
+        })
     }
 }
 
