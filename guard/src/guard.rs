@@ -566,7 +566,7 @@ impl<S: Store, P> Guard<S, P> {
                 Step::Run { taken_over } => {
                     observe::outcome(&self.prefix, seen);
                     if taken_over {
-                        tracing::warn!(key = %key, "took over the key of an abandoned attempt (its lease ended before it completed); its effect may have happened");
+                        tracing::warn!(key_hash = %crate::observe::key_hash(key), "took over the key of an abandoned attempt (its lease ended before it completed); its effect may have happened");
                     }
                     return Reserved::Run {
                         taken_over,
@@ -615,12 +615,12 @@ impl<S: Store, P> Guard<S, P> {
         match released {
             Ok(()) | Err(Error::NotOwner { .. }) => {
                 tracing::debug!(
-                    key,
+                    key_hash = %crate::observe::key_hash(key),
                     "withdrew the reservation whose reply was lost, if it was written"
                 );
             }
             Err(e) => {
-                tracing::warn!(key, error = %e, "the reservation failed and could not be withdrawn; if it was written, the key stays blocked until its lease ends");
+                tracing::warn!(key_hash = %crate::observe::key_hash(key), error = %e, "the reservation failed and could not be withdrawn; if it was written, the key stays blocked until its lease ends");
             }
         }
     }
@@ -702,7 +702,7 @@ impl<S: Store, P> Guard<S, P> {
             (Err(error), Err(e)) => {
                 // The body's error says more than the bookkeeping failure; the record expires
                 // with its lease.
-                tracing::warn!(key = %key, error = %e, "could not settle the record of a failed body");
+                tracing::warn!(key_hash = %crate::observe::key_hash(key), error = %e, "could not settle the record of a failed body");
                 Err(error)
             }
         }
@@ -727,7 +727,7 @@ impl<S: Store, P> Guard<S, P> {
             Ok(value) => match self.encode_within(key, &value) {
                 Ok(stored) => (Some(stored), Ok(value)),
                 Err(too_large) => {
-                    tracing::error!(key, error = %too_large, "result not stored: over the store's max_result_len");
+                    tracing::error!(key_hash = %crate::observe::key_hash(key), error = %too_large, "result not stored: over the store's max_result_len");
                     let marker = StoredResult::Unreplayable(too_large.to_string());
                     (Some(marker), Err(too_large.into()))
                 }
@@ -736,7 +736,7 @@ impl<S: Store, P> Guard<S, P> {
                 Disposition::Release => (None, Err(error)),
                 Disposition::Cache(text) if text.len() > self.store.max_result_len() => {
                     tracing::warn!(
-                        key,
+                        key_hash = %crate::observe::key_hash(key),
                         len = text.len(),
                         limit = self.store.max_result_len(),
                         "error not cached: over the store's max_result_len; the record is released"
@@ -796,7 +796,7 @@ impl<S: Store, P> Guard<S, P> {
                 Err(Error::Store(e)) => e,
                 done => {
                     if failures > 0 {
-                        tracing::info!(key, failures, "could {what} after {failures} failed tries");
+                        tracing::info!(key_hash = %crate::observe::key_hash(key), failures, "could {what} after {failures} failed tries");
                     }
                     return done;
                 }
@@ -804,12 +804,12 @@ impl<S: Store, P> Guard<S, P> {
             failures += 1;
             let left = held_until.saturating_duration_since(Instant::now());
             if left.is_zero() {
-                tracing::error!(key, failures, error = %e, "could not {what} before this attempt's lease ended; giving up (a later delivery may take the key over and run the body again)");
+                tracing::error!(key_hash = %crate::observe::key_hash(key), failures, error = %e, "could not {what} before this attempt's lease ended; giving up (a later delivery may take the key over and run the body again)");
                 return Err(Error::Store(e));
             }
             let pause = backoff.min(left);
             tracing::warn!(
-                key,
+                key_hash = %crate::observe::key_hash(key),
                 failures,
                 error = %e,
                 retry_in_ms = pause.as_millis() as u64,
@@ -842,7 +842,9 @@ impl<S: Store, P> Guard<S, P> {
         observe::store_call(&self.prefix, "renew", started.elapsed());
         match renewed {
             Ok(()) => *held_until = started + lease,
-            Err(e) => tracing::warn!(key, error = %e, "could not renew the lease"),
+            Err(e) => {
+                tracing::warn!(key_hash = %crate::observe::key_hash(key), error = %e, "could not renew the lease")
+            }
         }
     }
 

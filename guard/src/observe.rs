@@ -45,9 +45,15 @@ impl Seen {
     }
 }
 
+/// A key as the guard's spans, logs and error messages show it: hashed (xxh3-128, 32 hex
+/// digits), since keys may hold personal data (an e-mail address, an account number).
+pub fn key_hash(key: &str) -> String {
+    format!("{:032x}", xxhash_rust::xxh3::xxh3_128(key.as_bytes()))
+}
+
 /// The span of one guarded call; `outcome` and `store_ms` are recorded as they become known.
 pub(crate) fn span(prefix: &str, key: Option<&str>) -> tracing::Span {
-    let key_hash = key.map(|k| format!("{:032x}", xxhash_rust::xxh3::xxh3_128(k.as_bytes())));
+    let key_hash = key.map(key_hash);
     tracing::info_span!(
         "idem_guard",
         prefix,

@@ -307,7 +307,7 @@ impl TxAttempt {
                 }
                 (Err(error), settled) => {
                     if let Err(e) = settled {
-                        tracing::warn!(key = %key, error = %e, "could not settle the record of a failed body");
+                        tracing::warn!(key_hash = %crate::observe::key_hash(&key), error = %e, "could not settle the record of a failed body");
                     }
                     Err(error)
                 }

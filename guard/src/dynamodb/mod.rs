@@ -389,7 +389,7 @@ impl DynamoDbStore {
         R: fmt::Debug + Send + Sync + 'static,
     {
         let on = match key {
-            Some(key) => format!("of `{key}` "),
+            Some(key) => format!("of #{} ", crate::observe::key_hash(key)),
             None => String::new(),
         };
         Error::Store(Box::new(StoreFailure {
@@ -413,7 +413,8 @@ impl DynamoDbStore {
             Ok(done) => done,
             Err(_) => Err(Error::Store(Box::new(StoreFailure {
                 context: format!(
-                    "DynamoDB {action} of `{key}` on table `{}` got no answer within {} ms",
+                    "DynamoDB {action} of #{} on table `{}` got no answer within {} ms",
+                    crate::observe::key_hash(key),
                     self.table,
                     self.timeout.as_millis()
                 ),
@@ -558,7 +559,8 @@ impl Store for DynamoDbStore {
                 }
             }
             Err(Error::store(format!(
-                "DynamoDB kept refusing the reservation of `{key}` on table `{}` for a record that was already expired",
+                "DynamoDB kept refusing the reservation of #{} on table `{}` for a record that was already expired",
+                crate::observe::key_hash(key),
                 self.table
             )))
         })

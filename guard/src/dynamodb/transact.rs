@@ -246,9 +246,9 @@ impl<P> Guard<DynamoDbStore, P> {
             Err(too_large) => {
                 // Found before anything is applied: the writes are dropped and the key freed,
                 // so the body's effect never happened.
-                tracing::error!(key, error = %too_large, "transaction not applied: its result is over the store's max_result_len");
+                tracing::error!(key_hash = %crate::observe::key_hash(key), error = %too_large, "transaction not applied: its result is over the store's max_result_len");
                 if let Err(e) = retry_store(|| store.release(key, owner)).await {
-                    tracing::warn!(key = %key, error = %e, "could not release the record of a result too large to store");
+                    tracing::warn!(key_hash = %crate::observe::key_hash(key), error = %e, "could not release the record of a result too large to store");
                 }
                 return Err(too_large.into());
             }
@@ -278,7 +278,7 @@ impl<P> Guard<DynamoDbStore, P> {
             Applied::Cancelled(why) => {
                 // Nothing was applied: free the key so that a redelivery runs again.
                 if let Err(e) = retry_store(|| store.release(key, owner)).await {
-                    tracing::warn!(key = %key, error = %e, "could not release the record of a cancelled transaction");
+                    tracing::warn!(key_hash = %crate::observe::key_hash(key), error = %e, "could not release the record of a cancelled transaction");
                 }
                 Err(why.into())
             }
@@ -432,7 +432,8 @@ impl DynamoDbStore {
     {
         Error::Store(Box::new(StoreFailure {
             context: format!(
-                "DynamoDB TransactWriteItems of `{key}` on table `{}` was cancelled, nothing was applied: {reasons}; {}",
+                "DynamoDB TransactWriteItems of #{} on table `{}` was cancelled, nothing was applied: {reasons}; {}",
+                crate::observe::key_hash(key),
                 self.table,
                 DisplayErrorContext(&e)
             ),

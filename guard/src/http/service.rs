@@ -317,12 +317,12 @@ where
         // The handler ran and its response is real; only recording it failed. The client gets it
         // (a 5xx would make it retry an effect that happened); duplicates get 409 until the
         // record's lease ends.
-        tracing::error!(key = %key, error = %error, "the response was sent but could not be recorded for replay");
+        tracing::error!(key_hash = %crate::observe::key_hash(&key), error = %error, "the response was sent but could not be recorded for replay");
         return Ok(response);
     }
     match (error, pending) {
         (Error::Store(e), Some(request)) if config.fail_open => {
-            tracing::warn!(key = %key, error = %e, "idempotency store unavailable; running the request unguarded (fail-open)");
+            tracing::warn!(key_hash = %crate::observe::key_hash(&key), error = %e, "idempotency store unavailable; running the request unguarded (fail-open)");
             pass_through(&mut inner, request).await
         }
         (e, _) => Ok(refusal_logged(&key, &e, &config)),
@@ -391,7 +391,7 @@ where
 
 fn refusal_logged(key: &str, e: &Error, config: &Config) -> Response<Body> {
     if matches!(e, Error::Store(_)) {
-        tracing::error!(key, error = %e, "idempotency store unavailable; the request was refused");
+        tracing::error!(key_hash = %crate::observe::key_hash(key), error = %e, "idempotency store unavailable; the request was refused");
     }
     refusal(e, config)
 }

@@ -282,8 +282,10 @@ impl<C: RedisConnection> RedisStore<C> {
     fn replicated(&self, key: &str, acked: Option<u32>) -> Result<(), Error> {
         match (self.replicas, acked) {
             (Some(w), Some(acked)) if acked < w.replicas => Err(Error::store(format!(
-                "the write to `{key}` reached {acked} of {} replicas within {:?} (WAIT)",
-                w.replicas, w.timeout
+                "the write to #{} reached {acked} of {} replicas within {:?} (WAIT)",
+                crate::observe::key_hash(key),
+                w.replicas,
+                w.timeout
             ))),
             _ => Ok(()),
         }
@@ -369,7 +371,10 @@ fn in_progress_value(owner: &OwnerToken, fingerprint: Fingerprint, lease: Durati
 
 /// Parses a stored value (the reply of `SET ... GET`) into what a reservation reports.
 fn parse(key: &str, value: &str) -> Result<Reservation, Error> {
-    let corrupt = || Error::store(format!("unexpected value stored under `{key}`"));
+    let corrupt = || {
+        let key = crate::observe::key_hash(key);
+        Error::store(format!("unexpected value stored under #{key}"))
+    };
     let mut parts = value.splitn(5, '|');
     let (state, _owner, fp) = (parts.next(), parts.next(), parts.next());
     let fingerprint = fp.and_then(Fingerprint::from_hex).ok_or_else(corrupt)?;
