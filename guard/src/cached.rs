@@ -160,6 +160,10 @@ impl<S: Store> Store for CachedStore<S> {
         self.inner.release(key, owner).await
     }
 
+    fn max_result_len(&self) -> usize {
+        self.inner.max_result_len()
+    }
+
     async fn renew(
         &self,
         key: &str,

@@ -3,6 +3,8 @@
 use std::fmt;
 use std::time::Duration;
 
+use crate::observe::key_hash;
+
 /// Why the guard refused to run the body for a key that it has seen before.
 ///
 /// Both cases are expected in normal operation (they are what the guard is for); map them to a
@@ -34,11 +36,16 @@ impl fmt::Display for Rejected {
         match self {
             Rejected::InProgress { key, retry_after } => write!(
                 f,
-                "key `{key}` is being processed by another delivery; retry after {} ms",
+                "key #{} is being processed by another delivery; retry after {} ms",
+                key_hash(key),
                 retry_after.as_millis()
             ),
             Rejected::PayloadMismatch { key } => {
-                write!(f, "key `{key}` was already used with a different payload")
+                write!(
+                    f,
+                    "key #{} was already used with a different payload",
+                    key_hash(key)
+                )
             }
         }
     }
@@ -47,6 +54,10 @@ impl fmt::Display for Rejected {
 impl std::error::Error for Rejected {}
 
 /// An error of the guard: the request was rejected, the store failed, or the guard was misused.
+///
+/// Messages (`Display`) show a key hashed, as `#` and its
+/// [`observe::key_hash`](crate::observe::key_hash) (the `key_hash` of the call's span), never
+/// the key itself, which may hold personal data; the variants' `key` fields keep it for code.
 ///
 /// The guarded body's own error type `E` must implement `From<Error>`, so that these reach the
 /// caller through the body's `Result` without a second error channel.
@@ -66,6 +77,19 @@ pub enum Error {
     },
     /// The key expression evaluated to `None` and the guard requires a key.
     MissingKey,
+    /// The body ran, but its result, encoded for storage, is longer than the store keeps
+    /// ([`Store::max_result_len`](crate::Store::max_result_len)). It is final, not retried: the
+    /// key is completed as unreplayable (the effect happened; duplicates get [`Error::Decode`]
+    /// saying why instead of running the body again). Return less (an id to look the rest up
+    /// by), or raise the store's `max_result_len` where the backend allows.
+    ResultTooLarge {
+        /// The full stored key.
+        key: String,
+        /// The encoded result's length in bytes.
+        len: usize,
+        /// The store's `max_result_len`.
+        limit: usize,
+    },
     /// The key is empty or too long to store.
     InvalidKey(String),
     /// The payload could not be serialized to compute its fingerprint.
@@ -102,17 +126,24 @@ impl fmt::Display for Error {
             Error::Store(e) => write!(f, "idempotency store error: {e}"),
             Error::NotOwner { key } => write!(
                 f,
-                "key `{key}` is no longer owned by this attempt (lease expired and was taken over)"
+                "key #{} is no longer owned by this attempt (lease expired and was taken over)",
+                key_hash(key)
             ),
             Error::MissingKey => {
                 f.write_str("idempotency key is missing (the key expression is `None`)")
             }
+            Error::ResultTooLarge { key, len, limit } => write!(
+                f,
+                "the result of key #{} is {len} bytes encoded, over the store's limit of {limit} bytes (`max_result_len`): not stored for replay, and the key is completed so that duplicates do not run it again",
+                key_hash(key)
+            ),
             Error::InvalidKey(why) => write!(f, "invalid idempotency key: {why}"),
             Error::Payload(e) => write!(f, "cannot fingerprint the payload: {e}"),
             Error::Decode { key, reason } => {
                 write!(
                     f,
-                    "cannot replay the stored result of key `{key}`: {reason}"
+                    "cannot replay the stored result of key #{}: {reason}",
+                    key_hash(key)
                 )
             }
         }

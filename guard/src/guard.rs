@@ -338,6 +338,11 @@ impl<S, P> Guard<S, P> {
     pub(crate) fn in_flight_policy(&self) -> InFlight {
         self.in_flight
     }
+
+    /// The operation's name, as the metrics label it.
+    pub(crate) fn prefix_name(&self) -> &str {
+        &self.prefix
+    }
 }
 
 impl<S: Store, P> Guard<S, P> {
@@ -485,9 +490,14 @@ impl<S: Store, P> Guard<S, P> {
         F: FnOnce(Attempt) -> Fut,
         Fut: Future<Output = Result<T, E>>,
     {
-        let key = prepared.as_ref().ok().and_then(Option::as_ref);
-        let span = observe::span(&self.prefix, key.map(|(key, _)| key.as_str()));
+        let span = self.span_of(&prepared);
         self.execute_in_span(prepared, body).instrument(span).await
+    }
+
+    /// The `idem_guard` span of a call with this key (see [`observe`](crate::observe)).
+    pub(crate) fn span_of(&self, prepared: &Prepared) -> tracing::Span {
+        let key = prepared.as_ref().ok().and_then(Option::as_ref);
+        observe::span(&self.prefix, key.map(|(key, _)| key.as_str()))
     }
 
     async fn execute_in_span<T, E, F, Fut>(
@@ -556,7 +566,7 @@ impl<S: Store, P> Guard<S, P> {
                 Step::Run { taken_over } => {
                     observe::outcome(&self.prefix, seen);
                     if taken_over {
-                        tracing::warn!(key = %key, "took over the key of an abandoned attempt (its lease ended before it completed); its effect may have happened");
+                        tracing::warn!(key_hash = %crate::observe::key_hash(key), "took over the key of an abandoned attempt (its lease ended before it completed); its effect may have happened");
                     }
                     return Reserved::Run {
                         taken_over,
@@ -605,12 +615,12 @@ impl<S: Store, P> Guard<S, P> {
         match released {
             Ok(()) | Err(Error::NotOwner { .. }) => {
                 tracing::debug!(
-                    key,
+                    key_hash = %crate::observe::key_hash(key),
                     "withdrew the reservation whose reply was lost, if it was written"
                 );
             }
             Err(e) => {
-                tracing::warn!(key, error = %e, "the reservation failed and could not be withdrawn; if it was written, the key stays blocked until its lease ends");
+                tracing::warn!(key_hash = %crate::observe::key_hash(key), error = %e, "the reservation failed and could not be withdrawn; if it was written, the key stays blocked until its lease ends");
             }
         }
     }
@@ -631,21 +641,40 @@ impl<S: Store, P> Guard<S, P> {
         E: From<Error>,
         P: OnError<E>,
     {
-        let settle = match self.to_store(&result) {
+        let (record, mut result) = self.to_store(key, result);
+        let settle = match record {
             Some(stored) => {
-                let complete = || {
-                    self.store
-                        .complete(key, fingerprint, owner, &stored, self.retention)
+                let complete = |stored: &StoredResult| {
+                    let stored = stored.clone();
+                    let complete = move || {
+                        let stored = stored.clone();
+                        async move {
+                            self.store
+                                .complete(key, fingerprint, owner, &stored, self.retention)
+                                .await
+                        }
+                    };
+                    self.retry_while_held(
+                        key,
+                        fingerprint,
+                        owner,
+                        held_until,
+                        ("complete", "record the result"),
+                        complete,
+                    )
                 };
-                self.retry_while_held(
-                    key,
-                    fingerprint,
-                    owner,
-                    held_until,
-                    ("complete", "record the result"),
-                    complete,
-                )
-                .await
+                match complete(&stored).await {
+                    // The backend refused the result for its size (a `max_result_len` set
+                    // above what it takes): final, as if the guard had seen it. The key is
+                    // completed as unreplayable; the caller gets the refusal.
+                    Err(refused @ Error::ResultTooLarge { .. }) if result.is_ok() => {
+                        let marked = complete(&StoredResult::Unreplayable(refused.to_string()));
+                        let marked = marked.await;
+                        result = Err(refused.into());
+                        marked
+                    }
+                    written => written,
+                }
             }
             None => {
                 let release = || self.store.release(key, owner);
@@ -673,28 +702,69 @@ impl<S: Store, P> Guard<S, P> {
             (Err(error), Err(e)) => {
                 // The body's error says more than the bookkeeping failure; the record expires
                 // with its lease.
-                tracing::warn!(key = %key, error = %e, "could not settle the record of a failed body");
+                tracing::warn!(key_hash = %crate::observe::key_hash(key), error = %e, "could not settle the record of a failed body");
                 Err(error)
             }
         }
     }
 
-    /// What to record for the body's result: the completion to store, or `None` to release the
-    /// record (an error the policy does not cache).
-    pub(crate) fn to_store<T: Serialize + DeserializeOwned, E>(
+    /// What to record for the body's result (the completion to store, or `None` to release the
+    /// record: an error the policy does not cache), and the result to hand back.
+    ///
+    /// A value whose encoding is over the store's [`max_result_len`](Store::max_result_len) is
+    /// final: the key is completed as unreplayable (the effect happened) and the caller gets
+    /// [`Error::ResultTooLarge`] at once, never a retried write. An error to cache that is over
+    /// it is released instead, as an error that cannot be encoded is.
+    pub(crate) fn to_store<T: Serialize + DeserializeOwned, E: From<Error>>(
         &self,
-        result: &Result<T, E>,
-    ) -> Option<StoredResult>
+        key: &str,
+        result: Result<T, E>,
+    ) -> (Option<StoredResult>, Result<T, E>)
     where
         P: OnError<E>,
     {
         match result {
-            Ok(value) => Some(encode(value)),
-            Err(error) => match self.on_error.decide(error) {
-                Disposition::Release => None,
-                Disposition::Cache(json) => Some(StoredResult::Err(json)),
+            Ok(value) => match self.encode_within(key, &value) {
+                Ok(stored) => (Some(stored), Ok(value)),
+                Err(too_large) => {
+                    tracing::error!(key_hash = %crate::observe::key_hash(key), error = %too_large, "result not stored: over the store's max_result_len");
+                    let marker = StoredResult::Unreplayable(too_large.to_string());
+                    (Some(marker), Err(too_large.into()))
+                }
+            },
+            Err(error) => match self.on_error.decide(&error) {
+                Disposition::Release => (None, Err(error)),
+                Disposition::Cache(text) if text.len() > self.store.max_result_len() => {
+                    tracing::warn!(
+                        key_hash = %crate::observe::key_hash(key),
+                        len = text.len(),
+                        limit = self.store.max_result_len(),
+                        "error not cached: over the store's max_result_len; the record is released"
+                    );
+                    (None, Err(error))
+                }
+                Disposition::Cache(text) => (Some(StoredResult::Err(text)), Err(error)),
             },
         }
+    }
+
+    /// `value` encoded for storage, or [`Error::ResultTooLarge`] when the store would not keep
+    /// it.
+    pub(crate) fn encode_within<T: Serialize + DeserializeOwned>(
+        &self,
+        key: &str,
+        value: &T,
+    ) -> Result<StoredResult, Error> {
+        let stored = encode(value);
+        let limit = self.store.max_result_len();
+        if stored.len() > limit {
+            return Err(Error::ResultTooLarge {
+                key: key.to_owned(),
+                len: stored.len(),
+                limit,
+            });
+        }
+        Ok(stored)
     }
 
     /// Retries a write made after the body ran (the completion, or the release of a failed
@@ -726,7 +796,7 @@ impl<S: Store, P> Guard<S, P> {
                 Err(Error::Store(e)) => e,
                 done => {
                     if failures > 0 {
-                        tracing::info!(key, failures, "could {what} after {failures} failed tries");
+                        tracing::info!(key_hash = %crate::observe::key_hash(key), failures, "could {what} after {failures} failed tries");
                     }
                     return done;
                 }
@@ -734,12 +804,12 @@ impl<S: Store, P> Guard<S, P> {
             failures += 1;
             let left = held_until.saturating_duration_since(Instant::now());
             if left.is_zero() {
-                tracing::error!(key, failures, error = %e, "could not {what} before this attempt's lease ended; giving up (a later delivery may take the key over and run the body again)");
+                tracing::error!(key_hash = %crate::observe::key_hash(key), failures, error = %e, "could not {what} before this attempt's lease ended; giving up (a later delivery may take the key over and run the body again)");
                 return Err(Error::Store(e));
             }
             let pause = backoff.min(left);
             tracing::warn!(
-                key,
+                key_hash = %crate::observe::key_hash(key),
                 failures,
                 error = %e,
                 retry_in_ms = pause.as_millis() as u64,
@@ -772,7 +842,9 @@ impl<S: Store, P> Guard<S, P> {
         observe::store_call(&self.prefix, "renew", started.elapsed());
         match renewed {
             Ok(()) => *held_until = started + lease,
-            Err(e) => tracing::warn!(key, error = %e, "could not renew the lease"),
+            Err(e) => {
+                tracing::warn!(key_hash = %crate::observe::key_hash(key), error = %e, "could not renew the lease")
+            }
         }
     }
 
@@ -868,7 +940,7 @@ impl<S: Store, P> Guard<S, P> {
 }
 
 /// What a reservation's answer means for the counters.
-fn seen(found: &Reservation, fingerprint: Fingerprint) -> Seen {
+pub(crate) fn seen(found: &Reservation, fingerprint: Fingerprint) -> Seen {
     match found {
         Reservation::Acquired => Seen::Fresh,
         Reservation::TakenOver => Seen::TakenOver,

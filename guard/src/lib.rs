@@ -91,7 +91,7 @@ pub use crate::postgres::{PostgresStore, MIGRATION};
 #[cfg(feature = "redis-cluster")]
 pub use crate::redis_store::RedisClusterStore;
 pub use crate::redis_store::{RedisConnection, RedisStore};
-pub use crate::store::{OwnerToken, Reservation, Store, StoredResult};
+pub use crate::store::{OwnerToken, Reservation, Store, StoredResult, DEFAULT_MAX_RESULT_LEN};
 pub use crate::transactional::{TxAttempt, TxStart};
 
 /// Makes an `async fn` returning `Result<T, E>` idempotent. See the crate docs for an example.
@@ -158,6 +158,40 @@ pub mod __private {
         fn to_value(&self) -> Result<serde_json::Value, Error> {
             serde_json::to_value(self).map_err(Error::Payload)
         }
+    }
+
+    /// The return type of an `#[idempotent]` function: a `Result`, under whatever alias.
+    #[diagnostic::on_unimplemented(
+        message = "`{Self}` is the return type of an `#[idempotent]` function, but it is not a `Result<T, E>`",
+        label = "`#[idempotent]` needs `Result<T, E>` here (or `Result<Outcome<T>, E>`)",
+        note = "the result `T` is stored for replay, and the guard's own errors (a duplicate in flight, a store failure) are returned as `E`, which must implement `From<idem_guard::Error>`: return `Result<{Self}, E>`"
+    )]
+    pub trait ReturnsResult {
+        type Ok;
+        type Err;
+        fn into_result(self) -> Result<Self::Ok, Self::Err>;
+        fn from_result(result: Result<Self::Ok, Self::Err>) -> Self;
+    }
+
+    impl<T, E> ReturnsResult for Result<T, E> {
+        type Ok = T;
+        type Err = E;
+        fn into_result(self) -> Self {
+            self
+        }
+        fn from_result(result: Self) -> Self {
+            result
+        }
+    }
+
+    /// The body's value, as the `Result` its declared type (an alias) stands for.
+    pub fn into_result<R: ReturnsResult>(value: R) -> Result<R::Ok, R::Err> {
+        value.into_result()
+    }
+
+    /// The guard's result, as the function's declared type.
+    pub fn from_result<R: ReturnsResult>(result: Result<R::Ok, R::Err>) -> R {
+        R::from_result(result)
     }
 
     /// The function's body as an async block whose output is the function's return type `R`:

@@ -35,6 +35,7 @@ use crate::Error;
 #[derive(Clone, Debug)]
 pub struct MemoryStore {
     inner: Arc<Mutex<Inner>>,
+    max_result_len: usize,
 }
 
 #[derive(Debug)]
@@ -79,7 +80,17 @@ impl MemoryStore {
                 next_seq: 0,
                 capacity: capacity.max(1),
             })),
+            max_result_len: crate::DEFAULT_MAX_RESULT_LEN,
         }
+    }
+
+    /// The longest result kept, in bytes of its encoded text (default
+    /// [`DEFAULT_MAX_RESULT_LEN`](crate::DEFAULT_MAX_RESULT_LEN)): a longer one fails at once with
+    /// [`Error::ResultTooLarge`](crate::Error::ResultTooLarge). See
+    /// [`Store::max_result_len`](crate::Store::max_result_len).
+    pub fn max_result_len(mut self, bytes: usize) -> Self {
+        self.max_result_len = bytes;
+        self
     }
 
     /// Number of live (unexpired) records.
@@ -237,6 +248,10 @@ impl Store for MemoryStore {
             inner.remove(key);
         }
         Ok(())
+    }
+
+    fn max_result_len(&self) -> usize {
+        self.max_result_len
     }
 
     async fn renew(

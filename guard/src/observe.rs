@@ -1,6 +1,7 @@
 //! What the guard tells about each guarded call: a `tracing` span and `metrics` counters.
 //!
-//! Every call of [`Guard::run`](crate::Guard::run) (and its variants, and the HTTP layer) runs in
+//! Every call of [`Guard::run`](crate::Guard::run) (and its variants, the transactional ones
+//! included, and the HTTP layer) runs in
 //! an `idem_guard` span with the fields `prefix`, `key_hash` (the key hashed, as
 //! [`Attempt::token`](crate::Attempt::token): keys may hold personal data), `outcome` and
 //! `store_ms` (time spent waiting for the store). Through the `metrics` facade, whatever
@@ -44,9 +45,15 @@ impl Seen {
     }
 }
 
+/// A key as the guard's spans, logs and error messages show it: hashed (xxh3-128, 32 hex
+/// digits), since keys may hold personal data (an e-mail address, an account number).
+pub fn key_hash(key: &str) -> String {
+    format!("{:032x}", xxhash_rust::xxh3::xxh3_128(key.as_bytes()))
+}
+
 /// The span of one guarded call; `outcome` and `store_ms` are recorded as they become known.
 pub(crate) fn span(prefix: &str, key: Option<&str>) -> tracing::Span {
-    let key_hash = key.map(|k| format!("{:032x}", xxhash_rust::xxh3::xxh3_128(k.as_bytes())));
+    let key_hash = key.map(key_hash);
     tracing::info_span!(
         "idem_guard",
         prefix,

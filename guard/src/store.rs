@@ -78,6 +78,16 @@ impl StoredResult {
         }
     }
 
+    /// The text's length in bytes: what [`Store::max_result_len`] bounds.
+    pub fn len(&self) -> usize {
+        self.tag_and_text().1.len()
+    }
+
+    /// Whether the text is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
     /// The inverse of [`tag_and_text`](Self::tag_and_text).
     pub fn from_tag(tag: char, text: String) -> Option<Self> {
         match tag {
@@ -99,6 +109,12 @@ pub(crate) fn fenced(owned: bool, key: &str) -> Result<(), Error> {
         })
     }
 }
+
+/// The default of [`Store::max_result_len`] for the memory, Redis and PostgreSQL stores: 16 MiB
+/// of encoded result, far below what Redis (512 MB a string) and PostgreSQL (1 GB a field) take,
+/// and far above what a handler's answer should be; a result that large is a mistake to report,
+/// not a record to keep.
+pub const DEFAULT_MAX_RESULT_LEN: usize = 16 * 1024 * 1024;
 
 /// What a reservation attempt found.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -153,6 +169,10 @@ pub enum Reservation {
 ///   lease with the retention and keeps the reservation's fingerprint.
 /// - **Errors.** A backend failure is [`Error::Store`]; the guard never runs a body whose
 ///   reservation failed.
+/// - **Size.** [`complete`](Store::complete) takes any result whose text is at most
+///   [`max_result_len`](Store::max_result_len) bytes; the guard never hands it a longer one. A
+///   backend that refuses a result for its size all the same returns
+///   [`Error::ResultTooLarge`], never [`Error::Store`] (which the guard retries).
 ///
 /// Clones share state, like a connection pool.
 #[diagnostic::on_unimplemented(
@@ -195,4 +215,12 @@ pub trait Store: Clone + Send + Sync {
         owner: &OwnerToken,
         lease: Duration,
     ) -> impl Future<Output = Result<(), Error>> + Send;
+
+    /// The longest result this store keeps, in bytes of a [`StoredResult`]'s text. The guard
+    /// checks each result when it encodes it: a longer one fails at once with
+    /// [`Error::ResultTooLarge`] instead of reaching the store. Default:
+    /// [`DEFAULT_MAX_RESULT_LEN`]; every store of this crate has a setting of the same name.
+    fn max_result_len(&self) -> usize {
+        DEFAULT_MAX_RESULT_LEN
+    }
 }

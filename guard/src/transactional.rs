@@ -8,8 +8,12 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use sqlx::PgConnection;
 
-use crate::guard::{Outcome, Step, Waiting};
+use tokio::time::Instant;
+use tracing::Instrument as _;
+
+use crate::guard::{seen, Outcome, Step, Waiting};
 use crate::key::{KeyPart, Payload};
+use crate::observe::{self, Seen};
 use crate::on_error::OnError;
 use crate::postgres::{complete_on, release_on, reserve_in_tx};
 use crate::store::OwnerToken;
@@ -147,7 +151,16 @@ impl<P> Guard<PostgresStore, P> {
         P: OnError<E> + Sync,
     {
         let prepared = self.prepare(&key, payload);
-        self.start_in_tx(tx, prepared).await
+        let span = self.span_of(&prepared);
+        let started = self
+            .start_in_tx(tx, prepared)
+            .instrument(span.clone())
+            .await?;
+        Ok(match started {
+            // `finish` runs in the same span, so the call's completion is seen with it.
+            TxStart::Run(attempt) => TxStart::Run(TxAttempt { span, ..attempt }),
+            done => done,
+        })
     }
 
     async fn start_in_tx<C, T, E>(
@@ -161,24 +174,43 @@ impl<P> Guard<PostgresStore, P> {
         E: From<Error>,
         P: OnError<E> + Sync,
     {
+        let prefix = self.prefix_name();
         let Some((key, fingerprint)) = prepared? else {
-            return Ok(TxStart::Run(TxAttempt { record: None }));
+            observe::outcome(prefix, Seen::Unguarded);
+            return Ok(TxStart::Run(TxAttempt {
+                record: None,
+                span: tracing::Span::current(),
+            }));
         };
         let (lease, _) = self.lease_and_retention();
         let owner = OwnerToken::generate();
         let mut waiting = Waiting::new(self.in_flight_policy());
         loop {
-            let found = reserve_in_tx(tx, &key, fingerprint, &owner, lease).await?;
+            let started = Instant::now();
+            let found = reserve_in_tx(tx, &key, fingerprint, &owner, lease).await;
+            let took = started.elapsed();
+            observe::store_call(prefix, "reserve", took);
+            tracing::Span::current().record("store_ms", took.as_secs_f64() * 1000.0);
+            let found = found.inspect_err(|_| observe::outcome(prefix, Seen::StoreError))?;
+            let seen = seen(&found, fingerprint);
             match self.judge(&key, fingerprint, found) {
                 // No lease renewal while the body runs: until the caller commits, the row is
                 // locked by this transaction and no other attempt can take it over.
                 Step::Run { .. } => {
+                    observe::outcome(prefix, seen);
                     return Ok(TxStart::Run(TxAttempt {
                         record: Some((key, fingerprint, owner)),
-                    }))
+                        span: tracing::Span::current(),
+                    }));
                 }
-                Step::Done(result) => return Ok(TxStart::Done(result)),
-                Step::Busy(retry_after) => waiting.pause(&key, retry_after).await?,
+                Step::Done(result) => {
+                    observe::outcome(prefix, seen);
+                    return Ok(TxStart::Done(result));
+                }
+                Step::Busy(retry_after) => waiting
+                    .pause(&key, retry_after)
+                    .await
+                    .inspect_err(|_| observe::outcome(prefix, Seen::InFlight))?,
             }
         }
     }
@@ -196,13 +228,18 @@ impl<P> Guard<PostgresStore, P> {
         P: OnError<E> + Sync,
         F: AsyncFnOnce(&mut C) -> Result<T, E>,
     {
-        match self.start_in_tx(tx, prepared).await? {
-            TxStart::Done(result) => result,
-            TxStart::Run(attempt) => {
-                let result = body(tx).await;
-                attempt.finish(self, tx, result).await.map(Outcome::fresh)
+        let span = self.span_of(&prepared);
+        async move {
+            match self.start_in_tx(tx, prepared).await? {
+                TxStart::Done(result) => result,
+                TxStart::Run(attempt) => {
+                    let result = body(tx).await;
+                    attempt.finish(self, tx, result).await.map(Outcome::fresh)
+                }
             }
         }
+        .instrument(span)
+        .await
     }
 }
 
@@ -224,6 +261,8 @@ pub enum TxStart<T, E, A = TxAttempt> {
 pub struct TxAttempt {
     /// `None` when the key was missing and not required: nothing to finish.
     record: Option<(String, crate::key::Fingerprint, OwnerToken)>,
+    /// The call's `idem_guard` span, opened by `begin_in_tx`.
+    span: tracing::Span,
 }
 
 impl TxAttempt {
@@ -244,23 +283,37 @@ impl TxAttempt {
         let Some((key, fingerprint, owner)) = self.record else {
             return result;
         };
-        let (_, retention) = guard.lease_and_retention();
-        let conn = &mut **tx;
-        let settled = match guard.to_store(&result) {
-            Some(stored) => complete_on(conn, &key, fingerprint, &owner, &stored, retention).await,
-            None => release_on(conn, &key, &owner).await,
-        };
-        match (result, settled) {
-            (Ok(value), settled) => {
-                settled?;
-                Ok(value)
-            }
-            (Err(error), settled) => {
-                if let Err(e) = settled {
-                    tracing::warn!(key = %key, error = %e, "could not settle the record of a failed body");
+        let prefix = guard.prefix_name();
+        async move {
+            let (_, retention) = guard.lease_and_retention();
+            let conn = &mut **tx;
+            // A result over the store's `max_result_len` comes back as an error, its key
+            // completed as unreplayable in this transaction: a caller that rolls back on the
+            // error undoes both, one that commits keeps duplicates from running again.
+            let (record, result) = guard.to_store(&key, result);
+            let started = Instant::now();
+            let (op, settled) = match record {
+                Some(stored) => (
+                    "complete",
+                    complete_on(conn, &key, fingerprint, &owner, &stored, retention).await,
+                ),
+                None => ("release", release_on(conn, &key, &owner).await),
+            };
+            observe::store_call(prefix, op, started.elapsed());
+            match (result, settled) {
+                (Ok(value), settled) => {
+                    settled?;
+                    Ok(value)
                 }
-                Err(error)
+                (Err(error), settled) => {
+                    if let Err(e) = settled {
+                        tracing::warn!(key_hash = %crate::observe::key_hash(&key), error = %e, "could not settle the record of a failed body");
+                    }
+                    Err(error)
+                }
             }
         }
+        .instrument(self.span)
+        .await
     }
 }

@@ -879,3 +879,94 @@ async fn the_replay_hook_changes_replayed_responses() {
     assert_eq!(again.body, first.body);
     assert_eq!(runs.count(), 1);
 }
+
+/// A provider's preset compares what identifies a delivery, not the raw body: a Stripe
+/// redelivery whose `pending_webhooks` changed is replayed (it got 422), Standard Webhooks'
+/// attempt headers do not count, and the same id for another event is still refused (issue 39,
+/// item 5).
+#[tokio::test]
+async fn webhook_presets_replay_redeliveries_whose_attempt_fields_changed() {
+    use idem_guard::http::KeySource;
+    type Delivery = (&'static [(&'static str, &'static str)], &'static str);
+    // (sender, preset, first delivery, its redelivery, the same id for another event)
+    let senders: [(&str, KeySource, Delivery, Delivery, Delivery); 3] = [
+        (
+            "stripe",
+            KeySource::stripe(),
+            (
+                &[],
+                r#"{"id":"evt_1","type":"charge.succeeded","pending_webhooks":2,"data":{}}"#,
+            ),
+            (
+                &[],
+                r#"{"id":"evt_1","type":"charge.succeeded","pending_webhooks":1,"data":{}}"#,
+            ),
+            (&[], r#"{"id":"evt_1","type":"charge.refunded"}"#),
+        ),
+        (
+            "standard webhooks",
+            KeySource::standard_webhooks(),
+            (
+                &[("webhook-id", "msg_1"), ("webhook-timestamp", "1700000000")],
+                r#"{"type":"a","attempt":1}"#,
+            ),
+            (
+                &[("webhook-id", "msg_1"), ("webhook-timestamp", "1700000060")],
+                r#"{"type":"a","attempt":2}"#,
+            ),
+            (&[], ""),
+        ),
+        (
+            "github",
+            KeySource::github(),
+            (
+                &[
+                    ("x-github-delivery", "72d3162e-1"),
+                    ("x-github-event", "issues"),
+                ],
+                r#"{"action":"opened","sent_at":1}"#,
+            ),
+            (
+                &[
+                    ("x-github-delivery", "72d3162e-1"),
+                    ("x-github-event", "issues"),
+                ],
+                r#"{"action":"opened","sent_at":2}"#,
+            ),
+            (
+                &[
+                    ("x-github-delivery", "72d3162e-1"),
+                    ("x-github-event", "push"),
+                ],
+                r#"{"action":"opened","sent_at":1}"#,
+            ),
+        ),
+    ];
+    for (sender, source, (headers, body), (again_headers, again_body), other) in senders {
+        let runs = Runs::default();
+        let r = runs.clone();
+        let handler = post(move || async move { format!("handled #{}", r.next()) });
+        // The preset alone: no `payload_match` of the user's.
+        let layer = IdempotencyLayer::from_guard(Guard::new(MemoryStore::new()).prefix("hooks"))
+            .key_source(source)
+            .required(true);
+        let server = serve(Router::new().route("/hook", handler).layer(layer)).await;
+        let first = server.send(request("POST", "/hook", headers, body)).await;
+        assert_eq!(first.text(), "handled #1", "{sender}: {first:?}");
+        let again = server
+            .send(request("POST", "/hook", again_headers, again_body))
+            .await;
+        assert!(again.is_replay(), "{sender}: {again:?}");
+        if !other.0.is_empty() || !other.1.is_empty() {
+            let reused = server
+                .send(request("POST", "/hook", other.0, other.1))
+                .await;
+            assert_eq!(
+                reused.status,
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "{sender}: the id of another event"
+            );
+        }
+        assert_eq!(runs.count(), 1, "{sender}");
+    }
+}

@@ -142,3 +142,51 @@ async fn each_outcome_is_counted() {
     assert_eq!(recorded.get(&reserves), Some(&8), "{recorded:#?}");
     assert_eq!(recorded.get(&completes), Some(&3), "{recorded:#?}");
 }
+
+/// The transactional mode (PostgreSQL) counts its calls and store calls like every other mode:
+/// `run_in_tx`, `begin_in_tx` with `finish`, and `#[idempotent(tx = ..)]` (issue 39, item 3).
+#[idem_guard::idempotent(key = event_id, store = store, tx = tx, prefix = "observe-tx-attr")]
+async fn noted(
+    store: &idem_guard::PostgresStore,
+    tx: &mut idem_guard::sqlx::Transaction<'_, idem_guard::sqlx::Postgres>,
+    event_id: &str,
+) -> Result<u32, Error> {
+    Ok(1)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn transactional_calls_are_counted() {
+    use idem_guard::TxStart;
+    totals();
+    let store = common::postgres_store(&common::pg_schema("observe_tx").await).await;
+    let run = Guard::new(store.clone()).prefix("observe-tx-run");
+    let begin = Guard::new(store.clone()).prefix("observe-tx-begin");
+    for _ in 0..2 {
+        let mut tx = store.pool().begin().await.unwrap();
+        let value = run
+            .run_in_tx(&mut tx, "a", &1, async |_| Ok::<u32, Error>(1))
+            .await
+            .unwrap();
+        assert_eq!(value, 1);
+        let started = begin
+            .begin_in_tx::<_, _, _, u32, Error>(&mut tx, "a", &1)
+            .await;
+        match started.unwrap() {
+            TxStart::Done(replayed) => assert_eq!(replayed.unwrap().into_inner(), 1),
+            TxStart::Run(attempt) => {
+                let done = attempt.finish(&begin, &mut tx, Ok::<u32, Error>(1)).await;
+                assert_eq!(done.unwrap(), 1);
+            }
+        }
+        assert_eq!(noted(&store, &mut tx, "a").await.unwrap(), 1);
+        tx.commit().await.unwrap();
+    }
+    let recorded = totals().0.lock().unwrap().clone();
+    for prefix in ["observe-tx-run", "observe-tx-begin", "observe-tx-attr"] {
+        let seen = (calls(prefix, "fresh"), calls(prefix, "replayed"));
+        assert_eq!(seen, (1, 1), "{prefix}: {recorded:#?}");
+        let op = |op: &str| format!("idem_guard_store_seconds{{prefix={prefix},op={op}}}");
+        assert_eq!(recorded.get(&op("reserve")), Some(&2), "{prefix}");
+        assert_eq!(recorded.get(&op("complete")), Some(&1), "{prefix}");
+    }
+}

@@ -4,6 +4,8 @@
 //! running the guard on another thread of the same binary without a subscriber can leave the
 //! span's callsite switched off for this test's thread-local subscriber.
 
+mod common;
+
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
@@ -101,5 +103,34 @@ async fn the_span_carries_the_outcome_and_a_hash_of_the_key() {
         hashes.iter().all(|h| h.len() == 32 && !h.contains("order")),
         "the key is hashed: {hashes:?}"
     );
+    assert_eq!(values("store_ms").len(), 2, "{fields:?}");
+}
+
+/// `run_in_tx` (PostgreSQL's transactional mode) runs in the same span (issue 39, item 3).
+#[tokio::test(flavor = "current_thread")]
+async fn transactional_calls_have_the_span() {
+    let store = common::postgres_store(&common::pg_schema("observe_span_tx").await).await;
+    let spans = Spans::default();
+    let _default = tracing::subscriber::set_default(spans.clone());
+    let guard = Guard::new(store.clone()).prefix("observe-span-tx");
+    for _ in 0..2 {
+        let mut tx = store.pool().begin().await.unwrap();
+        let value = guard
+            .run_in_tx(&mut tx, "order-8", &1, async |_| Ok::<u32, Error>(1))
+            .await
+            .unwrap();
+        assert_eq!(value, 1);
+        tx.commit().await.unwrap();
+    }
+    let fields = spans.0.lock().unwrap().clone();
+    let values = |name: &str| -> Vec<String> {
+        fields
+            .iter()
+            .filter(|(n, _)| n == name)
+            .map(|(_, v)| v.clone())
+            .collect()
+    };
+    assert_eq!(values("outcome"), ["fresh", "replayed"], "{fields:?}");
+    assert_eq!(values("key_hash").len(), 2, "{fields:?}");
     assert_eq!(values("store_ms").len(), 2, "{fields:?}");
 }

@@ -134,7 +134,31 @@ fn expand(args: TokenStream2, item: TokenStream2) -> syn::Result<TokenStream2> {
     // The body runs as an async block of its own, typed with the declared return type, so `?`
     // and `return` inside it mean what they meant before the attribute was added (a `return`
     // leaves that block, with the function's type, also when it returns an `Outcome`).
-    let own_block = quote!(::idem_guard::__private::returning::<#ret, _>(async #block).await);
+    //
+    // The block's first statement is a `return` of the declared type that never runs, so the
+    // compiler knows the block's type before it meets the body's own `return`s: a `return`
+    // of the wrong type is reported at that `return`, not at the attribute or at a later,
+    // correct one.
+    let stmts = &block.stmts;
+    let typed_block = quote_spanned! {ret.span()=>
+        async {
+            #[allow(unreachable_code, clippy::diverging_sub_expression)]
+            if let ::core::option::Option::Some(__idem_declared) = ::core::option::Option::None::<#ret> {
+                return __idem_declared;
+            }
+            #(#stmts)*
+        }
+    };
+    let own_block = quote!(::idem_guard::__private::returning::<#ret, _>(#typed_block).await);
+    // A return type that is not spelled `...Result<..>` is an alias or not a `Result` at all:
+    // the body's value goes through `ReturnsResult`, whose one error (at the return type) says
+    // which, instead of type mismatches with suggestions that do not apply.
+    let aliased = result_args(&ret).is_none();
+    let own_block = if aliased {
+        quote_spanned!(ret.span()=> ::idem_guard::__private::into_result::<#ret>(#own_block))
+    } else {
+        quote!({ let __idem_declared: #ret = #own_block; __idem_declared })
+    };
     let value = if returns_outcome {
         quote!(__idem_result.map(::idem_guard::Outcome::into_inner))
     } else {
@@ -147,7 +171,7 @@ fn expand(args: TokenStream2, item: TokenStream2) -> syn::Result<TokenStream2> {
     let check_error = quote_spanned!(err_span=> ::idem_guard::__private::guard_error(__idem_value));
     let check_value = quote_spanned!(ok_span=> ::idem_guard::__private::replayable(__idem_value));
     let body = quote!({
-        let __idem_result: #ret = #own_block;
+        let __idem_result = #own_block;
         let __idem_value = #value;
         let __idem_value = #check_error;
         #check_value
@@ -205,6 +229,11 @@ fn expand(args: TokenStream2, item: TokenStream2) -> syn::Result<TokenStream2> {
                 __idem_attempt.finish(&__idem_guard, &mut *#tx, __idem_result).await #fresh
             }}
         }
+    };
+    let new_block = if aliased {
+        quote_spanned!(span=> { ::idem_guard::__private::from_result::<#ret>(#new_block) })
+    } else {
+        new_block
     };
     *func.block = syn::parse2(new_block)?;
     Ok(quote!(#func))

@@ -157,7 +157,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use aws_sdk_dynamodb::error::{DisplayErrorContext, SdkError};
+use aws_sdk_dynamodb::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
 use aws_sdk_dynamodb::operation::delete_item::DeleteItemError;
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
@@ -179,6 +179,11 @@ use record::{
     completed_names, completed_values, n, names, now_ms, running_item, s, Expiry, Item, EXPIRES_MS,
     OURS_OR_GONE, OURS_RUNNING_OR_GONE, OWNER, RUNNING, SET_COMPLETED, STATE,
 };
+
+/// The default of [`DynamoDbStore::max_result_len`]: DynamoDB's item limit (400 KB, attribute
+/// names and values together) less 4 KiB for the key (at most [`MAX_KEY_LEN`](crate::MAX_KEY_LEN)
+/// bytes) and the record's other attributes.
+pub const DEFAULT_MAX_RESULT_LEN: usize = 400 * 1024 - 4 * 1024;
 
 /// Default bound on one store call, retries of the SDK included.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -214,6 +219,7 @@ pub struct DynamoDbStore {
     client: Client,
     table: Arc<str>,
     timeout: Duration,
+    max_result_len: usize,
 }
 
 impl fmt::Debug for DynamoDbStore {
@@ -246,6 +252,15 @@ impl std::error::Error for StoreFailure {
     }
 }
 
+/// Whether DynamoDB refused a write for the item's size: final, unlike a store failure.
+fn over_item_limit<R>(e: &SdkError<UpdateItemError, R>) -> bool {
+    e.as_service_error().is_some_and(|e| {
+        e.code() == Some("ValidationException")
+            && e.message()
+                .is_some_and(|m| m.contains("exceeded the maximum allowed size"))
+    })
+}
+
 /// The answer to a conditional write: done, or refused with the item that refused it (when the
 /// server returned it).
 enum Conditional<T> {
@@ -261,7 +276,19 @@ impl DynamoDbStore {
             client,
             table: Arc::from(table.into()),
             timeout: DEFAULT_TIMEOUT,
+            max_result_len: DEFAULT_MAX_RESULT_LEN,
         }
+    }
+
+    /// The longest result kept, in bytes of its encoded text (default
+    /// [`DEFAULT_MAX_RESULT_LEN`], below DynamoDB's 400 KB item limit with room for the key and
+    /// the record's other attributes): a longer one fails at once with
+    /// [`Error::ResultTooLarge`], never a write DynamoDB would refuse. Raising it above what
+    /// the item limit leaves makes DynamoDB refuse the write instead, which the store reports
+    /// as the same error.
+    pub fn max_result_len(mut self, bytes: usize) -> Self {
+        self.max_result_len = bytes;
+        self
     }
 
     /// Bounds every store call (the SDK's own retries included) by `timeout`, default 5 s, so an
@@ -362,7 +389,7 @@ impl DynamoDbStore {
         R: fmt::Debug + Send + Sync + 'static,
     {
         let on = match key {
-            Some(key) => format!("of `{key}` "),
+            Some(key) => format!("of #{} ", crate::observe::key_hash(key)),
             None => String::new(),
         };
         Error::Store(Box::new(StoreFailure {
@@ -386,7 +413,8 @@ impl DynamoDbStore {
             Ok(done) => done,
             Err(_) => Err(Error::Store(Box::new(StoreFailure {
                 context: format!(
-                    "DynamoDB {action} of `{key}` on table `{}` got no answer within {} ms",
+                    "DynamoDB {action} of #{} on table `{}` got no answer within {} ms",
+                    crate::observe::key_hash(key),
                     self.table,
                     self.timeout.as_millis()
                 ),
@@ -531,7 +559,8 @@ impl Store for DynamoDbStore {
                 }
             }
             Err(Error::store(format!(
-                "DynamoDB kept refusing the reservation of `{key}` on table `{}` for a record that was already expired",
+                "DynamoDB kept refusing the reservation of #{} on table `{}` for a record that was already expired",
+                crate::observe::key_hash(key),
                 self.table
             )))
         })
@@ -563,6 +592,15 @@ impl Store for DynamoDbStore {
                 )))
                 .send()
                 .await;
+            if let Err(e) = &sent {
+                if over_item_limit(e) {
+                    return Err(Error::ResultTooLarge {
+                        key: key.to_owned(),
+                        len: result.len(),
+                        limit: self.max_result_len,
+                    });
+                }
+            }
             let refused = |e: &UpdateItemError| {
                 matches!(e, UpdateItemError::ConditionalCheckFailedException(_)).then_some(None)
             };
@@ -600,6 +638,10 @@ impl Store for DynamoDbStore {
             }
         })
         .await
+    }
+
+    fn max_result_len(&self) -> usize {
+        self.max_result_len
     }
 
     async fn renew(

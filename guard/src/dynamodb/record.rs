@@ -197,7 +197,8 @@ impl Item<'_> {
     pub(crate) fn to_reservation(&self, key: &str) -> Result<Reservation, Error> {
         let corrupt = |what: &str| {
             Error::store(format!(
-                "the DynamoDB item of `{key}` is not an idem-guard record ({what})"
+                "the DynamoDB item of #{} is not an idem-guard record ({what})",
+                crate::observe::key_hash(key)
             ))
         };
         let fingerprint = self

@@ -25,14 +25,16 @@ use aws_sdk_dynamodb::types::{
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use tokio::time::Instant;
+use tracing::Instrument as _;
 
 use super::record::{
     completed_names, completed_values, s, Expiry, Item, OURS_RUNNING_OR_GONE, PARTITION_KEY,
     RUNNING, SET_COMPLETED,
 };
 use super::{DynamoDbStore, StoreFailure};
-use crate::guard::{encode, retry_store, Prepared, Reserved};
+use crate::guard::{retry_store, Prepared, Reserved};
 use crate::key::{Fingerprint, KeyPart, Payload};
+use crate::observe::{self, Seen};
 use crate::on_error::OnError;
 use crate::store::{OwnerToken, StoredResult};
 use crate::{Attempt, Error, Guard, Outcome, Store, TxStart};
@@ -133,20 +135,29 @@ impl<P> Guard<DynamoDbStore, P> {
         E: From<Error>,
         P: OnError<E> + Sync,
     {
-        let Some((key, fingerprint)) = self.prepare(&key, payload)? else {
+        let prepared = self.prepare(&key, payload);
+        let span = self.span_of(&prepared);
+        let Some((key, fingerprint)) = prepared? else {
+            span.in_scope(|| observe::outcome(self.prefix_name(), Seen::Unguarded));
             return Ok(TxStart::Run(TransactAttempt {
                 record: None,
                 attempt: Attempt::new(None, false),
+                span,
             }));
         };
         let owner = OwnerToken::generate();
-        match self.reserve_key(&key, fingerprint, &owner).await {
+        let reserved = self
+            .reserve_key(&key, fingerprint, &owner)
+            .instrument(span.clone())
+            .await;
+        match reserved {
             Reserved::Run {
                 taken_over,
                 held_until,
             } => Ok(TxStart::Run(TransactAttempt {
                 attempt: Attempt::new(Some(key.clone()), taken_over),
                 record: Some((key, fingerprint, owner, held_until)),
+                span,
             })),
             Reserved::Done(result) => Ok(TxStart::Done(result)),
         }
@@ -164,7 +175,26 @@ impl<P> Guard<DynamoDbStore, P> {
         F: FnOnce(Attempt) -> Fut,
         Fut: Future<Output = Result<Transact<T>, E>>,
     {
+        let span = self.span_of(&prepared);
+        self.execute_transact_in_span(prepared, body)
+            .instrument(span)
+            .await
+    }
+
+    async fn execute_transact_in_span<T, E, F, Fut>(
+        &self,
+        prepared: Prepared,
+        body: F,
+    ) -> Result<Outcome<T>, E>
+    where
+        T: Serialize + DeserializeOwned,
+        E: From<Error>,
+        P: OnError<E> + Sync,
+        F: FnOnce(Attempt) -> Fut,
+        Fut: Future<Output = Result<Transact<T>, E>>,
+    {
         let Some((key, fingerprint)) = prepared? else {
+            observe::outcome(self.prefix_name(), Seen::Unguarded);
             let (value, writes) = body(Attempt::new(None, false)).await?;
             self.store().apply_unguarded(writes).await?;
             return Ok(Outcome::fresh(value));
@@ -210,14 +240,26 @@ impl<P> Guard<DynamoDbStore, P> {
             }
         };
         let (_, retention) = self.lease_and_retention();
+        let store = self.store();
+        let result = match self.encode_within(key, &value) {
+            Ok(result) => result,
+            Err(too_large) => {
+                // Found before anything is applied: the writes are dropped and the key freed,
+                // so the body's effect never happened.
+                tracing::error!(key_hash = %crate::observe::key_hash(key), error = %too_large, "transaction not applied: its result is over the store's max_result_len");
+                if let Err(e) = retry_store(|| store.release(key, owner)).await {
+                    tracing::warn!(key_hash = %crate::observe::key_hash(key), error = %e, "could not release the record of a result too large to store");
+                }
+                return Err(too_large.into());
+            }
+        };
         let completion = Completion {
             key,
             fingerprint,
             owner,
-            result: encode(&value),
+            result,
             expiry: Expiry::retention(retention),
         };
-        let store = self.store();
         // The transaction is retried as one request (same `ClientRequestToken`) while the record
         // is held, like any completion.
         let apply = || store.apply_with_completion(&completion, writes.clone());
@@ -236,7 +278,7 @@ impl<P> Guard<DynamoDbStore, P> {
             Applied::Cancelled(why) => {
                 // Nothing was applied: free the key so that a redelivery runs again.
                 if let Err(e) = retry_store(|| store.release(key, owner)).await {
-                    tracing::warn!(key = %key, error = %e, "could not release the record of a cancelled transaction");
+                    tracing::warn!(key_hash = %crate::observe::key_hash(key), error = %e, "could not release the record of a cancelled transaction");
                 }
                 Err(why.into())
             }
@@ -251,6 +293,8 @@ pub struct TransactAttempt {
     /// `None` when the key was missing and not required: the writes go out unguarded.
     record: Option<(String, Fingerprint, OwnerToken, Instant)>,
     attempt: Attempt,
+    /// The call's `idem_guard` span, opened by `begin_transact`.
+    span: tracing::Span,
 }
 
 impl TransactAttempt {
@@ -279,6 +323,7 @@ impl TransactAttempt {
         };
         guard
             .commit(&key, fingerprint, &owner, held_until, result)
+            .instrument(self.span)
             .await
     }
 }
@@ -387,7 +432,8 @@ impl DynamoDbStore {
     {
         Error::Store(Box::new(StoreFailure {
             context: format!(
-                "DynamoDB TransactWriteItems of `{key}` on table `{}` was cancelled, nothing was applied: {reasons}; {}",
+                "DynamoDB TransactWriteItems of #{} on table `{}` was cancelled, nothing was applied: {reasons}; {}",
+                crate::observe::key_hash(key),
                 self.table,
                 DisplayErrorContext(&e)
             ),

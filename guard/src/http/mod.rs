@@ -53,7 +53,7 @@
 //!
 //! | the request | the answer |
 //! | --- | --- |
-//! | no `Idempotency-Key` | passed through unguarded, or `400` when [`required`] |
+//! | no `Idempotency-Key` | passed through unguarded (counted as the outcome `unguarded`, and a warning logged once per route), or, when [`required`], `400` as the IETF draft says, its problem `type` the link [`key_docs`] gives |
 //! | a key that is empty, repeated, longer than [`max_key_len`] (255) or not visible ASCII | `400` |
 //! | a body over [`max_request_body`] (2 MiB) | `413` |
 //! | a first request with this key | runs the handler; its response is stored, unless [`cache_when`] refuses its status (5xx by default): then the key is released and a retry runs again |
@@ -75,7 +75,8 @@
 //! that [`principal`] takes from the request (none by default), joined with the guard's tuple-key
 //! escaping, so no two of them run into each other: the same key sent by two users or to two
 //! routes is two records. **The payload** is the method, path, query and an xxh3-128 hash of the
-//! body (its bytes, or with [`payload_match`] its JSON value, or chosen fields of it). **What is stored**: status, headers (not hop-by-hop ones, nor those [`drop_header`]
+//! body (its bytes, or with [`payload_match`] its JSON value, chosen fields of it or chosen
+//! headers instead; a provider's [`key_source`] preset compares what identifies its deliveries). **What is stored**: status, headers (not hop-by-hop ones, nor those [`drop_header`]
 //! names: `Date` and `Set-Cookie` by default) and the body, when at most [`max_stored_body`]
 //! (2 MiB); a larger body is sent but not stored, and duplicates get `409` saying it cannot be
 //! replayed. Responses are buffered, so a guarded route must not stream without end.
@@ -87,6 +88,7 @@
 //!
 //! [`methods`]: IdempotencyLayer::methods
 //! [`required`]: IdempotencyLayer::required
+//! [`key_docs`]: IdempotencyLayer::key_docs
 //! [`max_key_len`]: IdempotencyLayer::max_key_len
 //! [`max_request_body`]: IdempotencyLayer::max_request_body
 //! [`cache_when`]: IdempotencyLayer::cache_when
@@ -168,8 +170,29 @@ pub(crate) struct Config {
     max_retry_after: Duration,
     pub(crate) key_source: KeySource,
     pub(crate) payload_match: PayloadMatch,
+    /// Whether `payload_match` was given (then a preset's does not replace it).
+    payload_match_set: bool,
     pub(crate) deadline_from: Option<Arc<DeadlineFn>>,
     pub(crate) on_replay: Option<Arc<ReplayFn>>,
+    pub(crate) key_docs: Option<String>,
+    /// The routes whose unguarded requests were already logged, shared by every clone.
+    unguarded_routes: Arc<std::sync::Mutex<std::collections::HashSet<String>>>,
+}
+
+/// How many routes' unguarded requests are remembered, so that a layer outside a `Router`
+/// (where the route is the raw path, one per id) does not grow without bound.
+const MAX_LOGGED_ROUTES: usize = 1024;
+
+impl Config {
+    /// Whether this is the first unguarded request seen on `route` (among the first
+    /// [`MAX_LOGGED_ROUTES`] routes).
+    pub(crate) fn first_unguarded(&self, route: &str) -> bool {
+        let mut seen = self
+            .unguarded_routes
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        seen.len() < MAX_LOGGED_ROUTES && seen.insert(route.to_owned())
+    }
 }
 
 impl fmt::Debug for Config {
@@ -217,8 +240,11 @@ impl<S: Store> IdempotencyLayer<S> {
                 max_retry_after: DEFAULT_MAX_RETRY_AFTER,
                 key_source: KeySource::idempotency_key(),
                 payload_match: PayloadMatch::Bytes,
+                payload_match_set: false,
                 deadline_from: None,
                 on_replay: None,
+                key_docs: None,
+                unguarded_routes: Arc::default(),
             }),
         }
     }
@@ -234,6 +260,14 @@ impl<S> IdempotencyLayer<S> {
     /// to the handler unguarded (`false`, the default).
     pub fn required(self, required: bool) -> Self {
         self.with(|c| c.required = required)
+    }
+
+    /// A link to the documentation of the service's idempotency keys, sent as the problem
+    /// `type` of the `400` for a missing key (with [`required`](Self::required)): the IETF
+    /// draft asks that response to point to the documentation. Default `about:blank`.
+    pub fn key_docs(self, url: impl Into<String>) -> Self {
+        let url = url.into();
+        self.with(|c| c.key_docs = Some(url))
     }
 
     /// The methods guarded (default POST and PATCH). Others pass through untouched: GET, PUT and
@@ -324,7 +358,14 @@ impl<S> IdempotencyLayer<S> {
     ///     .required(true);
     /// ```
     pub fn key_source(self, source: KeySource) -> Self {
-        self.with(|c| c.key_source = source)
+        self.with(|c| {
+            // A provider's preset compares what identifies its deliveries, unless a
+            // `payload_match` of the user's says otherwise.
+            if !c.payload_match_set {
+                c.payload_match = source.preset_payload().cloned().unwrap_or_default();
+            }
+            c.key_source = source;
+        })
     }
 
     /// The request's own deadline, from now (a timeout header, a gateway's budget): its lease
@@ -361,7 +402,10 @@ impl<S> IdempotencyLayer<S> {
     /// What of the body must match for a repeat to be replayed instead of refused with 422
     /// (default: every byte, [`PayloadMatch::Bytes`]).
     pub fn payload_match(self, matching: PayloadMatch) -> Self {
-        self.with(|c| c.payload_match = matching)
+        self.with(|c| {
+            c.payload_match = matching;
+            c.payload_match_set = true;
+        })
     }
 }
 

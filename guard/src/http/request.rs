@@ -142,10 +142,24 @@ pub(crate) fn fingerprint(
     json: Option<&serde_json::Value>,
     matching: &PayloadMatch,
 ) -> Result<Fingerprint, crate::Error> {
-    let body_hash = match json.filter(|_| matching.needs_json()) {
-        // Tagged, so that no JSON fingerprint equals a byte hash.
-        Some(json) => format!("json:{}", Fingerprint::of_value(&matching.json_part(json))),
-        None => format!("{:032x}", xxhash_rust::xxh3::xxh3_128(body)),
+    let body_hash = match (matching, json.filter(|_| matching.needs_json())) {
+        // Tagged, so that no header or JSON fingerprint equals a byte hash.
+        (PayloadMatch::Headers(names), _) => {
+            let values: Vec<Vec<&[u8]>> = names
+                .iter()
+                .map(|name| {
+                    parts
+                        .headers
+                        .get_all(name)
+                        .iter()
+                        .map(|v| v.as_bytes())
+                        .collect()
+                })
+                .collect();
+            format!("headers:{}", Fingerprint::of(&values)?)
+        }
+        (_, Some(json)) => format!("json:{}", Fingerprint::of_value(&matching.json_part(json))),
+        (_, None) => format!("{:032x}", xxhash_rust::xxh3::xxh3_128(body)),
     };
     Fingerprint::of(&(
         parts.method.as_str(),

@@ -127,8 +127,18 @@ fn rebuild(
 /// An RFC 9457 problem+json response. `code` is a stable machine-readable name (an extension
 /// member) for clients that branch on the reason; `detail` is for people.
 pub(crate) fn problem(status: StatusCode, code: &str, detail: &str) -> Response<Body> {
+    typed_problem(status, "about:blank", code, detail)
+}
+
+/// A problem whose `type` is a link to its documentation.
+pub(crate) fn typed_problem(
+    status: StatusCode,
+    kind: &str,
+    code: &str,
+    detail: &str,
+) -> Response<Body> {
     let body = serde_json::json!({
-        "type": "about:blank",
+        "type": kind,
         "title": status.canonical_reason().unwrap_or("Error"),
         "status": status.as_u16(),
         "detail": detail,

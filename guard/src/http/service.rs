@@ -12,9 +12,10 @@ use axum::BoxError;
 use http_body_util::BodyExt;
 use tokio::time::Instant;
 use tower::Service;
+use tracing::Instrument as _;
 
 use super::request::{self, BodyError};
-use super::response::{in_progress, problem, StoredResponse};
+use super::response::{in_progress, problem, typed_problem, StoredResponse};
 use super::Config;
 use crate::{Error, Fingerprint, Guard, Rejected, Store};
 
@@ -77,8 +78,14 @@ impl<E> From<Error> for Failure<E> {
 
 /// What the layer does with a request, decided before the guard is asked.
 enum Admission {
-    /// Not guarded (another method, or no key when none is required).
+    /// Not guarded: another method.
     PassThrough(Request<Body>),
+    /// A guarded method with no key, none required: runs unguarded, and is counted and logged
+    /// (a key source that finds nothing would otherwise switch the guard off silently).
+    Unguarded {
+        request: Request<Body>,
+        route: String,
+    },
     /// Refused before the guard: a bad or missing key, a body too large or unreadable.
     Refuse(Response<Body>),
     /// Guarded: the guard's key, the payload fingerprint, the request's own deadline (from now),
@@ -122,13 +129,19 @@ where
     let client_key = match client_key {
         Ok(Some(key)) => key,
         Ok(None) if config.required => {
-            return Admission::Refuse(problem(
+            return Admission::Refuse(typed_problem(
                 StatusCode::BAD_REQUEST,
+                config.key_docs.as_deref().unwrap_or("about:blank"),
                 "idempotency_key_missing",
                 "this operation requires an idempotency key (the Idempotency-Key header, or where the service said to look)",
-            ))
+            ));
         }
-        Ok(None) => return Admission::PassThrough(Request::from_parts(parts, body)),
+        Ok(None) => {
+            return Admission::Unguarded {
+                route: request::route(&parts),
+                request: Request::from_parts(parts, body),
+            }
+        }
         Err(bad) => {
             return Admission::Refuse(problem(
                 StatusCode::BAD_REQUEST,
@@ -215,6 +228,22 @@ where
 {
     let (guard, key, fingerprint, request) = match admit(request, &config).await {
         Admission::PassThrough(request) => return pass_through(&mut inner, request).await,
+        Admission::Unguarded { request, route } => {
+            let span = crate::observe::span(guard.prefix_name(), None);
+            return async {
+                crate::observe::outcome(guard.prefix_name(), crate::observe::Seen::Unguarded);
+                if config.first_unguarded(&route) {
+                    tracing::warn!(
+                        prefix = guard.prefix_name(),
+                        route,
+                        "a request of a guarded method came without an idempotency key and ran unguarded (logged once per route; `required(true)` answers 400 instead)"
+                    );
+                }
+                pass_through(&mut inner, request).await
+            }
+            .instrument(span)
+            .await;
+        }
         Admission::Refuse(response) => return Ok(response),
         Admission::Guard {
             key,
@@ -288,12 +317,12 @@ where
         // The handler ran and its response is real; only recording it failed. The client gets it
         // (a 5xx would make it retry an effect that happened); duplicates get 409 until the
         // record's lease ends.
-        tracing::error!(key = %key, error = %error, "the response was sent but could not be recorded for replay");
+        tracing::error!(key_hash = %crate::observe::key_hash(&key), error = %error, "the response was sent but could not be recorded for replay");
         return Ok(response);
     }
     match (error, pending) {
         (Error::Store(e), Some(request)) if config.fail_open => {
-            tracing::warn!(key = %key, error = %e, "idempotency store unavailable; running the request unguarded (fail-open)");
+            tracing::warn!(key_hash = %crate::observe::key_hash(&key), error = %e, "idempotency store unavailable; running the request unguarded (fail-open)");
             pass_through(&mut inner, request).await
         }
         (e, _) => Ok(refusal_logged(&key, &e, &config)),
@@ -362,7 +391,7 @@ where
 
 fn refusal_logged(key: &str, e: &Error, config: &Config) -> Response<Body> {
     if matches!(e, Error::Store(_)) {
-        tracing::error!(key, error = %e, "idempotency store unavailable; the request was refused");
+        tracing::error!(key_hash = %crate::observe::key_hash(key), error = %e, "idempotency store unavailable; the request was refused");
     }
     refusal(e, config)
 }
@@ -392,6 +421,11 @@ fn refusal(e: &Error, config: &Config) -> Response<Body> {
             StatusCode::INTERNAL_SERVER_ERROR,
             "idempotency_record_unreadable",
             &format!("the stored response of this Idempotency-Key cannot be replayed: {reason}"),
+        ),
+        Error::ResultTooLarge { len, limit, .. } => problem(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "idempotency_response_too_large",
+            &format!("the response ({len} bytes encoded) is over the idempotency store's limit of {limit} bytes, so it was not stored; this key will not run again"),
         ),
         Error::MissingKey | Error::NotOwner { .. } | Error::Payload(_) => internal_error(),
     }

@@ -6,8 +6,8 @@
 //! connect options (so the same `search_path`, credentials and TLS). A lane whose connection
 //! failed below the SQL level (I/O, protocol), or whose server ended the session (a `FATAL`
 //! error, such as `57P01` from `pg_terminate_backend` or a server shutdown), is dropped and
-//! reopened on its next use, so a terminated backend costs one failed statement, as with the
-//! pool.
+//! reopened; when the server said so (a `FATAL` answer), the statement runs again on the new
+//! connection, so a terminated backend costs no failed statement.
 
 use std::ops::{Deref, DerefMut};
 use std::sync::Arc;
@@ -69,6 +69,18 @@ impl Lane<'_> {
             }
         }
         result
+    }
+}
+
+/// Whether the server ended the session with this answer (`FATAL`, or SQLSTATE class `08` or
+/// `57`): the statement did not commit (the server aborts a session's open transaction when it
+/// ends it), so it may run again on a new connection. An I/O error is not one of these: the
+/// statement may have committed before the connection broke.
+pub(crate) fn session_ended(e: &Error) -> bool {
+    let Error::Store(e) = e else { return false };
+    match e.downcast_ref::<sqlx::Error>() {
+        Some(db @ sqlx::Error::Database(_)) => !session_goes_on(db),
+        _ => false,
     }
 }
 

@@ -51,6 +51,7 @@ pub const MIGRATION: &str = include_str!("../../migrations/0001_idem_guard_recor
 pub struct PostgresStore {
     pool: PgPool,
     lanes: Arc<Lanes>,
+    max_result_len: usize,
 }
 
 /// Reads the live row first and inserts only when there is none, so that a duplicate (the
@@ -190,7 +191,20 @@ impl PostgresStore {
     /// with [`MIGRATION`] copied in).
     pub fn from_pool_unmigrated(pool: PgPool) -> Self {
         let lanes = Arc::new(Lanes::new(pool.connect_options()));
-        PostgresStore { pool, lanes }
+        PostgresStore {
+            pool,
+            lanes,
+            max_result_len: crate::DEFAULT_MAX_RESULT_LEN,
+        }
+    }
+
+    /// The longest result kept, in bytes of its encoded text (default
+    /// [`DEFAULT_MAX_RESULT_LEN`](crate::DEFAULT_MAX_RESULT_LEN)): a longer one fails at once with
+    /// [`Error::ResultTooLarge`](crate::Error::ResultTooLarge). See
+    /// [`Store::max_result_len`](crate::Store::max_result_len).
+    pub fn max_result_len(mut self, bytes: usize) -> Self {
+        self.max_result_len = bytes;
+        self
     }
 
     /// The pool, to run business queries next to the guard.
@@ -290,12 +304,16 @@ async fn reserve_with(
         return parse_row(key, &row);
     }
     Err(Error::store(format!(
-        "the record of `{key}` conflicts but stays invisible; is the transaction REPEATABLE READ or SERIALIZABLE? reservations need READ COMMITTED"
+        "the record of #{} conflicts but stays invisible; is the transaction REPEATABLE READ or SERIALIZABLE? reservations need READ COMMITTED",
+        crate::observe::key_hash(key)
     )))
 }
 
 fn parse_row(key: &str, row: &sqlx::postgres::PgRow) -> Result<Reservation, Error> {
-    let corrupt = || Error::store(format!("unexpected row stored for `{key}`"));
+    let corrupt = || {
+        let key = crate::observe::key_hash(key);
+        Error::store(format!("unexpected row stored for #{key}"))
+    };
     let fp: String = row.try_get("fingerprint").map_err(Error::store)?;
     let fingerprint = Fingerprint::from_hex(&fp).ok_or_else(corrupt)?;
     let state: i16 = row.try_get("state").map_err(Error::store)?;
@@ -358,6 +376,30 @@ pub(crate) async fn release_on<'e>(
     fenced(!taken, key)
 }
 
+/// Runs a statement on a lane, and once more on a fresh connection when the server had ended
+/// the lane's session (a backend terminated, a server restarted while the lane sat idle): the
+/// server's own `FATAL` answer says the statement did not run, so a dead connection costs no
+/// failed call.
+macro_rules! on_lane {
+    ($store:expr, |$conn:ident| $statement:expr) => {{
+        let mut retried = false;
+        loop {
+            let mut lane = $store.lanes.get().await?;
+            let done = {
+                let $conn: &mut PgConnection = &mut lane;
+                $statement.await
+            };
+            match lane.check(done) {
+                Err(e) if !retried && lanes::session_ended(&e) => {
+                    tracing::debug!(error = %e, "the store's connection had been closed by the server; running the statement on a new one");
+                    retried = true;
+                }
+                done => break done,
+            }
+        }
+    }};
+}
+
 impl Store for PostgresStore {
     async fn reserve(
         &self,
@@ -366,9 +408,13 @@ impl Store for PostgresStore {
         owner: &OwnerToken,
         lease: Duration,
     ) -> Result<Reservation, Error> {
-        let mut lane = self.lanes.get().await?;
-        let found = reserve_on(&mut lane, key, fingerprint, owner, lease).await;
-        lane.check(found)
+        on_lane!(self, |conn| reserve_on(
+            conn,
+            key,
+            fingerprint,
+            owner,
+            lease
+        ))
     }
 
     async fn complete(
@@ -379,15 +425,22 @@ impl Store for PostgresStore {
         result: &StoredResult,
         retention: Duration,
     ) -> Result<(), Error> {
-        let mut lane = self.lanes.get().await?;
-        let done = complete_on(&mut *lane, key, fingerprint, owner, result, retention).await;
-        lane.check(done)
+        on_lane!(self, |conn| complete_on(
+            conn,
+            key,
+            fingerprint,
+            owner,
+            result,
+            retention
+        ))
     }
 
     async fn release(&self, key: &str, owner: &OwnerToken) -> Result<(), Error> {
-        let mut lane = self.lanes.get().await?;
-        let done = release_on(&mut *lane, key, owner).await;
-        lane.check(done)
+        on_lane!(self, |conn| release_on(conn, key, owner))
+    }
+
+    fn max_result_len(&self) -> usize {
+        self.max_result_len
     }
 
     async fn renew(
@@ -397,16 +450,16 @@ impl Store for PostgresStore {
         owner: &OwnerToken,
         lease: Duration,
     ) -> Result<(), Error> {
-        let mut lane = self.lanes.get().await?;
-        let done = sqlx::query(RENEW)
-            .bind(key)
-            .bind(owner.as_str())
-            .bind(fingerprint.to_string())
-            .bind(millis(lease))
-            .execute(&mut *lane)
-            .await
-            .map_err(Error::store);
-        let done = lane.check(done)?;
+        let done = on_lane!(self, |conn| async {
+            sqlx::query(RENEW)
+                .bind(key)
+                .bind(owner.as_str())
+                .bind(fingerprint.to_string())
+                .bind(millis(lease))
+                .execute(conn)
+                .await
+                .map_err(Error::store)
+        })?;
         fenced(done.rows_affected() == 1, key)
     }
 }

@@ -53,6 +53,7 @@ pub struct RedisStore<C = ConnectionManager> {
     conn: C,
     scripts: Arc<Scripts>,
     replicas: Option<WaitForReplicas>,
+    max_result_len: usize,
 }
 
 impl<C> std::fmt::Debug for RedisStore<C> {
@@ -193,7 +194,17 @@ impl<C: RedisConnection> RedisStore<C> {
                 renew: Script::new(RENEW),
             }),
             replicas: None,
+            max_result_len: crate::DEFAULT_MAX_RESULT_LEN,
         }
+    }
+
+    /// The longest result kept, in bytes of its encoded text (default
+    /// [`DEFAULT_MAX_RESULT_LEN`](crate::DEFAULT_MAX_RESULT_LEN)): a longer one fails at once with
+    /// [`Error::ResultTooLarge`](crate::Error::ResultTooLarge). See
+    /// [`Store::max_result_len`](crate::Store::max_result_len).
+    pub fn max_result_len(mut self, bytes: usize) -> Self {
+        self.max_result_len = bytes;
+        self
     }
 
     /// After each claim (a reserve that wrote the record, a renewal) and each completion, waits
@@ -271,8 +282,10 @@ impl<C: RedisConnection> RedisStore<C> {
     fn replicated(&self, key: &str, acked: Option<u32>) -> Result<(), Error> {
         match (self.replicas, acked) {
             (Some(w), Some(acked)) if acked < w.replicas => Err(Error::store(format!(
-                "the write to `{key}` reached {acked} of {} replicas within {:?} (WAIT)",
-                w.replicas, w.timeout
+                "the write to #{} reached {acked} of {} replicas within {:?} (WAIT)",
+                crate::observe::key_hash(key),
+                w.replicas,
+                w.timeout
             ))),
             _ => Ok(()),
         }
@@ -358,7 +371,10 @@ fn in_progress_value(owner: &OwnerToken, fingerprint: Fingerprint, lease: Durati
 
 /// Parses a stored value (the reply of `SET ... GET`) into what a reservation reports.
 fn parse(key: &str, value: &str) -> Result<Reservation, Error> {
-    let corrupt = || Error::store(format!("unexpected value stored under `{key}`"));
+    let corrupt = || {
+        let key = crate::observe::key_hash(key);
+        Error::store(format!("unexpected value stored under #{key}"))
+    };
     let mut parts = value.splitn(5, '|');
     let (state, _owner, fp) = (parts.next(), parts.next(), parts.next());
     let fingerprint = fp.and_then(Fingerprint::from_hex).ok_or_else(corrupt)?;
@@ -438,6 +454,10 @@ impl<C: RedisConnection> Store for RedisStore<C> {
             .eval(&self.scripts.release, key, &[owner.to_string()], false)
             .await?;
         fenced(ok == 1, key)
+    }
+
+    fn max_result_len(&self) -> usize {
+        self.max_result_len
     }
 
     async fn renew(
