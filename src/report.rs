@@ -200,6 +200,7 @@ fn check_here(
         warnings.extend(w);
         reuse.push(r);
     }
+    let findings = without_repeats(findings, &loaded);
     Ok(Report {
         packages: loaded,
         findings,
@@ -207,6 +208,29 @@ fn check_here(
         baseline: None,
         reuse,
     })
+}
+
+/// `findings` with each finding once: a later one with the file, span, lint and message of
+/// an earlier one is dropped. Findings moved from a linked member's file to the package's own
+/// label ([`PackageLinks::own_findings`]) meet there when two calls in the member take one
+/// entry point to the same effect, and a file that two packages compile is linted in each:
+/// the reader sees one finding, whatever the paths that made it.
+fn without_repeats(findings: Vec<Finding>, packages: &[LoadedPackage]) -> Vec<Finding> {
+    let mut seen = std::collections::HashSet::new();
+    findings
+        .into_iter()
+        .filter(|f| {
+            let d = &f.diag;
+            let path = &packages[f.package].sources[d.span.file.0 as usize].path;
+            seen.insert((
+                path.clone(),
+                d.span.lo,
+                d.span.hi,
+                d.lint.name,
+                d.message.clone(),
+            ))
+        })
+        .collect()
 }
 
 /// Where a package's models come from when its outlines are not enough.

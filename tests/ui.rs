@@ -12,7 +12,8 @@
 //! The annotation parser is `idem_lints::testing::parse_annotations`, shared with the lints'
 //! own fixture tests.
 //!
-//! Any missing or extra finding fails the test with a diff. New fixtures are picked up
+//! Any missing or extra finding fails the test with a diff, and so does a finding printed
+//! twice (same file, span, lint and message), whatever the annotations. New fixtures are picked up
 //! without touching this file.
 
 mod common;
@@ -82,6 +83,7 @@ fn check_fixture(dir: &Path) -> Result<(), String> {
             run.code, run.stderr
         ));
     }
+    let twice = repeated(&run);
     let got = run.findings(dir);
     let mut count: BTreeMap<&Finding, i64> = BTreeMap::new();
     for f in &want {
@@ -104,13 +106,50 @@ fn check_fixture(dir: &Path) -> Result<(), String> {
             ));
         }
     }
-    if diff.is_empty() {
+    let mut err = String::new();
+    if !twice.is_empty() {
+        err = format!("findings printed twice:\n{}\n", twice.join("\n"));
+    }
+    if !diff.is_empty() {
+        err.push_str(&format!(
+            "findings differ (- expected but not reported, + reported but not expected):\n{diff}"
+        ));
+    }
+    if err.is_empty() {
         Ok(())
     } else {
-        Err(format!(
-            "findings differ (- expected but not reported, + reported but not expected):\n{diff}"
-        ))
+        Err(err)
     }
+}
+
+/// The findings printed more than once: the same file, position, lint and message. The
+/// annotations cannot say this (two on a line may mean two findings), so it is checked apart.
+fn repeated(run: &common::Run) -> Vec<String> {
+    let mut seen = std::collections::HashSet::new();
+    let mut out = Vec::new();
+    for m in run.messages() {
+        let msg = &m["message"];
+        let Some(span) = msg["spans"]
+            .as_array()
+            .and_then(|s| s.iter().find(|s| s["is_primary"] == true))
+        else {
+            continue;
+        };
+        let key = (
+            span["file_name"].to_string(),
+            span["byte_start"].as_u64(),
+            span["byte_end"].as_u64(),
+            msg["code"]["code"].to_string(),
+            msg["message"].to_string(),
+        );
+        if !seen.insert(key.clone()) {
+            out.push(format!(
+                "  {}:{}: {} {}",
+                key.0, span["line_start"], key.3, key.4
+            ));
+        }
+    }
+    out
 }
 
 #[test]

@@ -11,63 +11,9 @@ use super::callgraph::{ArgOf, CallGraph, CallKind};
 use super::flow::FnId;
 use super::resolve::{DefPath, Krate, Resolver};
 use super::PathSet;
+pub use crate::catalog::entries::EntryKind;
+use crate::catalog::entries::{self, Delivery};
 use crate::model::{FileModel, FnDef, Package, Span, Visibility};
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum EntryKind {
-    /// Handlers that guard themselves: `#[idempotent]`.
-    Idempotent,
-    Main,
-    /// An HTTP route handler.
-    Route,
-    /// A `service_fn` handler: Lambda, tower, hyper.
-    Service,
-    /// A job or worker registered with a job runner, or a method of a framework trait.
-    Job,
-    /// Spawned as a task or thread.
-    Spawned,
-    /// Named in `[lints.unguarded_entry_point] entry_points`.
-    Configured,
-    /// A `pub` function of a library's public API.
-    PublicApi,
-    /// A fn that receives messages in a loop ([`consumer_loops`]); not among
-    /// [`entry_points`], which the lints of guarded paths read.
-    Consumer,
-}
-
-impl EntryKind {
-    /// How a note names it: "the route handler `refund`".
-    pub fn describe(self) -> &'static str {
-        match self {
-            EntryKind::Idempotent => "the `#[idempotent]` handler",
-            EntryKind::Main => "the program entry",
-            EntryKind::Route => "the route handler",
-            EntryKind::Service => "the service handler",
-            EntryKind::Job => "the job handler",
-            EntryKind::Spawned => "the spawned task",
-            EntryKind::Configured => "the configured entry point",
-            EntryKind::PublicApi => "the public function",
-            EntryKind::Consumer => "the consumer loop of",
-        }
-    }
-}
-
-impl EntryKind {
-    /// How a label at [`EntryPoint::span`] says what happens there.
-    pub fn at_span(self) -> &'static str {
-        match self {
-            EntryKind::Idempotent => "guarded by `#[idempotent]` here",
-            EntryKind::Main => "the program starts here",
-            EntryKind::Route => "registered as a route handler here",
-            EntryKind::Service => "registered as a service handler here",
-            EntryKind::Job => "registered as a job handler here",
-            EntryKind::Spawned => "spawned as a task here",
-            EntryKind::Configured => "named as an entry point in the configuration",
-            EntryKind::PublicApi => "public: callers outside the crate come in here",
-            EntryKind::Consumer => "messages are received here, in a loop",
-        }
-    }
-}
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EntryPoint {
@@ -75,6 +21,13 @@ pub struct EntryPoint {
     pub kind: EntryKind,
     /// Where it becomes an entry: the registering call or attribute, else the fn's name.
     pub span: Span,
+}
+
+impl EntryPoint {
+    /// Whether what comes in here can come again ([`entries::delivery`]).
+    pub fn delivery(&self, package: &Package) -> Delivery {
+        entries::delivery(self.kind, self.id.def(package).1)
+    }
 }
 
 /// Attributes that make a fn a route handler when they carry a path literal.

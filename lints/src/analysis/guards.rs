@@ -23,9 +23,9 @@ use super::sql::is_dedupe_table_name;
 use super::store_ops::{Access, Store};
 use super::summary::{StoreAccess, Summaries};
 use super::FastMap;
-use crate::model::ir::{Block, Expr, ExprKind, Lit};
+use crate::model::ir::{Block, Expr, ExprKind, Lit, Stmt};
 use crate::model::{Package, Span};
-use std::collections::VecDeque;
+use std::collections::{HashSet, VecDeque};
 
 /// A guard call in a fn.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -75,55 +75,83 @@ impl<'a> GuardFinder<'a> {
         }
     }
 
-    /// Whether calling crate fn `callee` guards what follows: its name for messages.
-    fn guarding_callee(&self, callee: FnId) -> Option<String> {
+    /// Whether the call of crate fn `callee` at `span` in `caller` guards what follows: its
+    /// name for messages. A helper that makes a claim guards only a caller that looks at its
+    /// answer: decides on it, or propagates with `?` the error it fails with when the key is
+    /// taken. An insert whose result is only passed on, or whose error is only a database
+    /// error (`ON CONFLICT DO NOTHING` does not fail on a conflict), stops no duplicate.
+    fn guarding_call(&self, caller: FnId, callee: FnId, span: Span) -> Option<String> {
         let (file, f) = callee.def(self.package);
         let guards = f.has_attr("idempotent")
-            || self.signals_duplicate(callee, 0)
-            || names_fn(self.names, self.resolver, file, f);
+            || names_fn(self.names, self.resolver, file, f)
+            || match self.duplicate_signal(callee, 0) {
+                None => false,
+                Some(signal) => self.caller_stops_on(caller, callee, span, signal),
+            };
         guards.then(|| f.display_name())
     }
 
-    /// Whether `id` makes an atomic claim and tells its caller when the claim failed: it
-    /// returns the claim's result, propagates its error with `?`, or returns an error, `false`
-    /// or `None` on the branch where the key was taken. A helper that takes a lock and only
-    /// skips its own work when the lock is held (`if acquired { .. }; Ok(())`) guards its
-    /// body, not its caller.
-    fn signals_duplicate(&self, id: FnId, depth: usize) -> bool {
+    /// Whether `caller` stops on the answer of `callee`, called at `span`, that `signal`s a
+    /// taken key.
+    fn caller_stops_on(&self, caller: FnId, callee: FnId, span: Span, signal: Signal) -> bool {
+        let flow = self.summaries.flow(caller);
+        let decided = flow.store_events.iter().enumerate().any(|(i, ev)| {
+            ev.via == Some(callee)
+                && ev.span == span
+                && flow.decisions.iter().any(|d| d.ops.contains(&i))
+        });
+        let Some(body) = caller.def(self.package).1.body.as_ref() else {
+            return decided;
+        };
+        decided
+            || decided_where_made(body, span)
+            || match signal {
+                Signal::Answer { fails_when_taken } => {
+                    fails_when_taken && propagates_error(body, span)
+                }
+                Signal::Refusal => propagates_error(body, span),
+            }
+    }
+
+    /// How `id` tells its caller that its atomic claim found the key taken: it returns the
+    /// claim's result ([`Signal::Answer`]), or returns an error, `false` or `None` on the
+    /// branch where the key was taken, or propagates with `?` the error of a claim that fails
+    /// when the key is taken ([`Signal::Refusal`]). A helper that takes a lock and only skips
+    /// its own work when the lock is held (`if acquired { .. }; Ok(())`) guards its body, not
+    /// its caller: `None`.
+    fn duplicate_signal(&self, id: FnId, depth: usize) -> Option<Signal> {
         let summary = self.summaries.summary(id);
         if !summary.is_guard() || depth > MAX_HELPER_DEPTH {
-            return false;
+            return None;
         }
-        if summary
+        if let Some(a) = summary
             .ret_access
             .as_ref()
-            .is_some_and(|a| a.access == Access::Claim)
+            .filter(|a| a.access == Access::Claim)
         {
-            return true;
+            return Some(Signal::Answer {
+                fails_when_taken: fails_when_taken(a),
+            });
         }
-        let Some(body) = &id.def(self.package).1.body else {
-            return false;
-        };
+        let body = id.def(self.package).1.body.as_ref()?;
         let flow = self.summaries.flow(id);
-        flow.store_events.iter().enumerate().any(|(i, ev)| {
+        let refuses = flow.store_events.iter().enumerate().any(|(i, ev)| {
             let claim = ev.access.access == Access::Claim && ev.checked;
             let claim_here = match ev.via {
                 None => true,
-                Some(helper) => self.signals_duplicate(helper, depth + 1),
+                Some(helper) => self.duplicate_signal(helper, depth + 1).is_some(),
             };
-            // A DynamoDB conditional write fails when the key is taken: `?` hands that to the
-            // caller. Redis and SQL claims report it in their result instead.
-            let fails_when_taken = ev.access.store == Store::DynamoDb;
             claim
                 && claim_here
-                && (fails_when_taken && propagates_error(body, ev.span)
+                && (fails_when_taken(&ev.access) && propagates_error(body, ev.span)
                     || flow
                         .decisions
                         .iter()
                         .filter(|d| d.ops.contains(&i))
                         .flat_map(|d| &d.branches)
                         .any(|b| b.diverges && returns_refusal(body, b.span)))
-        })
+        });
+        refuses.then_some(Signal::Refusal)
     }
 
     /// The store operations of `id` that stop a duplicate, with their names for messages: an
@@ -135,7 +163,12 @@ impl<'a> GuardFinder<'a> {
         let flow = self.summaries.flow(id);
         let mut out = FastMap::default();
         for (i, ev) in flow.store_events.iter().enumerate() {
-            let claim = ev.via.is_none() && ev.access.access == Access::Claim && ev.checked;
+            // The claim's answer is decided on, or its error is the taken key and leaves
+            // the fn: returned or handed on, it stops nothing here.
+            let claim = ev.via.is_none()
+                && ev.access.access == Access::Claim
+                && (flow.decisions.iter().any(|d| d.ops.contains(&i))
+                    || fails_when_taken(&ev.access) && ev.tried);
             let check = ev.access.access == Access::Read
                 && self.is_dedupe_read(ev.via, &ev.access)
                 && flow
@@ -194,9 +227,9 @@ impl<'a> GuardFinder<'a> {
         let claims = self.stops(id);
         let has_candidate = !claims.is_empty()
             || !self.names.is_empty()
-            || calls
-                .iter()
-                .any(|c| c.kind != CallKind::Value && self.guarding_callee(c.callee).is_some());
+            || calls.iter().any(|c| {
+                c.kind != CallKind::Value && self.guarding_call(id, c.callee, c.span).is_some()
+            });
         let Some(body) = id
             .def(self.package)
             .1
@@ -269,6 +302,23 @@ impl Events for SpanWalk<'_, '_> {
 /// How deep guard helpers calling guard helpers are followed.
 const MAX_HELPER_DEPTH: usize = 4;
 
+/// How a guard helper tells its caller the key was taken ([`GuardFinder::duplicate_signal`]).
+#[derive(Debug, Clone, Copy)]
+enum Signal {
+    /// It returns the claim's answer (`set_nx`'s `bool`, the rows an `ON CONFLICT DO
+    /// NOTHING` inserted); `fails_when_taken` when the claim also fails with an error then.
+    Answer { fails_when_taken: bool },
+    /// It returns an error, `false` or `None` when the key was taken.
+    Refusal,
+}
+
+/// Whether a claim fails with an error when its key is taken, so that `?` on it stops a
+/// duplicate: a conditional DynamoDB write, a key-only insert into a dedupe table (its key
+/// the primary key). Redis and SQL `ON CONFLICT DO NOTHING` claims report it in their result.
+fn fails_when_taken(a: &StoreAccess) -> bool {
+    a.store == Store::DynamoDb && a.access == Access::Claim || a.shape.key_only
+}
+
 /// Whether the operation at `span` is under `?` (possibly through `.await` and error
 /// conversions): its failure, a taken key for a conditional write, leaves the function.
 fn propagates_error(body: &Block, span: Span) -> bool {
@@ -294,6 +344,66 @@ fn propagates_error(body: &Block, span: Span) -> bool {
     });
     found
 }
+
+/// Whether the value of the call at `span` is decided on where it is made: the condition
+/// of an `if`, the scrutinee of a `match` or an `if let`, or the initializer of a `let ..
+/// else` (through `.await`, `!`, error conversions and `is_ok`-style tests). A value bound
+/// first and tested later is seen by the flow's decisions instead.
+fn decided_where_made(body: &Block, span: Span) -> bool {
+    let is_call = |e: &Expr| {
+        let mut cur = e;
+        loop {
+            if cur.span == span {
+                return true;
+            }
+            cur = match &cur.kind {
+                ExprKind::Await(x) => x,
+                ExprKind::Unary { not: true, expr } => expr,
+                ExprKind::MethodCall {
+                    receiver, method, ..
+                } if ERROR_CONVERSIONS.contains(&method.as_str())
+                    || RESULT_TESTS.contains(&method.as_str()) =>
+                {
+                    receiver
+                }
+                _ => return false,
+            };
+        }
+    };
+    // The initializers of `let .. else` statements, in the body and the blocks nested in it.
+    let mut let_else: Vec<&Expr> = Vec::new();
+    fn lets_of<'a>(b: &'a Block, out: &mut Vec<&'a Expr>) {
+        for stmt in &b.stmts {
+            if let Stmt::Let {
+                init: Some(init),
+                diverge: Some(_),
+                ..
+            } = stmt
+            {
+                out.push(init);
+            }
+        }
+    }
+    lets_of(body, &mut let_else);
+    let mut found = false;
+    body.walk(&mut |e| match &e.kind {
+        ExprKind::If { cond, then, .. } => {
+            found |= is_call(cond);
+            lets_of(then, &mut let_else);
+        }
+        ExprKind::Let { expr, .. } => found |= is_call(expr),
+        ExprKind::Match { scrutinee, .. } => found |= is_call(scrutinee),
+        ExprKind::Block(b)
+        | ExprKind::Async { block: b, .. }
+        | ExprKind::Loop { body: b, .. }
+        | ExprKind::For { body: b, .. } => lets_of(b, &mut let_else),
+        _ => {}
+    });
+    found || let_else.into_iter().any(is_call)
+}
+
+/// Methods that test a result or an option for what the caller decides on.
+const RESULT_TESTS: &[&str] = &["is_ok", "is_err", "is_some", "is_none", "unwrap_or"];
 
 /// Methods that convert an error on its way out.
 const ERROR_CONVERSIONS: &[&str] = &["map_err", "context", "with_context", "wrap_err", "err_into"];
@@ -347,7 +457,7 @@ impl GuardWalk<'_, '_> {
             return calls
                 .iter()
                 .filter(|c| c.kind != CallKind::Value)
-                .find_map(|c| self.finder.guarding_callee(c.callee));
+                .find_map(|c| self.finder.guarding_call(self.id, c.callee, e.span));
         }
         // A configured guard outside the crate: `idem::assert_not_duplicate(..)`.
         let name = match &e.kind {
@@ -419,6 +529,16 @@ pub struct GuardSite {
 
 impl GuardedPaths {
     pub fn compute(finder: &GuardFinder<'_>, entries: Vec<EntryPoint>) -> GuardedPaths {
+        GuardedPaths::compute_from(finder, entries, |_| true)
+    }
+
+    /// [`GuardedPaths::compute`] with paths from the entries `starts` keeps only; the others
+    /// still mark where a route table registers a handler.
+    pub fn compute_from(
+        finder: &GuardFinder<'_>,
+        entries: Vec<EntryPoint>,
+        starts: impl Fn(&EntryPoint) -> bool,
+    ) -> GuardedPaths {
         let graph = finder.graph;
         let n = graph.len();
         let mut paths = GuardedPaths {
@@ -427,8 +547,19 @@ impl GuardedPaths {
             unguarded: vec![None; n],
             guarded: vec![None; n],
         };
+        // A route table registers its handlers without calling them: the server calls each,
+        // per request, as the route it is. Its edge to a handler starts no path.
+        let registered_routes: HashSet<(FnId, Span)> = paths
+            .entries
+            .iter()
+            .filter(|e| e.kind == EntryKind::Route)
+            .map(|e| (e.id, e.span))
+            .collect();
         let mut queue = VecDeque::new();
         for i in 0..paths.entries.len() {
+            if !starts(&paths.entries[i]) {
+                continue;
+            }
             let (id, guarded) = (
                 paths.entries[i].id,
                 paths.entries[i].kind == EntryKind::Idempotent,
@@ -445,7 +576,9 @@ impl GuardedPaths {
                 paths.guards[gi] = Some(finder.of_fn(id));
             }
             for (ci, call) in graph.calls(id).iter().enumerate() {
-                if paths.guards[gi].as_ref().is_some_and(|g| !g.reachable[ci]) {
+                if paths.guards[gi].as_ref().is_some_and(|g| !g.reachable[ci])
+                    || registered_routes.contains(&(call.callee, call.span))
+                {
                     continue;
                 }
                 let covered = guarded

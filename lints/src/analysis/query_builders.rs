@@ -182,16 +182,20 @@ fn diesel_op<'a>(env: &dyn OpEnv<'a>, receiver: &'a Expr, span: Span) -> Option<
             _ => "INSERT INTO",
         };
         let mut found = op(command, table, access, keys, values, span);
-        found.shape = diesel_set_shape(&steps);
+        found.shape = diesel_set_shape(env, &steps);
+        found.shape.updates_rows = verb == "update";
         return Some(found);
     }
     diesel_read(steps, root, span)
 }
 
 /// What the `.set(..)` steps of a diesel update or upsert write: `col.eq(col + x)` (or
-/// `col - x`) adds to the column.
-fn diesel_set_shape(steps: &Steps<'_>) -> WriteShape {
+/// `col - x`) adds to the column; `processed_at.eq(now)`, `status.eq("done")` mark the row
+/// done.
+fn diesel_set_shape(env: &dyn OpEnv<'_>, steps: &Steps<'_>) -> WriteShape {
+    use super::store_ops::{holds_done_value, is_completion_name, is_status_name};
     let mut counters = Vec::new();
+    let mut marks_done = false;
     for (_, args) in steps.iter().filter(|(m, _)| *m == "set") {
         for a in args.iter() {
             a.walk(&mut |x| {
@@ -207,6 +211,12 @@ fn diesel_set_shape(steps: &Steps<'_>) -> WriteShape {
                 let (Some(col), [rhs]) = (receiver.as_path(), args.as_slice()) else {
                     return;
                 };
+                if method == "eq" {
+                    let cleared = matches!(&rhs.peel().kind, ExprKind::Lit(Lit::Bool(false)))
+                        || rhs.as_path().is_some_and(|p| p.last() == "None");
+                    marks_done |= is_completion_name(col.last()) && !cleared
+                        || is_status_name(col.last()) && holds_done_value(env, rhs);
+                }
                 let ExprKind::Binary {
                     op: crate::model::ir::BinOp::Arith(_),
                     lhs,
@@ -222,6 +232,7 @@ fn diesel_set_shape(steps: &Steps<'_>) -> WriteShape {
         }
     }
     WriteShape {
+        marks_done,
         increments: !counters.is_empty(),
         counts_bookkeeping: !counters.is_empty()
             && counters
@@ -426,7 +437,9 @@ fn sea_op<'a>(
         } else {
             ("UPDATE", Access::Write)
         };
-        return Some(op(command, table, access, keys, Vec::new(), span));
+        let mut found = op(command, table, access, keys, Vec::new(), span);
+        found.shape.updates_rows = method == "update";
+        return Some(found);
     }
     let ExprKind::Call { func, args } = &root.kind else {
         return None;
@@ -476,7 +489,9 @@ fn sea_op<'a>(
             } else {
                 Access::Write
             };
-            Some(op("UPDATE", table, access, keys, Vec::new(), span))
+            let mut found = op("UPDATE", table, access, keys, Vec::new(), span);
+            found.shape.updates_rows = true;
+            Some(found)
         }
         _ => None,
     }

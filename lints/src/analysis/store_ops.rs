@@ -1230,6 +1230,10 @@ pub struct WriteShape {
     /// (`attempts = attempts + 1`, `ADD retry_count :one`, `version = version + 1`): a
     /// repeat is meant to count again, not a business effect applied twice.
     pub counts_bookkeeping: bool,
+    /// A SQL `UPDATE` (text, diesel, sea-query, sea-orm): it changes rows already there and
+    /// adds none. Unless it increments, appends or marks them done, a repeat writes the same
+    /// values again.
+    pub updates_rows: bool,
 }
 
 /// When a stored key or row expires ([`WriteShape::expiry`]).
@@ -1284,13 +1288,13 @@ fn is_done_value(v: &str) -> bool {
     DONE_VALUES.contains(&v.as_str())
 }
 
-fn is_status_name(name: &str) -> bool {
+pub(super) fn is_status_name(name: &str) -> bool {
     let n = name.trim_start_matches(['#', ':']).to_ascii_lowercase();
     n == "status" || n == "state" || n.ends_with("_status") || n.ends_with("_state")
 }
 
 /// Columns and attributes whose setting, to anything, records completion.
-fn is_completion_name(name: &str) -> bool {
+pub(super) fn is_completion_name(name: &str) -> bool {
     let n = name.trim_start_matches(['#', ':']).to_ascii_lowercase();
     let stem = n
         .trim_start_matches("is_")
@@ -1309,7 +1313,7 @@ fn is_completion_name(name: &str) -> bool {
 
 /// Whether `e` holds a done-like value: a string literal, a local bound to one, or an enum
 /// variant (`JobStatus::Done`).
-fn holds_done_value(env: &dyn OpEnv<'_>, e: &Expr) -> bool {
+pub(super) fn holds_done_value(env: &dyn OpEnv<'_>, e: &Expr) -> bool {
     if env.string_of(e).is_some_and(|s| is_done_value(&s)) {
         return true;
     }
@@ -1381,6 +1385,7 @@ impl WriteShape {
             key_only: st.inserts_only_key(),
             expiry: None,
             appends: false,
+            updates_rows: st.verb == SqlVerb::Update,
             counts_bookkeeping: {
                 let mut counters = st
                     .assigned
@@ -1452,6 +1457,7 @@ impl WriteShape {
             counts_bookkeeping: increments
                 && !counters.is_empty()
                 && counters.iter().all(|c| is_bookkeeping_counter(c)),
+            updates_rows: false,
         }
     }
 }

@@ -1,13 +1,15 @@
 //! Catalogs of known APIs the analyses look for: nondeterministic value sources
 //! ([`sources`]), places where a value is used as an idempotency key ([`sinks`]), the
 //! operations that take an idempotency token ([`tokens`]) and the names of store checks and
-//! marks whose body is not visible ([`store_names`]), and the store traits whose methods
-//! are also called in path form ([`store_traits`]).
+//! marks whose body is not visible ([`store_names`]), the store traits whose methods
+//! are also called in path form ([`store_traits`]), and the kinds of entry point with
+//! whether what they receive can come again ([`entries`]).
 //!
 //! Both are data, not code: a lint asks "is this call a source?" or "is this name a key?"
 //! and the answer comes from a table that users extend in `idem-lint.toml`
 //! (`[lints.nondeterministic_key] sources = [..], key_names = [..]`).
 
+pub mod entries;
 pub mod sinks;
 pub mod sources;
 pub mod store_crates;

@@ -90,7 +90,12 @@ declare_lint! {
     /// write that is itself conditional (`ON CONFLICT DO NOTHING`, `IF NOT EXISTS`); a
     /// key-only `INSERT` into a dedupe table (`INSERT INTO processed (event_id) VALUES
     /// ($1)`) whose error stops the handler (`?`) before any work, since the second
-    /// delivery's insert fails on the key.
+    /// delivery's insert fails on the key. Not reported either, because a repeat does nothing
+    /// twice: an `UPDATE` of the row read that sets its columns to values (what an activity
+    /// or a form carries: `diesel::update(post.find(id)).set(&form)`), unless it marks the
+    /// row done (`processed = true`, `status = 'done'`: the marker the check looks for), its
+    /// table or key is a dedupe record, or it increments or appends (`score = score + 1`, a
+    /// lost update; the help then proposes a conditional `UPDATE`).
     ///
     /// ### Why is this bad?
     /// Two deliveries of the same message that run at the same time both read "not
@@ -335,7 +340,16 @@ fn is_guard_marker(read: &StoreEvent, write: &StoreEvent) -> bool {
             || a.table.as_deref().is_some_and(names_a_guard)
             || a.dedupe_table
     });
-    write.access.value_is_marker || key_named
+    key_named || write.access.value_is_marker && !sets_row_again(write)
+}
+
+/// An `UPDATE` of a row that sets its columns to values (what the message carries): a second
+/// delivery that passes the check writes the same values again and nothing is done twice.
+/// Not one that marks the row done (the marker the check looks for), increments or appends
+/// (a lost update: the repeat adds again).
+fn sets_row_again(write: &StoreEvent) -> bool {
+    let shape = &write.access.shape;
+    shape.updates_rows && !shape.marks_done && !shape.increments && !shape.appends
 }
 
 /// A function that says it is the idempotency guard (`IdempotencyService::call`, a
@@ -450,7 +464,11 @@ fn report(cx: &mut LintContext<'_>, f: Finding, fix: Option<fixes::Fix>) {
         if let Some(e) = f.late_after {
             d.span_label(e, "the work starts here, before the claim");
         }
-        d.help(atomic_form(w.store, &w.command));
+        // The row exists: the atomic form is an update that tests what the check read.
+        d.help(atomic_form(
+            w.store,
+            w.shape.updates_rows || w.command.starts_with("UPDATE"),
+        ));
         d.help("or put `#[idempotent(key = ..., store = ...)]` on the handler");
         if let Some(fix) = fix {
             d.suggest_edits(fix.message, fix.edits, Applicability::MaybeIncorrect);
@@ -458,11 +476,11 @@ fn report(cx: &mut LintContext<'_>, f: Finding, fix: Option<fixes::Fix>) {
     });
 }
 
-fn atomic_form(store: Store, write: &str) -> &'static str {
+fn atomic_form(store: Store, updates_row: bool) -> &'static str {
     match store {
         // A read-modify-write of a row that exists (a counter, a status): no row to insert,
         // so the update itself must carry the condition the check tested.
-        Store::Sql if write.starts_with("UPDATE") => {
+        Store::Sql if updates_row => {
             "make the `UPDATE` its own check, a conditional update: add the condition the \
              read tested to its `WHERE` (a status: `.. WHERE id = $1 AND status = 'pending'`; \
              a counter: `SET n = n + 1 WHERE id = $1 AND n = $2`, `$2` the value read), and \

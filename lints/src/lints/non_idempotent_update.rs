@@ -7,6 +7,7 @@ use crate::analysis::key_text;
 use crate::analysis::message_key::{self, MessageKey};
 use crate::analysis::store_ops::Access;
 use crate::analysis::{CallGraph, FnId, StoreAccess, Summaries};
+use crate::catalog::entries::Delivery;
 use crate::context::LintContext;
 use crate::declare_lint;
 use crate::diagnostic::Applicability;
@@ -115,9 +116,6 @@ const COUNTER_KEY_WORDS: &[&str] = &[
     "views",
     "heartbeat",
 ];
-
-/// Words of a route handler's name, module or path that say it receives webhooks.
-const WEBHOOK_WORDS: &[&str] = &["webhook", "hook", "callback", "ipn", "notification"];
 
 struct Finding {
     op: Span,
@@ -281,34 +279,12 @@ fn is_plain_insert(a: &StoreAccess) -> bool {
             .is_some_and(|t| LOG_TABLES.iter().any(|w| t.contains(w)))
 }
 
-/// Entry kinds whose deliveries come again: jobs, queue consumers, Lambda and service
-/// handlers, webhooks. `main` and a library's API run when their caller decides.
+/// Entries whose deliveries come again: jobs, queue consumers, Lambda and service handlers,
+/// webhooks (the catalog's [`Delivery`]). `main` and a library's API run when their caller
+/// decides; a task runs once per spawn, and repeats when its spawner does (a consumer loop,
+/// a job), which the call graph follows.
 fn delivers_at_least_once(package: &Package, e: &EntryPoint) -> bool {
-    match e.kind {
-        EntryKind::Idempotent
-        | EntryKind::Service
-        | EntryKind::Job
-        | EntryKind::Configured
-        | EntryKind::Consumer => true,
-        EntryKind::Route => is_webhook(e.id.def(package).1),
-        // A task runs once per spawn: it repeats when its spawner does (a consumer loop,
-        // a job), which the call graph follows.
-        EntryKind::Spawned | EntryKind::Main | EntryKind::PublicApi => false,
-    }
-}
-
-/// A route handler whose name, module or route path says it receives webhooks.
-fn is_webhook(f: &FnDef) -> bool {
-    let named = |s: &str| {
-        let s = s.to_ascii_lowercase();
-        WEBHOOK_WORDS.iter().any(|w| s.contains(w))
-    };
-    let route = f.attrs.iter().any(|a| {
-        a.args.iter().any(
-            |arg| matches!(arg, crate::model::AttrArg::Lit(e) if e.as_str_lit().is_some_and(named)),
-        )
-    });
-    named(&f.name) || f.module.iter().any(|m| named(m)) || route
+    e.delivery(package) == Delivery::Redelivered
 }
 
 /// A write that adds to what is stored, unconditionally.

@@ -1,7 +1,9 @@
 use crate::analysis::effects::Effects;
+use crate::analysis::entry::EntryPoint;
 use crate::analysis::guards::{GuardFinder, GuardedPaths};
 use crate::analysis::message_key::{self, MessageKey};
 use crate::analysis::{CallGraph, FnId};
+use crate::catalog::entries::Delivery;
 use crate::context::LintContext;
 use crate::declare_lint;
 use crate::diagnostic::Applicability;
@@ -19,9 +21,20 @@ declare_lint! {
     /// tasks (`tokio::spawn`, `spawn_blocking`, a `JoinSet`'s `spawn`, also from a loop over
     /// incoming messages), job handlers, the public functions of a library, `#[idempotent]`
     /// handlers and the functions named in `[lints.unguarded_entry_point] entry_points`.
-    /// Guards are calls of `#[idempotent]` functions, atomic reservations whose result is
-    /// checked (`SET NX`, a conditional `put_item`, `INSERT .. ON CONFLICT DO NOTHING`), helpers
-    /// that make one, the functions named in `guards`, and checks that return or skip the item
+    /// A route table that registers handlers does not call them: each route is its own entry.
+    /// A path from an HTTP route, a user's command with its own intent, is compared only with
+    /// the guards that routes and entries of unknown callers (`main`, public functions,
+    /// spawned tasks) pass: a guard that only message consumers, job handlers, framework
+    /// callbacks, Lambda handlers and webhooks pass is against redeliveries, and a user who
+    /// asks twice for a password reset gets two e-mails, as asked. Which entries receive
+    /// redeliveries is the catalog's table (`catalog::entries`).
+    ///
+    /// Guards are calls of `#[idempotent]` functions, atomic reservations whose conflict stops
+    /// the work (`SET NX`, a conditional `put_item`, `INSERT .. ON CONFLICT DO NOTHING`: its
+    /// answer decided on, or the error it fails with on a taken key passed on with `?`; an
+    /// insert whose result is only handed on, or whose `?` only passes on a database error,
+    /// stops no duplicate), helpers that make one and whose answer the caller looks at the same
+    /// way, the functions named in `guards`, and checks that return or skip the item
     /// when the key is already recorded (`if store.is_processed(id) { return }`, a lookup of a
     /// dedupe-named table or by a dedupe-named column such as `uniq_hash`; SQL in the forms
     /// `check_then_act` lists, `query_file!`, `format!` skeletons and sea-query included). Such a check
@@ -177,7 +190,6 @@ fn find(cx: &LintContext<'_>) -> Vec<Finding> {
         summaries,
         &settings.guards,
     );
-    let paths = GuardedPaths::compute(&finder, entries);
     // Asked only for a call that skips a guard some other path passes: most packages have
     // none, and then no fn's effects are needed.
     let effects = LazyCell::new(|| {
@@ -190,12 +202,43 @@ fn find(cx: &LintContext<'_>) -> Vec<Finding> {
             &settings.effects,
         )
     });
+    let deliveries: Vec<Delivery> = entries.iter().map(|e| e.delivery(package)).collect();
+    let has = |d: Delivery| deliveries.contains(&d);
     let mut out = Vec::new();
+    if !(has(Delivery::Redelivered) && has(Delivery::UserCommand)) {
+        let paths = GuardedPaths::compute(&finder, entries);
+        find_skips(package, graph, &paths, &paths, &effects, &mut out);
+        return out;
+    }
+    // A guard against redelivered messages says nothing of a user's command, which is meant
+    // each time it is given: a path from a route is compared with the guards that routes
+    // (and entries of unknown callers) pass; every other path with every guard.
+    let not = |skip: Delivery| move |e: &EntryPoint| e.delivery(package) != skip;
+    let all = GuardedPaths::compute(&finder, entries.clone());
+    let redelivered =
+        GuardedPaths::compute_from(&finder, entries.clone(), not(Delivery::UserCommand));
+    let commands = GuardedPaths::compute_from(&finder, entries, not(Delivery::Redelivered));
+    find_skips(package, graph, &redelivered, &all, &effects, &mut out);
+    find_skips(package, graph, &commands, &commands, &effects, &mut out);
+    out
+}
+
+/// The calls on `unguarded`'s paths that leave the unguarded part of the crate for an effect
+/// that a path of `guarded` reaches only under a guard, added to `out` once per call.
+fn find_skips(
+    package: &Package,
+    graph: &CallGraph,
+    unguarded: &GuardedPaths,
+    guarded: &GuardedPaths,
+    effects: &Effects,
+    out: &mut Vec<Finding>,
+) {
     for id in graph.ids() {
-        if !is_unguarded_only(&paths, graph, id) {
+        // Reached from an entry point, and never under a guard.
+        if !unguarded.reached_unguarded(graph, id) || guarded.reached_guarded(graph, id) {
             continue;
         }
-        let Some(guards) = paths.guards(graph, id) else {
+        let Some(guards) = unguarded.guards(graph, id) else {
             continue;
         };
         for (i, call) in graph.calls(id).iter().enumerate() {
@@ -203,21 +246,15 @@ fn find(cx: &LintContext<'_>) -> Vec<Finding> {
             let skips_guard = guards.reachable[i]
                 && guards.dominated_by[i].is_none()
                 && !callee.def(package).1.has_attr("idempotent")
-                && paths.reached_guarded(graph, callee)
+                && guarded.reached_guarded(graph, callee)
                 && effects.has_effects(graph, callee);
             // A call through a trait is one edge per implementation: one finding per call.
-            let reported = out.last().is_some_and(|f: &Finding| f.call == call.span);
+            let reported = out.iter().any(|f: &Finding| f.call == call.span);
             if skips_guard && !reported {
-                out.extend(finding(package, graph, &paths, &effects, id, i));
+                out.extend(finding(package, graph, unguarded, guarded, effects, id, i));
             }
         }
     }
-    out
-}
-
-/// Reached from an entry point, and never under a guard.
-fn is_unguarded_only(paths: &GuardedPaths, graph: &CallGraph, id: FnId) -> bool {
-    paths.reached_unguarded(graph, id) && !paths.reached_guarded(graph, id)
 }
 
 fn name(package: &Package, id: FnId) -> String {
@@ -246,19 +283,20 @@ fn chain(
 fn finding(
     package: &Package,
     graph: &CallGraph,
-    paths: &GuardedPaths,
+    unguarded: &GuardedPaths,
+    guarded: &GuardedPaths,
     effects: &Effects,
     id: FnId,
     call: usize,
 ) -> Option<Finding> {
     let edge = &graph.calls(id)[call];
     let callee = edge.callee;
-    let (entry, _) = paths.path(graph, id, false)?;
+    let (entry, _) = unguarded.path(graph, id, false)?;
     let entry_fn = entry.id.def(package).1;
-    let (_, mut unguarded_chain) = chain(package, graph, paths, id, false)?;
+    let (_, mut unguarded_chain) = chain(package, graph, unguarded, id, false)?;
     unguarded_chain.push(format!("`{}`", name(package, callee)));
-    let (guarded_entry, guarded_chain) = chain(package, graph, paths, callee, true)?;
-    let site = paths.guard_site(package, graph, callee)?;
+    let (guarded_entry, guarded_chain) = chain(package, graph, guarded, callee, true)?;
+    let site = guarded.guard_site(package, graph, callee)?;
     let (_, effect) = effects.witness(graph, callee)?;
     let holder = name(package, site.holder);
     let callee_name = name(package, callee);
