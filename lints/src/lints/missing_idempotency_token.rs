@@ -1,6 +1,7 @@
 //! `missing_idempotency_token`: an API call that takes an idempotency token, sent without one.
 
 mod http;
+mod sdk;
 
 use crate::analysis::message_key::{self, MessageKey};
 use crate::analysis::resolve::Resolver;
@@ -31,7 +32,9 @@ declare_lint! {
     /// provider takes: an `Idempotency-Key` header to `api.stripe.com`, `PayPal-Request-Id`,
     /// `Cko-Idempotency-Key`, Square's `idempotency_key` body field. A key that is set, even
     /// one minted per call, is not reported here (a fresh `Uuid::new_v4()` per call is
-    /// `nondeterministic_key`'s).
+    /// `nondeterministic_key`'s). And async-stripe's create calls (`Refund::create(&client,
+    /// params)`, `PaymentIntent::create`, ...) on a client without
+    /// `with_strategy(RequestStrategy::Idempotent(key))` where the call's source builds it.
     ///
     /// Only operations whose repeat makes a second resource or effect are reported by
     /// default. Every operation of the table is classified by what a repeat without the
@@ -169,6 +172,7 @@ pub fn check(cx: &mut LintContext<'_>) {
         report(cx, f);
     }
     http::check(cx);
+    sdk::check(cx);
 }
 
 /// DynamoDB `TransactWriteItems`, whose repeat writes again unless its items are conditional.

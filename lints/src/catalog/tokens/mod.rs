@@ -39,6 +39,24 @@ pub struct HttpToken {
     pub note: &'static str,
 }
 
+/// A payment SDK whose create calls take an idempotency key through a request strategy.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SdkToken {
+    pub provider: &'static str,
+    /// The crate as code names it: `stripe` (async-stripe).
+    pub krate: &'static str,
+    /// The package names that bring it, as dependencies are listed (`-` as `_`).
+    pub packages: &'static [&'static str],
+    /// Associated functions that create: `Refund::create(&client, params)`.
+    pub calls: &'static [&'static str],
+    /// The crate's types whose `calls` move money or make objects.
+    pub types: &'static [&'static str],
+    /// Methods that set the strategy, on the client or the request.
+    pub setters: &'static [&'static str],
+    /// The strategy variant that carries a key: `RequestStrategy::Idempotent(key)`.
+    pub keyed: &'static str,
+}
+
 /// The HTTP API a URL text points at (`https://api.stripe.com/v1/refunds`,
 /// `format!("{}/v2/checkout/orders", "https://api-m.paypal.com")` as its skeleton).
 pub fn http_api_of(url: &str) -> Option<&'static HttpToken> {

@@ -3,7 +3,7 @@
 //! providers whose API reference documents the key are listed; Twilio, SendGrid and Postmark
 //! document none for sending, so a repeat there needs the handler's own guard, not a token.
 
-use super::{HttpToken, TokenPlace};
+use super::{HttpToken, SdkToken, TokenPlace};
 
 /// One row per provider: its API hosts and where the key goes.
 pub static PAYMENTS: &[HttpToken] = &[
@@ -48,3 +48,28 @@ pub static PAYMENTS: &[HttpToken] = &[
         note: "GoCardless answers a repeated key with a conflict naming the first resource",
     },
 ];
+
+/// Payment SDKs whose requests take the key through a request strategy: async-stripe's
+/// `client.with_strategy(RequestStrategy::Idempotent(key))` (0.x) or
+/// `.customize().request_strategy(RequestStrategy::Idempotent(key))` (1.x), sent as the
+/// `Idempotency-Key` header. The default strategy (`Once`) and `Retry(n)` send no key of the
+/// message: a redelivery creates again.
+pub static SDKS: &[SdkToken] = &[SdkToken {
+    provider: "Stripe",
+    krate: "stripe",
+    packages: &["async_stripe", "stripe"],
+    calls: &["create"],
+    types: &[
+        "Charge",
+        "CheckoutSession",
+        "Customer",
+        "Invoice",
+        "PaymentIntent",
+        "Payout",
+        "Refund",
+        "Subscription",
+        "Transfer",
+    ],
+    setters: &["with_strategy", "request_strategy"],
+    keyed: "Idempotent",
+}];
