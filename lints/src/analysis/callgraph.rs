@@ -515,6 +515,18 @@ impl Index {
     }
 }
 
+/// The implementation method `id` belongs to, as written (`impl Store for RedisStore`), when
+/// it is a method of `impl Trait for Type`: a finding that reached it through a call on the
+/// trait (a trait object, a generic bound, `impl Trait`) names the implementation it went
+/// through.
+pub fn implementation_of(package: &Package, id: FnId) -> Option<String> {
+    let (_, f) = id.def(package);
+    let tr = f.trait_path.as_ref()?.last();
+    let ty = f.self_ty.as_ref()?.core_path()?.last();
+    // A trait's own default body has the trait as its `Self`.
+    (tr != ty).then(|| format!("impl {tr} for {ty}"))
+}
+
 fn split_last(p: &DefPath) -> Option<(DefPath, &str)> {
     let (last, rest) = p.segments.split_last()?;
     Some((

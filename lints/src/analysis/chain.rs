@@ -13,6 +13,7 @@
 //! variable was first built, whatever branch they sit in: the flow is insensitive to order and
 //! control flow, so a step anywhere in the function counts as applied.
 
+use super::binding::let_parts;
 use crate::model::ir::{Block, Expr, ExprKind, Lit, Stmt};
 use crate::model::Span;
 use std::collections::HashMap;
@@ -93,8 +94,9 @@ impl<'a> Chain<'a> {
 }
 
 /// The local variables of one function body with the expressions assigned to them (`let x =
-/// e`, `x = e`), closures and nested blocks included. Patterns other than a plain name bind
-/// nothing here: their variables have no known definition.
+/// e`, `x = e`), closures and nested blocks included. A pattern binds the names whose
+/// expression it spells out ([`let_parts`]: `let (a, _) = (x, y)` defines `a` as `x`); a name
+/// bound to a part of a value (`let (a, b) = pair()`) has no known definition.
 #[derive(Debug, Default)]
 pub struct Locals<'a> {
     defs: HashMap<&'a str, Vec<&'a Expr>>,
@@ -129,8 +131,8 @@ impl<'a> Locals<'a> {
                 ..
             } = stmt
             {
-                if let Some(name) = pat.simple_name() {
-                    self.defs.entry(name).or_default().push(init);
+                for (name, part) in let_parts(pat, init) {
+                    self.defs.entry(name).or_default().push(part);
                 }
             }
         }

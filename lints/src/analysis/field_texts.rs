@@ -8,6 +8,7 @@
 //! known at the call: a field name given two different texts, or once a value that is not a
 //! constant text, has no text.
 
+use super::binding::let_parts;
 use super::flow::{const_text, format_sql, FlowCx};
 use super::FastMap;
 use crate::model::ir::{Block, Expr, ExprKind, Stmt};
@@ -156,10 +157,10 @@ fn top_level_lets(body: &Block) -> Locals<'_> {
             ..
         } = stmt
         {
-            if let Some(name) = pat.simple_name() {
+            for (name, part) in let_parts(pat, init) {
                 out.entry(name)
                     .and_modify(|known| *known = None)
-                    .or_insert(Some(init));
+                    .or_insert(Some(part));
             }
         }
     }

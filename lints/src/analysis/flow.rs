@@ -23,6 +23,7 @@
 //! branch adds to the variable's value instead of replacing it, so after the `if` the
 //! variable holds what either arm gave it. Loop bodies and closures are walked once.
 
+use super::binding::{bind_pattern, part_of, takes_parts, Binding, Hop};
 use super::callgraph::{CallGraph, CallKind};
 use super::resolve::{DefPath, Resolver};
 use super::store_ops::{self, Access, OpEnv, Store, StoreOp};
@@ -1048,54 +1049,92 @@ impl<'a> Walker<'a, '_> {
         }
     }
 
+    /// Binds every name of `pat` ([`bind_pattern`]) to its part of `v`: its description and
+    /// text follow the parts that keep them (the one field of `Some(x)`, a named field, a
+    /// tuple element; only a tuple's first element keeps a text, sea-query's `(sql, values)`).
     fn bind_pat(&mut self, pat: &'a Pat, v: Value, desc: Option<DescSrc<'a>>, s: Option<String>) {
-        match pat {
-            Pat::Ident {
-                name, span, sub, ..
-            } => {
-                if self.cx.catalog.sinks.is_key_name(name) {
-                    self.key_use(SinkKind::KeyName(name.clone()), *span, v.clone(), None);
-                }
-                if let Some(sub) = sub {
-                    self.bind_pat(sub, v.clone(), None, None);
-                }
-                self.bind_name(name, v, desc, s);
-            }
-            Pat::Typed { pat, .. } | Pat::Ref(pat) => self.bind_pat(pat, v, desc, s),
-            Pat::Tuple(ps) => {
-                for (i, p) in ps.iter().enumerate() {
-                    let d = self.part_desc(desc.as_ref(), &i.to_string());
-                    // A tuple has a text only as sea-query's `(sql, values)` of `.build(..)`,
-                    // whose first part is the SQL.
-                    let text = if i == 0 { s.clone() } else { None };
-                    self.bind_pat(p, v.field(&i.to_string()), d, text);
-                }
-            }
-            Pat::TupleStruct { elems, .. } => {
-                for (i, p) in elems.iter().enumerate() {
-                    // `Some(x)`/`Ok(x)` unwrap the whole value; `Event(id, _)` its fields.
-                    let fv = if elems.len() == 1 {
-                        v.clone()
+        let mut names = Vec::new();
+        bind_pattern(pat, &mut |b, trail| names.push((b, trail.to_vec())));
+        let whole = match &desc {
+            Some(DescSrc::Expr(e)) => Some(*e),
+            _ => None,
+        };
+        for (b, trail) in names {
+            let (mut v, mut desc, mut s) = (v.clone(), desc.clone(), s.clone());
+            // A pattern in the shape of its expression (`let (key, _) = (format!(..), 60)`)
+            // binds each name to its own part: the same key as `let key = format!(..)`.
+            let part = whole
+                .filter(|_| takes_parts(&trail))
+                .and_then(|e| part_of(e, &trail));
+            if let Some(part) = part {
+                v = self.value_of_part(v, &trail);
+                // As for `let mut q = Query::insert()..;`: a builder changed later is not
+                // the statement run.
+                let text =
+                    if b.mutable && super::query_builders::sea_query_sql(self, part).is_some() {
+                        None
                     } else {
-                        v.field(&i.to_string())
+                        self.string_of(part)
                     };
-                    let d = if elems.len() == 1 { desc.clone() } else { None };
-                    self.bind_pat(p, fv, d, None);
+                self.bind_part(b, v, Some(DescSrc::Expr(part)), text);
+                continue;
+            }
+            for hop in trail {
+                match hop {
+                    Hop::Typed(_) | Hop::Deref => {}
+                    Hop::Unwrap(_) | Hop::Alt => s = None,
+                    Hop::Sub => (desc, s) = (None, None),
+                    Hop::Elem(i) => {
+                        let part = i.to_string();
+                        desc = self.part_desc(desc.as_ref(), &part);
+                        v = v.field(&part);
+                        if i != 0 {
+                            s = None;
+                        }
+                    }
+                    Hop::Variant(_, i) => {
+                        v = v.field(&i.to_string());
+                        (desc, s) = (None, None);
+                    }
+                    Hop::Field(_, name) => {
+                        desc = self.part_desc(desc.as_ref(), name);
+                        v = v.field(name);
+                        s = None;
+                    }
                 }
             }
-            Pat::Struct { fields, .. } => {
-                for (name, p) in fields {
-                    let d = self.part_desc(desc.as_ref(), name);
-                    self.bind_pat(p, v.field(name), d, None);
-                }
-            }
-            Pat::Or(ps) => {
-                for p in ps {
-                    self.bind_pat(p, v.clone(), desc.clone(), None);
-                }
-            }
-            Pat::Path(_) | Pat::Lit(_) | Pat::Wild | Pat::Other => {}
+            self.bind_part(b, v, desc, s);
         }
+    }
+
+    /// The value of the part of `v` the hops take.
+    fn value_of_part(&self, mut v: Value, trail: &[Hop<'_>]) -> Value {
+        for hop in trail {
+            match *hop {
+                Hop::Elem(i) | Hop::Variant(_, i) => v = v.field(&i.to_string()),
+                Hop::Field(_, name) => v = v.field(name),
+                _ => {}
+            }
+        }
+        v
+    }
+
+    fn bind_part(
+        &mut self,
+        b: Binding<'a>,
+        v: Value,
+        desc: Option<DescSrc<'a>>,
+        s: Option<String>,
+    ) {
+        if self.cx.catalog.sinks.is_key_name(b.name) {
+            self.key_use(
+                SinkKind::KeyName(b.name.to_owned()),
+                b.span,
+                v.clone(),
+                None,
+            );
+        }
+        self.bind_name(b.name, v, desc, s);
     }
 
     /// The description of field `part` of a destructured value.
@@ -1391,6 +1430,7 @@ impl<'a> Walker<'a, '_> {
             ExprKind::If { cond, then, els } => self.eval_if(cond, then, els.as_deref()),
             ExprKind::Let { pat, expr } => {
                 let v = self.eval(expr);
+                self.types.bind_tested(pat, expr);
                 self.bind_pat(pat, v.clone(), Some(DescSrc::Expr(expr)), None);
                 v.only_ops()
             }
@@ -2096,6 +2136,7 @@ impl<'a> Walker<'a, '_> {
         self.branch_depth += 1;
         for arm in arms {
             self.enter_block(arm.body.span);
+            self.types.bind_tested(&arm.pat, scrutinee);
             self.bind_pat(&arm.pat, sv.clone(), sd.clone(), None);
             if let Some(g) = &arm.guard {
                 self.eval(g);

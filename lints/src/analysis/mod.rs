@@ -26,6 +26,7 @@
 //!   fn bodies ([`Analysis::reusing`]).
 
 pub use crate::budget;
+pub mod binding;
 pub mod callgraph;
 pub mod chain;
 pub mod completion;

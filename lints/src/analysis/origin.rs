@@ -6,6 +6,7 @@
 //! function's structure only; [`consumer_running`] says whether a delivery's consumer runs the
 //! function (so that a key minted before its retry loop is still minted per delivery).
 
+use super::binding::let_parts;
 use super::callgraph::CallGraph;
 use super::entry::EntryKind;
 use super::flow::FnId;
@@ -111,10 +112,15 @@ impl<'a> BodyIndex<'a> {
                         ..
                     } => {
                         *order += 1;
-                        destinations.push((init.span, *order, pat.simple_name()));
-                        if with_lets {
-                            if let Some(name) = pat.simple_name() {
-                                lets.push((init.span, *order, name));
+                        // Each name is its own part of the value (`let (key, _) = (mint(), 0)`).
+                        let parts = let_parts(pat, init);
+                        if parts.is_empty() {
+                            destinations.push((init.span, *order, None));
+                        }
+                        for (name, part) in parts {
+                            destinations.push((part.span, *order, Some(name)));
+                            if with_lets {
+                                lets.push((part.span, *order, name));
                             }
                         }
                     }

@@ -15,6 +15,7 @@
 //! database client; an executor that is neither a handle nor a parameter is "another
 //! connection" ([`Executor::Other`]).
 
+use super::binding::let_parts;
 use super::flow::FnId;
 use crate::model::ir::{Expr, ExprKind, Pat};
 use crate::model::{FnDef, Package, Span};
@@ -155,12 +156,11 @@ impl Transactions {
             return out;
         }
         // Handles bound by `let`, with their aliases.
-        let mut lets: Vec<(&Pat, &Expr)> = Vec::new();
-        body.walk_lets(&mut |pat, init| lets.extend(init.map(|i| (pat, i))));
-        for &(pat, init) in &lets {
-            let Some(name) = pat.simple_name() else {
-                continue;
-            };
+        let mut lets: Vec<(&str, &Expr)> = Vec::new();
+        body.walk_lets(&mut |pat, init| {
+            lets.extend(init.into_iter().flat_map(|i| let_parts(pat, i)))
+        });
+        for &(name, init) in &lets {
             if sql && opens_handle(init) {
                 out.txs.push(Tx {
                     kind: TxKind::Begun,
@@ -359,7 +359,7 @@ fn closure_tx(e: &Expr) -> Option<(Option<String>, Span)> {
 /// The `.send()` of a `transact_write_items()` chain, or the `query_async`/`query` of a
 /// `pipe().atomic()` chain, also when the chain was begun in a local (`let p =
 /// redis::pipe().atomic()..; p.query_async(conn)`).
-fn request_tx(e: &Expr, lets: &[(&Pat, &Expr)], dynamo: bool, redis: bool) -> Option<TxKind> {
+fn request_tx(e: &Expr, lets: &[(&str, &Expr)], dynamo: bool, redis: bool) -> Option<TxKind> {
     let ExprKind::MethodCall { method, .. } = &e.kind else {
         return None;
     };
@@ -372,7 +372,7 @@ fn request_tx(e: &Expr, lets: &[(&Pat, &Expr)], dynamo: bool, redis: bool) -> Op
         let Some(name) = root.as_path().and_then(|p| p.as_ident()) else {
             break;
         };
-        let mut defs = lets.iter().filter(|(p, _)| p.simple_name() == Some(name));
+        let mut defs = lets.iter().filter(|(n, _)| *n == name);
         let (Some((_, init)), None) = (defs.next(), defs.next()) else {
             break;
         };

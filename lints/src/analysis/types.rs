@@ -3,6 +3,9 @@
 //! field's declared type (`self.client`), or a crate fn's declared return type.
 //! No evidence gives `None`; nothing is guessed.
 
+use super::binding::{
+    bind_param, bind_pattern, keeps_whole, part_of, takes_parts, written_type, Hop,
+};
 use super::resolve::{DefPath, ModuleScope, Resolver};
 use super::{FastMap, PathMap, PathSet, Threads};
 use crate::model::ir::{is_marker_trait, Block, Expr, ExprKind, Pat, Stmt, Type};
@@ -233,6 +236,13 @@ impl Types {
     }
 }
 
+/// What binding a name without type evidence does to an older type of the name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Unknown {
+    Forget,
+    Keep,
+}
+
 /// The types known for the locals of one function.
 pub struct TypeEnv<'a> {
     package: &'a Package,
@@ -287,9 +297,11 @@ impl<'a> TypeEnv<'a> {
             chain_types: RefCell::default(),
         };
         for p in &f.params {
-            if let (Some(name), Some(ty)) = (p.pat.simple_name(), env.resolve_type(&p.ty)) {
-                env.locals.insert(name.to_owned(), ty);
-            }
+            let mut found: Vec<(&str, Option<DefPath>)> = Vec::new();
+            bind_param(&p.pat, &p.ty, &mut |b, trail| {
+                found.push((b.name, env.binding_type(trail, None)));
+            });
+            env.enter(found, Unknown::Keep);
         }
         env
     }
@@ -298,6 +310,13 @@ impl<'a> TypeEnv<'a> {
     /// type of `init`; a binding without evidence hides an older binding of the name.
     pub fn bind_let(&mut self, pat: &Pat, init: Option<&Expr>) {
         self.bind(pat, init);
+    }
+
+    /// Binds the pattern of an `if let`, `while let` or `match` arm tested against `value`:
+    /// names with type evidence get it, the others keep what they had (the pattern may not
+    /// match, and the walk does not leave the arm's scope here).
+    pub fn bind_tested(&mut self, pat: &Pat, value: &Expr) {
+        self.bind_pattern(pat, Some(value), Unknown::Keep);
     }
 
     /// A type written in this fn; a type parameter stands for its (first non-marker) bound,
@@ -325,15 +344,7 @@ impl<'a> TypeEnv<'a> {
             stmt.walk(&mut |e| {
                 if let ExprKind::Closure { params, .. } = &e.kind {
                     for p in params {
-                        if let (Some(n), Some(t)) = (p.simple_name(), p.ascribed_type()) {
-                            if let Some(t) =
-                                self.types
-                                    .resolve_at(self.resolver, self.at, t, self.self_ty)
-                            {
-                                self.forget_chains();
-                                self.locals.insert(n.to_owned(), t);
-                            }
-                        }
+                        self.bind_pattern(p, None, Unknown::Keep);
                     }
                 }
             });
@@ -343,18 +354,15 @@ impl<'a> TypeEnv<'a> {
         // from the types here, so `Some(c)` of an `Option<Client>` is a `Client`.
         for stmt in &block.stmts {
             stmt.walk(&mut |e| {
-                let unwrapped: Vec<(&Pat, &Expr)> = match &e.kind {
+                let bound: Vec<(&Pat, &Expr)> = match &e.kind {
                     ExprKind::Let { pat, expr } => vec![(pat, expr)],
                     ExprKind::Match { scrutinee, arms } => {
                         arms.iter().map(|a| (&a.pat, &**scrutinee)).collect()
                     }
                     _ => Vec::new(),
                 };
-                for (pat, value) in unwrapped {
-                    if let (Some(n), Some(t)) = (unwrapped_name(pat), self.type_of(value)) {
-                        self.forget_chains();
-                        self.locals.insert(n.to_owned(), t);
-                    }
+                for (pat, value) in bound {
+                    self.bind_pattern(pat, Some(value), Unknown::Keep);
                 }
                 let inner = match &e.kind {
                     ExprKind::Block(b) | ExprKind::Async { block: b, .. } => Some(b),
@@ -365,14 +373,7 @@ impl<'a> TypeEnv<'a> {
                 if let Some(b) = inner {
                     for s in &b.stmts {
                         if let Stmt::Let { pat, init, .. } = s {
-                            let ty = pat
-                                .ascribed_type()
-                                .and_then(|t| self.resolve_type(t))
-                                .or_else(|| init.as_ref().and_then(|i| self.type_of(i)));
-                            if let (Some(n), Some(t)) = (pat.simple_name(), ty) {
-                                self.forget_chains();
-                                self.locals.insert(n.to_owned(), t);
-                            }
+                            self.bind_pattern(pat, init.as_ref(), Unknown::Keep);
                         }
                     }
                 }
@@ -381,23 +382,84 @@ impl<'a> TypeEnv<'a> {
     }
 
     fn bind(&mut self, pat: &Pat, init: Option<&Expr>) {
-        let Some(name) = pat.simple_name() else {
-            return;
-        };
-        let ty = pat
-            .ascribed_type()
-            .and_then(|t| self.resolve_type(t))
-            .or_else(|| init.and_then(|i| self.type_of(i)));
-        self.forget_chains();
-        match ty {
-            Some(t) => {
-                self.locals.insert(name.to_owned(), t);
-            }
-            None => {
-                // A re-binding to something unknown hides the old type.
-                self.locals.remove(name);
+        self.bind_pattern(pat, init, Unknown::Forget);
+    }
+
+    /// Types every name of `pat` ([`bind_pattern`]) bound to `init`: from the pattern's own
+    /// ascription (`State(st): State<App>` makes `st` an `App`), else from `init`'s type
+    /// through the parts that keep it (`Some(c)` of an `Option<Client>`, a named field of a
+    /// crate struct). A name without evidence hides an older binding of it with
+    /// [`Unknown::Forget`] and leaves it with [`Unknown::Keep`] (the flow-insensitive scan).
+    fn bind_pattern(&mut self, pat: &Pat, init: Option<&Expr>, unknown: Unknown) {
+        let mut found: Vec<(&str, Option<DefPath>)> = Vec::new();
+        bind_pattern(pat, &mut |b, trail| {
+            found.push((b.name, self.binding_type(trail, init)));
+        });
+        self.enter(found, unknown);
+    }
+
+    /// Enters the types found for bound names.
+    fn enter(&mut self, found: Vec<(&str, Option<DefPath>)>, unknown: Unknown) {
+        for (name, ty) in found {
+            match ty {
+                Some(t) => {
+                    self.forget_chains();
+                    self.locals.insert(name.to_owned(), t);
+                }
+                None if unknown == Unknown::Forget => {
+                    self.forget_chains();
+                    self.locals.remove(name);
+                }
+                None => {}
             }
         }
+    }
+
+    /// The type of the part of a value a name receives through `trail`.
+    fn binding_type(&self, trail: &[Hop<'_>], init: Option<&Expr>) -> Option<DefPath> {
+        // The last ascription describes what follows it; before it, nothing matters.
+        let from = trail.iter().rposition(|h| matches!(h, Hop::Typed(_)));
+        let (mut written, mut resolved, rest) = match from {
+            Some(i) => (written_type(&trail[..=i]), None, &trail[i + 1..]),
+            None => {
+                let init = init?;
+                // `let (client, _) = (Client::new(), 3)`: the part's own expression.
+                if takes_parts(trail) {
+                    if let Some(part) = part_of(init, trail) {
+                        return self.type_of(part);
+                    }
+                }
+                (None, self.type_of(init), trail)
+            }
+        };
+        for hop in rest {
+            if let Some(t) = written {
+                written = None;
+                match *hop {
+                    Hop::Field(_, name) => {
+                        let ty = self.resolve_type(t)?;
+                        resolved = self.field_of(&ty, name);
+                    }
+                    _ => written = written_type(&[Hop::Typed(t), *hop]),
+                }
+                continue;
+            }
+            let ty = resolved.take()?;
+            resolved = match *hop {
+                Hop::Field(_, name) => self.field_of(&ty, name),
+                _ if keeps_whole(std::slice::from_ref(hop)) => Some(ty),
+                _ => None,
+            };
+        }
+        match written {
+            Some(t) => self.resolve_type(t),
+            None => resolved,
+        }
+    }
+
+    /// The declared type of field `name` of crate struct `ty`.
+    fn field_of(&self, ty: &DefPath, name: &str) -> Option<DefPath> {
+        self.types.field_type(self.package, self.resolver, ty, name)
     }
 
     /// Drops the memoized method-call types: a local's type changed.
@@ -542,20 +604,6 @@ impl TypeEnv<'_> {
         }
         let def = self.resolver.resolve_at(self.at, path, self.self_ty);
         self.types.statics.get(&def).cloned()
-    }
-}
-
-/// The name bound to the value inside `Some(x)`, `Ok(x)`, or to the value itself by `x`.
-fn unwrapped_name(pat: &Pat) -> Option<&str> {
-    match pat {
-        Pat::TupleStruct { path, elems } if matches!(path.last(), "Some" | "Ok") => {
-            match elems.as_slice() {
-                [one] => one.simple_name(),
-                _ => None,
-            }
-        }
-        Pat::Ref(p) => unwrapped_name(p),
-        other => other.simple_name(),
     }
 }
 

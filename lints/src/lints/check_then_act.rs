@@ -1,3 +1,4 @@
+use crate::analysis::callgraph::implementation_of;
 use crate::analysis::flow::{Branch, Decision, FnFlow, FnId, StoreEvent};
 use crate::analysis::locks::{held_before, held_by_every_caller};
 use crate::analysis::read_index::ReadIndex;
@@ -428,6 +429,7 @@ impl EffectsByPosition {
 }
 
 fn report(cx: &mut LintContext<'_>, f: Finding, fix: Option<fixes::Fix>) {
+    let package = cx.package;
     let (w, r) = (&f.write.access, &f.read.access);
     let message = match f.late_after {
         None => format!(
@@ -449,16 +451,20 @@ fn report(cx: &mut LintContext<'_>, f: Finding, fix: Option<fixes::Fix>) {
             d.span_label(f.branch, "and the check decides here");
         }
         // Through a helper: where the helper touches the store.
-        if f.read.via.is_some() {
+        if let Some(via) = f.read.via {
             d.span_label(
                 f.read.access.span,
-                format!("`{}` reads the store here", r.command),
+                format!(
+                    "`{}` reads the store here{}",
+                    r.command,
+                    through(package, via)
+                ),
             );
         }
-        if f.write.via.is_some() {
+        if let Some(via) = f.write.via {
             d.span_label(
                 f.write.access.span,
-                format!("`{}` writes it here", w.command),
+                format!("`{}` writes it here{}", w.command, through(package, via)),
             );
         }
         if let Some(e) = f.late_after {
@@ -474,6 +480,13 @@ fn report(cx: &mut LintContext<'_>, f: Finding, fix: Option<fixes::Fix>) {
             d.suggest_edits(fix.message, fix.edits, Applicability::MaybeIncorrect);
         }
     });
+}
+
+/// `, in `impl Store for RedisStore``: the implementation a helper call went through.
+fn through(package: &Package, via: FnId) -> String {
+    implementation_of(package, via)
+        .map(|i| format!(", in `{i}`"))
+        .unwrap_or_default()
 }
 
 fn atomic_form(store: Store, updates_row: bool) -> &'static str {

@@ -1,5 +1,8 @@
 //! `missing_idempotency_token`: an API call that takes an idempotency token, sent without one.
 
+mod http;
+mod sdk;
+
 use crate::analysis::message_key::{self, MessageKey};
 use crate::analysis::resolve::Resolver;
 use crate::analysis::FastMap;
@@ -22,6 +25,16 @@ declare_lint! {
     /// `transact_write_items` without `client_request_token`, EC2 `run_instances` without
     /// `client_token`, Step Functions `start_execution` without `name`, and about 1,350 other
     /// operations read from the SDK's sources.
+    ///
+    /// Payment APIs called through a generic HTTP client too: a `POST` (`.post(url)`,
+    /// `.request(Method::POST, url)`) to a host of the catalog (`catalog/tokens/payments.rs`:
+    /// Stripe, PayPal, Adyen, Square, Checkout.com, GoCardless) sent without the key the
+    /// provider takes: an `Idempotency-Key` header to `api.stripe.com`, `PayPal-Request-Id`,
+    /// `Cko-Idempotency-Key`, Square's `idempotency_key` body field. A key that is set, even
+    /// one minted per call, is not reported here (a fresh `Uuid::new_v4()` per call is
+    /// `nondeterministic_key`'s). And async-stripe's create calls (`Refund::create(&client,
+    /// params)`, `PaymentIntent::create`, ...) on a client without
+    /// `with_strategy(RequestStrategy::Idempotent(key))` where the call's source builds it.
     ///
     /// Only operations whose repeat makes a second resource or effect are reported by
     /// default. Every operation of the table is classified by what a repeat without the
@@ -158,6 +171,8 @@ pub fn check(cx: &mut LintContext<'_>) {
     for f in kept {
         report(cx, f);
     }
+    http::check(cx);
+    sdk::check(cx);
 }
 
 /// DynamoDB `TransactWriteItems`, whose repeat writes again unless its items are conditional.

@@ -1,6 +1,7 @@
 //! `retry_without_backoff`: a retry loop with no delay, a fixed delay without jitter, or no
 //! attempt cap; and a retry crate's policy configured without jitter or without a cap.
 
+use crate::analysis::binding::let_parts;
 use crate::analysis::resolve::path_ends_with_in;
 use crate::analysis::words::{called_path, path_ends_with, words, Word};
 use crate::analysis::{Chain, FastMap, FastSet, Locals, MethodStep, Step};
@@ -342,7 +343,9 @@ fn bound_in<'a>(body: &'a Block, tested: &Expr) -> Option<&'a Expr> {
     body.stmts.iter().find_map(|s| match s {
         Stmt::Let {
             pat, init: Some(i), ..
-        } if pat.simple_name() == Some(name) => Some(i),
+        } => let_parts(pat, i)
+            .into_iter()
+            .find_map(|(n, part)| (n == name).then_some(part)),
         _ => None,
     })
 }

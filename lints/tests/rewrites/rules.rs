@@ -197,6 +197,10 @@ pub const ALL: &[Rewrite] = &[
         name: "step_extension_trait",
         apply: Apply::Crate(step_extension_trait),
     },
+    Rewrite {
+        name: "let_through_tuple",
+        apply: Apply::File(let_through_tuple),
+    },
 ];
 
 /// Runs `visit` over the parsed file with fresh edits; the result only if it parses.
@@ -2177,6 +2181,31 @@ pub fn client_in_arc_field(sources: &[(PathBuf, String)]) -> Option<Sources> {
 
 pub fn client_in_static(sources: &[(PathBuf, String)]) -> Option<Sources> {
     move_clients(sources, ClientHome::Static)
+}
+
+// ------------------------------------------------------------------ binding forms
+
+/// Every `let x = init;` (one name, no type, no `else`) becomes `let (x, _) = (init, ());`:
+/// the same binding through a tuple pattern, so the name is the same value.
+pub fn let_through_tuple(text: &str) -> Option<String> {
+    rewrite(text, |file, edits| {
+        each_fn_block(file, |b| {
+            for stmt in &b.stmts {
+                let syn::Stmt::Local(local) = stmt else {
+                    continue;
+                };
+                let (syn::Pat::Ident(id), Some(init)) = (&local.pat, &local.init) else {
+                    continue;
+                };
+                if id.subpat.is_some() || id.by_ref.is_some() || init.diverge.is_some() {
+                    continue;
+                }
+                edits.replace(id.span(), format!("({}, _)", edits.source(id.span())));
+                edits.insert_before(init.expr.span(), "(");
+                edits.insert_after(init.expr.span(), ", ())");
+            }
+        });
+    })
 }
 
 #[cfg(test)]

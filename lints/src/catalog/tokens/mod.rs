@@ -8,6 +8,70 @@
 //! derives the id from the body. Which kind of queue a URL names is not in the source.
 
 pub mod aws;
+pub mod payments;
+
+/// Where an HTTP API takes its idempotency key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TokenPlace {
+    /// A request header: `Idempotency-Key`, `PayPal-Request-Id`.
+    Header(&'static str),
+    /// A field of the JSON body: Square's `idempotency_key`.
+    BodyField(&'static str),
+}
+
+impl TokenPlace {
+    /// The header or field name.
+    pub fn name(self) -> &'static str {
+        match self {
+            TokenPlace::Header(n) | TokenPlace::BodyField(n) => n,
+        }
+    }
+}
+
+/// An HTTP API whose state-changing requests (`POST`) take an idempotency key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HttpToken {
+    pub provider: &'static str,
+    /// Hosts of the API: a URL whose host is one of them or ends in `.` and one of them.
+    pub hosts: &'static [&'static str],
+    pub place: TokenPlace,
+    /// What the provider does with a repeated key, one sentence.
+    pub note: &'static str,
+}
+
+/// A payment SDK whose create calls take an idempotency key through a request strategy.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SdkToken {
+    pub provider: &'static str,
+    /// The crate as code names it: `stripe` (async-stripe).
+    pub krate: &'static str,
+    /// The package names that bring it, as dependencies are listed (`-` as `_`).
+    pub packages: &'static [&'static str],
+    /// Associated functions that create: `Refund::create(&client, params)`.
+    pub calls: &'static [&'static str],
+    /// The crate's types whose `calls` move money or make objects.
+    pub types: &'static [&'static str],
+    /// Methods that set the strategy, on the client or the request.
+    pub setters: &'static [&'static str],
+    /// The strategy variant that carries a key: `RequestStrategy::Idempotent(key)`.
+    pub keyed: &'static str,
+}
+
+/// The HTTP API a URL text points at (`https://api.stripe.com/v1/refunds`,
+/// `format!("{}/v2/checkout/orders", "https://api-m.paypal.com")` as its skeleton).
+pub fn http_api_of(url: &str) -> Option<&'static HttpToken> {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let host = rest
+        .split(['/', '?', ':', '{'])
+        .next()
+        .unwrap_or("")
+        .to_ascii_lowercase();
+    payments::PAYMENTS.iter().find(|t| {
+        t.hosts
+            .iter()
+            .any(|h| host == *h || host.strip_suffix(h).is_some_and(|pre| pre.ends_with('.')))
+    })
+}
 
 /// What happens to a request sent without its token.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -190,6 +254,30 @@ mod tests {
                 assert_eq!(t.repeat, NoEffect, "{}", t.method);
             }
             assert_eq!(t.naming.is_some(), t.repeat == Conflicts, "{}", t.method);
+        }
+    }
+
+    #[test]
+    fn urls_name_their_provider_by_host_only() {
+        use super::http_api_of;
+        let provider = |u: &str| http_api_of(u).map(|t| t.provider);
+        assert_eq!(
+            provider("https://api.stripe.com/v1/refunds"),
+            Some("Stripe")
+        );
+        assert_eq!(
+            provider("https://api-m.sandbox.paypal.com/v2/checkout/orders"),
+            Some("PayPal")
+        );
+        assert_eq!(
+            provider("https://checkout-test.adyen.com/v71/payments"),
+            Some("Adyen")
+        );
+        assert_eq!(provider("https://evil.example/api.stripe.com"), None);
+        assert_eq!(provider("https://notadyen.com/payments"), None);
+        assert_eq!(provider("https://api.github.com/repos"), None);
+        for t in super::payments::PAYMENTS {
+            assert!(!t.hosts.is_empty() && !t.place.name().is_empty(), "{t:?}");
         }
     }
 
