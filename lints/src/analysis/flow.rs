@@ -400,7 +400,7 @@ fn next_placeholder(text: &str) -> Option<(usize, usize, &str)> {
 /// Whether a repeat of the write fails with an error (a conditional DynamoDB write, a
 /// key-only insert), so that `?` on it stops a second delivery.
 fn fails_out(a: &StoreAccess) -> bool {
-    a.store == Store::DynamoDb && a.access == Access::Claim || a.shape.key_only
+    a.access == Access::Claim && a.shape.fails_when_taken || a.shape.key_only
 }
 
 /// A value that reached a key sink.

@@ -13,6 +13,7 @@ pub mod sources;
 pub mod store_crates;
 pub mod store_names;
 pub mod store_traits;
+pub mod stores;
 pub mod tokens;
 
 pub use sinks::{SinkCatalog, SinkKind};
