@@ -43,6 +43,7 @@ pub mod key_text;
 pub mod kv_store;
 pub mod locks;
 pub mod message_key;
+pub mod mongo_ops;
 pub mod origin;
 pub mod query_builders;
 pub mod read_index;

@@ -230,6 +230,7 @@ pub fn classify<'a>(env: &dyn OpEnv<'a>, expr: &'a Expr) -> Option<StoreOp<'a>> 
     }
     redis_method(env, receiver, method, args, expr.span)
         .or_else(|| super::kv_store::classify(env, receiver, method, args, expr.span))
+        .or_else(|| super::mongo_ops::classify(env, receiver, method, args, expr.span))
 }
 
 // ---------------------------------------------------------------- named operations

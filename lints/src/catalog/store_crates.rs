@@ -14,7 +14,11 @@ pub(crate) const REDIS_CRATES: &[&str] = super::stores::redis::CRATES;
 pub(crate) const SQL_CRATES: &[&str] = super::stores::sql::CRATES;
 
 /// Store crates that are not Redis, SQL or a key-value family.
-const OTHER_STORE_CRATES: &[&str] = &[super::stores::dynamodb::CRATE, "sea_query"];
+const OTHER_STORE_CRATES: &[&str] = &[
+    super::stores::dynamodb::CRATE,
+    super::stores::mongodb::CRATE,
+    "sea_query",
+];
 
 /// Every crate whose paths, types or dependency make a call a store operation.
 pub(crate) fn store_crates() -> impl Iterator<Item = &'static str> {

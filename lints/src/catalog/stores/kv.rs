@@ -59,7 +59,7 @@ pub const SLED: KvFamily = KvFamily {
     name: "sled",
     crates: &["sled"],
     receiver_names: &["db", "tree", "sled", "sled_db"],
-    command_prefix: "",
+    command_prefix: "sled.",
     methods: &[
         MethodRow::new("get", OpKind::Read, 0).arity(1, 1),
         MethodRow::new("contains_key", OpKind::Read, 0).arity(1, 1),

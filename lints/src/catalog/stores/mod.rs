@@ -9,6 +9,7 @@
 
 pub mod dynamodb;
 pub mod kv;
+pub mod mongodb;
 pub mod redis;
 pub mod sql;
 
