@@ -1,8 +1,9 @@
 //! Catalogs of known APIs the analyses look for: nondeterministic value sources
 //! ([`sources`]), places where a value is used as an idempotency key ([`sinks`]), the
 //! operations that take an idempotency token ([`tokens`]) and the names of store checks and
-//! marks whose body is not visible ([`store_names`]), and the store traits whose methods
-//! are also called in path form ([`store_traits`]).
+//! marks whose body is not visible ([`store_names`]), the store traits whose methods
+//! are also called in path form ([`store_traits`]), and the store operations of each store
+//! crate family ([`stores`]).
 //!
 //! Both are data, not code: a lint asks "is this call a source?" or "is this name a key?"
 //! and the answer comes from a table that users extend in `idem-lint.toml`
