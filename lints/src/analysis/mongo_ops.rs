@@ -90,7 +90,8 @@ fn is_collection(env: &dyn OpEnv<'_>, receiver: &Expr, unique: bool) -> bool {
             }))
 }
 
-/// The (name, value) fields of a document macro, following the local it is bound to.
+/// The (name, value) fields of a document macro or of a typed collection's struct literal,
+/// following the local it is bound to.
 fn document<'a>(
     env: &dyn OpEnv<'a>,
     e: &'a Expr,
@@ -106,6 +107,10 @@ fn document<'a>(
                 })
                 .collect(),
         ),
+        // A typed collection's document: `LabelRecord { shipment_id, .. }`.
+        ExprKind::Struct { fields, .. } => {
+            Some(fields.iter().map(|(n, v)| (n.as_str(), v)).collect())
+        }
         ExprKind::Path(p) if depth < MAX_LOCALS => {
             document(env, env.local_init(p.as_ident()?)?, depth + 1)
         }
