@@ -15,22 +15,25 @@ use super::sql::{OnConflict, SqlStatement, SqlVerb};
 use super::store_ops::{Access, Expiry, OpEnv, Store};
 use super::summary::StoreAccess;
 use super::transactions::{names_a_transaction, Executor, Transactions};
+use crate::catalog::stores::{redis, Ttl};
 use crate::model::ir::{Block, Expr, ExprKind};
 use crate::model::{FnDef, Package, Span};
 
-/// Redis command methods: `name(args)` made with `access`.
-pub(crate) fn redis_method<'a>(
+/// A store method's expiry as its catalog row says ([`Ttl`]): `args` the call's arguments,
+/// `access` what the call does (options give only a claim an expiry).
+pub(crate) fn of_ttl<'a>(
     env: &dyn OpEnv<'a>,
-    name: &str,
+    ttl: Ttl,
     access: Access,
     args: &'a [Expr],
 ) -> Option<Expiry> {
-    let secs = |i: usize| args.get(i).and_then(|a| int_of(env, a)).map(|s| s * 1000);
-    match name {
-        "set_nx" | "setnx" => Some(Expiry::Never),
-        "set_ex" | "setex" => Some(Expiry::After(secs(2))),
-        "pset_ex" => Some(Expiry::After(args.get(2).and_then(|a| int_of(env, a)))),
-        "set" | "set_options" if access == Access::Claim => Some(
+    let int = |i: usize| args.get(i).and_then(|a| int_of(env, a));
+    match ttl {
+        Ttl::Never => Some(Expiry::Never),
+        Ttl::Secs(i) => Some(Expiry::After(int(i).map(|s| s * 1000))),
+        Ttl::Millis(i) => Some(Expiry::After(int(i))),
+        Ttl::At => Some(Expiry::After(None)),
+        Ttl::Options if access == Access::Claim => Some(
             args.get(2..)
                 .unwrap_or_default()
                 .iter()
@@ -86,11 +89,12 @@ pub(crate) fn redis_cmd<'a>(
     args: &[&'a Expr],
 ) -> Option<Expiry> {
     let int = |i: usize| args.get(i).and_then(|a| int_of(env, a));
-    match upper {
-        "SETNX" => Some(Expiry::Never),
-        "SETEX" => Some(Expiry::After(int(1).map(|s| s * 1000))),
-        "PSETEX" => Some(Expiry::After(int(1))),
-        "SET" => {
+    match redis::raw(upper)?.ttl {
+        Ttl::Never => Some(Expiry::Never),
+        Ttl::Secs(i) => Some(Expiry::After(int(i).map(|s| s * 1000))),
+        Ttl::Millis(i) => Some(Expiry::After(int(i))),
+        Ttl::At => Some(Expiry::After(None)),
+        Ttl::Options => {
             let at = |word: &str| {
                 args.iter().position(|a| {
                     env.string_of(a)
@@ -120,12 +124,11 @@ pub(crate) fn pipeline_expire<'a>(
     command: &str,
     args: &[&'a Expr],
 ) -> Option<Expiry> {
-    let int = || args.get(1).and_then(|a| int_of(env, a));
-    match command.to_ascii_lowercase().as_str() {
-        "expire" => Some(Expiry::After(int().map(|s| s * 1000))),
-        "pexpire" => Some(Expiry::After(int())),
-        "expire_at" | "expireat" | "pexpire_at" | "pexpireat" => Some(Expiry::After(None)),
-        _ => None,
+    let int = |i: usize| args.get(i).and_then(|a| int_of(env, a));
+    match redis::expire(command)?.ttl {
+        Ttl::Secs(i) => Some(Expiry::After(int(i).map(|s| s * 1000))),
+        Ttl::Millis(i) => Some(Expiry::After(int(i))),
+        _ => Some(Expiry::After(None)),
     }
 }
 
@@ -324,10 +327,7 @@ pub fn expire_calls(body: &Block) -> Vec<Span> {
     let mut out = Vec::new();
     body.walk(&mut |e| match &e.kind {
         ExprKind::MethodCall { method, .. }
-            if matches!(
-                method.as_str(),
-                "expire" | "pexpire" | "expire_at" | "pexpire_at" | "expireat" | "pexpireat"
-            ) =>
+            if redis::EXPIRES.iter().any(|r| r.method == method) =>
         {
             out.push(e.span)
         }

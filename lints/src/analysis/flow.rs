@@ -26,10 +26,11 @@
 use super::binding::{bind_pattern, part_of, takes_parts, Binding, Hop};
 use super::callgraph::{CallGraph, CallKind};
 use super::resolve::{DefPath, Resolver};
-use super::store_ops::{self, Access, OpEnv, Store, StoreOp};
+use super::store_ops::{self, Access, OpEnv, StoreOp};
 use super::summary::{FnSummary, StoreAccess};
 use super::types::{TypeEnv, Types};
 use super::PathMap;
+use crate::catalog::stores::mongodb::DOC_MACROS;
 use crate::catalog::{Catalog, SinkKind, SourceKind};
 use crate::model::ir::{BinOp, Block, Expr, ExprKind, Lit, MacroCall, Pat, Path, Stmt};
 use crate::model::{FileModel, FnDef, Package, Span};
@@ -401,7 +402,7 @@ fn next_placeholder(text: &str) -> Option<(usize, usize, &str)> {
 /// Whether a repeat of the write fails with an error (a conditional DynamoDB write, a
 /// key-only insert), so that `?` on it stops a second delivery.
 fn fails_out(a: &StoreAccess) -> bool {
-    a.store == Store::DynamoDb && a.access == Access::Claim || a.shape.key_only
+    a.access == Access::Claim && a.shape.fails_when_taken || a.shape.key_only
 }
 
 /// A value that reached a key sink.
@@ -1896,17 +1897,14 @@ impl<'a> Walker<'a, '_> {
                 self.key_use(SinkKind::GuardKey(op.command.clone()), k.span, v, None);
             }
         }
-        // A DynamoDB marker item may carry who or where beside its marker attributes (the
-        // account, the worker's host); a computed result among them makes the item a cache.
-        // (A SQL row's other columns are business data: a job queue's payload.)
-        let context_too = op.store == Store::DynamoDb;
-        let value_is_marker = op.values.iter().all(|v| self.is_marker(v))
-            || context_too
-                && op.values.iter().any(|v| self.is_marker(v))
-                && op
-                    .values
-                    .iter()
-                    .all(|v| self.is_marker(v) || self.is_context(v, 0));
+        // One rule for every store: a write marks when what it stores records that the
+        // work happened: markers (a literal, a status, a timestamp, the message's id), with
+        // who or where beside them (the account, the worker's host), in any shape (a
+        // document, a list). A value the function computed or was handed as data (a
+        // rendered page, a user) with no marker makes it a cache or a business write.
+        let kinds: Vec<Option<bool>> = op.values.iter().map(|v| self.record(v, 0)).collect();
+        let value_is_marker =
+            kinds.iter().all(Option::is_some) && (kinds.is_empty() || kinds.contains(&Some(true)));
         let access = StoreAccess {
             store: op.store,
             access: op.access,
@@ -1970,6 +1968,56 @@ impl<'a> Walker<'a, '_> {
             }
             _ => false,
         }
+    }
+
+    /// What a value a write stores is: `Some(true)` a marker (a literal, a constant, a
+    /// timestamp, a status, the message's id: `order.id`), `Some(false)` who or where (a
+    /// parameter, `self`, an environment variable), `None` a computed result; a document,
+    /// collection or slice (`doc! { "at": now, "by": &host }`, `&b"done"[..]`) is what its
+    /// parts are.
+    fn record(&self, e: &Expr, depth: usize) -> Option<bool> {
+        if self.is_marker(e) || store_ops::is_key_like(e) {
+            return Some(true);
+        }
+        let parts: Vec<&Expr> = match &e.peel().kind {
+            _ if depth >= 4 => Vec::new(),
+            // A document's field names are not what it stores.
+            ExprKind::Macro(m) if m.parsed && DOC_MACROS.contains(&m.path.last()) => {
+                m.args.iter().skip(1).step_by(2).collect()
+            }
+            ExprKind::Macro(m) if m.parsed => m.args.iter().collect(),
+            ExprKind::Array(items) => items.iter().collect(),
+            ExprKind::Index { base, .. } => vec![&**base],
+            // `let update = doc! { .. }; ..replace_one(filter, update, None)`.
+            ExprKind::Path(p) => p
+                .as_ident()
+                .and_then(|n| self.local_init(n))
+                .into_iter()
+                .collect(),
+            ExprKind::Struct {
+                fields, rest: None, ..
+            } => fields.iter().map(|(_, v)| v).collect(),
+            // `AttributeValue::S(order.id.clone())`, `order.id.to_string()`.
+            ExprKind::Call { func, args }
+                if func
+                    .as_path()
+                    .is_some_and(|p| MARKER_WRAPPERS.contains(&p.last())) =>
+            {
+                args.iter().collect()
+            }
+            ExprKind::MethodCall {
+                receiver, method, ..
+            } if CONVERSIONS.contains(&method.as_str()) => vec![&**receiver],
+            _ => Vec::new(),
+        };
+        if !parts.is_empty() {
+            let kinds: Option<Vec<bool>> =
+                parts.iter().map(|p| self.record(p, depth + 1)).collect();
+            if let Some(kinds) = kinds {
+                return Some(kinds.contains(&true));
+            }
+        }
+        self.is_context(e, 0).then_some(false)
     }
 
     /// `inner?`: a conditional DynamoDB write fails when the item exists, and so does a

@@ -21,6 +21,7 @@
 use super::resolve::DefPath;
 use super::sql::{self, Assigned, OnConflict, SqlStatement, SqlVerb};
 use crate::catalog::store_crates::{REDIS_CRATES, SQL_CRATES};
+use crate::catalog::stores::{self, dynamodb as ddb, redis, sql as sqlc, ClaimTest, OpKind};
 use crate::catalog::{NamedOp, StoreNames};
 use crate::model::ir::{Expr, ExprKind, Path};
 use crate::model::Span;
@@ -35,8 +36,11 @@ pub enum Store {
     /// trait object or another crate's client): see [`named_op`].
     Named,
     /// A web framework's session store used as a key-value store (`session.get(k)`,
-    /// `session.insert(k, v)`): see [`super::session_store`].
+    /// `session.insert(k, v)`): see [`super::kv_store`].
     Session,
+    /// A key-value store of a catalog family (sled, JetStream KV), by the family's name:
+    /// see [`super::kv_store`].
+    Kv(&'static str),
 }
 
 impl Store {
@@ -47,6 +51,7 @@ impl Store {
             Store::Sql => "SQL",
             Store::Named => "store",
             Store::Session => "session store",
+            Store::Kv(name) => name,
         }
     }
 }
@@ -68,6 +73,19 @@ pub enum Access {
     Claim,
     /// `DEL`, `delete_item`, `DELETE`.
     Delete,
+}
+
+/// The access of a catalog row's operation (`None` for expiries and transaction steps,
+/// which are no access of a key).
+pub(crate) fn access_of(op: OpKind) -> Option<Access> {
+    Some(match op {
+        OpKind::Read => Access::Read,
+        OpKind::Write | OpKind::Increment => Access::Write,
+        OpKind::Upsert => Access::Upsert,
+        OpKind::Claim(_) => Access::Claim,
+        OpKind::Delete => Access::Delete,
+        OpKind::Expire | OpKind::TxBegin | OpKind::TxCommit | OpKind::TxRollback => return None,
+    })
 }
 
 impl Access {
@@ -193,7 +211,7 @@ pub fn classify<'a>(env: &dyn OpEnv<'a>, expr: &'a Expr) -> Option<StoreOp<'a>> 
         return None;
     };
     let method = method.as_str();
-    if method == "send" && args.is_empty() {
+    if method == ddb::TERMINAL && args.is_empty() {
         return dynamodb(env, receiver, expr.span);
     }
     if let Some(op) = sql_op(env, receiver, method, args, expr.span) {
@@ -202,7 +220,7 @@ pub fn classify<'a>(env: &dyn OpEnv<'a>, expr: &'a Expr) -> Option<StoreOp<'a>> 
     if let Some(op) = super::query_builders::classify(env, receiver, method, args, expr.span) {
         return Some(op);
     }
-    if matches!(method, "query_async" | "query" | "exec_async" | "exec") {
+    if redis::RUNNERS.contains(&method) {
         if let Some(op) = redis_cmd(env, receiver, expr.span) {
             return Some(op);
         }
@@ -211,7 +229,8 @@ pub fn classify<'a>(env: &dyn OpEnv<'a>, expr: &'a Expr) -> Option<StoreOp<'a>> 
         }
     }
     redis_method(env, receiver, method, args, expr.span)
-        .or_else(|| super::session_store::classify(env, receiver, method, args, expr.span))
+        .or_else(|| super::kv_store::classify(env, receiver, method, args, expr.span))
+        .or_else(|| super::mongo_ops::classify(env, receiver, method, args, expr.span))
 }
 
 // ---------------------------------------------------------------- named operations
@@ -312,106 +331,13 @@ pub(crate) fn is_key_like(e: &Expr) -> bool {
 
 // ---------------------------------------------------------------- Redis
 
-/// Redis command methods (`redis::Commands`/`AsyncCommands`, fred, deadpool re-exports):
-/// (name, access, index of the key argument, index of the value argument).
-const REDIS_METHODS: &[(&str, Access, usize, Option<usize>)] = &[
-    ("exists", Access::Read, 0, None),
-    ("get", Access::Read, 0, None),
-    ("hget", Access::Read, 0, None),
-    ("hexists", Access::Read, 0, None),
-    ("sismember", Access::Read, 0, None),
-    ("hgetall", Access::Read, 0, None),
-    ("set", Access::Write, 0, Some(1)),
-    ("set_ex", Access::Write, 0, Some(1)),
-    ("pset_ex", Access::Write, 0, Some(1)),
-    ("setex", Access::Write, 0, Some(1)),
-    ("hset", Access::Write, 0, Some(2)),
-    ("hset_multiple", Access::Write, 0, Some(1)),
-    ("incr", Access::Write, 0, Some(1)),
-    ("decr", Access::Write, 0, Some(1)),
-    ("hincr", Access::Write, 0, Some(2)),
-    ("zincr", Access::Write, 0, Some(2)),
-    ("rpush", Access::Write, 0, Some(1)),
-    ("lpush", Access::Write, 0, Some(1)),
-    ("xadd", Access::Write, 0, Some(2)),
-    ("append", Access::Write, 0, Some(1)),
-    // `SADD`'s answer is how many members it added: a claim when it is tested, a plain
-    // write when not (the consumers ask [`super::flow::StoreEvent::won_claim`]).
-    ("sadd", Access::Claim, 0, Some(1)),
-    ("set_nx", Access::Claim, 0, Some(1)),
-    ("setnx", Access::Claim, 0, Some(1)),
-    ("hset_nx", Access::Claim, 0, Some(2)),
-    ("hsetnx", Access::Claim, 0, Some(2)),
-    ("set_options", Access::Write, 0, Some(1)),
-    ("del", Access::Delete, 0, None),
-    ("unlink", Access::Delete, 0, None),
-];
-
-/// Command names no other common API has: evidence of Redis on their own, given a Redis
-/// dependency.
-const REDIS_ONLY: &[&str] = &[
-    "hexists",
-    "sismember",
-    "hgetall",
-    "set_ex",
-    "pset_ex",
-    "setex",
-    "hset",
-    "hget",
-    "hset_multiple",
-    "sadd",
-    "hincr",
-    "rpush",
-    "lpush",
-    "xadd",
-    "set_nx",
-    "setnx",
-    "hset_nx",
-    "hsetnx",
-    "set_options",
-];
-
-/// Commands that add to what is stored (a counter, a list, a stream): repeating one changes
-/// the result, in the method spelling and the raw one.
-const REDIS_INCREMENTS: &[&str] = &[
-    "incr",
-    "incrby",
-    "incrbyfloat",
-    "decr",
-    "decrby",
-    "hincr",
-    "hincrby",
-    "hincrbyfloat",
-    "zincr",
-    "zincrby",
-    "rpush",
-    "lpush",
-    "xadd",
-    "append",
-];
-
 /// What a Redis write records: a done value, or an increment.
 fn redis_shape(env: &dyn OpEnv<'_>, command: &str, value: Option<&Expr>) -> WriteShape {
     WriteShape {
-        increments: REDIS_INCREMENTS
-            .iter()
-            .any(|c| c.eq_ignore_ascii_case(command)),
+        increments: redis::is_increment(command),
         ..WriteShape::of_redis_value(env, value)
     }
 }
-
-/// Receiver names that say "a Redis connection" in a crate that depends on Redis.
-const REDIS_RECEIVER_NAMES: &[&str] = &[
-    "conn",
-    "con",
-    "connection",
-    "rconn",
-    "redis_conn",
-    "manager",
-    "conn_manager",
-    "connection_manager",
-    "mgr",
-];
 
 fn redis_method<'a>(
     env: &dyn OpEnv<'a>,
@@ -420,18 +346,19 @@ fn redis_method<'a>(
     args: &'a [Expr],
     span: Span,
 ) -> Option<StoreOp<'a>> {
-    let &(name, mut access, key_idx, value_idx) =
-        REDIS_METHODS.iter().find(|(n, ..)| *n == method)?;
-    let key = args.get(key_idx)?;
-    if name == "get" && args.len() != 1 || name == "set" && !(2..=5).contains(&args.len()) {
+    let row = redis::method(method)?;
+    let (name, value_idx) = (row.method, row.value);
+    let mut access = access_of(row.op)?;
+    let key = args.get(row.key?)?;
+    if !row.fits(args.len()) {
         return None;
     }
-    if !is_redis_receiver(env, receiver, name) || builds_pipeline(env, receiver) {
+    if !is_redis_receiver(env, receiver, row) || builds_pipeline(env, receiver) {
         return None;
     }
     // `set_options(k, v, SetOptions::default().conditional_set(ExistenceCheck::NX))` and
     // fred's `set(k, v, expire, Some(SetOptions::NX), get)`.
-    if matches!(name, "set" | "set_options")
+    if row.nx_option
         && args[2.min(args.len())..]
             .iter()
             .any(|a| mentions_nx(env, a, 0))
@@ -442,7 +369,7 @@ fn redis_method<'a>(
         store: Store::Redis,
         access,
         command: match (access, name) {
-            (Access::Claim, "set" | "set_options") => "SET NX".to_owned(),
+            (Access::Claim, _) if row.nx_option => "SET NX".to_owned(),
             (_, "set_options") => "SET".to_owned(),
             _ => name.to_owned(),
         },
@@ -454,7 +381,7 @@ fn redis_method<'a>(
         dedupe_table: false,
         keys_certain: true,
         shape: WriteShape {
-            expiry: super::expiry::redis_method(env, name, access, args),
+            expiry: super::expiry::of_ttl(env, row.ttl, access, args),
             ..redis_shape(env, name, value_idx.and_then(|i| args.get(i)))
         },
     })
@@ -469,7 +396,7 @@ fn builds_pipeline<'a>(env: &dyn OpEnv<'a>, receiver: &'a Expr) -> bool {
     };
     func.as_path().is_some_and(|p| {
         let resolved = env.resolve(p);
-        resolved.matches("redis::pipe") || resolved.matches("redis::Pipeline::new")
+        redis::PIPE_PATHS.iter().any(|p| resolved.matches(p))
     })
 }
 
@@ -484,19 +411,19 @@ pub(crate) fn typed_from(env: &dyn OpEnv<'_>, receiver: &Expr, crates: &[&str]) 
     (!ty.is_local() && ty.segments.len() > 1).then_some(false)
 }
 
-fn is_redis_receiver(env: &dyn OpEnv<'_>, receiver: &Expr, method: &str) -> bool {
+fn is_redis_receiver(env: &dyn OpEnv<'_>, receiver: &Expr, row: &stores::MethodRow) -> bool {
     if let Some(typed) = typed_from(env, receiver, REDIS_CRATES) {
         return typed;
     }
     if !REDIS_CRATES.iter().any(|k| env.depends_on(k)) {
         return false;
     }
-    if REDIS_ONLY.contains(&method) {
+    if row.unique {
         return true;
     }
     receiver_name(receiver).is_some_and(|n| {
         let n = n.to_ascii_lowercase();
-        n.contains("redis") || REDIS_RECEIVER_NAMES.contains(&n.as_str())
+        n.contains("redis") || redis::RECEIVER_NAMES.contains(&n.as_str())
     })
 }
 
@@ -561,7 +488,7 @@ fn redis_cmd<'a>(env: &dyn OpEnv<'a>, receiver: &'a Expr, span: Span) -> Option<
             ExprKind::Call { func, args: a } => {
                 let path = func.as_path()?;
                 let resolved = env.resolve(path);
-                if !(resolved.matches("redis::cmd") || resolved.matches("redis::Cmd::new")) {
+                if !redis::CMD_PATHS.iter().any(|p| resolved.matches(p)) {
                     // `set_cmd().arg(k)`: the command from a crate fn.
                     if locals < MAX_BUILDER_LOCALS {
                         cur = env.builder_of(cur)?.peel();
@@ -595,15 +522,12 @@ fn cmd_op<'a>(
         env.string_of(a)
             .is_some_and(|s| s.eq_ignore_ascii_case("nx"))
     });
-    let (access, value) = match upper.as_str() {
-        "GET" | "EXISTS" | "HGET" | "HEXISTS" | "SISMEMBER" | "HGETALL" => (Access::Read, None),
-        "SET" if nx => (Access::Claim, Some(1)),
-        "SETNX" | "HSETNX" | "SADD" => (Access::Claim, Some(1)),
-        "SET" | "SETEX" | "PSETEX" | "HSET" | "MSET" => (Access::Write, Some(1)),
-        c if REDIS_INCREMENTS.iter().any(|i| i.eq_ignore_ascii_case(c)) => (Access::Write, Some(1)),
-        "DEL" | "UNLINK" => (Access::Delete, None),
-        _ => return None,
+    let row = redis::raw(&upper)?;
+    let access = match access_of(row.op)? {
+        Access::Write if row.nx_option && nx => Access::Claim,
+        a => a,
     };
+    let value = row.value;
     let shape = WriteShape {
         expiry: super::expiry::redis_cmd(env, &upper, access, args),
         ..redis_shape(env, &upper, value.and_then(|i| args.get(i).copied()))
@@ -611,7 +535,7 @@ fn cmd_op<'a>(
     Some(StoreOp {
         store: Store::Redis,
         access,
-        command: if upper == "SET" && nx {
+        command: if row.nx_option && nx {
             "SET NX".to_owned()
         } else {
             upper
@@ -639,7 +563,7 @@ fn redis_pipe<'a>(env: &dyn OpEnv<'a>, receiver: &'a Expr, span: Span) -> Option
         return None;
     };
     let resolved = env.resolve(func.as_path()?);
-    if !(resolved.matches("redis::pipe") || resolved.matches("redis::Pipeline::new")) {
+    if !redis::PIPE_PATHS.iter().any(|p| resolved.matches(p)) {
         return None;
     }
     steps.reverse();
@@ -673,15 +597,14 @@ fn redis_pipe<'a>(env: &dyn OpEnv<'a>, receiver: &'a Expr, span: Span) -> Option
                 flush(&mut raw, &mut ops);
                 let all: Vec<&Expr> = args.iter().collect();
                 pipe_expire = pipe_expire.or(super::expiry::pipeline_expire(env, method, &all));
-                let Some(&(name, access, key_idx, value_idx)) =
-                    REDIS_METHODS.iter().find(|(n, ..)| *n == method)
-                else {
+                let Some(row) = redis::method(method) else {
                     continue;
                 };
-                let Some(key) = args.get(key_idx) else {
+                let (name, access) = (row.method, access_of(row.op).unwrap_or(Access::Write));
+                let Some(key) = row.key.and_then(|k| args.get(k)) else {
                     continue;
                 };
-                let value = value_idx.and_then(|i| args.get(i));
+                let value = row.value.and_then(|i| args.get(i));
                 ops.push(StoreOp {
                     store: Store::Redis,
                     access,
@@ -694,7 +617,7 @@ fn redis_pipe<'a>(env: &dyn OpEnv<'a>, receiver: &'a Expr, span: Span) -> Option
                     dedupe_table: false,
                     keys_certain: true,
                     shape: WriteShape {
-                        expiry: super::expiry::redis_method(env, name, access, args),
+                        expiry: super::expiry::of_ttl(env, row.ttl, access, args),
                         ..redis_shape(env, name, value)
                     },
                 });
@@ -747,17 +670,7 @@ fn dynamodb<'a>(env: &dyn OpEnv<'a>, receiver: &'a Expr, span: Span) -> Option<S
                 ..
             } => {
                 calls.push((method.as_str(), args.as_slice()));
-                if args.is_empty()
-                    && matches!(
-                        method.as_str(),
-                        "get_item"
-                            | "put_item"
-                            | "update_item"
-                            | "query"
-                            | "delete_item"
-                            | "transact_write_items"
-                    )
-                {
+                if args.is_empty() && ddb::request(method).is_some() {
                     break receiver;
                 }
                 cur = receiver.peel();
@@ -771,19 +684,22 @@ fn dynamodb<'a>(env: &dyn OpEnv<'a>, receiver: &'a Expr, span: Span) -> Option<S
         }
     };
     let (op, _) = *calls.last()?;
-    let typed = env
-        .type_of(client)
-        .is_some_and(|t| t.matches("aws_sdk_dynamodb::Client"));
-    if !typed && !env.depends_on("aws_sdk_dynamodb") {
+    let row = ddb::request(op)?;
+    let typed = env.type_of(client).is_some_and(|t| t.matches(ddb::CLIENT));
+    if !typed && !env.depends_on(ddb::CRATE) {
         return None;
     }
     let setter = |name: &'static str| calls.iter().filter(move |(m, _)| *m == name);
-    let table = setter("table_name")
-        .chain(setter("set_table_name"))
-        .find_map(|(_, a)| a.first().and_then(|e| env.string_of(e)));
-    let condition = setter("condition_expression")
-        .chain(setter("set_condition_expression"))
-        .find_map(|(_, a)| a.first());
+    let setters =
+        |names: &'static [&'static str]| calls.iter().filter(move |(m, _)| names.contains(m));
+    let table = setters(ddb::TABLE).find_map(|(_, a)| a.first().and_then(|e| env.string_of(e)));
+    let condition = setters(ddb::CONDITION).find_map(|(_, a)| a.first());
+    let kind = if condition.is_some() {
+        row.conditional
+    } else {
+        row.op
+    };
+    let row_access = access_of(kind)?;
     let condition_text = condition
         .and_then(|c| env.string_of(c))
         .map(|text| with_attribute_names(env, &calls, &text));
@@ -796,36 +712,22 @@ fn dynamodb<'a>(env: &dyn OpEnv<'a>, receiver: &'a Expr, span: Span) -> Option<S
     if op == "transact_write_items" {
         return Some(transact_write(env, &calls, table, span));
     }
-    let (access, keys, values): (Access, Vec<&Expr>, Vec<&Expr>) = match op {
-        "get_item" => (Access::Read, pairs("key").map(|(_, v)| v).collect(), vec![]),
-        "query" => (
-            Access::Read,
-            pairs("expression_attribute_values")
-                .map(|(_, v)| v)
-                .collect(),
-            vec![],
-        ),
-        "delete_item" => (
-            Access::Delete,
-            pairs("key").map(|(_, v)| v).collect(),
-            vec![],
-        ),
-        "update_item" => (
-            if condition.is_some() {
-                Access::Claim
+    let (access, keys, values): (Access, Vec<&Expr>, Vec<&Expr>) = match row.key_setter {
+        // A write keyed by a setter stores the expression's values beside it.
+        Some(key) => (
+            row_access,
+            pairs(key).map(|(_, v)| v).collect(),
+            if row_access.is_write() {
+                pairs(ddb::VALUES).map(|(_, v)| v).collect()
             } else {
-                Access::Write
+                vec![]
             },
-            pairs("key").map(|(_, v)| v).collect(),
-            pairs("expression_attribute_values")
-                .map(|(_, v)| v)
-                .collect(),
         ),
-        _ => {
+        None => {
             // put_item: the key attribute is the one the condition tests, else a key-like
             // attribute name, else the first attribute written (`calls` runs from `.send()`
             // back to `put_item()`, so that is the last one here).
-            let items: Vec<(Option<String>, &Expr)> = pairs("item").collect();
+            let items: Vec<(Option<String>, &Expr)> = pairs(ddb::ITEM).collect();
             let tested = |n: &str| {
                 condition_text
                     .as_deref()
@@ -855,25 +757,19 @@ fn dynamodb<'a>(env: &dyn OpEnv<'a>, receiver: &'a Expr, span: Span) -> Option<S
                 .filter(|i| !key_idx.contains(i))
                 .map(|i| items[i].1)
                 .collect();
-            let access = if condition.is_some() {
-                Access::Claim
-            } else {
-                Access::Write
-            };
-            (access, keys, values)
+            (row_access, keys, values)
         }
     };
-    let update_text = setter("update_expression")
-        .chain(setter("set_update_expression"))
+    let update_text = setters(ddb::UPDATE)
         .find_map(|(_, a)| a.first().and_then(|e| env.string_of(e)))
         .map(|text| with_attribute_names(env, &calls, &text));
-    let attributes: Vec<(Option<String>, &Expr)> = pairs("item")
-        .chain(pairs("expression_attribute_values"))
-        .collect();
+    let attributes: Vec<(Option<String>, &Expr)> =
+        pairs(ddb::ITEM).chain(pairs(ddb::VALUES)).collect();
     let mut shape = WriteShape::of_dynamodb(env, update_text.as_deref(), &attributes);
-    if op == "put_item" && access == Access::Claim {
-        let items: Vec<(Option<String>, &Expr)> = pairs("item").collect();
-        let whole = calls.iter().any(|(m, _)| *m == "set_item");
+    shape.fails_when_taken = kind == OpKind::Claim(ClaimTest::FailsWhenTaken);
+    if row.key_setter.is_none() && access == Access::Claim {
+        let items: Vec<(Option<String>, &Expr)> = pairs(ddb::ITEM).collect();
+        let whole = calls.iter().any(|(m, _)| *m == ddb::WHOLE_ITEM);
         shape.expiry = super::expiry::dynamodb_put(env, condition_text.as_deref(), &items, whole);
     }
     Some(StoreOp {
@@ -895,10 +791,7 @@ fn dynamodb<'a>(env: &dyn OpEnv<'a>, receiver: &'a Expr, span: Span) -> Option<S
 /// names put back, so the update reads as `SET status = :done`.
 fn with_attribute_names(env: &dyn OpEnv<'_>, calls: &[(&str, &[Expr])], text: &str) -> String {
     let mut out = text.to_owned();
-    for (_, args) in calls
-        .iter()
-        .filter(|(m, _)| *m == "expression_attribute_names")
-    {
+    for (_, args) in calls.iter().filter(|(m, _)| *m == ddb::NAMES) {
         if let [placeholder, name] = args {
             if let (Some(p), Some(n)) = (env.string_of(placeholder), env.string_of(name)) {
                 out = out.replace(&p, &n);
@@ -923,7 +816,7 @@ fn transact_write<'a>(
     let mut attributes: Vec<(Option<String>, &'a Expr)> = Vec::new();
     let items: Vec<&'a Expr> = calls
         .iter()
-        .filter(|(m, _)| *m == "transact_items")
+        .filter(|(m, _)| *m == ddb::TRANSACT_ITEMS)
         .filter_map(|(_, a)| a.first())
         .collect();
     for item in &items {
@@ -962,17 +855,17 @@ fn transact_item<'a>(
     let (steps, _) = super::query_builders::chain(env, e);
     for &(method, args) in &steps {
         match (method, args) {
-            ("update_expression" | "set_update_expression", [text]) => {
+            (m, [text]) if ddb::UPDATE.contains(&m) => {
                 let calls: Vec<(&str, &[Expr])> = steps.clone();
                 updates.extend(
                     env.string_of(text)
                         .map(|t| with_attribute_names(env, &calls, &t)),
                 );
             }
-            ("item" | "expression_attribute_values", [name, value]) => {
+            (m, [name, value]) if m == ddb::ITEM || m == ddb::VALUES => {
                 attributes.push((env.string_of(name), value));
             }
-            ("update" | "put" | "set_update" | "set_put", [inner]) => {
+            (m, [inner]) if ddb::TRANSACT_ITEM_PARTS.contains(&m) => {
                 transact_item(env, inner, depth + 1, updates, attributes);
             }
             _ => {}
@@ -981,39 +874,6 @@ fn transact_item<'a>(
 }
 
 // ---------------------------------------------------------------- SQL
-
-/// Methods that run a prepared query (sqlx, diesel, sea_orm).
-const SQL_RUNNERS: &[&str] = &[
-    "execute",
-    "fetch_one",
-    "fetch_optional",
-    "fetch_all",
-    "fetch",
-    "fetch_many",
-    "get_result",
-    "get_results",
-    "load",
-    "first",
-    "query_one",
-    "query_all",
-];
-
-/// Client methods that take SQL text first (tokio_postgres, rusqlite, mysql, sea_orm).
-const SQL_TEXT_METHODS: &[&str] = &[
-    "execute",
-    "query",
-    "query_one",
-    "query_opt",
-    "query_raw",
-    "execute_raw",
-    "query_typed",
-    "query_row",
-    "query_map",
-    "exec_drop",
-    "exec_first",
-    "exec",
-    "execute_unprepared",
-];
 
 /// SQL text and its bound arguments, found at the root of a query chain.
 struct SqlRoot<'a> {
@@ -1028,14 +888,14 @@ fn sql_op<'a>(
     args: &'a [Expr],
     span: Span,
 ) -> Option<StoreOp<'a>> {
-    let root = if SQL_RUNNERS.contains(&method) {
+    let root = if sqlc::RUNNERS.contains(&method) {
         sql_chain(env, receiver).or_else(|| args.first().and_then(|a| sql_chain(env, a)))
     } else {
         None
     };
     let root = match root {
         Some(r) => r,
-        None if SQL_TEXT_METHODS.contains(&method) => {
+        None if sqlc::TEXT_METHODS.contains(&method) => {
             if !SQL_CRATES.iter().any(|k| env.depends_on(k)) {
                 return None;
             }
@@ -1123,12 +983,9 @@ fn sql_chain<'a>(env: &dyn OpEnv<'a>, e: &'a Expr) -> Option<SqlRoot<'a>> {
                 args,
                 ..
             } => {
-                if method == "bind" {
+                if method == sqlc::BIND {
                     binds.extend(args.first());
-                } else if !matches!(
-                    method.as_str(),
-                    "persistent" | "bind_all" | "into_sql" | "map" | "try_map" | "as_mut"
-                ) {
+                } else if !sqlc::PASS_THROUGH.contains(&method.as_str()) {
                     return None;
                 }
                 cur = receiver.peel();
@@ -1136,39 +993,19 @@ fn sql_chain<'a>(env: &dyn OpEnv<'a>, e: &'a Expr) -> Option<SqlRoot<'a>> {
             ExprKind::Call { func, args } => {
                 let path = func.as_path()?;
                 let resolved = env.resolve(path);
-                let text_arg = if [
-                    "sqlx::query",
-                    "sqlx::query_as",
-                    "sqlx::query_scalar",
-                    "sqlx::query_with",
-                    "sqlx::query_as_with",
-                    "sqlx::query_scalar_with",
-                    "sqlx::raw_sql",
-                    "diesel::sql_query",
-                ]
-                .iter()
-                .any(|p| resolved.matches(p))
-                {
-                    0
-                } else if resolved.matches("sea_orm::Statement::from_sql_and_values")
-                    || resolved.matches("sea_orm::Statement::from_string")
-                {
-                    1
-                } else {
-                    return None;
-                };
-                let text = env.string_of(args.get(text_arg)?)?;
+                let row = sqlc::QUERY_FNS.iter().find(|q| resolved.matches(q.path))?;
+                let text = env.string_of(args.get(row.text)?)?;
                 binds.reverse();
-                if resolved.last() == "from_sql_and_values" {
-                    binds = args.get(2).map(param_list).unwrap_or_default();
+                if let Some(values) = row.values {
+                    binds = args.get(values).map(param_list).unwrap_or_default();
                 }
                 return Some(SqlRoot { text, binds });
             }
             ExprKind::Macro(m) => {
                 let name = m.path.last();
                 let resolved = env.resolve(&m.path);
-                let sqlx_macro = resolved.crate_name() == Some("sqlx")
-                    || (m.path.segments.len() == 1 && env.depends_on("sqlx"));
+                let sqlx_macro = resolved.crate_name() == Some(sqlc::MACRO_CRATE)
+                    || (m.path.segments.len() == 1 && env.depends_on(sqlc::MACRO_CRATE));
                 if !sqlx_macro || !name.starts_with("query") {
                     return None;
                 }
@@ -1234,6 +1071,9 @@ pub struct WriteShape {
     /// adds none. Unless it increments, appends or marks them done, a repeat writes the same
     /// values again.
     pub updates_rows: bool,
+    /// A claim that answers by failing when the key is taken (a conditional `put_item`,
+    /// JetStream KV `create`): a `?` on it tests its answer.
+    pub fails_when_taken: bool,
 }
 
 /// When a stored key or row expires ([`WriteShape::expiry`]).
@@ -1386,6 +1226,7 @@ impl WriteShape {
             expiry: None,
             appends: false,
             updates_rows: st.verb == SqlVerb::Update,
+            fails_when_taken: false,
             counts_bookkeeping: {
                 let mut counters = st
                     .assigned
@@ -1454,6 +1295,7 @@ impl WriteShape {
             key_only: false,
             expiry: None,
             appends,
+            fails_when_taken: false,
             counts_bookkeeping: increments
                 && !counters.is_empty()
                 && counters.iter().all(|c| is_bookkeeping_counter(c)),

@@ -74,42 +74,9 @@ pub struct Transactions {
     params: Vec<Option<String>>,
 }
 
-/// Crates whose presence makes `begin()`/`transaction()` a database transaction.
-const DB_CRATES: &[&str] = &[
-    "sqlx",
-    "tokio_postgres",
-    "postgres",
-    "deadpool_postgres",
-    "bb8_postgres",
-    "diesel",
-    "diesel_async",
-    "sea_orm",
-    "rusqlite",
-    "mysql",
-    "mysql_async",
-    "tiberius",
-    "libsql",
-    "deadpool_diesel",
-];
-
-/// Methods that open a transaction into a handle (when called without a closure).
-const BEGIN: &[&str] = &[
-    "begin",
-    "begin_with",
-    "transaction",
-    "begin_transaction",
-    "start_transaction",
-    "start",
-];
-
-/// Methods that run a closure in a transaction.
-const CLOSURE_TX: &[&str] = &[
-    "transaction",
-    "run",
-    "with_transaction",
-    "in_transaction",
-    "transaction_async",
-];
+use crate::catalog::stores::sql::{
+    TX_BEGIN as BEGIN, TX_CLOSURE as CLOSURE_TX, TX_CRATES as DB_CRATES,
+};
 
 /// Methods that keep the value's identity: the executor of `tx.as_mut()` is `tx`.
 const SAME_HANDLE: &[&str] = &[
@@ -204,7 +171,7 @@ impl Transactions {
                 receiver, method, ..
             } = &e.kind
             {
-                if method == "commit" {
+                if method == crate::catalog::stores::sql::TX_COMMIT {
                     if let Some(t) = base_name(receiver).and_then(|b| out.handle_tx(&b)) {
                         out.txs[t.0 as usize].commits.push(e.span);
                     }

@@ -2,8 +2,9 @@
 //! ([`sources`]), places where a value is used as an idempotency key ([`sinks`]), the
 //! operations that take an idempotency token ([`tokens`]) and the names of store checks and
 //! marks whose body is not visible ([`store_names`]), the store traits whose methods
-//! are also called in path form ([`store_traits`]), and the kinds of entry point with
-//! whether what they receive can come again ([`entries`]).
+//! are also called in path form ([`store_traits`]), the kinds of entry point with
+//! whether what they receive can come again ([`entries`]), and the store operations of each
+//! store crate family ([`stores`]).
 //!
 //! Both are data, not code: a lint asks "is this call a source?" or "is this name a key?"
 //! and the answer comes from a table that users extend in `idem-lint.toml`
@@ -15,6 +16,7 @@ pub mod sources;
 pub mod store_crates;
 pub mod store_names;
 pub mod store_traits;
+pub mod stores;
 pub mod tokens;
 
 pub use sinks::{SinkCatalog, SinkKind};

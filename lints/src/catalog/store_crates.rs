@@ -8,58 +8,25 @@ use serde::{Deserialize, Serialize};
 use std::sync::OnceLock;
 
 /// Redis clients and pools (crate names as in `use`).
-pub(crate) const REDIS_CRATES: &[&str] = &[
-    "redis",
-    "deadpool_redis",
-    "bb8_redis",
-    "mobc_redis",
-    "r2d2_redis",
-    "fred",
-    "redis_pool",
-    "rustis",
-];
+pub(crate) const REDIS_CRATES: &[&str] = super::stores::redis::CRATES;
 
 /// SQL clients, pools and ORMs.
-pub(crate) const SQL_CRATES: &[&str] = &[
-    "sqlx",
-    "scylla",
-    "tokio_postgres",
-    "postgres",
-    "deadpool_postgres",
-    "bb8_postgres",
-    "r2d2_postgres",
-    "diesel",
-    "diesel_async",
-    "sea_orm",
-    "rusqlite",
-    "r2d2_sqlite",
-    "mysql",
-    "mysql_async",
-    "tiberius",
-    "libsql",
-];
+pub(crate) const SQL_CRATES: &[&str] = super::stores::sql::CRATES;
 
-/// Crates whose `Session` is a key-value store (crate names as in `use`).
-pub(crate) const SESSION_CRATES: &[&str] = &[
-    "tower_sessions",
-    "tower_sessions_core",
-    "actix_session",
-    "ruts",
-    "axum_session",
-    "axum_sessions",
-    "async_session",
-    "salvo_session",
+/// Store crates that are not Redis, SQL or a key-value family.
+const OTHER_STORE_CRATES: &[&str] = &[
+    super::stores::dynamodb::CRATE,
+    super::stores::mongodb::CRATE,
+    "sea_query",
 ];
-
-/// Store crates that are not in the Redis, SQL or session lists.
-const OTHER_STORE_CRATES: &[&str] = &["aws_sdk_dynamodb", "sea_query"];
 
 /// Every crate whose paths, types or dependency make a call a store operation.
 pub(crate) fn store_crates() -> impl Iterator<Item = &'static str> {
+    let kv = super::stores::kv::FAMILIES.iter().flat_map(|f| f.crates);
     REDIS_CRATES
         .iter()
         .chain(SQL_CRATES)
-        .chain(SESSION_CRATES)
+        .chain(kv)
         .chain(OTHER_STORE_CRATES)
         .copied()
 }

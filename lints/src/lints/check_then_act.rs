@@ -517,6 +517,10 @@ fn atomic_form(store: Store, updates_row: bool) -> &'static str {
              store that can (`SET key value NX EX ttl`, `INSERT ... ON CONFLICT DO NOTHING`, \
              a conditional `put_item`), claimed before the handler runs"
         }
+        Store::Kv(name) => crate::catalog::stores::kv::family(name)
+            .map_or("claim the key in one atomic step before the work", |f| {
+                f.claim_help
+            }),
         Store::Named => {
             "replace the check and the mark with one atomic operation of the store that says \
              whether this delivery won the key (`SET NX`, `INSERT ... ON CONFLICT DO NOTHING`), \

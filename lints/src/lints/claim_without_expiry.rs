@@ -185,6 +185,12 @@ fn report(
              table's TTL, or a lease a reaper can take back; `idem_guard`'s DynamoDB store \
              writes one",
         ),
+        Store::Kv(_) => (
+            format!("`{}` claim that never expires", access.command),
+            "the store keeps the key forever: store a lease (a deadline) in the value that a \
+             later delivery may take back with another atomic swap, and delete the key when \
+             the work fails",
+        ),
         _ => (
             format!("claim row `{}` without a lease or status", access.command),
             "add a lease column (`locked_until`) or a status and timestamp a reaper can reset, \

@@ -1663,6 +1663,17 @@ impl Lowerer<'_> {
         let path = self.path(&m.path);
         let parsed = m.parse_body_with(Punctuated::<syn::Expr, syn::Token![,]>::parse_terminated);
         let Ok(parsed) = parsed else {
+            // `doc! { "_id": &id, "state": "new" }`: a document macro's fields, as the
+            // catalog names them, are its arguments in pairs (key text, value).
+            if crate::catalog::stores::mongodb::DOC_MACROS.contains(&path.last()) {
+                if let Ok(args) = self.document(m.tokens.clone(), 0) {
+                    return MacroCall {
+                        path,
+                        args,
+                        parsed: true,
+                    };
+                }
+            }
             return MacroCall {
                 path,
                 args: vec![],
@@ -1721,6 +1732,81 @@ impl Lowerer<'_> {
             args,
             parsed: true,
         }
+    }
+}
+
+impl Lowerer<'_> {
+    /// The fields of a document body (`"k": v, "n": { .. }`) as (key text, value) pairs in
+    /// one list; a nested `{ .. }` is a document macro of its own. An error when the body is
+    /// not a document.
+    fn document(
+        &mut self,
+        tokens: proc_macro2::TokenStream,
+        depth: usize,
+    ) -> syn::Result<Vec<Expr>> {
+        use syn::parse::{ParseStream, Parser};
+        type Field = (proc_macro2::Span, String, FieldValue);
+        enum FieldValue {
+            Expr(syn::Expr),
+            Doc(proc_macro2::TokenStream, proc_macro2::Span),
+        }
+        let fields = |input: ParseStream| -> syn::Result<Vec<Field>> {
+            let mut out = Vec::new();
+            while !input.is_empty() {
+                let (span, key) = if input.peek(syn::LitStr) {
+                    let k: syn::LitStr = input.parse()?;
+                    (k.span(), k.value())
+                } else {
+                    let k: syn::Ident = input.parse()?;
+                    (k.span(), k.to_string())
+                };
+                input.parse::<syn::Token![:]>()?;
+                let value = if input.peek(syn::token::Brace) {
+                    let g: proc_macro2::Group = input.parse()?;
+                    FieldValue::Doc(g.stream(), g.span())
+                } else {
+                    FieldValue::Expr(input.parse()?)
+                };
+                out.push((span, key, value));
+                if input.is_empty() {
+                    break;
+                }
+                input.parse::<syn::Token![,]>()?;
+            }
+            Ok(out)
+        };
+        let fields = fields.parse2(tokens)?;
+        let mut args = Vec::with_capacity(fields.len() * 2);
+        for (span, key, value) in fields {
+            args.push(Expr {
+                kind: ExprKind::Lit(Lit::Str(key)),
+                span: self.span(span),
+            });
+            args.push(match value {
+                FieldValue::Expr(e) => self.expr(&e),
+                FieldValue::Doc(inner, span) => {
+                    let nested = if depth < 8 {
+                        self.document(inner, depth + 1).ok()
+                    } else {
+                        None
+                    };
+                    Expr {
+                        kind: ExprKind::Macro(Box::new(MacroCall {
+                            path: Path {
+                                segments: vec!["doc".to_owned()],
+                                leading_colon: false,
+                                span: self.span(span),
+                                qself: None,
+                            },
+                            parsed: nested.is_some(),
+                            args: nested.unwrap_or_default(),
+                        })),
+                        span: self.span(span),
+                    }
+                }
+            });
+        }
+        Ok(args)
     }
 }
 

@@ -1,0 +1,91 @@
+//! Key-value stores whose client methods take the key first, read from the catalog's
+//! families ([`crate::catalog::stores::kv`]): web framework sessions used as a key-value
+//! store (`session.get(k)`, `session.insert(k, v)`), sled (`db.get(k)`,
+//! `db.compare_and_swap(k, None, Some(v))`), JetStream key-value buckets (`kv.get(k)`,
+//! `kv.create(k, v)`).
+
+use super::store_ops::access_of;
+use super::store_ops::{receiver_name, typed_from, OpEnv, Store, StoreOp, WriteShape};
+use crate::catalog::stores::kv::{KvFamily, FAMILIES, SESSION};
+use crate::catalog::stores::{ClaimTest, OpKind};
+use crate::model::ir::Expr;
+use crate::model::Span;
+
+/// Classifies `receiver.method(args)` when the receiver is a store of a key-value family.
+pub fn classify<'a>(
+    env: &dyn OpEnv<'a>,
+    receiver: &'a Expr,
+    method: &str,
+    args: &'a [Expr],
+    span: Span,
+) -> Option<StoreOp<'a>> {
+    FAMILIES.iter().find_map(|f| {
+        let row = f
+            .methods
+            .iter()
+            .find(|r| r.method == method && r.fits(args.len()))?;
+        let key = args.get(row.key?)?;
+        if !is_receiver_of(env, f, receiver, row.unique) {
+            return None;
+        }
+        let access = access_of(row.op)?;
+        Some(StoreOp {
+            store: if std::ptr::eq(*f, &SESSION) {
+                Store::Session
+            } else {
+                Store::Kv(f.name)
+            },
+            access,
+            command: format!("{}{method}", f.command_prefix),
+            table: None,
+            keys: vec![key],
+            values: row.value.and_then(|i| args.get(i)).into_iter().collect(),
+            span,
+            locking: false,
+            dedupe_table: false,
+            keys_certain: true,
+            shape: WriteShape {
+                increments: row.op == OpKind::Increment,
+                fails_when_taken: row.op == OpKind::Claim(ClaimTest::FailsWhenTaken),
+                expiry: super::expiry::of_ttl(env, row.ttl, access, args),
+                ..WriteShape::default()
+            },
+        })
+    })
+}
+
+/// A receiver typed as one of the family's crates' types, or, when its type is not known,
+/// one named for the store in a package that depends on the family (a name alone is enough
+/// for a method no other API has). A known type of another crate (a `HashMap` named
+/// `session`) is not the store.
+fn is_receiver_of(env: &dyn OpEnv<'_>, f: &KvFamily, receiver: &Expr, unique: bool) -> bool {
+    if let Some(typed) = typed_from(env, receiver, f.crates) {
+        return typed;
+    }
+    f.crates.iter().any(|k| env.depends_on(k))
+        && (unique
+            || receiver_name(receiver).is_some_and(|n| {
+                let n = n.to_ascii_lowercase();
+                f.receiver_names.contains(&n.as_str())
+            }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::store_ops::Access;
+
+    #[test]
+    fn every_family_maps_to_a_store() {
+        for f in FAMILIES {
+            for r in f.methods {
+                // Every kind a key-value row uses has an access.
+                assert!(access_of(r.op).is_some(), "{}: {}", f.name, r.method);
+            }
+        }
+        assert_eq!(
+            access_of(OpKind::Claim(ClaimTest::Answer)),
+            Some(Access::Claim)
+        );
+    }
+}
