@@ -26,7 +26,7 @@ pub struct EntryPoint {
 impl EntryPoint {
     /// Whether what comes in here can come again ([`entries::delivery`]).
     pub fn delivery(&self, package: &Package) -> Delivery {
-        entries::delivery(self.kind, self.id.def(package).1)
+        entries::delivery(self.kind, is_webhook(self.id.def(package).1))
     }
 }
 
@@ -542,6 +542,17 @@ impl PublicApi {
                 .is_some_and(|t| self.types.contains(&t)),
         }
     }
+}
+
+/// A fn whose name, module or route path says it receives webhooks.
+fn is_webhook(f: &crate::model::FnDef) -> bool {
+    let route = f.attrs.iter().any(|a| {
+        a.args.iter().any(|arg| {
+            matches!(arg, crate::model::AttrArg::Lit(e)
+                if e.as_str_lit().is_some_and(entries::names_webhook))
+        })
+    });
+    entries::names_webhook(&f.name) || f.module.iter().any(|m| entries::names_webhook(m)) || route
 }
 
 #[cfg(test)]

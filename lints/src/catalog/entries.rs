@@ -3,8 +3,6 @@
 //! job runner, a webhook or a Lambda invocation redelivers; an HTTP API route carries a
 //! user's command with its own intent (two clicks are two commands).
 
-use crate::model::{AttrArg, FnDef};
-
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum EntryKind {
     /// Handlers that guard themselves: `#[idempotent]`.
@@ -137,9 +135,10 @@ pub const DELIVERIES: &[EntryDelivery] = &[
 /// Words of a route handler's name, module or path that say it receives webhooks.
 pub const WEBHOOK_WORDS: &[&str] = &["webhook", "hook", "callback", "ipn", "notification"];
 
-/// What an entry of `kind` at fn `f` receives.
-pub fn delivery(kind: EntryKind, f: &FnDef) -> Delivery {
-    if kind == EntryKind::Route && is_webhook(f) {
+/// What an entry of `kind` receives; `webhook` says the engine found the fn named for one
+/// (its name, module or route path: [`names_webhook`]).
+pub fn delivery(kind: EntryKind, webhook: bool) -> Delivery {
+    if kind == EntryKind::Route && webhook {
         return Delivery::Redelivered;
     }
     DELIVERIES
@@ -148,18 +147,10 @@ pub fn delivery(kind: EntryKind, f: &FnDef) -> Delivery {
         .map_or(Delivery::Unknown, |row| row.delivery)
 }
 
-/// A route handler whose name, module or route path says it receives webhooks.
-fn is_webhook(f: &FnDef) -> bool {
-    let named = |s: &str| {
-        let s = s.to_ascii_lowercase();
-        WEBHOOK_WORDS.iter().any(|w| s.contains(w))
-    };
-    let route = f.attrs.iter().any(|a| {
-        a.args
-            .iter()
-            .any(|arg| matches!(arg, AttrArg::Lit(e) if e.as_str_lit().is_some_and(named)))
-    });
-    named(&f.name) || f.module.iter().any(|m| named(m)) || route
+/// Whether a name, module segment or route path holds a word of [`WEBHOOK_WORDS`].
+pub fn names_webhook(text: &str) -> bool {
+    let text = text.to_ascii_lowercase();
+    WEBHOOK_WORDS.iter().any(|w| text.contains(w))
 }
 
 #[cfg(test)]
