@@ -454,6 +454,49 @@ fn modules_rustc_compiles_are_linted() {
 }
 
 #[test]
+fn the_modules_of_an_included_file_are_read_from_its_own_directory() {
+    // rustc reads a `mod` inside an `include!`d file from the included file's directory, as
+    // if that file owned it (graphile-worker's `tests/local_queue.rs` includes
+    // `local_queue/common.rs`, which declares `#[path = "common/basic_jobs.rs"] mod ..;`).
+    // Read from the including file's directory instead, every such module was a false
+    // `parse_error` and its findings were lost.
+    let dir = common::tree(&[
+        (
+            "Cargo.toml",
+            &common::manifest("v", "[dependencies]\nredis = \"0.25\"\n"),
+        ),
+        ("src/lib.rs", "include!(\"queue/common.rs\");\n"),
+        (
+            "src/queue/common.rs",
+            "#[path = \"common/jobs.rs\"]\nmod jobs;\nmod plain;\n",
+        ),
+        ("src/queue/common/jobs.rs", RACY),
+        ("src/queue/plain.rs", RACY),
+    ]);
+    let out = run_in(dir.path(), &["--message-format", "json"]);
+    let found: Vec<(String, String)> = out
+        .findings(dir.path())
+        .into_iter()
+        .map(|(file, _, _, code)| (file, code))
+        .collect();
+    assert_eq!(
+        found,
+        [
+            (
+                "src/queue/common/jobs.rs".to_string(),
+                "idem::check_then_act".to_string()
+            ),
+            (
+                "src/queue/plain.rs".to_string(),
+                "idem::check_then_act".to_string()
+            ),
+        ],
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
 fn included_and_cfg_attr_files_are_read_under_the_workspace_rule() {
     // Each way of naming a file reads it as a source: a path leaving the workspace is a
     // `parse_error`, its text quoted nowhere.

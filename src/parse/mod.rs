@@ -613,10 +613,13 @@ fn children(
 fn included(parent: &Pending, model: &FileModel, next: &mut Vec<Pending>) {
     let here = parent.path.parent().unwrap_or(Path::new(""));
     for inc in &model.item_includes {
+        let path = here.join(&inc.path);
         next.push(Pending {
-            path: here.join(&inc.path),
-            // Its `mod`s are the calling module's: they resolve where the caller's would.
-            dir: parent.dir.clone(),
+            // rustc reads the `mod`s of an included file from the included file's directory,
+            // as if it owned it (`include!("q/common.rs")` with `#[path = "common/jobs.rs"]`
+            // inside reads `q/common/jobs.rs`): graphile-worker's tests are written so.
+            dir: ModDir::owning(&path),
+            path,
             module: inc.module.to_vec(),
             in_test: parent.in_test || inc.in_test,
             target: parent.target,
