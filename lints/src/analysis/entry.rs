@@ -552,7 +552,15 @@ fn is_webhook(f: &crate::model::FnDef) -> bool {
                 if e.as_str_lit().is_some_and(entries::names_webhook))
         })
     });
-    entries::names_webhook(&f.name) || f.module.iter().any(|m| entries::names_webhook(m)) || route
+    // The module path and the name together: `oidc::callback::get` is a sign-in callback.
+    let path = f
+        .module
+        .iter()
+        .map(String::as_str)
+        .chain([f.name.as_str()])
+        .collect::<Vec<_>>()
+        .join("::");
+    entries::names_webhook(&path) || route
 }
 
 #[cfg(test)]

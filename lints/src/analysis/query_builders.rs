@@ -136,8 +136,15 @@ fn diesel_op<'a>(env: &dyn OpEnv<'a>, receiver: &'a Expr, span: Span) -> Option<
         let target = args.first()?;
         let (inner, table_root) = chain(env, target);
         let table = diesel_table(table_root);
+        // `update(t.filter(..))` and `update(t).filter(..)` are one statement: diesel takes
+        // the filters of the target and of the statement alike.
         let filters: Vec<&Expr> = inner
             .iter()
+            .chain(
+                steps
+                    .iter()
+                    .filter(|_| verb == "update" || verb == "delete"),
+            )
             .filter(|(m, _)| *m == "filter")
             .filter_map(|(_, a)| a.first())
             .collect();
@@ -358,7 +365,25 @@ fn tests_state(e: &Expr) -> bool {
             receiver, method, ..
         } = &x.kind
         {
-            let col = receiver.as_path().map(|p| p.last().to_ascii_lowercase());
+            // `col.nullable().lt(..)`: the column under diesel's type adapters.
+            let mut column = &**receiver;
+            while let ExprKind::MethodCall {
+                receiver: inner,
+                method: adapter,
+                ..
+            } = &column.kind
+            {
+                if !matches!(adapter.as_str(), "nullable" | "assume_not_null") {
+                    break;
+                }
+                column = inner;
+            }
+            // A bound on a column (`access_count < max_access_count`) is a condition the
+            // database tests when it writes, as a state column's value is.
+            if matches!(method.as_str(), "lt" | "le" | "gt" | "ge") && column.as_path().is_some() {
+                found = true;
+            }
+            let col = column.as_path().map(|p| p.last().to_ascii_lowercase());
             let state = col.is_some_and(|c| {
                 [
                     "status",

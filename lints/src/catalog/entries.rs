@@ -147,10 +147,16 @@ pub fn delivery(kind: EntryKind, webhook: bool) -> Delivery {
         .map_or(Delivery::Unknown, |row| row.delivery)
 }
 
-/// Whether a name, module segment or route path holds a word of [`WEBHOOK_WORDS`].
+/// Words of a sign-in flow: its `callback` is the user's browser coming back from the
+/// identity provider (`/oauth/callback`, `oidc::callback`), a user's command, not a webhook.
+pub const SIGN_IN_WORDS: &[&str] = &["oauth", "oidc", "openid", "saml", "sso", "login", "signin"];
+
+/// Whether a name, module segment or route path holds a word of [`WEBHOOK_WORDS`] and none
+/// of [`SIGN_IN_WORDS`].
 pub fn names_webhook(text: &str) -> bool {
     let text = text.to_ascii_lowercase();
     WEBHOOK_WORDS.iter().any(|w| text.contains(w))
+        && !SIGN_IN_WORDS.iter().any(|w| text.contains(w))
 }
 
 #[cfg(test)]
