@@ -750,27 +750,7 @@ fn a_complete_call_graph_ends_at_the_package_budget_with_a_warning() {
     let n = 200;
     let dir = tempfile::tempdir().expect("tempdir");
     let root = dir.path();
-    write(
-        root,
-        "Cargo.toml",
-        b"[workspace]\nresolver = \"2\"\nmembers = [\"complete\", \"good\"]\n",
-    );
-    write(
-        root,
-        "complete/Cargo.toml",
-        manifest("complete", "[dependencies]\nredis = \"0.25\"\n").as_bytes(),
-    );
-    let mods: String = (0..n).map(|i| format!("pub mod m{i};\n")).collect();
-    write(root, "complete/src/lib.rs", mods.as_bytes());
-    let calls: String = (0..n)
-        .map(|j| format!("    crate::m{j}::f{j}(c, id).await?;\n"))
-        .collect();
-    for i in 0..n {
-        let f = format!(
-            "pub async fn f{i}(c: &mut redis::aio::ConnectionManager, id: u64) -> redis::RedisResult<()> {{\n    let k = format!(\"done:{{}}\", id);\n    if c.exists(&k).await? {{ return Ok(()); }}\n{calls}    c.set(&k, 1).await?;\n    Ok(())\n}}\n"
-        );
-        write(root, &format!("complete/src/m{i}.rs"), f.as_bytes());
-    }
+    common::complete_call_graph_workspace(root, n);
     write(root, "good/Cargo.toml", manifest("good", DEPS).as_bytes());
     write(root, "good/src/lib.rs", GOOD.as_bytes());
     let out = run(
