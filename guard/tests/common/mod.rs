@@ -5,6 +5,8 @@
 pub mod cluster;
 #[cfg(feature = "redis-cluster")]
 pub mod failover;
+#[cfg(feature = "redis-cluster")]
+pub mod recovery;
 #[cfg(feature = "http")]
 pub mod http;
 
