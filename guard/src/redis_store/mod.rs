@@ -2,6 +2,8 @@
 
 #[cfg(feature = "redis-cluster")]
 mod cluster;
+#[cfg(feature = "redis-cluster")]
+mod cluster_conn;
 mod connection;
 
 use std::sync::Arc;
@@ -12,6 +14,8 @@ use redis::{FromRedisValue, Script};
 
 #[cfg(feature = "redis-cluster")]
 pub use self::cluster::RedisClusterStore;
+#[cfg(feature = "redis-cluster")]
+pub use self::cluster_conn::RedisClusterConnection;
 pub use self::connection::RedisConnection;
 use crate::key::Fingerprint;
 use crate::store::{fenced, OwnerToken, Reservation, Store, StoredResult};
