@@ -27,11 +27,16 @@ mkdir -p "$(dirname "$log")"
 bin="$(cargo test -p idem-guard --features redis-cluster --test redis_cluster_recovery --no-run 2>&1 \
     | tee /dev/stderr | sed -n 's/.*Executable .*(\(.*\))$/\1/p' | tail -n 1)"
 [ -x "$bin" ] || { echo "error: the test binary was not found" >&2; exit 1; }
+# A copy: a build during the runs replaces the binary, and every run must measure the same code.
+copy="$(mktemp /tmp/cluster-recovery.XXXXXX)"
+trap 'rm -f "$copy"' EXIT
+cp "$bin" "$copy"
+bin="$copy"
 failed=0
 for set in $(seq 1 "$sets"); do
     times=()
     for run in $(seq 1 "$runs"); do
-        out="$("$bin" --nocapture 2>&1)" && status=ok || { status=FAILED; failed=$((failed + 1)); }
+        out="$("$bin" the_same_store --nocapture 2>&1)" && status=ok || { status=FAILED; failed=$((failed + 1)); }
         line="$(grep -o 'RECOVERY .*' <<<"$out" | tail -n 1 || true)"
         echo "set $set run $run $status: ${line:-no RECOVERY line}" | tee -a "$log"
         if [ "$status" = FAILED ]; then

@@ -96,3 +96,92 @@ async fn the_same_store_answers_again_within_10_s_of_a_failover_under_load() {
         assert_eq!(r.unexplained_doubles, 0, "{r:?}");
     }
 }
+
+/// The primary (port) serving `slot`.
+fn owner(shards: &std::collections::HashMap<u16, Vec<(u16, u16)>>, slot: u16) -> u16 {
+    *shards
+        .iter()
+        .find(|(_, ranges)| ranges.iter().any(|(a, b)| (*a..=*b).contains(&slot)))
+        .expect("every slot is served")
+        .0
+}
+
+/// `CLUSTER SETSLOT slot ..` on a node.
+async fn setslot(port: u16, slot: u16, args: &[&str]) {
+    let slot = slot.to_string();
+    let mut all = vec!["cluster", "setslot", slot.as_str()];
+    all.extend_from_slice(args);
+    let reply = common::cluster::cli(port, &all).await;
+    assert_eq!(reply.as_deref(), Some("OK"), "{all:?} on {port}");
+}
+
+/// Issue 39 item 8: `MOVED` and `ASK` replies while slots change hands reach the caller only
+/// if the cluster stays that way. The client here follows no redirection itself (`retries(0)`,
+/// as when a failover outlasts its retries): a slot moved to another primary after the client
+/// read the slot map answers `MOVED`, and a slot being migrated answers `ASK` until the
+/// migration ends a second later; both calls succeed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redirects_while_slots_move_do_not_reach_the_caller() {
+    use idem_guard::{Error, Guard, RedisStore};
+
+    let cluster = PrivateCluster::start("redirects", 2_000).await;
+    let conn = redis::cluster::ClusterClientBuilder::new(cluster.urls())
+        .retries(0)
+        .build()
+        .unwrap()
+        .get_async_connection()
+        .await
+        .unwrap();
+    let ns = common::unique("redirects");
+    let guard = Guard::new(RedisStore::from_cluster(conn)).prefix(ns.clone());
+    // Scripts loaded on every primary, the slot map read.
+    let warm: Result<u8, Error> = guard.run("warm", &0, || async { Ok(0) }).await;
+    warm.unwrap();
+    let warm_slot = recovery::key_slot(&recovery::record_key(&ns, "warm"));
+
+    let shards = recovery::shards(&cluster).await;
+    let nodes = cluster.nodes().await;
+    let id = |port: u16| nodes.iter().find(|n| n.port == port).unwrap().id.clone();
+    // Two keys in distinct empty slots (a fresh cluster holds only `warm`).
+    let mut keys = (0..).map(|i| format!("moving-{i}")).filter(|k| {
+        recovery::key_slot(&recovery::record_key(&ns, k)) != warm_slot
+    });
+    let (moved_key, asked_key) = (keys.next().unwrap(), loop {
+        let k = keys.next().unwrap();
+        let a = recovery::key_slot(&recovery::record_key(&ns, &k));
+        if a != recovery::key_slot(&recovery::record_key(&ns, "moving-0")) {
+            break k;
+        }
+    });
+    let slot_of = |k: &str| recovery::key_slot(&recovery::record_key(&ns, k));
+    let other = |from: u16| *shards.keys().find(|p| **p != from).unwrap();
+
+    // MOVED: the slot now belongs to another primary (told to every primary; the replicas learn
+    // it by gossip).
+    let slot = slot_of(&moved_key);
+    let (from, to) = (owner(&shards, slot), other(owner(&shards, slot)));
+    for port in [to, from] {
+        setslot(port, slot, &["node", &id(to)]).await;
+    }
+    let got: Result<u8, Error> = guard.run(&moved_key, &1, || async { Ok(1) }).await;
+    assert_eq!(got.unwrap(), 1, "a slot moved: MOVED is followed");
+
+    // ASK: the slot is being migrated (the key is on neither node), then the migration ends.
+    let slot = slot_of(&asked_key);
+    let (from, to) = (owner(&shards, slot), other(owner(&shards, slot)));
+    setslot(to, slot, &["importing", &id(from)]).await;
+    setslot(from, slot, &["migrating", &id(to)]).await;
+    let finish = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        (to, from, slot)
+    });
+    let call = guard.run(&asked_key, &2, || async { Ok::<u8, Error>(2) });
+    let (got, done) = tokio::join!(call, async {
+        let (to, from, slot) = finish.await.unwrap();
+        for port in [to, from] {
+            setslot(port, slot, &["node", &id(to)]).await;
+        }
+    });
+    let () = done;
+    assert_eq!(got.unwrap(), 2, "a slot migrating: ASK, then MOVED, is followed");
+}

@@ -37,7 +37,9 @@ const FAILOVER_PATIENCE: Duration = Duration::from_secs(20);
 /// The Redis Cluster connection of [`RedisClusterStore`](crate::RedisClusterStore): the
 /// `redis` crate's [`ClusterConnection`], made to survive failovers under load.
 ///
-/// - A request that has waited 3 s while the client answered nothing at all (to any request)
+/// - A request that has waited 3 s (plus the `WAIT` timeout of
+///   [`wait_for_replicas`](crate::RedisStore::wait_for_replicas)) while the client answered
+///   nothing at all (to any request)
 ///   means the client is stuck (see the module source for how the `redis` crate's client gets
 ///   stuck); a new client is built from the same [`ClusterClient`] and every waiting request is
 ///   resent on it. A connection given by [`RedisStore::from_cluster`](crate::RedisStore::from_cluster)
@@ -71,6 +73,10 @@ struct Shared {
     /// When a rebuild was last tried, so a cluster that is down is not reconnected to by every
     /// waiting request.
     tried_ms: AtomicU64,
+    /// How long the client may answer nothing before it is judged stuck: [`STALL`], plus the
+    /// longest a healthy server may hold a reply (`WAIT`'s timeout), so that requests waiting
+    /// for replicas are not taken for a stuck client, and resent, again and again.
+    stall_ms: AtomicU64,
 }
 
 struct Current {
@@ -111,8 +117,16 @@ impl RedisClusterConnection {
                 origin: Instant::now(),
                 answered_ms: AtomicU64::new(0),
                 tried_ms: AtomicU64::new(0),
+                stall_ms: AtomicU64::new(STALL.as_millis() as u64),
             }),
         }
+    }
+
+    /// Requests may be held by the server up to `longest` (`WAIT`): the client is judged stuck
+    /// only after answering nothing for `longest` plus 3 s.
+    pub(crate) fn allow_replies_after(&self, longest: Duration) {
+        let stall = u64::try_from((STALL + longest).as_millis()).unwrap_or(u64::MAX);
+        self.shared.stall_ms.fetch_max(stall, Ordering::Relaxed);
     }
 
     /// How many times the client was replaced.
@@ -188,10 +202,15 @@ impl Shared {
         self.answered_ms.fetch_max(self.now_ms(), Ordering::Relaxed);
     }
 
-    /// Whether the client has answered nothing since `since` and for at least [`STALL`].
+    fn stall(&self) -> Duration {
+        Duration::from_millis(self.stall_ms.load(Ordering::Relaxed))
+    }
+
+    /// Whether the client has answered nothing since `since`, for at least the stall time.
     fn silent_since(&self, since: Instant) -> bool {
-        let answered = self.origin + Duration::from_millis(self.answered_ms.load(Ordering::Relaxed));
-        answered < since && since.elapsed() >= STALL
+        let answered =
+            self.origin + Duration::from_millis(self.answered_ms.load(Ordering::Relaxed));
+        answered < since && since.elapsed() >= self.stall()
     }
 
     /// Replaces the client of `generation` when it has been silent since `sent` (the request
@@ -212,7 +231,7 @@ impl Shared {
             return true;
         }
         let tried = self.tried_ms.load(Ordering::Relaxed);
-        if tried != 0 && self.now_ms().saturating_sub(tried) < STALL.as_millis() as u64 {
+        if tried != 0 && Duration::from_millis(self.now_ms().saturating_sub(tried)) < self.stall() {
             return false;
         }
         self.tried_ms.store(self.now_ms().max(1), Ordering::Relaxed);
@@ -224,10 +243,11 @@ impl Shared {
                 tracing::warn!(
                     target: "idem_guard::redis",
                     generation = current.generation,
-                    "the Redis Cluster client answered nothing for {STALL:?}: replaced by a new one, waiting requests resent"
+                    "the Redis Cluster client answered nothing for {:?}: replaced by a new one, waiting requests resent",
+                    self.stall()
                 );
                 drop(current);
-                // The new client gets its own `STALL` before it can be judged.
+                // The new client gets its own stall time before it can be judged.
                 self.answered();
                 true
             }

@@ -15,6 +15,11 @@ pub trait RedisConnection:
 {
     /// The Redis key of the guard's record for `key`.
     fn record_key(key: &str) -> Cow<'_, str>;
+
+    /// The server may hold a reply up to `longest` (`WAIT`): a connection that watches for a
+    /// stuck client must not take that silence for one.
+    #[doc(hidden)]
+    fn allow_replies_after(&self, _longest: std::time::Duration) {}
 }
 
 mod sealed {
@@ -36,6 +41,10 @@ impl RedisConnection for ConnectionManager {
 impl RedisConnection for super::cluster_conn::RedisClusterConnection {
     fn record_key(key: &str) -> Cow<'_, str> {
         Cow::Owned(cluster_key(key))
+    }
+
+    fn allow_replies_after(&self, longest: std::time::Duration) {
+        super::cluster_conn::RedisClusterConnection::allow_replies_after(self, longest);
     }
 }
 

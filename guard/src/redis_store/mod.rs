@@ -231,6 +231,7 @@ impl<C: RedisConnection> RedisStore<C> {
     /// The connection's response timeout must be longer than `timeout`. A `timeout` of zero
     /// (which Redis reads as "forever") waits 1 ms.
     pub fn wait_for_replicas(mut self, replicas: u32, timeout: Duration) -> Self {
+        self.conn.allow_replies_after(timeout);
         self.replicas = Some(WaitForReplicas { replicas, timeout });
         self
     }

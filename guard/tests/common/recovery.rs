@@ -76,7 +76,7 @@ pub fn key_slot(key: &str) -> u16 {
 }
 
 /// The slot ranges of each primary serving slots, by port (`CLUSTER NODES`).
-async fn shards(cluster: &PrivateCluster) -> HashMap<u16, Vec<(u16, u16)>> {
+pub async fn shards(cluster: &PrivateCluster) -> HashMap<u16, Vec<(u16, u16)>> {
     let port = cluster.nodes().await[0].port;
     let text = cli(port, &["cluster", "nodes"]).await.expect("CLUSTER NODES");
     let mut shards = HashMap::new();
@@ -106,7 +106,7 @@ async fn shards(cluster: &PrivateCluster) -> HashMap<u16, Vec<(u16, u16)>> {
 
 /// The guard's record key for `key` under prefix `ns` (no tenant): see
 /// `RedisConnection::record_key` (the keys here have no braces or `%`).
-fn record_key(ns: &str, key: &str) -> String {
+pub fn record_key(ns: &str, key: &str) -> String {
     format!("{{{ns}::{key}}}")
 }
 
