@@ -31,6 +31,7 @@ bin="$(cargo test -p idem-guard --features redis-cluster --test redis_cluster_re
 copy="$(mktemp /tmp/cluster-recovery.XXXXXX)"
 trap 'rm -f "$copy"' EXIT
 cp "$bin" "$copy"
+chmod +x "$copy"
 bin="$copy"
 failed=0
 for set in $(seq 1 "$sets"); do

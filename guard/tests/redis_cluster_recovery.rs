@@ -143,16 +143,19 @@ async fn redirects_while_slots_move_do_not_reach_the_caller() {
     let nodes = cluster.nodes().await;
     let id = |port: u16| nodes.iter().find(|n| n.port == port).unwrap().id.clone();
     // Two keys in distinct empty slots (a fresh cluster holds only `warm`).
-    let mut keys = (0..).map(|i| format!("moving-{i}")).filter(|k| {
-        recovery::key_slot(&recovery::record_key(&ns, k)) != warm_slot
-    });
-    let (moved_key, asked_key) = (keys.next().unwrap(), loop {
-        let k = keys.next().unwrap();
-        let a = recovery::key_slot(&recovery::record_key(&ns, &k));
-        if a != recovery::key_slot(&recovery::record_key(&ns, "moving-0")) {
-            break k;
-        }
-    });
+    let mut keys = (0..)
+        .map(|i| format!("moving-{i}"))
+        .filter(|k| recovery::key_slot(&recovery::record_key(&ns, k)) != warm_slot);
+    let (moved_key, asked_key) = (
+        keys.next().unwrap(),
+        loop {
+            let k = keys.next().unwrap();
+            let a = recovery::key_slot(&recovery::record_key(&ns, &k));
+            if a != recovery::key_slot(&recovery::record_key(&ns, "moving-0")) {
+                break k;
+            }
+        },
+    );
     let slot_of = |k: &str| recovery::key_slot(&recovery::record_key(&ns, k));
     let other = |from: u16| *shards.keys().find(|p| **p != from).unwrap();
 
@@ -183,5 +186,9 @@ async fn redirects_while_slots_move_do_not_reach_the_caller() {
         }
     });
     let () = done;
-    assert_eq!(got.unwrap(), 2, "a slot migrating: ASK, then MOVED, is followed");
+    assert_eq!(
+        got.unwrap(),
+        2,
+        "a slot migrating: ASK, then MOVED, is followed"
+    );
 }

@@ -21,7 +21,9 @@ use std::time::Duration;
 
 use redis::cluster::ClusterClient;
 use redis::cluster_async::ClusterConnection;
-use redis::{Cmd, ErrorKind, Pipeline, RedisError, RedisFuture, RedisResult, ServerErrorKind, Value};
+use redis::{
+    Cmd, ErrorKind, Pipeline, RedisError, RedisFuture, RedisResult, ServerErrorKind, Value,
+};
 use tokio::time::Instant;
 
 /// How long a request waits with its client answering nothing before the client is replaced.

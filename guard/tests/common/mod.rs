@@ -5,10 +5,10 @@
 pub mod cluster;
 #[cfg(feature = "redis-cluster")]
 pub mod failover;
-#[cfg(feature = "redis-cluster")]
-pub mod recovery;
 #[cfg(feature = "http")]
 pub mod http;
+#[cfg(feature = "redis-cluster")]
+pub mod recovery;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;

@@ -78,7 +78,9 @@ pub fn key_slot(key: &str) -> u16 {
 /// The slot ranges of each primary serving slots, by port (`CLUSTER NODES`).
 pub async fn shards(cluster: &PrivateCluster) -> HashMap<u16, Vec<(u16, u16)>> {
     let port = cluster.nodes().await[0].port;
-    let text = cli(port, &["cluster", "nodes"]).await.expect("CLUSTER NODES");
+    let text = cli(port, &["cluster", "nodes"])
+        .await
+        .expect("CLUSTER NODES");
     let mut shards = HashMap::new();
     for line in text.lines() {
         let f: Vec<&str> = line.split_whitespace().collect();
@@ -324,7 +326,7 @@ pub async fn run(
     let stuck = Arc::new(AtomicUsize::new(0));
     let permits = Arc::new(Semaphore::new(64));
     let mut finals = Vec::new();
-    for key in keys.iter().cloned() {
+    for key in keys.clone() {
         let (finale, effects, stuck, permits) = (
             finale.clone(),
             effects.clone(),
