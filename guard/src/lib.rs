@@ -89,7 +89,7 @@ pub use crate::memory::{MemoryStore, DEFAULT_CAPACITY};
 pub use crate::on_error::Classify;
 pub use crate::postgres::{PostgresStore, MIGRATION};
 #[cfg(feature = "redis-cluster")]
-pub use crate::redis_store::RedisClusterStore;
+pub use crate::redis_store::{RedisClusterConnection, RedisClusterStore};
 pub use crate::redis_store::{RedisConnection, RedisStore};
 pub use crate::store::{OwnerToken, Reservation, Store, StoredResult, DEFAULT_MAX_RESULT_LEN};
 pub use crate::transactional::{TxAttempt, TxStart};

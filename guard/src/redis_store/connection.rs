@@ -5,7 +5,8 @@ use std::borrow::Cow;
 use redis::aio::ConnectionManager;
 
 /// A connection [`RedisStore`](crate::RedisStore) can run over: a single node's
-/// [`ConnectionManager`], or (feature `redis-cluster`) a Redis Cluster connection. The store's
+/// [`ConnectionManager`], or (feature `redis-cluster`) a Redis Cluster connection
+/// ([`RedisClusterConnection`](crate::RedisClusterConnection)). The store's
 /// logic is the same over both; only the key layout differs (see [`record_key`](Self::record_key)).
 ///
 /// Sealed: the store's guarantees depend on how the connection routes and retries.
@@ -14,13 +15,18 @@ pub trait RedisConnection:
 {
     /// The Redis key of the guard's record for `key`.
     fn record_key(key: &str) -> Cow<'_, str>;
+
+    /// The server may hold a reply up to `longest` (`WAIT`): a connection that watches for a
+    /// stuck client must not take that silence for one.
+    #[doc(hidden)]
+    fn allow_replies_after(&self, _longest: std::time::Duration) {}
 }
 
 mod sealed {
     pub trait Sealed {}
     impl Sealed for redis::aio::ConnectionManager {}
     #[cfg(feature = "redis-cluster")]
-    impl Sealed for redis::cluster_async::ClusterConnection {}
+    impl Sealed for super::super::cluster_conn::RedisClusterConnection {}
 }
 
 /// One node: the guard's key as it is (the layout of every earlier version).
@@ -32,9 +38,13 @@ impl RedisConnection for ConnectionManager {
 
 /// Redis Cluster: the whole key inside one hash tag, `{prefix:tenant:key}`.
 #[cfg(feature = "redis-cluster")]
-impl RedisConnection for redis::cluster_async::ClusterConnection {
+impl RedisConnection for super::cluster_conn::RedisClusterConnection {
     fn record_key(key: &str) -> Cow<'_, str> {
         Cow::Owned(cluster_key(key))
+    }
+
+    fn allow_replies_after(&self, longest: std::time::Duration) {
+        super::cluster_conn::RedisClusterConnection::allow_replies_after(self, longest);
     }
 }
 

@@ -2,6 +2,8 @@
 
 #[cfg(feature = "redis-cluster")]
 mod cluster;
+#[cfg(feature = "redis-cluster")]
+mod cluster_conn;
 mod connection;
 
 use std::sync::Arc;
@@ -12,6 +14,8 @@ use redis::{FromRedisValue, Script};
 
 #[cfg(feature = "redis-cluster")]
 pub use self::cluster::RedisClusterStore;
+#[cfg(feature = "redis-cluster")]
+pub use self::cluster_conn::RedisClusterConnection;
 pub use self::connection::RedisConnection;
 use crate::key::Fingerprint;
 use crate::store::{fenced, OwnerToken, Reservation, Store, StoredResult};
@@ -227,6 +231,7 @@ impl<C: RedisConnection> RedisStore<C> {
     /// The connection's response timeout must be longer than `timeout`. A `timeout` of zero
     /// (which Redis reads as "forever") waits 1 ms.
     pub fn wait_for_replicas(mut self, replicas: u32, timeout: Duration) -> Self {
+        self.conn.allow_replies_after(timeout);
         self.replicas = Some(WaitForReplicas { replicas, timeout });
         self
     }

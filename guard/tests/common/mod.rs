@@ -7,6 +7,8 @@ pub mod cluster;
 pub mod failover;
 #[cfg(feature = "http")]
 pub mod http;
+#[cfg(feature = "redis-cluster")]
+pub mod recovery;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
