@@ -80,6 +80,12 @@ pub struct Args {
     #[arg(long)]
     pub statistics: bool,
 
+    /// Also name on stderr, once each, the dependencies no model in the catalog covers: calls
+    /// into them are opaque, so a store, queue or payment client among them hides its reads,
+    /// claims and effects (see the README's list of modelled crates).
+    #[arg(long, short = 'v')]
+    pub verbose: bool,
+
     #[arg(long, value_enum, value_name = "FMT", default_value = "human")]
     pub message_format: MessageFormat,
 

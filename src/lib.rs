@@ -106,6 +106,11 @@ pub fn run(args: &Args) -> Result<Outcome> {
             stderr_line(&format!("note: {}", b.describe()));
         }
     }
+    if args.verbose {
+        for line in unmodelled_note(&linted.ws) {
+            stderr_line(&line);
+        }
+    }
     let stale = linted.report.baseline.as_ref().map_or(0, |b| b.stale);
     if args.strict_baseline && stale > 0 {
         stderr_line(&format!(
@@ -380,6 +385,53 @@ pub fn stderr_line(line: &str) {
     let line = emit::snippet::escape(line);
     let mut err = std::io::stderr().lock();
     let _ = writeln!(err, "{line}");
+}
+
+/// The `--verbose` lines naming the dependencies of the linted packages that the catalog does
+/// not model, each once for the run (none when every one is modelled or neutral).
+pub fn unmodelled_note(ws: &discovery::Workspace) -> Vec<String> {
+    let members: Vec<String> = ws
+        .packages
+        .iter()
+        .map(|p| p.name.replace('-', "_"))
+        .chain(
+            ws.packages
+                .iter()
+                .flat_map(|p| p.links.iter().map(|l| l.krate.clone())),
+        )
+        .collect();
+    let mut named: Vec<&str> = Vec::new();
+    for p in &ws.packages {
+        for d in idem_lints::catalog::coverage::unmodelled(&p.dependencies, &members) {
+            if !named.contains(&d) {
+                named.push(d);
+            }
+        }
+    }
+    if named.is_empty() {
+        return Vec::new();
+    }
+    named.sort_unstable();
+    // Store, queue and client crates first: those are the ones that hide findings.
+    let (io, other): (Vec<&str>, Vec<&str>) = named
+        .iter()
+        .partition(|d| idem_lints::catalog::coverage::looks_like_io(d));
+    let mut lines = vec![format!(
+        "note: no model for {} dependenc{}: calls into {} are opaque to the analysis",
+        named.len(),
+        if named.len() == 1 { "y" } else { "ies" },
+        if named.len() == 1 { "it" } else { "them" },
+    )];
+    if !io.is_empty() {
+        lines.push(format!(
+            "  stores, queues or clients by name: {}",
+            io.join(", ")
+        ));
+    }
+    if !other.is_empty() {
+        lines.push(format!("  others: {}", other.join(", ")));
+    }
+    lines
 }
 
 /// A closed stdout (`--list | head -1`) is the reader's choice, not an error.

@@ -16,6 +16,7 @@ use super::resolve::{DefPath, Resolver};
 use super::store_ops::{receiver_name, Access, Store};
 use super::summary::Summaries;
 use super::types::{TypeEnv, Types};
+use crate::catalog::effects::{is_outside_client, HTTP_CLIENTS, PAYMENT_CRATES, PAYMENT_VERBS};
 use crate::model::ir::{Expr, ExprKind};
 use crate::model::{FileModel, FnDef, Package, Span};
 
@@ -96,29 +97,6 @@ const AWS_CLIENT_GETTERS: &[&str] = &["client", "clone", "as_ref", "inner", "get
 const DYNAMODB_ITEM_WRITES: &[&str] =
     &["put_item", "update_item", "delete_item", "batch_write_item"];
 
-/// HTTP clients whose `post(url)..send()` chains are requests to another service.
-const HTTP_CLIENTS: &[&str] = &["reqwest", "awc", "surf", "isahc", "reqwest_middleware"];
-
-/// Every crate [`CallCx::external_call`] recognizes calls of (besides `aws_sdk_*`).
-const OUTSIDE_CLIENTS: &[&str] = &[
-    "reqwest",
-    "awc",
-    "surf",
-    "isahc",
-    "reqwest_middleware",
-    "lettre",
-    "stripe",
-    "async_stripe",
-    "paypal_rs",
-    "square",
-];
-
-/// Payment and messaging crates whose calls of these names change something.
-const PAYMENT_CRATES: &[&str] = &["stripe", "async_stripe", "paypal_rs", "square"];
-const PAYMENT_VERBS: &[&str] = &[
-    "create", "update", "capture", "confirm", "cancel", "refund", "pay", "attach",
-];
-
 impl Effects {
     /// The effects of every fn of the package. `configured` names more effect fns
     /// (`[lints.unguarded_entry_point] effects`), crate fns or external ones by name.
@@ -133,11 +111,8 @@ impl Effects {
         let mut reasons: Vec<Option<Reason>> = vec![None; graph.len()];
         // Without a client crate for outside services (or configured effects) no call can be
         // one: only store writes are looked at.
-        let calls_out = !configured.is_empty()
-            || package
-                .dependencies
-                .iter()
-                .any(|d| d.starts_with("aws_sdk_") || OUTSIDE_CLIENTS.contains(&d.as_str()));
+        let calls_out =
+            !configured.is_empty() || package.dependencies.iter().any(|d| is_outside_client(d));
         let mut queue = Vec::new();
         for id in graph.ids() {
             let (file, f) = id.def(package);

@@ -13,6 +13,7 @@ use super::resolve::{DefPath, Krate, Resolver};
 use super::PathSet;
 pub use crate::catalog::entries::EntryKind;
 use crate::catalog::entries::{self, Delivery};
+use crate::catalog::frameworks::{NON_CALLBACK_CRATES, SPAWN_CRATES, WEB_CRATES};
 use crate::model::{FileModel, FnDef, Package, Span, Visibility};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -56,17 +57,6 @@ const ROUTE_FNS: &[&str] = &[
     "post_service",
 ];
 
-const WEB_CRATES: &[&str] = &[
-    "axum",
-    "actix_web",
-    "poem",
-    "salvo",
-    "warp",
-    "tide",
-    "rocket",
-    "ntex",
-];
-
 const SPAWNS: &[&str] = &[
     "spawn",
     "spawn_blocking",
@@ -74,51 +64,11 @@ const SPAWNS: &[&str] = &[
     "spawn_with_handle",
 ];
 
-const SPAWN_CRATES: &[&str] = &[
-    "tokio",
-    "std",
-    "async_std",
-    "smol",
-    "actix_rt",
-    "actix_web",
-    "futures",
-    "rayon",
-    "tokio_util",
-];
-
 /// Calls that turn a fn into a service: tower/hyper/Lambda `service_fn`, Lambda `run`.
 const SERVICE_FNS: &[&str] = &["service_fn", "handler_fn", "make_service_fn"];
 
 /// Job runners' registration methods (apalis `build_fn`, graphile-worker `define_job`).
 const JOB_METHODS: &[&str] = &["build_fn", "define_job", "register_job"];
-
-/// Crates whose traits a crate implements for data, formatting or plumbing, not as callbacks
-/// that receive deliveries.
-const NON_CALLBACK_CRATES: &[&str] = &[
-    "std",
-    "core",
-    "alloc",
-    "serde",
-    "serde_json",
-    "thiserror",
-    "anyhow",
-    "futures",
-    "futures_util",
-    "tokio",
-    "tracing",
-    "clap",
-    "sqlx",
-    "diesel",
-    "sea_orm",
-    "bytes",
-    "http",
-    "async_trait",
-    "schemars",
-    "utoipa",
-    "validator",
-    "strum",
-    "derive_more",
-];
 
 /// Every entry point of the package, one per fn (the first kind of [`EntryKind`]'s order
 /// that applies). `configured` names fns by name, `Type::method` or path suffix.

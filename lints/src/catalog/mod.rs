@@ -4,13 +4,18 @@
 //! marks whose body is not visible ([`store_names`]), the store traits whose methods
 //! are also called in path form ([`store_traits`]), the kinds of entry point with
 //! whether what they receive can come again ([`entries`]), and the store operations of each
-//! store crate family ([`stores`]).
+//! store crate family ([`stores`]), the entry-point frameworks ([`frameworks`]), the
+//! clients whose calls are outside effects ([`effects`]), and which dependencies all of
+//! these model ([`coverage`]).
 //!
 //! Both are data, not code: a lint asks "is this call a source?" or "is this name a key?"
 //! and the answer comes from a table that users extend in `idem-lint.toml`
 //! (`[lints.nondeterministic_key] sources = [..], key_names = [..]`).
 
+pub mod coverage;
+pub mod effects;
 pub mod entries;
+pub mod frameworks;
 pub mod sinks;
 pub mod sources;
 pub mod store_crates;

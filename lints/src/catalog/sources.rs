@@ -97,6 +97,13 @@ const BUILTIN: &[(&str, SourceKind)] = &[
     ("fastrand::*", SourceKind::Random),
 ];
 
+/// Whether a built-in source pattern starts in crate `krate` (`uuid`, `chrono`, `rand`).
+pub fn names_crate(krate: &str) -> bool {
+    BUILTIN
+        .iter()
+        .any(|(p, _)| p.split("::").next() == Some(krate))
+}
+
 impl Default for SourceCatalog {
     fn default() -> Self {
         SourceCatalog::from_patterns(

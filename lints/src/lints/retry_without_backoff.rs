@@ -5,6 +5,7 @@ use crate::analysis::binding::let_parts;
 use crate::analysis::resolve::path_ends_with_in;
 use crate::analysis::words::{called_path, path_ends_with, words, Word};
 use crate::analysis::{Chain, FastMap, FastSet, Locals, MethodStep, Step};
+use crate::catalog::frameworks::RETRY_CRATES;
 use crate::context::LintContext;
 use crate::declare_lint;
 use crate::model::ir::{Block, Expr, ExprKind, Lit, Pat, Stmt};
@@ -119,9 +120,6 @@ const BOUNDS: &[&str] = &[
     "limit",
     "remaining",
 ];
-
-/// The retry crates whose policies are judged ([`policy_uses`]).
-const RETRY_CRATES: &[&str] = &["backon", "again", "tokio_retry", "tokio_retry2", "backoff"];
 
 pub fn check(cx: &mut LintContext<'_>) {
     let package = cx.package;

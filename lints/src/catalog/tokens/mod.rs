@@ -73,6 +73,14 @@ pub fn http_api_of(url: &str) -> Option<&'static HttpToken> {
     })
 }
 
+/// Whether the token tables model crate `krate`: an AWS SDK or a payment SDK package.
+pub fn models_crate(krate: &str) -> bool {
+    aws::AWS.iter().any(|t| t.krate == krate)
+        || payments::SDKS
+            .iter()
+            .any(|s| s.krate == krate || s.packages.contains(&krate))
+}
+
 /// What happens to a request sent without its token.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Fill {

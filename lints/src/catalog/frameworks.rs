@@ -1,0 +1,72 @@
+//! Entry-point frameworks as data: the web crates whose routes are user commands, the
+//! runtimes whose spawns start tasks, and the crates whose traits are data or plumbing rather
+//! than callbacks that receive deliveries. The engine (`analysis::entry`) keeps the
+//! machinery (attributes, route tables, trait impls); which crate is which lives here.
+
+/// Web frameworks: a fn their routing functions take is a route handler.
+pub const WEB_CRATES: &[&str] = &[
+    "axum",
+    "actix_web",
+    "poem",
+    "salvo",
+    "warp",
+    "tide",
+    "rocket",
+    "ntex",
+];
+
+/// Runtimes and pools whose `spawn*` functions start a task.
+pub const SPAWN_CRATES: &[&str] = &[
+    "tokio",
+    "std",
+    "async_std",
+    "smol",
+    "actix_rt",
+    "actix_web",
+    "futures",
+    "rayon",
+    "tokio_util",
+];
+
+/// Crates whose traits a crate implements for data, formatting or plumbing, not as callbacks
+/// that receive deliveries: an impl of any other crate's trait method is a framework callback
+/// (a tonic service, a lapin consumer delegate, a job runner's task trait).
+pub const NON_CALLBACK_CRATES: &[&str] = &[
+    "std",
+    "core",
+    "alloc",
+    "serde",
+    "serde_json",
+    "thiserror",
+    "anyhow",
+    "futures",
+    "futures_util",
+    "tokio",
+    "tracing",
+    "clap",
+    "sqlx",
+    "diesel",
+    "sea_orm",
+    "bytes",
+    "http",
+    "async_trait",
+    "schemars",
+    "utoipa",
+    "validator",
+    "strum",
+    "derive_more",
+];
+
+/// Retry crates whose policies `retry_without_backoff` judges (built with or without jitter
+/// and a cap).
+pub const RETRY_CRATES: &[&str] = &["backon", "again", "tokio_retry", "tokio_retry2", "backoff"];
+
+/// Message brokers whose producers or consumers a lint reads (`rdkafka`'s `ClientConfig`);
+/// their consumers are entry points through the receive loops the engine finds.
+pub const BROKER_CRATES: &[&str] = &[
+    "rdkafka",
+    "lapin",
+    "async_nats",
+    "rumqttc",
+    "google_cloud_pubsub",
+];
