@@ -272,6 +272,13 @@ impl Events for MarkWalk<'_, '_> {
             .iter()
             .any(|t| t.kind == TxKind::Closure && t.begin == call.span)
     }
+
+    /// A business write or a commit in a loop (`for rec in records { .. execute(&mut *tx) }`)
+    /// has happened before a mark after it whenever the loop ran a round; when it ran none,
+    /// there is no work to leave unmarked.
+    fn kept_after_loop(&self, fact: u32) -> bool {
+        self.facts.get(fact as usize).is_some()
+    }
 }
 
 impl MarkWalk<'_, '_> {
