@@ -3,14 +3,20 @@
 //! operations that take an idempotency token ([`tokens`]) and the names of store checks and
 //! marks whose body is not visible ([`store_names`]), the store traits whose methods
 //! are also called in path form ([`store_traits`]), the kinds of entry point with
-//! whether what they receive can come again ([`entries`]), and the store operations of each
-//! store crate family ([`stores`]).
+//! whether what they receive can come again ([`entries`]), the store operations of each
+//! store crate family ([`stores`]), the macros that build a document from a literal
+//! ([`formats`]), the crates that re-export another whole ([`reexports`]), the macros
+//! that only log ([`logging`]) and the runners of retry crates ([`retries`]).
 //!
 //! Both are data, not code: a lint asks "is this call a source?" or "is this name a key?"
 //! and the answer comes from a table that users extend in `idem-lint.toml`
 //! (`[lints.nondeterministic_key] sources = [..], key_names = [..]`).
 
 pub mod entries;
+pub mod formats;
+pub mod logging;
+pub mod reexports;
+pub mod retries;
 pub mod sinks;
 pub mod sources;
 pub mod store_crates;
