@@ -33,7 +33,8 @@ mod tests {
         for (k, m, is) in REEXPORTS {
             for name in [k, m, is] {
                 assert!(
-                    name.chars().all(|c| c.is_ascii_lowercase() || c == '_'),
+                    name.chars()
+                        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_'),
                     "{name}"
                 );
             }
