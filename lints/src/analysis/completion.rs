@@ -37,6 +37,10 @@ use std::rc::Rc;
 pub enum Role {
     /// Records the key as processed.
     Mark,
+    /// Records the key before the work, as taken: an SQL insert into a dedupe table that
+    /// tells whether it wrote (`INSERT INTO inbox .. ON CONFLICT DO NOTHING`). It must commit
+    /// with the work it guards, or a failed work leaves the key taken and the work undone.
+    Claim,
     /// The work itself; `idempotent` when running it twice leaves the same state.
     Business { idempotent: bool },
 }
@@ -195,7 +199,11 @@ impl<'a> Completion<'a> {
 
     /// Whether function `id` is worth walking: it writes a mark, directly or through a call.
     pub fn has_mark(&self, id: FnId) -> bool {
-        self.any_marks && self.writes(id).iter().any(|w| w.role == Role::Mark)
+        self.any_marks
+            && self
+                .writes(id)
+                .iter()
+                .any(|w| matches!(w.role, Role::Mark | Role::Claim))
     }
 
     /// What `id` writes, directly or through helpers, executors seen from `id` (bounded).
@@ -341,13 +349,21 @@ impl<'a> Completion<'a> {
             }];
         }
         let inner = self.writes(callee_id);
-        let marks_only = inner.iter().all(|w| w.role == Role::Mark);
+        // A helper's claims travel with its marks: a helper that claims and marks is still a
+        // mark helper.
+        let marks_only = inner
+            .iter()
+            .all(|w| matches!(w.role, Role::Mark | Role::Claim));
         inner
             .iter()
             .map(|w| Write {
                 // A helper that writes only marks is a mark helper; a helper that writes both
                 // is judged inside itself, and its business writes count here.
-                role: if marks_only { Role::Mark } else { w.role },
+                role: if marks_only && w.role != Role::Claim {
+                    Role::Mark
+                } else {
+                    w.role
+                },
                 executor: self.map_executor(tx, e, callee, callee_id, &w.executor),
                 span: e.span,
                 via: Some(callee_id),
@@ -366,12 +382,19 @@ impl<'a> Completion<'a> {
             && a.store == Store::Sql
             && a.shape.increments
             && !a.shape.counts_bookkeeping;
+        let dedupe_claim = a.access == Access::Claim
+            && a.store == Store::Sql
+            && !conditional_work
+            && (a.dedupe_table || a.table.as_deref().is_some_and(is_dedupe_table_name));
         if !(matches!(a.access, Access::Write | Access::Upsert | Access::Delete)
-            || conditional_work)
+            || conditional_work
+            || dedupe_claim)
         {
             return None;
         }
-        let role = if self.is_mark(id, a) {
+        let role = if dedupe_claim {
+            Role::Claim
+        } else if self.is_mark(id, a) {
             Role::Mark
         } else {
             Role::Business {
