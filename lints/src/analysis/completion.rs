@@ -6,6 +6,7 @@
 //! - writes the row or key the same function claimed (`INSERT .. ON CONFLICT DO NOTHING`
 //!   into `processed_events`, then `UPDATE processed_events .. WHERE id = $1` with the same
 //!   key; `SET NX` then `SET` of the same Redis key);
+//! - writes a consumer's position or checkpoint (`consumer_positions`, `checkpoint`);
 //! - inserts into a table named like a dedupe table (`processed_messages`, `inbox`), or
 //!   writes a marker value under a key named so in Redis or DynamoDB (`SET processed:{id} 1`);
 //! - sets a status to a done-like value or a completion timestamp ([`WriteShape`]);
@@ -22,7 +23,7 @@ use super::callgraph::{CallGraph, CallKind};
 use super::entry::names_fn;
 use super::flow::FnId;
 use super::resolve::Resolver;
-use super::sql::is_dedupe_table_name;
+use super::sql::{is_dedupe_table_name, is_progress_table_name};
 use super::store_ops::{Access, Store, WriteShape};
 use super::summary::{StoreAccess, Summaries};
 use super::transactions::{base_name, Executor, Transactions};
@@ -36,6 +37,10 @@ use std::rc::Rc;
 pub enum Role {
     /// Records the key as processed.
     Mark,
+    /// Records the key before the work, as taken: an SQL insert into a dedupe table that
+    /// tells whether it wrote (`INSERT INTO inbox .. ON CONFLICT DO NOTHING`). It must commit
+    /// with the work it guards, or a failed work leaves the key taken and the work undone.
+    Claim,
     /// The work itself; `idempotent` when running it twice leaves the same state.
     Business { idempotent: bool },
 }
@@ -194,7 +199,11 @@ impl<'a> Completion<'a> {
 
     /// Whether function `id` is worth walking: it writes a mark, directly or through a call.
     pub fn has_mark(&self, id: FnId) -> bool {
-        self.any_marks && self.writes(id).iter().any(|w| w.role == Role::Mark)
+        self.any_marks
+            && self
+                .writes(id)
+                .iter()
+                .any(|w| matches!(w.role, Role::Mark | Role::Claim))
     }
 
     /// What `id` writes, directly or through helpers, executors seen from `id` (bounded).
@@ -340,13 +349,21 @@ impl<'a> Completion<'a> {
             }];
         }
         let inner = self.writes(callee_id);
-        let marks_only = inner.iter().all(|w| w.role == Role::Mark);
+        // A helper's claims travel with its marks: a helper that claims and marks is still a
+        // mark helper.
+        let marks_only = inner
+            .iter()
+            .all(|w| matches!(w.role, Role::Mark | Role::Claim));
         inner
             .iter()
             .map(|w| Write {
                 // A helper that writes only marks is a mark helper; a helper that writes both
                 // is judged inside itself, and its business writes count here.
-                role: if marks_only { Role::Mark } else { w.role },
+                role: if marks_only && w.role != Role::Claim {
+                    Role::Mark
+                } else {
+                    w.role
+                },
                 executor: self.map_executor(tx, e, callee, callee_id, &w.executor),
                 span: e.span,
                 via: Some(callee_id),
@@ -357,10 +374,27 @@ impl<'a> Completion<'a> {
     }
 
     fn direct(&self, id: FnId, tx: &Transactions, e: &Expr, a: &StoreAccess) -> Option<Write> {
-        if !matches!(a.access, Access::Write | Access::Upsert | Access::Delete) {
+        // A conditional SQL update that adds to what is stored (`on_hand = on_hand - $2 WHERE
+        // on_hand >= $2`) is work a retry repeats, though the database tests its condition;
+        // one that counts attempts or versions is bookkeeping. (A DynamoDB condition may test
+        // the message's id, `NOT contains(applied, :id)`, and refuse the repeat.)
+        let conditional_work = a.access == Access::Claim
+            && a.store == Store::Sql
+            && a.shape.increments
+            && !a.shape.counts_bookkeeping;
+        let dedupe_claim = a.access == Access::Claim
+            && a.store == Store::Sql
+            && !conditional_work
+            && (a.dedupe_table || a.table.as_deref().is_some_and(is_dedupe_table_name));
+        if !(matches!(a.access, Access::Write | Access::Upsert | Access::Delete)
+            || conditional_work
+            || dedupe_claim)
+        {
             return None;
         }
-        let role = if self.is_mark(id, a) {
+        let role = if dedupe_claim {
+            Role::Claim
+        } else if self.is_mark(id, a) {
             Role::Mark
         } else {
             Role::Business {
@@ -379,11 +413,13 @@ impl<'a> Completion<'a> {
     }
 
     fn is_mark(&self, id: FnId, a: &StoreAccess) -> bool {
-        if a.access == Access::Delete {
+        if matches!(a.access, Access::Delete | Access::Claim) {
             return false;
         }
         let WriteShape { marks_done, .. } = a.shape;
         let dedupe_named = a.dedupe_table || a.table.as_deref().is_some_and(is_dedupe_table_name);
+        // A consumer's position or checkpoint: everything up to it is processed.
+        let progress = a.table.as_deref().is_some_and(is_progress_table_name);
         // A job queue claims, inserts and fails rows of one table: only the claimed row (same
         // table, same key, same function) is its completion record.
         let claimed_here = a.key.as_ref().is_some_and(|k| {
@@ -402,7 +438,7 @@ impl<'a> Completion<'a> {
                     .iter()
                     .any(|l| is_dedupe_table_name(&l.replace(':', "_")))
             });
-        marks_done || dedupe_named || claimed_here || dedupe_key
+        marks_done || dedupe_named || progress || claimed_here || dedupe_key
     }
 
     /// A configured mark outside the crate: `idem::mark_processed(&pool, key)`.

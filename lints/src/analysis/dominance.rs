@@ -64,6 +64,13 @@ pub trait Events {
     fn runs_arguments(&self, _call: &Expr) -> bool {
         false
     }
+
+    /// Whether `fact`, established in a loop body, holds after the loop although the body
+    /// may run zero times: a fact that matters only on the paths where it happened ("a write
+    /// was done"), where a loop that ran no round did nothing to report.
+    fn kept_after_loop(&self, _fact: u32) -> bool {
+        false
+    }
 }
 
 /// Walks `body` from its start, where `start` holds.
@@ -273,11 +280,13 @@ impl<E: Events> Walker<'_, E> {
                 let mut inner = st.clone();
                 self.block(body, &mut inner);
                 let breaks = self.loops.pop().flatten();
+                let kept = self.kept(&inner, &breaks);
                 // `loop` leaves only by `break`; `while` also when its condition fails.
                 *st = match cond {
                     Some(_) => join(st.take(), breaks),
                     None => breaks,
                 };
+                self.keep(st, kept);
             }
             ExprKind::For { iter, body, .. } => {
                 self.expr(iter, st);
@@ -285,7 +294,9 @@ impl<E: Events> Walker<'_, E> {
                 let mut inner = st.clone();
                 self.block(body, &mut inner);
                 let breaks = self.loops.pop().flatten();
+                let kept = self.kept(&inner, &breaks);
                 *st = join(st.take(), breaks);
+                self.keep(st, kept);
             }
             ExprKind::Return(v) => {
                 if let Some(v) = v {
@@ -307,6 +318,27 @@ impl<E: Events> Walker<'_, E> {
         }
         if let Some(facts) = st {
             self.events.at(e, facts);
+        }
+    }
+
+    /// The facts of a loop body's end and its `break`s that the client keeps after the loop.
+    fn kept(&self, end: &State, breaks: &State) -> Vec<u32> {
+        let mut out: Vec<u32> = end
+            .iter()
+            .chain(breaks.iter())
+            .flat_map(Facts::iter)
+            .filter(|f| self.events.kept_after_loop(*f))
+            .collect();
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+
+    fn keep(&self, st: &mut State, kept: Vec<u32>) {
+        if let Some(facts) = st {
+            for f in kept {
+                facts.insert(f);
+            }
         }
     }
 
@@ -361,6 +393,11 @@ fn closure_body(arg: &Expr) -> Option<&Expr> {
 
 fn unwrap_future(e: &Expr) -> &Expr {
     match &e.kind {
+        // `|tx| { Box::pin(async move { .. }) }`: a block that only returns the future.
+        ExprKind::Block(b) if b.stmts.len() == 1 => match b.tail() {
+            Some(tail) => unwrap_future(tail),
+            None => e,
+        },
         ExprKind::Call { func, args }
             if args.len() == 1 && func.as_path().is_some_and(|p| p.last() == "pin") =>
         {
@@ -461,6 +498,38 @@ mod tests {
         assert_eq!(at(&m, "x4"), [2]);
     }
 
+    /// Facts numbered 5 and up are kept after a loop that may not have run.
+    struct Keeping(Probe);
+
+    impl Events for Keeping {
+        fn at(&mut self, e: &Expr, facts: &mut Facts) {
+            self.0.at(e, facts)
+        }
+
+        fn kept_after_loop(&self, fact: u32) -> bool {
+            fact >= 5
+        }
+    }
+
+    #[test]
+    fn facts_the_client_keeps_survive_a_loop_that_may_not_run() {
+        let src = "async fn f() { for m in ms { g1(); g5(m); } x1(); while c { g6(); } x2(); \
+                   loop { if d { g7(); break; } } x3(); for m in ms { if !g8(m) { continue; } } x4(); }";
+        let file = lower_file(src, FileId(0), vec!["crate".into()], false).unwrap();
+        let mut probe = Keeping(Probe(BTreeMap::new()));
+        walk(
+            file.fns[0].body.as_ref().unwrap(),
+            Facts::default(),
+            &mut probe,
+        );
+        let m = probe.0 .0;
+        assert_eq!(at(&m, "x1"), [5]);
+        assert_eq!(at(&m, "x2"), [5, 6]);
+        assert_eq!(at(&m, "x3"), [5, 6, 7]);
+        // `g8` runs before the `continue`, on every round.
+        assert_eq!(at(&m, "x4"), [5, 6, 7, 8]);
+    }
+
     #[test]
     fn closures_run_later_unless_run_during_the_call() {
         let m = facts(
@@ -468,6 +537,8 @@ mod tests {
              let h = |v| { g3(); x3(); }; x4();
              pool.run_in(|tx| Box::pin(async move { g4(); if c { return Ok(()); } g5(); x5(); })).await?;
              x6();
+             pool.run_in(|tx| { Box::pin(async move { g9(); }) }).await?;
+             x9();
              async { g6(); }.await; x7();",
         );
         assert_eq!(at(&m, "x1"), [1, 2]);
@@ -476,7 +547,8 @@ mod tests {
         assert_eq!(at(&m, "x4"), [1]);
         assert_eq!(at(&m, "x5"), [1, 4, 5]);
         assert_eq!(at(&m, "x6"), [1, 4]);
-        assert_eq!(at(&m, "x7"), [1, 4, 6]);
+        assert_eq!(at(&m, "x7"), [1, 4, 6, 9]);
+        assert_eq!(at(&m, "x9"), [1, 4, 9]);
     }
 
     #[test]

@@ -516,6 +516,12 @@ fn sea_op<'a>(
             };
             let mut found = op("UPDATE", table, access, keys, Vec::new(), span);
             found.shape.updates_rows = true;
+            // `.col_expr(C, Expr::col(C).add(n))`: the column is added to.
+            found.shape.increments = steps.iter().any(|(m, a)| {
+                *m == "col_expr"
+                    && a.get(1)
+                        .is_some_and(|v| mentions_method(v, "add") || mentions_method(v, "sub"))
+            });
             Some(found)
         }
         _ => None,

@@ -556,10 +556,8 @@ impl Resolver {
                     && !scope.items.contains(first)
                     && self.package_crate(target, first).is_none() =>
             {
-                DefPath {
-                    krate: Krate::Extern(first.into()),
-                    segments: head[1..].iter().chain(tail).cloned().collect(),
-                }
+                let rest: Vec<String> = head[1..].iter().chain(tail).cloned().collect();
+                extern_path(first, &rest)
             }
             _ => {
                 let joined: Vec<String> = head.iter().chain(tail).cloned().collect();
@@ -654,10 +652,7 @@ impl Resolver {
     fn crate_path(&self, target: usize, first: &str, rest: &[String], depth: usize) -> DefPath {
         match self.package_crate(target, first) {
             Some(krate) => self.local_path(krate, rest, depth + 1),
-            None => DefPath {
-                krate: Krate::Extern(first.into()),
-                segments: rest.into(),
-            },
+            None => extern_path(first, rest),
         }
     }
 
@@ -749,6 +744,23 @@ fn local(target: usize, segs: &[String]) -> DefPath {
     DefPath {
         krate: Krate::Local(target),
         segments: segs.into(),
+    }
+}
+
+/// `krate::rest` in an external crate; a path through a crate that re-exports another whole
+/// (`deadpool_redis::redis::cmd`) names the other crate's item (`redis::cmd`).
+fn extern_path(krate: &str, rest: &[String]) -> DefPath {
+    if let Some((module, inner)) = rest.split_first() {
+        if let Some(is) = crate::catalog::reexports::reexported(krate, module) {
+            return DefPath {
+                krate: Krate::Extern(is.into()),
+                segments: inner.into(),
+            };
+        }
+    }
+    DefPath {
+        krate: Krate::Extern(krate.into()),
+        segments: rest.into(),
     }
 }
 

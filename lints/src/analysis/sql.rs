@@ -184,6 +184,37 @@ pub fn is_dedupe_table_name(name: &str) -> bool {
     .any(|w| n.contains(w))
 }
 
+/// Tables that record how far a consumer has got (`consumer_positions`, `projection_checkpoints`,
+/// `kafka_offsets`, `sync_cursors`): writing one marks everything up to a message as processed.
+/// A `positions` table alone is a trading book's; it is a consumer's only next to a word that
+/// says whose position it is.
+pub fn is_progress_table_name(name: &str) -> bool {
+    let n = name.to_ascii_lowercase();
+    let parts: Vec<&str> = n
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|p| !p.is_empty())
+        .map(|p| p.strip_suffix('s').unwrap_or(p))
+        .collect();
+    let of_a_consumer = parts.iter().any(|p| {
+        matches!(
+            *p,
+            "consumer"
+                | "stream"
+                | "subscription"
+                | "partition"
+                | "projection"
+                | "projector"
+                | "reader"
+                | "subscriber"
+                | "shard"
+        )
+    });
+    parts.iter().any(|p| {
+        matches!(*p, "checkpoint" | "offset" | "cursor" | "watermark")
+            || *p == "position" && of_a_consumer
+    })
+}
+
 /// Columns whose name says they hold a uniqueness or dedupe key (`uniq_hash`, `unique_key`,
 /// `dedupe_id`, `idempotency_key`): a lookup by one asks "was this done already?".
 pub fn is_dedupe_key_column(c: &str) -> bool {
@@ -832,6 +863,28 @@ fn insert_columns(toks: &[Tok], at: usize) -> Vec<(String, Option<usize>)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn progress_tables_are_a_consumers_positions() {
+        for t in [
+            "consumer_positions",
+            "checkpoint",
+            "projection_checkpoints",
+            "kafka_offsets",
+            "sync_cursors",
+            "stream_position",
+        ] {
+            assert!(is_progress_table_name(t), "{t}");
+        }
+        for t in [
+            "positions",
+            "trading_positions",
+            "orders",
+            "offsetting_entries",
+        ] {
+            assert!(!is_progress_table_name(t), "{t}");
+        }
+    }
 
     #[test]
     fn characters_outside_ascii_are_read_whole() {

@@ -353,7 +353,11 @@ fn redis_method<'a>(
     if !row.fits(args.len()) {
         return None;
     }
-    if !is_redis_receiver(env, receiver, row) || builds_pipeline(env, receiver) {
+    // `pipe.zincr(..)` on a pipeline held in a local, as a statement of its own: the run
+    // (`pipe.query_async(..)`) does not see it, so the command is an operation here.
+    let added_to_local = adds_to_local_pipeline(env, receiver);
+    if !added_to_local && (!is_redis_receiver(env, receiver, row) || builds_pipeline(env, receiver))
+    {
         return None;
     }
     // `set_options(k, v, SetOptions::default().conditional_set(ExistenceCheck::NX))` and
@@ -392,6 +396,30 @@ fn redis_method<'a>(
 fn builds_pipeline<'a>(env: &dyn OpEnv<'a>, receiver: &'a Expr) -> bool {
     let (_, root) = super::query_builders::chain(env, receiver);
     let ExprKind::Call { func, .. } = &root.kind else {
+        return false;
+    };
+    func.as_path().is_some_and(|p| {
+        let resolved = env.resolve(p);
+        redis::PIPE_PATHS.iter().any(|p| resolved.matches(p))
+    })
+}
+
+/// Whether `receiver` is a pipeline held in a local (`pipe` of `let mut pipe =
+/// redis::pipe(); pipe.atomic(); pipe.hincr(..)`), possibly with commands chained after it
+/// in the same statement (`pipe.zincr(..).ignore().hincr(..)`).
+fn adds_to_local_pipeline<'a>(env: &dyn OpEnv<'a>, receiver: &'a Expr) -> bool {
+    let mut cur = receiver.peel();
+    while let ExprKind::MethodCall { receiver, .. } = &cur.kind {
+        cur = receiver.peel();
+    }
+    let Some(init) = cur
+        .as_path()
+        .and_then(|p| p.as_ident())
+        .and_then(|n| env.local_init(n))
+    else {
+        return false;
+    };
+    let ExprKind::Call { func, .. } = &init.peel().kind else {
         return false;
     };
     func.as_path().is_some_and(|p| {
@@ -814,16 +842,27 @@ fn transact_write<'a>(
 ) -> StoreOp<'a> {
     let mut updates = Vec::new();
     let mut attributes: Vec<(Option<String>, &'a Expr)> = Vec::new();
+    let mut conditions = Vec::new();
     let items: Vec<&'a Expr> = calls
         .iter()
         .filter(|(m, _)| *m == ddb::TRANSACT_ITEMS)
         .filter_map(|(_, a)| a.first())
         .collect();
     for item in &items {
-        transact_item(env, item, 0, &mut updates, &mut attributes);
+        let mut parts = ItemParts {
+            updates: &mut updates,
+            attributes: &mut attributes,
+            conditions: &mut conditions,
+        };
+        transact_item(env, item, 0, &mut parts);
     }
     let text = updates.join(", ");
-    let shape = WriteShape::of_dynamodb(env, Some(&text), &attributes);
+    let mut shape = WriteShape::of_dynamodb(env, Some(&text), &attributes);
+    // An item put on the condition that it does not exist yet (the processed marker) cancels
+    // the whole request when it does: a repeat fails instead of writing again.
+    shape.fails_when_taken = conditions
+        .iter()
+        .any(|c| c.to_ascii_lowercase().contains("attribute_not_exists"));
     StoreOp {
         store: Store::DynamoDb,
         access: Access::Write,
@@ -840,14 +879,20 @@ fn transact_write<'a>(
     }
 }
 
-/// The update texts and attributes of one transaction item, following the builders
-/// (`TransactWriteItem::builder().update(u)`) and the locals holding them.
+/// What the items of a transaction hold: update texts, attributes, condition texts.
+struct ItemParts<'p, 'a> {
+    updates: &'p mut Vec<String>,
+    attributes: &'p mut Vec<(Option<String>, &'a Expr)>,
+    conditions: &'p mut Vec<String>,
+}
+
+/// The update texts, attributes and conditions of one transaction item, following the
+/// builders (`TransactWriteItem::builder().update(u)`) and the locals holding them.
 fn transact_item<'a>(
     env: &dyn OpEnv<'a>,
     e: &'a Expr,
     depth: usize,
-    updates: &mut Vec<String>,
-    attributes: &mut Vec<(Option<String>, &'a Expr)>,
+    parts: &mut ItemParts<'_, 'a>,
 ) {
     if depth > 4 {
         return;
@@ -857,16 +902,19 @@ fn transact_item<'a>(
         match (method, args) {
             (m, [text]) if ddb::UPDATE.contains(&m) => {
                 let calls: Vec<(&str, &[Expr])> = steps.clone();
-                updates.extend(
+                parts.updates.extend(
                     env.string_of(text)
                         .map(|t| with_attribute_names(env, &calls, &t)),
                 );
             }
+            (m, [text]) if ddb::CONDITION.contains(&m) => {
+                parts.conditions.extend(env.string_of(text));
+            }
             (m, [name, value]) if m == ddb::ITEM || m == ddb::VALUES => {
-                attributes.push((env.string_of(name), value));
+                parts.attributes.push((env.string_of(name), value));
             }
             (m, [inner]) if ddb::TRANSACT_ITEM_PARTS.contains(&m) => {
-                transact_item(env, inner, depth + 1, updates, attributes);
+                transact_item(env, inner, depth + 1, parts);
             }
             _ => {}
         }
@@ -1072,7 +1120,9 @@ pub struct WriteShape {
     /// values again.
     pub updates_rows: bool,
     /// A claim that answers by failing when the key is taken (a conditional `put_item`,
-    /// JetStream KV `create`): a `?` on it tests its answer.
+    /// JetStream KV `create`): a `?` on it tests its answer. Also a write that fails when
+    /// repeated because it carries such a claim (a `TransactWriteItems` with an item put on
+    /// `attribute_not_exists`).
     pub fails_when_taken: bool,
 }
 
@@ -1250,16 +1300,19 @@ impl WriteShape {
             .split(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '#' | ':')))
             .filter(|w| !w.is_empty())
             .collect();
+        // The actions of the expression: a comma inside a function's parentheses
+        // (`if_not_exists(n, :z)`) does not end one.
+        let actions = update_actions(&text);
         // `ADD n :inc`, or `SET n = n + :inc` / `SET n = if_not_exists(n, :z) + :inc`.
         let increments = words.contains(&"add")
-            || text.split(',').any(|part| {
+            || actions.iter().any(|part| {
                 part.split_once('=').is_some_and(|(lhs, rhs)| {
                     let lhs = lhs.trim().trim_start_matches("set").trim();
                     rhs.contains('+') && rhs.contains(lhs) && !lhs.is_empty()
                 })
             });
         // `SET l = list_append(l, :v)` or `list_append(:v, l)`.
-        let appends = text.split(',').any(|part| {
+        let appends = actions.iter().any(|part| {
             part.split_once('=').is_some_and(|(lhs, rhs)| {
                 let lhs = lhs.trim().trim_start_matches("set").trim();
                 !lhs.is_empty() && rhs.contains("list_append") && rhs.contains(lhs)
@@ -1281,7 +1334,7 @@ impl WriteShape {
             .filter(|w| w[0] == "add")
             .map(|w| w[1])
             .collect();
-        for part in text.split(',') {
+        for part in &actions {
             if let Some((lhs, rhs)) = part.split_once('=') {
                 let lhs = lhs.trim().trim_start_matches("set").trim();
                 if rhs.contains('+') && !lhs.is_empty() && rhs.contains(lhs) {
@@ -1302,6 +1355,26 @@ impl WriteShape {
             updates_rows: false,
         }
     }
+}
+
+/// The comma-separated actions of a DynamoDB update expression, split only at the commas
+/// outside parentheses: `SET n = if_not_exists(n, :z) + :inc, m = :v` has two.
+fn update_actions(text: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let (mut depth, mut start) = (0usize, 0);
+    for (i, c) in text.char_indices() {
+        match c {
+            '(' => depth += 1,
+            ')' => depth = depth.saturating_sub(1),
+            ',' if depth == 0 => {
+                out.push(&text[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    out.push(&text[start..]);
+    out
 }
 
 #[cfg(test)]
@@ -1600,11 +1673,18 @@ mod tests {
             r#"ddb.update_item().table_name("balances").key("pk", k).update_expression("ADD points :n").expression_attribute_values(":n", n).send().await?;
                ddb.put_item().table_name("requests").item("pk", k).item("status", AttributeValue::S("COMPLETED".into())).send().await?;
                ddb.update_item().table_name("t").key("pk", k).update_expression("SET total = total + :n").send().await?;
-               ddb.put_item().table_name("orders").item("pk", k).item("total", n).send().await?;"#,
+               ddb.put_item().table_name("orders").item("pk", k).item("total", n).send().await?;
+               ddb.update_item().table_name("t").key("pk", k).update_expression("SET total = if_not_exists(total, :z) + :n, seen = :s").send().await?;"#,
         );
         assert_eq!(
             ddb,
-            vec![(false, true), (true, false), (false, true), (false, false)]
+            vec![
+                (false, true),
+                (true, false),
+                (false, true),
+                (false, false),
+                (false, true)
+            ]
         );
     }
 }

@@ -146,6 +146,40 @@ impl Transactions {
                 }
             }
         }
+        // A pipeline in a local made atomic by a statement of its own (`let mut pipe =
+        // redis::pipe(); pipe.atomic(); pipe.hincr(..); pipe.query_async(&mut conn)`): the
+        // commands added to it run in one `MULTI`/`EXEC` when it runs.
+        if redis {
+            for &(name, init) in &lets {
+                if !starts_pipeline(init) {
+                    continue;
+                }
+                let mut atomic = false;
+                let mut runs = Vec::new();
+                body.walk(&mut |e| {
+                    if let ExprKind::MethodCall {
+                        receiver, method, ..
+                    } = &e.kind
+                    {
+                        if base_name(receiver).as_deref() == Some(name) {
+                            atomic |= method == "atomic";
+                            if PIPE_RUNS.contains(&method.as_str()) {
+                                runs.push(e.span);
+                            }
+                        }
+                    }
+                });
+                if atomic && !runs.is_empty() {
+                    out.txs.push(Tx {
+                        kind: TxKind::RedisAtomic,
+                        begin: init.span,
+                        handles: vec![name.to_owned()],
+                        commits: runs,
+                        region: None,
+                    });
+                }
+            }
+        }
         body.walk(&mut |e| {
             if sql {
                 if let Some((param, region)) = closure_tx(e) {
@@ -320,6 +354,23 @@ fn closure_tx(e: &Expr) -> Option<(Option<String>, Span)> {
             body.span,
         )),
         _ => None,
+    })
+}
+
+/// Methods that run a Redis pipeline.
+const PIPE_RUNS: &[&str] = &["query_async", "query", "exec_async", "exec"];
+
+/// `redis::pipe()`, `Pipeline::new()`: a call that starts a pipeline.
+fn starts_pipeline(init: &Expr) -> bool {
+    let ExprKind::Call { func, .. } = &init.peel().kind else {
+        return false;
+    };
+    func.as_path().is_some_and(|p| {
+        let segs = &p.segments;
+        segs.last().is_some_and(|l| l == "pipe")
+            || segs.len() >= 2
+                && segs[segs.len() - 2] == "Pipeline"
+                && segs[segs.len() - 1] == "new"
     })
 }
 
@@ -545,6 +596,29 @@ mod tests {
                 Executor::Param(0),
                 Executor::Tx(TxId(1))
             ]
+        );
+    }
+
+    #[test]
+    fn a_pipeline_made_atomic_by_a_statement_holds_its_commands() {
+        let (t, ex) = txs(
+            &["redis"],
+            "async fn f(conn: &mut Conn) {
+                 let mut p = redis::pipe();
+                 p.atomic();
+                 p.hset(k, f, v).ignore();
+                 p.query_async(conn).await?;
+                 let mut plain = redis::pipe();
+                 plain.hset(k, f, v).ignore();
+                 plain.query_async(conn).await?;
+             }",
+        );
+        let kinds: Vec<TxKind> = t.txs.iter().map(|t| t.kind).collect();
+        assert_eq!(kinds, vec![TxKind::RedisAtomic]);
+        assert_eq!(t.txs[0].commits.len(), 1);
+        assert_eq!(
+            ex,
+            vec![Executor::Tx(TxId(0)), Executor::Other("plain".into())]
         );
     }
 

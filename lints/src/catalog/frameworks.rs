@@ -57,10 +57,6 @@ pub const NON_CALLBACK_CRATES: &[&str] = &[
     "derive_more",
 ];
 
-/// Retry crates whose policies `retry_without_backoff` judges (built with or without jitter
-/// and a cap).
-pub const RETRY_CRATES: &[&str] = &["backon", "again", "tokio_retry", "tokio_retry2", "backoff"];
-
 /// Message brokers whose producers or consumers a lint reads (`rdkafka`'s `ClientConfig`);
 /// their consumers are entry points through the receive loops the engine finds.
 pub const BROKER_CRATES: &[&str] = &[

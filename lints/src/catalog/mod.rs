@@ -3,10 +3,12 @@
 //! operations that take an idempotency token ([`tokens`]) and the names of store checks and
 //! marks whose body is not visible ([`store_names`]), the store traits whose methods
 //! are also called in path form ([`store_traits`]), the kinds of entry point with
-//! whether what they receive can come again ([`entries`]), and the store operations of each
+//! whether what they receive can come again ([`entries`]), the store operations of each
 //! store crate family ([`stores`]), the entry-point frameworks ([`frameworks`]), the
-//! clients whose calls are outside effects ([`effects`]), and which dependencies all of
-//! these model ([`coverage`]).
+//! clients whose calls are outside effects ([`effects`]), the macros that build a document
+//! from a literal ([`formats`]), the crates that re-export another whole ([`reexports`]),
+//! the macros that only log ([`logging`]), the retry crates and their runners
+//! ([`retries`]), and which dependencies all of these model ([`coverage`]).
 //!
 //! Both are data, not code: a lint asks "is this call a source?" or "is this name a key?"
 //! and the answer comes from a table that users extend in `idem-lint.toml`
@@ -15,7 +17,11 @@
 pub mod coverage;
 pub mod effects;
 pub mod entries;
+pub mod formats;
 pub mod frameworks;
+pub mod logging;
+pub mod reexports;
+pub mod retries;
 pub mod sinks;
 pub mod sources;
 pub mod store_crates;

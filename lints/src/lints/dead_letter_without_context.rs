@@ -15,7 +15,8 @@ declare_lint! {
     /// Finds sends to a dead-letter destination whose payload carries no error, or neither
     /// the original message nor its id. A destination is a dead letter when its name has a
     /// part `dlq`, `dead_letter`, `deadletter` or `poison` (or a configured name), or, in a
-    /// string literal, `failed` (`"orders.failed"`, `INSERT INTO failed_jobs`):
+    /// string literal, `failed` or `dead` (`"orders.failed"`, `"bookings.dead"`, `INSERT
+    /// INTO failed_jobs`), or `dead` next to a destination word (`DEAD_EXCHANGE`):
     ///
     /// - a send on a receiver so named: `self.dlq.send(..)`, `dead_letter_tx.send(..)`,
     ///   `poison_queue.push(..)`;
@@ -27,7 +28,8 @@ declare_lint! {
     /// - an SQL `INSERT INTO` such a table, judged by its column list.
     ///
     /// The payload is followed through local variables, struct literals (their field names
-    /// count) and calls (their arguments count). It carries the error when it mentions a name
+    /// count) and calls (their arguments count); a parameter of which only fields are taken
+    /// (`booking.hotel_id`) carries those fields. It carries the error when it mentions a name
     /// like `err`, `error`, `reason`, `cause`, `failure` or `exception`, and the original
     /// when it mentions the message (`msg`, `message`, `record`, `event`, `delivery`,
     /// `envelope`, `original`, `job`) or an id (`id`, `*_id`, `key`).
@@ -309,14 +311,21 @@ fn is_dead_letter_destination(e: &Expr, names: &[String]) -> bool {
     let Some(name) = last_name(e) else {
         return false;
     };
-    names_dead_letter(name.clone(), names)
-        && (names.contains(&name) || DESTINATION_WORDS.iter().any(|w| has_part(&name, w)))
+    let destination = DESTINATION_WORDS.iter().any(|w| has_part(&name, w));
+    // `DEAD_EXCHANGE`, `dead_queue`: `dead` names a dead letter only next to a destination
+    // word (a `dead_nodes` list is not one).
+    names_dead_letter(name.clone(), names) && (names.contains(&name) || destination)
+        || destination && has_part(&name, DEAD)
 }
 
 fn literal_names_dead_letter(s: &str, names: &[String]) -> bool {
     let s = s.to_lowercase();
-    names.iter().any(|n| has_part(&s, n)) || has_part(&s, "failed")
+    names.iter().any(|n| has_part(&s, n)) || has_part(&s, "failed") || has_part(&s, DEAD)
 }
+
+/// A part that names a dead letter in a destination's name or text (`bookings.dead`,
+/// `DEAD_EXCHANGE`), not wherever it appears.
+const DEAD: &str = "dead";
 
 /// A destination expression naming a dead letter anywhere in it (`&self.cfg.dlq_url`,
 /// `format!("{}.dlq", topic)`).
@@ -338,12 +347,14 @@ fn mentions_dead_letter(e: &Expr, names: &[String]) -> bool {
 
 /// Adds what `e` mentions to `ev`, following local variables.
 fn gather(e: &Expr, locals: &Locals<'_>, depth: usize, ev: &mut Evidence) {
-    // The functions called are not values (`to_vec(&letter)`).
+    // The functions called are not values (`to_vec(&letter)`); a value whose field is taken
+    // (`booking.hotel_id`) carries that field, which names itself.
     let mut called = Vec::new();
-    e.walk(&mut |x| {
-        if let ExprKind::Call { func, .. } = &x.kind {
-            called.push(func.span);
-        }
+    let mut field_bases = Vec::new();
+    e.walk(&mut |x| match &x.kind {
+        ExprKind::Call { func, .. } => called.push(func.span),
+        ExprKind::Field { base, .. } => field_bases.push(base.peel().span),
+        _ => {}
     });
     e.walk(&mut |x| match &x.kind {
         ExprKind::Path(_) if called.contains(&x.span) => {}
@@ -361,7 +372,7 @@ fn gather(e: &Expr, locals: &Locals<'_>, depth: usize, ev: &mut Evidence) {
                     for d in defs {
                         gather(d, locals, depth + 1, ev);
                     }
-                } else if name.starts_with(char::is_lowercase) {
+                } else if name.starts_with(char::is_lowercase) && !field_bases.contains(&x.span) {
                     // A parameter or a pattern binding: what it holds is decided elsewhere.
                     ev.opaque = true;
                 }

@@ -18,7 +18,11 @@ declare_lint! {
     /// processed) that is not in the same transaction as the business write it vouches for:
     /// written after that transaction committed, on another connection, with no transaction at
     /// all, in another store, or as a second DynamoDB request where one `TransactWriteItems`
-    /// would hold both.
+    /// would hold both. Also a claim of the key (an insert into a dedupe table that tells
+    /// whether it wrote, `INSERT INTO inbox .. ON CONFLICT DO NOTHING`) written on another
+    /// connection after the function began the transaction of the work it guards: the claim
+    /// commits at once and the work only with the transaction, so a failed work leaves the
+    /// key taken, and the redelivery is dropped as a duplicate.
     ///
     /// Marks are writes to the table the crate's guard claims, inserts into dedupe-named
     /// tables, statuses set to a done-like value or completion timestamps, a marker value under
@@ -233,6 +237,10 @@ enum Fact {
     /// A business write that a retry would repeat.
     Business(Write),
     Commit(TxId, Span),
+    /// A claim of the key (a row inserted into a dedupe table before the work).
+    Claim(Write),
+    /// A `begin()` of this function's transaction.
+    Begun(TxId),
 }
 
 struct MarkWalk<'w, 'a> {
@@ -254,11 +262,32 @@ impl Events for MarkWalk<'_, '_> {
                 }
             }
         }
-        for w in writes {
+        for w in &writes {
             if w.role == (Role::Business { idempotent: false }) {
-                facts.insert(self.facts.len() as u32);
-                self.facts.push(Fact::Business(w));
+                if let Some(f) = self.claim_outside(w, facts) {
+                    if self.seen.insert(f.mark.span) {
+                        self.out.push(f);
+                    }
+                }
             }
+        }
+        for w in writes {
+            let fact = match w.role {
+                Role::Business { idempotent: false } => Fact::Business(w),
+                Role::Claim => Fact::Claim(w),
+                _ => continue,
+            };
+            facts.insert(self.facts.len() as u32);
+            self.facts.push(fact);
+        }
+        if let Some(t) = self
+            .tx
+            .txs
+            .iter()
+            .position(|t| t.kind == TxKind::Begun && t.begin == e.span)
+        {
+            facts.insert(self.facts.len() as u32);
+            self.facts.push(Fact::Begun(TxId(t as u32)));
         }
         if let Some(t) = self.tx.commit_at(e) {
             facts.insert(self.facts.len() as u32);
@@ -272,9 +301,53 @@ impl Events for MarkWalk<'_, '_> {
             .iter()
             .any(|t| t.kind == TxKind::Closure && t.begin == call.span)
     }
+
+    /// A business write or a commit in a loop (`for rec in records { .. execute(&mut *tx) }`)
+    /// has happened before a mark after it whenever the loop ran a round; when it ran none,
+    /// there is no work to leave unmarked.
+    fn kept_after_loop(&self, fact: u32) -> bool {
+        self.facts.get(fact as usize).is_some()
+    }
 }
 
 impl MarkWalk<'_, '_> {
+    /// A claim written on another connection after this function began the transaction
+    /// that `write` runs in (`let tx = pool.begin()..; INSERT INTO inbox .. .execute(pool);
+    /// .. .execute(&mut *tx)`): the claim commits at once, the work only with the
+    /// transaction, so a failed work leaves the key taken and the redelivery dropped.
+    fn claim_outside(&self, write: &Write, facts: &Facts) -> Option<Finding> {
+        let Executor::Tx(t) = write.executor else {
+            return None;
+        };
+        if self.tx.get(t).kind != TxKind::Begun || write.store != Store::Sql {
+            return None;
+        }
+        let held: Vec<u32> = facts.iter().collect();
+        let begun = held
+            .iter()
+            .find(|&&i| matches!(self.facts[i as usize], Fact::Begun(b) if b == t))?;
+        held.iter().filter(|&&i| i > *begun).find_map(|&i| {
+            let Fact::Claim(claim) = &self.facts[i as usize] else {
+                return None;
+            };
+            let outside = match &claim.executor {
+                Executor::Other(n) => !names_a_transaction(n),
+                Executor::Param(_) | Executor::Tx(_) | Executor::InCallee(_) => false,
+                Executor::Unknown => false,
+            };
+            (outside && claim.store == Store::Sql).then(|| Finding {
+                id: self.id,
+                mark: claim.clone(),
+                write: write.clone(),
+                gap: Gap::OtherConnection,
+                tx: Some((
+                    TxKind::Begun,
+                    self.tx.get(t).handles.first().cloned().unwrap_or_default(),
+                )),
+            })
+        })
+    }
+
     /// The latest business write before `mark` on every path that does not commit with it.
     fn finding(&self, mark: &Write, facts: &Facts) -> Option<Finding> {
         let holding: Vec<&Fact> = facts.iter().map(|i| &self.facts[i as usize]).collect();

@@ -287,10 +287,12 @@ fn delivers_at_least_once(package: &Package, e: &EntryPoint) -> bool {
     e.delivery(package) == Delivery::Redelivered
 }
 
-/// A write that adds to what is stored, unconditionally.
+/// A write that adds to what is stored, unconditionally: not one that fails when repeated
+/// (a transaction that also puts the message's marker on `attribute_not_exists`).
 fn is_increment(a: &StoreAccess) -> bool {
     let adds = a.shape.increments || a.shape.appends;
-    let unconditional = matches!(a.access, Access::Write | Access::Upsert);
+    let unconditional =
+        matches!(a.access, Access::Write | Access::Upsert) && !a.shape.fails_when_taken;
     adds && unconditional && !a.shape.counts_bookkeeping && !is_counter_key(a)
 }
 

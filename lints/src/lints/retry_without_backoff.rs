@@ -5,11 +5,12 @@ use crate::analysis::binding::let_parts;
 use crate::analysis::resolve::path_ends_with_in;
 use crate::analysis::words::{called_path, path_ends_with, words, Word};
 use crate::analysis::{Chain, FastMap, FastSet, Locals, MethodStep, Step};
-use crate::catalog::frameworks::RETRY_CRATES;
+use crate::catalog::logging::is_log_macro;
+use crate::catalog::retries::{RETRY_CRATES, TOKIO_RETRY_RUNNERS};
 use crate::context::LintContext;
 use crate::declare_lint;
 use crate::model::ir::{Block, Expr, ExprKind, Lit, Pat, Stmt};
-use crate::model::{FileModel, Package, Span};
+use crate::model::{FileModel, FnDef, Package, Span};
 use std::cell::OnceCell;
 
 declare_lint! {
@@ -27,7 +28,8 @@ declare_lint! {
     /// A wait is `sleep`, `sleep_until`, `Delay::new`, `Timer::after`, a function of the
     /// crate that calls one (through any number of its own functions), a call named for
     /// waiting (`wait`, `backoff`, `delay`, `timeout` in its name), a configured helper, or
-    /// a macro whose input is not read (`tokio::select!`, which may also hold an exit).
+    /// a macro whose input is not read (`tokio::select!`, which may also hold an exit), other
+    /// than a logging macro (`warn!(id = %m.id, ..)` only logs).
     ///
     /// Not retries, so not reported: a loop around a call that waits for input (`accept`,
     /// `recv`, `next`, `read`, `poll`: a server or consumer loop), a failure that is an
@@ -39,8 +41,8 @@ declare_lint! {
     /// Also finds the policies of the common retry crates configured that way, where the
     /// policy is built in sight of its use: `backon` builders (`ExponentialBuilder`,
     /// `ConstantBuilder`, `FibonacciBuilder`) passed to `.retry(..)` without `.with_jitter()`
-    /// or with `.without_max_times()`; `tokio-retry` strategies given to `Retry::spawn` or
-    /// `RetryIf::spawn` without `.map(jitter)` or without `.take(n)`; `again`'s
+    /// or with `.without_max_times()`; `tokio-retry` strategies given to `Retry::spawn`/`start`
+    /// or `RetryIf::spawn`/`start` without `.map(jitter)` or without `.take(n)`; `again`'s
     /// `RetryPolicy::exponential`/`fixed` without `.with_jitter(true)`; `backoff`'s
     /// `ExponentialBackoff` with a `randomization_factor` of zero, `Constant` backoff, or
     /// `with_max_elapsed_time(None)`. Their defaults with jitter and a cap are correct and not
@@ -66,7 +68,8 @@ declare_lint! {
     /// (a one-off migration), where jitter spreads nothing. A cap enforced outside the loop (the caller's
     /// timeout, a supervisor) is not seen unless the loop is inside a `timeout(..)` call of
     /// the same function. A retry crate's policy built in one function and used in another is
-    /// not followed.
+    /// followed only when the other is a crate fn without parameters that returns it
+    /// (`RetryIf::start(backoff(), ..)`).
     ///
     /// ### Example
     /// ```rust
@@ -217,13 +220,24 @@ fn is_sleep(e: &Expr) -> bool {
 /// (`tokio::select! { _ = sleep(d) => .. }`).
 fn may_wait(e: &Expr) -> bool {
     match &e.kind {
-        ExprKind::Macro(m) => !m.parsed,
+        ExprKind::Macro(m) => !m.parsed && !is_log_macro(m.path.last()),
+        // `.timeout(d)`, `.connect_timeout(d)` on a request or a client builder set how long
+        // the attempt may take; they wait nothing between attempts.
+        ExprKind::MethodCall { method, .. } if is_limit_setter(method) => false,
         _ => callee_name(e).is_some_and(|n| {
             ["wait", "backoff", "delay", "sleep", "timeout"]
                 .iter()
                 .any(|w| n.contains(w))
         }),
     }
+}
+
+/// A method that sets a time limit (`timeout`, `read_timeout`), named for nothing else.
+fn is_limit_setter(method: &str) -> bool {
+    method.contains("timeout")
+        && !["wait", "backoff", "delay", "sleep"]
+            .iter()
+            .any(|w| method.contains(w))
 }
 
 /// The name of the function or method `e` calls.
@@ -274,7 +288,13 @@ fn attempt_in_stmt<'a>(body: &'a Block, stmt: &'a Stmt) -> Option<&'a Expr> {
             // Every success leaves (an `Ok(Some(_)) => continue` is a work loop, not a retry),
             // and some failure goes round again, other than an interrupted system call.
             let oks: Vec<_> = arms.iter().filter(|a| is_variant(&a.pat, "Ok")).collect();
-            let ok_leaves = !oks.is_empty() && oks.iter().all(|a| exits(&a.body));
+            // `Ok(resp) if resp.status().is_success() => return ..` picks the successes; the
+            // `Ok` arms after it are answers that failed (a 503), and may go round.
+            let guarded_success = oks
+                .iter()
+                .any(|a| a.guard.as_deref().is_some_and(tests_success) && exits(&a.body));
+            let ok_leaves =
+                !oks.is_empty() && (oks.iter().all(|a| exits(&a.body)) || guarded_success);
             let err_stays = arms.iter().any(|a| {
                 !is_variant(&a.pat, "Ok")
                     && !exits(&a.body)
@@ -316,6 +336,13 @@ fn success_test(cond: &Expr) -> Option<(&Expr, bool)> {
         ExprKind::Unary { not: true, expr } => success_test(expr).map(|(t, on)| (t, !on)),
         _ => None,
     }
+}
+
+/// A guard that tests an answer for success: `resp.status().is_success()`, `r.is_ok()`.
+fn tests_success(guard: &Expr) -> bool {
+    words(guard)
+        .iter()
+        .any(|w| matches!(w, Word::Member(m) if m == "is_success" || m == "is_ok"))
 }
 
 /// `true` or `false` as a pattern.
@@ -624,8 +651,9 @@ fn exits_besides_success(e: &Expr, breaks_count: bool, found: &mut bool) {
     match &e.kind {
         ExprKind::Return(_) | ExprKind::Try(_) => *found = true,
         ExprKind::Break(_) if breaks_count => *found = true,
-        // A macro the model does not read (`select!`) may hold an exit.
-        ExprKind::Macro(m) if !m.parsed => *found = true,
+        // A macro the model does not read (`select!`) may hold an exit; a logging macro
+        // (`warn!(id = %msg.id, ..)`) holds none.
+        ExprKind::Macro(m) if !m.parsed && !is_log_macro(m.path.last()) => *found = true,
         ExprKind::Closure { .. } | ExprKind::Async { .. } => return,
         ExprKind::Loop { .. } | ExprKind::For { .. } => {
             e.for_each_child(&mut |c| exits_besides_success(c, false, found));
@@ -684,10 +712,30 @@ fn crate_policies<'l, 'a: 'l>(
     let mut out = Vec::new();
     body.walk(&mut |e| {
         for (krate, policy) in policy_uses(package, file, e) {
-            judge_use(file, krate, policy, locals(), &mut out);
+            judge_use(package, file, krate, policy, locals(), &mut out);
         }
     });
     out
+}
+
+/// The crate fn a policy's chain starts with when it is built there (`retry::search_backoff()`
+/// of `RetryIf::start(retry::search_backoff(), ..)`): a fn without parameters of that name,
+/// the only one, whose body ends in the policy.
+fn policy_helper<'p>(package: &'p Package, root: &Expr) -> Option<(&'p FileModel, &'p FnDef)> {
+    let ExprKind::Call { func, args } = &root.peel().kind else {
+        return None;
+    };
+    let name = func.as_path()?.last();
+    if !args.is_empty() {
+        return None;
+    }
+    let mut found = package
+        .fns()
+        .filter(|(_, f)| f.name == name && f.params.is_empty() && f.body.is_some());
+    match (found.next(), found.next()) {
+        (Some(one), None) => Some(one),
+        _ => None,
+    }
 }
 
 /// The policies `e` hands to a retry crate, with the crate: `fetch.retry(policy)` (backon),
@@ -718,8 +766,9 @@ fn policy_uses<'a>(
             let tokio_retry =
                 package.depends_on("tokio_retry") || package.depends_on("tokio_retry2");
             if tokio_retry
-                && (path_ends_with_in(file, p, &["Retry", "spawn"])
-                    || path_ends_with_in(file, p, &["RetryIf", "spawn"]))
+                && TOKIO_RETRY_RUNNERS
+                    .iter()
+                    .any(|r| path_ends_with_in(file, p, r))
             {
                 out.push(("tokio-retry", &args[0]));
             } else if package.depends_on("backoff")
@@ -736,6 +785,7 @@ fn policy_uses<'a>(
 
 /// Reports the policy `policy` of `krate` when its construction shows no jitter or no cap.
 fn judge_use(
+    package: &Package,
     file: &FileModel,
     krate: &'static str,
     policy: &Expr,
@@ -746,22 +796,42 @@ fn judge_use(
         return;
     };
     for chain in chains {
-        let Some((no_jitter, no_cap)) = judge_policy(file, krate, &chain) else {
+        // A policy a crate fn builds and returns: its chain there, then the steps added here.
+        if let Some((helper_file, helper)) = policy_helper(package, chain.root) {
+            let Some((body, tail)) = helper.body.as_ref().and_then(|b| Some((b, b.tail()?))) else {
+                continue;
+            };
+            let helper_locals = Locals::of_body(body);
+            for inner in helper_locals.chains(tail).unwrap_or_default() {
+                let whole = Chain {
+                    root: inner.root,
+                    steps: inner.steps.iter().chain(&chain.steps).copied().collect(),
+                };
+                judge_chain(helper_file, krate, &whole, out);
+            }
             continue;
-        };
-        if no_jitter || no_cap {
-            out.push(Finding {
-                span: chain.root.span,
-                no_delay: false,
-                fixed: if no_jitter {
-                    vec![chain.root.span]
-                } else {
-                    Vec::new()
-                },
-                no_cap,
-                policy_of: Some(krate),
-            });
         }
+        judge_chain(file, krate, &chain, out);
+    }
+}
+
+/// Reports one way a policy was built when it shows no jitter or no cap.
+fn judge_chain(file: &FileModel, krate: &'static str, chain: &Chain<'_>, out: &mut Vec<Finding>) {
+    let Some((no_jitter, no_cap)) = judge_policy(file, krate, chain) else {
+        return;
+    };
+    if no_jitter || no_cap {
+        out.push(Finding {
+            span: chain.root.span,
+            no_delay: false,
+            fixed: if no_jitter {
+                vec![chain.root.span]
+            } else {
+                Vec::new()
+            },
+            no_cap,
+            policy_of: Some(krate),
+        });
     }
 }
 
@@ -930,6 +1000,28 @@ mod tests {
         let growing = growing.replace("Err(e) =>", "Err(e) if n < 5 => { n += 1; ");
         let growing = growing.replace(".await,\n", ".await }\n            Err(e) => return e,\n");
         assert!(lint(&[], &growing).is_empty(), "{growing}");
+    }
+
+    #[test]
+    fn a_request_timeout_is_no_wait_and_a_status_guard_picks_the_successes() {
+        let src = "async fn f() {\n    for n in 0..5 {\n        \
+                   let r = c.post(u).timeout(LIMIT).send().await;\n        \
+                   match r {\n            \
+                   Ok(resp) if resp.status().is_success() => return Ok(()),\n            \
+                   Ok(resp) => warn!(\"{}\", resp.status()),\n            \
+                   Err(e) => warn!(\"{e}\"),\n        }\n        \
+                   sleep(RETRY_DELAY).await;\n    }\n}\n";
+        assert_eq!(
+            lint(&[], src),
+            vec![(3, "retry loop with a fixed delay without jitter".into())]
+        );
+        // A wait named for a timeout that waits (`wait_timeout`) still counts as a wait.
+        let waits = src.replace("sleep(RETRY_DELAY)", "cv.wait_timeout(g, RETRY_DELAY)");
+        assert!(lint(&[], &waits).is_empty(), "{waits}");
+        // Without the success guard, an `Ok` that goes round is a work loop.
+        let work = src.replace(" if resp.status().is_success()", "");
+        let work = work.replace("Ok(resp) => warn!", "Ok(resp) if x => warn!");
+        assert!(lint(&[], &work).is_empty(), "{work}");
     }
 
     #[test]

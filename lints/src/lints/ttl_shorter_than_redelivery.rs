@@ -18,11 +18,14 @@ declare_lint! {
     /// redelivery window the code sets as a constant too:
     ///
     /// - the SQS visibility timeout (`visibility_timeout(300)`, a `VisibilityTimeout`
-    ///   queue attribute) times the redrive policy's `maxReceiveCount` when the code has
-    ///   one: a message is redelivered until then;
+    ///   queue attribute, its value as text or a constant's `.to_string()`) times the
+    ///   redrive policy's `maxReceiveCount` (in JSON text or a `json!` object) when the code
+    ///   has one: a message is redelivered until then;
     /// - a `timeout(Duration, ..)` around the work in the claim's function: the work may
     ///   run that long while the claim is already gone;
-    /// - a retry schedule's total (`backoff`'s `max_elapsed_time`);
+    /// - a retry schedule's total (`backoff`'s `max_elapsed_time`, or the sum of a constant
+    ///   array of delays named for retries, `const RETRY_SCHEDULE_SECS: [u64; 3] = [60,
+    ///   600, 3600]`);
     /// - `redelivery_seconds` in `[lints.ttl_shorter_than_redelivery]`, for a window set
     ///   outside the code (infrastructure config, a queue's console settings).
     ///
@@ -163,6 +166,11 @@ fn package_windows(cx: &LintContext<'_>, resolver: &crate::analysis::Resolver) -
                 keep_max(&mut windows.receive_count, n, e.span);
             }
         });
+        // A retry schedule kept in an array (`const RETRY_SCHEDULE_SECS: [u64; 4] = [60,
+        // 600, 3600, 14400]`): a message is retried until the sum of its delays.
+        if let Some(ms) = schedule_total(&c.name, &c.value) {
+            keep_max(&mut windows.retry_total, ms, c.value.span);
+        }
     }
     let configured = cx
         .settings
@@ -208,6 +216,54 @@ fn dedupe_ttl(a: &StoreAccess, won_claim: bool) -> Option<u64> {
     dedupe.then_some(ms)
 }
 
+/// The total, in milliseconds, of a retry schedule written as a constant array: a name
+/// with a part `retry` or `backoff` and a unit (`RETRY_DELAYS_SECS`, `BACKOFF_MS`) over
+/// integer literals, or `Duration` constructors of literals under any such name.
+fn schedule_total(name: &str, value: &Expr) -> Option<u64> {
+    let ExprKind::Array(items) = &value.peel().kind else {
+        return None;
+    };
+    let name = name.to_ascii_lowercase();
+    let parts: Vec<&str> = name.split('_').collect();
+    if items.is_empty()
+        || !parts
+            .iter()
+            .any(|p| matches!(*p, "retry" | "retries" | "backoff"))
+    {
+        return None;
+    }
+    let unit = parts.iter().rev().find_map(|p| match *p {
+        "ms" | "millis" => Some(1),
+        "s" | "secs" | "seconds" => Some(1000),
+        "mins" | "minutes" => Some(60_000),
+        _ => None,
+    });
+    let one = |e: &Expr| -> Option<u64> {
+        match &e.peel().kind {
+            ExprKind::Lit(Lit::Int(n)) => n.parse::<u64>().ok()?.checked_mul(unit?),
+            ExprKind::Call { func, args } => {
+                let per = match func.as_path()?.last() {
+                    "from_millis" => 1,
+                    "from_secs" => 1000,
+                    "from_mins" => 60_000,
+                    _ => return None,
+                };
+                match args.as_slice() {
+                    [n] => match &n.peel().kind {
+                        ExprKind::Lit(Lit::Int(n)) => n.parse::<u64>().ok()?.checked_mul(per),
+                        _ => None,
+                    },
+                    _ => None,
+                }
+            }
+            _ => None,
+        }
+    };
+    items
+        .iter()
+        .try_fold(0u64, |sum, e| sum.checked_add(one(e)?))
+}
+
 /// Records a visibility timeout, a redrive policy's receive count or a retry total.
 fn read_window<'a>(env: &FnConsts<'a>, e: &'a Expr, w: &mut Windows) {
     match &e.kind {
@@ -229,7 +285,47 @@ fn read_window<'a>(env: &FnConsts<'a>, e: &'a Expr, w: &mut Windows) {
                 keep_max(&mut w.receive_count, n, e.span);
             }
         }
+        // `json!({ "maxReceiveCount": MAX_RECEIVES.to_string(), .. })`: the object's fields
+        // come lowered in (key, value) pairs.
+        ExprKind::Macro(m) if m.parsed => {
+            for pair in m.args.chunks(2) {
+                if let [key, value] = pair {
+                    if key.as_str_lit() == Some(RECEIVE_COUNT) {
+                        if let Some(n) = number_text(env, value) {
+                            keep_max(&mut w.receive_count, n, value.span);
+                        }
+                    }
+                }
+            }
+        }
         _ => {}
+    }
+}
+
+/// The redrive policy's field that counts receives.
+const RECEIVE_COUNT: &str = "maxReceiveCount";
+
+/// The number a setting given as text holds: `"300"`, a constant's `.to_string()`,
+/// `format!("{}", N)`, or the number itself.
+fn number_text<'a>(env: &FnConsts<'a>, e: &'a Expr) -> Option<u64> {
+    if let Some(n) = env.string_of(e).and_then(|s| s.trim().parse().ok()) {
+        return Some(n);
+    }
+    match &e.peel().kind {
+        ExprKind::MethodCall {
+            receiver,
+            method,
+            args,
+            ..
+        } if args.is_empty() && matches!(method.as_str(), "to_string" | "to_owned" | "into") => {
+            int_of(env, receiver)
+        }
+        ExprKind::Macro(m) if m.path.last() == "format" && m.args.len() == 2 => {
+            (m.args[0].as_str_lit()?.trim() == "{}")
+                .then(|| int_of(env, &m.args[1]))
+                .flatten()
+        }
+        _ => int_of(env, e),
     }
 }
 
@@ -248,11 +344,7 @@ fn read_setter<'a>(env: &FnConsts<'a>, method: &str, args: &'a [Expr], at: Span,
         }
         // `.attributes(QueueAttributeName::VisibilityTimeout, "300")`.
         (_, [name, value]) if names_visibility(env, name) => {
-            let secs = env
-                .string_of(value)
-                .and_then(|s| s.trim().parse().ok())
-                .or_else(|| int_of(env, value));
-            if let Some(s) = secs {
+            if let Some(s) = number_text(env, value) {
                 keep_max(&mut w.visibility, s * 1000, at);
             }
         }
@@ -284,7 +376,7 @@ fn names_visibility<'a>(env: &FnConsts<'a>, e: &'a Expr) -> bool {
 
 /// The `maxReceiveCount` of a redrive policy written as JSON text.
 fn receive_count(s: &str) -> Option<u64> {
-    let at = s.find("maxReceiveCount")? + "maxReceiveCount".len();
+    let at = s.find(RECEIVE_COUNT)? + RECEIVE_COUNT.len();
     let digits: String = s[at..]
         .chars()
         .skip_while(|c| !c.is_ascii_digit())

@@ -724,8 +724,9 @@ impl Lowerer<'_> {
     }
 
     /// Keeps the initializer of a `&str` constant, of a struct literal whose fields may
-    /// hold text (a table of queries), or of an integer or `Duration` constant (a TTL, a
-    /// visibility timeout); other constants are never read.
+    /// hold text (a table of queries), of an integer or `Duration` constant (a TTL, a
+    /// visibility timeout), or of an array of them (a retry schedule); other constants are
+    /// never read.
     fn const_def(
         &mut self,
         module: &ModulePath,
@@ -735,7 +736,19 @@ impl Lowerer<'_> {
     ) {
         let is_str = matches!(ty, syn::Type::Reference(r)
             if matches!(&*r.elem, syn::Type::Path(p) if p.path.is_ident("str")));
-        if !is_str && !matches!(init, syn::Expr::Struct(_)) && !is_number_or_duration(ty) {
+        // A table of numbers or durations (`[u64; 5]`, `&[Duration]`): a retry schedule.
+        let numbers = match ty {
+            syn::Type::Array(a) => is_number_or_duration(&a.elem),
+            syn::Type::Reference(r) => {
+                matches!(&*r.elem, syn::Type::Slice(s) if is_number_or_duration(&s.elem))
+            }
+            _ => false,
+        };
+        if !is_str
+            && !matches!(init, syn::Expr::Struct(_))
+            && !is_number_or_duration(ty)
+            && !numbers
+        {
             return;
         }
         let value = self.expr(init);
@@ -1674,6 +1687,16 @@ impl Lowerer<'_> {
                     };
                 }
             }
+            // `json!({ "k": v, .. })`: the object's fields, in the same pairs.
+            if crate::catalog::formats::OBJECT_MACROS.contains(&path.last()) {
+                if let Some(args) = self.object_literal(m.tokens.clone()) {
+                    return MacroCall {
+                        path,
+                        args,
+                        parsed: true,
+                    };
+                }
+            }
             return MacroCall {
                 path,
                 args: vec![],
@@ -1736,6 +1759,19 @@ impl Lowerer<'_> {
 }
 
 impl Lowerer<'_> {
+    /// The fields of a macro input that is one object literal (`{ "k": v, .. }`), as
+    /// [`Lowerer::document`] gives them; `None` for any other input.
+    fn object_literal(&mut self, tokens: proc_macro2::TokenStream) -> Option<Vec<Expr>> {
+        let mut trees = tokens.into_iter();
+        let (Some(proc_macro2::TokenTree::Group(g)), None) = (trees.next(), trees.next()) else {
+            return None;
+        };
+        if g.delimiter() != proc_macro2::Delimiter::Brace {
+            return None;
+        }
+        self.document(g.stream(), 0).ok()
+    }
+
     /// The fields of a document body (`"k": v, "n": { .. }`) as (key text, value) pairs in
     /// one list; a nested `{ .. }` is a document macro of its own. An error when the body is
     /// not a document.
