@@ -77,6 +77,7 @@ pub mod on_error;
 mod postgres;
 mod redis_store;
 mod store;
+pub mod testing;
 mod transactional;
 
 pub use crate::cached::CachedStore;
