@@ -3,7 +3,8 @@
 //! completion, a worker killed mid-run and the message redelivered after its lease) and counts
 //! your handler's effects with your own counter.
 //!
-//! Turning the guard off in tests shows that a handler works once; this shows that it works *once* when delivered many times. The faults are
+//! Turning the guard off in tests ([`Guard::disabled`](crate::Guard::disabled)) shows that a
+//! handler works once; this shows that it works *once* when delivered many times. The faults are
 //! made by a [`TestStore`] wrapped around your store, so the kit runs against every store
 //! (memory, Redis, PostgreSQL, DynamoDB, your own).
 //!
