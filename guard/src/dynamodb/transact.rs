@@ -34,7 +34,6 @@ use super::record::{
 use super::{DynamoDbStore, StoreFailure};
 use crate::guard::{retry_store, Prepared, Reserved};
 use crate::key::{Fingerprint, KeyPart, Payload};
-use crate::observe::{self, Seen};
 use crate::on_error::OnError;
 use crate::store::{OwnerToken, StoredResult};
 use crate::{Attempt, Error, Guard, Outcome, Store, TxStart};
