@@ -82,7 +82,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::time::{sleep, Instant};
+use tokio::time::{sleep, sleep_until, Instant};
 
 pub use self::store::TestStore;
 use self::store::{Fault, Faults, KillPoint, Plan};
@@ -419,9 +419,9 @@ where
             victim.abort();
         }
         let killed = victim.await;
-        let granted_at = Instant::now();
+        let killed_at = Instant::now();
         // The victim's lease was cut to `kit.lease` at its last write, which is before now.
-        sleep_until(granted_at + self.kit.lease + Duration::from_millis(100)).await;
+        sleep_until(killed_at + self.kit.lease + Duration::from_millis(100)).await;
         let again: Vec<_> = (1..3)
             .map(|copy| self.spawn_until_answered(&id, copy, &redeliveries))
             .collect();
@@ -546,8 +546,4 @@ fn answer<T: Debug, E: Debug>(result: Result<T, E>) -> Result<String, String> {
 /// A task's answer; a task that panicked or was aborted (a killed copy) has none.
 fn joined(result: Result<Answer, tokio::task::JoinError>) -> Answer {
     result.ok().flatten()
-}
-
-async fn sleep_until(deadline: Instant) {
-    tokio::time::sleep_until(deadline).await;
 }
