@@ -271,7 +271,7 @@ impl Report {
         if !failures.is_empty() {
             let shown: Vec<&String> = failures.iter().take(10).collect();
             panic!(
-                "{}: not exactly once ({} of {} messages wrong, first {}): {shown:#?}",
+                "{}: not exactly once ({} problems over {} messages, the first {}): {shown:#?}",
                 self.scenario,
                 failures.len(),
                 self.messages.len(),
