@@ -9,14 +9,16 @@ use crate::key::Fingerprint;
 use crate::store::{OwnerToken, Reservation, Store, StoredResult};
 use crate::Error;
 
-/// Wraps a remote store and remembers the completed records it returned, so that a duplicate
-/// seen again by this process is replayed (or refused on a payload mismatch) without a round
-/// trip. Only completed records are cached: they do not change until their retention ends.
-/// In-progress records, reservations and every write go to the store.
+/// Wraps a remote store and remembers the completed records it wrote or returned, so that a
+/// duplicate seen by this process after its key completed here (or was seen completed once) is
+/// replayed (or refused on a payload mismatch) without a round trip. Only completed records
+/// are cached: they do not change until their retention ends. In-progress records,
+/// reservations and every write go to the store.
 ///
-/// Bounded: at most `capacity` records, the oldest dropped first, each for at most `ttl`. The
-/// trade-off: a cached replay may be served up to `ttl` after the store's retention ended (keep
-/// `ttl` well below the retention), and each process has its own cache.
+/// Bounded: at most `capacity` records, the oldest dropped first, each for at most `ttl` (and a
+/// completion written here for at most its retention). The trade-off: a record read back from
+/// the store may be served up to `ttl` after the store's retention ended (keep `ttl` well below
+/// the retention), and each process has its own cache.
 ///
 /// ```
 /// use idem_guard::{CachedStore, Guard, MemoryStore};
@@ -30,7 +32,9 @@ use crate::Error;
 /// let again: Result<u32, idem_guard::Error> = guard.run("k", &(), || async { Ok(2) }).await;
 /// let third: Result<u32, idem_guard::Error> = guard.run("k", &(), || async { Ok(3) }).await;
 /// assert_eq!((first.unwrap(), again.unwrap(), third.unwrap()), (1, 1, 1));
-/// assert_eq!(store.hits(), 1); // the third delivery never reached the inner store
+/// // The first delivery's completion was cached as it was written: neither duplicate reached
+/// // the inner store.
+/// assert_eq!(store.hits(), 2);
 /// # }
 /// ```
 #[derive(Clone, Debug)]
@@ -95,8 +99,9 @@ impl Cache {
         Some(found)
     }
 
-    fn put(&mut self, key: &str, fingerprint: Fingerprint, result: StoredResult) {
-        let until = Instant::now() + self.ttl;
+    /// Caches a completed record for the cache's `ttl`, or for `within` if shorter.
+    fn put(&mut self, key: &str, fingerprint: Fingerprint, result: StoredResult, within: Duration) {
+        let until = Instant::now() + self.ttl.min(within);
         if self
             .records
             .insert(key.to_owned(), (fingerprint, result, until))
@@ -138,7 +143,9 @@ impl<S: Store> Store for CachedStore<S> {
             result,
         } = &found
         {
-            self.lock().put(key, *fingerprint, result.clone());
+            let mut cache = self.lock();
+            let ttl = cache.ttl;
+            cache.put(key, *fingerprint, result.clone(), ttl);
         }
         Ok(found)
     }
@@ -153,7 +160,12 @@ impl<S: Store> Store for CachedStore<S> {
     ) -> Result<(), Error> {
         self.inner
             .complete(key, fingerprint, owner, result, retention)
-            .await
+            .await?;
+        // Written by its owner, so the record is this until its retention ends: the duplicates
+        // that follow a first delivery (a queue's redelivery, a client's retry) are answered
+        // here. (Only reads used to fill the cache, so it answered from a key's third delivery.)
+        self.lock().put(key, fingerprint, result.clone(), retention);
+        Ok(())
     }
 
     async fn release(&self, key: &str, owner: &OwnerToken) -> Result<(), Error> {
@@ -211,17 +223,18 @@ mod tests {
     async fn bounded_and_expiring() {
         let store = CachedStore::new(MemoryStore::new(), 2, Duration::from_millis(200));
         for key in ["a", "b", "c"] {
-            complete(&store, key, key).await;
-            lookup(&store, key).await; // fills the cache from the inner store
+            complete(&store, key, key).await; // cached as it is written
         }
         assert_eq!(store.hits(), 0);
         assert_eq!(store.lock().records.len(), 2, "the oldest (a) was dropped");
         lookup(&store, "c").await;
         lookup(&store, "a").await;
         assert_eq!(store.hits(), 1, "c from the cache, a from the store");
+        lookup(&store, "a").await;
+        assert_eq!(store.hits(), 2, "a read back from the store is cached too");
         tokio::time::sleep(Duration::from_millis(250)).await;
         lookup(&store, "c").await;
-        assert_eq!(store.hits(), 1, "expired entries are not served");
+        assert_eq!(store.hits(), 2, "expired entries are not served");
     }
 
     #[tokio::test]
@@ -247,10 +260,15 @@ mod tests {
             )
             .await
             .unwrap();
+        assert_eq!(
+            store.hits(),
+            0,
+            "the in-progress record was asked of the store"
+        );
         assert!(matches!(
             lookup(&store, "k").await,
             Reservation::Completed { .. }
         ));
-        assert_eq!(store.hits(), 0);
+        assert_eq!(store.hits(), 1, "the completion written here is cached");
     }
 }

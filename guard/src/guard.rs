@@ -154,6 +154,18 @@ pub struct Guard<S, P = Release> {
     in_flight: InFlight,
     on_error: P,
     required: bool,
+    disabled: bool,
+}
+
+/// The environment variable that switches every guard off when set to `1` or `true` (read by
+/// [`Guard::new`]; [`Guard::disabled`] overrides it): for tests that exercise a handler's logic
+/// without a store, as AWS Lambda Powertools' `POWERTOOLS_IDEMPOTENCY_DISABLED`.
+pub const DISABLED_ENV: &str = "IDEM_GUARD_DISABLED";
+
+/// Whether [`DISABLED_ENV`] switches the guard off.
+fn disabled_by_env() -> bool {
+    std::env::var(DISABLED_ENV)
+        .is_ok_and(|v| matches!(v.trim().to_ascii_lowercase().as_str(), "1" | "true" | "yes"))
 }
 
 /// A callback told of every replay.
@@ -211,6 +223,7 @@ impl<S: Store> Guard<S> {
             in_flight: InFlight::Reject,
             on_error: Release,
             required: true,
+            disabled: disabled_by_env(),
         }
     }
 }
@@ -323,7 +336,36 @@ impl<S, P> Guard<S, P> {
             in_flight: self.in_flight,
             on_error: policy,
             required: self.required,
+            disabled: self.disabled,
         }
+    }
+
+    /// Switches the guard off (`true`) or on: a switched-off guard runs every body directly,
+    /// with no store call, as if each delivery were the first; each call is counted with the
+    /// outcome `disabled` and the first of each prefix logged as a warning. For tests of a
+    /// handler's own logic (the kit of [`testing`](crate::testing) tests its exactly-once
+    /// instead). Default: off unless the environment variable [`DISABLED_ENV`]
+    /// (`IDEM_GUARD_DISABLED`) is `1` or `true` when the guard is made; this setting overrides
+    /// it.
+    ///
+    /// ```
+    /// # use idem_guard::{Guard, MemoryStore};
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() {
+    /// let guard = Guard::new(MemoryStore::new()).disabled(true);
+    /// for expected in [1, 2] {
+    ///     let runs = guard.run("k", &(), || async { Ok::<_, idem_guard::Error>(expected) }).await;
+    ///     assert_eq!(runs.unwrap(), expected); // the duplicate ran too
+    /// }
+    /// # }
+    /// ```
+    pub fn disabled(mut self, disabled: bool) -> Self {
+        self.disabled = disabled;
+        self
+    }
+
+    /// Whether the guard is switched off ([`disabled`](Self::disabled)).
+    pub fn is_disabled(&self) -> bool {
+        self.disabled
     }
 
     /// The store.
@@ -337,6 +379,15 @@ impl<S, P> Guard<S, P> {
 
     pub(crate) fn in_flight_policy(&self) -> InFlight {
         self.in_flight
+    }
+
+    /// Counts a call that runs its body with no record: without a key, or switched off.
+    pub(crate) fn count_unguarded(&self) {
+        if self.disabled {
+            observe::disabled(&self.prefix);
+        } else {
+            observe::outcome(&self.prefix, Seen::Unguarded);
+        }
     }
 
     /// The operation's name, as the metrics label it.
@@ -467,6 +518,9 @@ impl<S: Store, P> Guard<S, P> {
         fingerprint: impl FnOnce() -> Result<Fingerprint, Error>,
     ) -> Prepared {
         let Some(key) = key.key_part() else {
+            if self.disabled {
+                return Ok(None);
+            }
             if self.required {
                 return Err(Error::MissingKey);
             }
@@ -474,6 +528,14 @@ impl<S: Store, P> Guard<S, P> {
             return Ok(None);
         };
         let full = full_key(&self.prefix, self.scope.as_deref(), &key)?;
+        if self.disabled {
+            // The key is kept for the body's `Attempt` (a token it passes downstream); the
+            // payload is never compared, so it is not hashed.
+            return Ok(Some((
+                full,
+                Fingerprint::of_value(&serde_json::Value::Null),
+            )));
+        }
         Ok(Some((full, fingerprint()?)))
     }
 
@@ -513,9 +575,15 @@ impl<S: Store, P> Guard<S, P> {
         Fut: Future<Output = Result<T, E>>,
     {
         let Some((key, fingerprint)) = prepared? else {
-            observe::outcome(&self.prefix, Seen::Unguarded);
+            self.count_unguarded();
             return body(Attempt::new(None, false)).await.map(Outcome::fresh);
         };
+        if self.disabled {
+            observe::disabled(&self.prefix);
+            return body(Attempt::new(Some(key), false))
+                .await
+                .map(Outcome::fresh);
+        }
         let owner = OwnerToken::generate();
         let (taken_over, mut held_until) = match self.reserve_key(&key, fingerprint, &owner).await {
             Reserved::Run {

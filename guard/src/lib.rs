@@ -77,13 +77,16 @@ pub mod on_error;
 mod postgres;
 mod redis_store;
 mod store;
+pub mod testing;
 mod transactional;
 
 pub use crate::cached::CachedStore;
 #[cfg(feature = "dynamodb")]
 pub use crate::dynamodb::DynamoDbStore;
 pub use crate::error::{Error, Rejected};
-pub use crate::guard::{Attempt, Guard, InFlight, Outcome, DEFAULT_LEASE, DEFAULT_RETENTION};
+pub use crate::guard::{
+    Attempt, Guard, InFlight, Outcome, DEFAULT_LEASE, DEFAULT_RETENTION, DISABLED_ENV,
+};
 pub use crate::key::{DisplayKey, Fingerprint, KeyPart, Payload, MAX_KEY_LEN};
 pub use crate::memory::{MemoryStore, DEFAULT_CAPACITY};
 pub use crate::on_error::Classify;

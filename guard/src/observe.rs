@@ -11,7 +11,8 @@
 //!   (the body ran), `taken_over` (the body ran after an abandoned attempt's lease),
 //!   `replayed`, `in_flight` (refused or given up waiting while another attempt runs),
 //!   `mismatch` (the key was used with another payload), `store_error` (the store failed before
-//!   the body could run) or `unguarded` (no key, and none required);
+//!   the body could run), `unguarded` (no key, and none required) or `disabled` (the guard is
+//!   switched off, [`Guard::disabled`](crate::Guard::disabled): the body ran directly);
 //! - `idem_guard_unrecorded_total{prefix}`: a body ran but its result could not be recorded
 //!   within its lease (a later delivery may run it again);
 //! - `idem_guard_store_seconds{prefix, op}`: the latency of each store call (`op` =
@@ -29,6 +30,7 @@ pub(crate) enum Seen {
     Mismatch,
     StoreError,
     Unguarded,
+    Disabled,
 }
 
 impl Seen {
@@ -41,6 +43,7 @@ impl Seen {
             Seen::Mismatch => "mismatch",
             Seen::StoreError => "store_error",
             Seen::Unguarded => "unguarded",
+            Seen::Disabled => "disabled",
         }
     }
 }
@@ -72,6 +75,21 @@ pub(crate) fn outcome(prefix: &str, seen: Seen) {
         "outcome" => seen.as_str(),
     )
     .increment(1);
+}
+
+/// A call of a switched-off guard: counted, and said once per prefix in the log, so that a
+/// switch left on in production shows.
+pub(crate) fn disabled(prefix: &str) {
+    static SAID: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+    outcome(prefix, Seen::Disabled);
+    let mut said = SAID.lock().unwrap_or_else(|p| p.into_inner());
+    if !said.iter().any(|p| p == prefix) {
+        said.push(prefix.to_owned());
+        tracing::warn!(
+            prefix,
+            "the idempotency guard is disabled (IDEM_GUARD_DISABLED or `Guard::disabled`): bodies run directly, duplicates run again (logged once per prefix)"
+        );
+    }
 }
 
 /// A body whose result could not be recorded.

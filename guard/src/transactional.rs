@@ -175,8 +175,10 @@ impl<P> Guard<PostgresStore, P> {
         P: OnError<E> + Sync,
     {
         let prefix = self.prefix_name();
+        // Switched off, the body runs in the caller's transaction with no record.
+        let prepared = prepared.map(|p| p.filter(|_| !self.is_disabled()));
         let Some((key, fingerprint)) = prepared? else {
-            observe::outcome(prefix, Seen::Unguarded);
+            self.count_unguarded();
             return Ok(TxStart::Run(TxAttempt {
                 record: None,
                 span: tracing::Span::current(),

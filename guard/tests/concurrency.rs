@@ -1,5 +1,6 @@
 //! 1,000 keys, each delivered 16 times at once through two separate store clients, with a body
-//! that increments a per-key counter in PostgreSQL: every counter must end at exactly 1. For
+//! that increments a per-key counter in PostgreSQL: every counter must end at exactly 1 (the
+//! test kit's `duplicates_of`, `idem_guard::testing`). For
 //! every store: memory, Redis, (feature `redis-cluster`) Redis Cluster, PostgreSQL and (feature
 //! `dynamodb`) DynamoDB.
 
@@ -8,9 +9,9 @@ mod common;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use idem_guard::{Error, Guard, Rejected, Store};
+use idem_guard::testing::{Delivery, Kit};
+use idem_guard::{Error, Guard, Store};
 use sqlx::PgPool;
-use tokio::sync::Semaphore;
 
 const KEYS: usize = 1_000;
 const DELIVERIES: usize = 16;
@@ -28,7 +29,8 @@ async fn counters(schema: &str) -> PgPool {
 const HANG_GUARD: Duration = Duration::from_secs(120);
 
 /// Delivers every key `DELIVERIES` times, alternating between the two clients, with the
-/// deliveries of one key running concurrently.
+/// deliveries of one key running concurrently: the test kit's `duplicates_of` scenario, with
+/// the per-key counter as the effect count.
 async fn deliver_all<S: Store + 'static>(a: S, b: S, counters: PgPool, ns: &str) {
     deliver_all_within(a, b, counters, ns, HANG_GUARD).await;
 }
@@ -41,21 +43,18 @@ async fn deliver_all_within<S: Store + 'static>(
     hang_guard: Duration,
 ) {
     let started = Instant::now();
-    let guards = [
-        Guard::new(a).prefix(ns.to_owned()),
-        Guard::new(b).prefix(ns.to_owned()),
-    ];
-    // Enough in flight for every key's duplicates to overlap, few enough for the pools.
-    let permits = Arc::new(Semaphore::new(64));
-    let mut tasks = Vec::with_capacity(KEYS * DELIVERIES);
-    for key in 0..KEYS {
-        for delivery in 0..DELIVERIES {
-            let guard = guards[delivery % 2].clone();
-            let (counters, permits) = (counters.clone(), permits.clone());
-            tasks.push(tokio::spawn(async move {
-                let _permit = permits.acquire_owned().await.unwrap();
-                let key = format!("order-{key}");
-                guard
+    let kit = Kit::new().patience(hang_guard);
+    let guards = Arc::new([
+        Guard::new(kit.store(a)).prefix(ns.to_owned()),
+        Guard::new(kit.store(b)).prefix(ns.to_owned()),
+    ]);
+    let handler = {
+        let counters = counters.clone();
+        move |delivery: Delivery| {
+            let (guards, counters) = (guards.clone(), counters.clone());
+            async move {
+                let key = delivery.message_id;
+                guards[delivery.copy % 2]
                     .run(&key, &key, || async {
                         // Deliberately not idempotent: only the guard keeps it at one.
                         let n: i32 = sqlx::query_scalar(
@@ -69,20 +68,26 @@ async fn deliver_all_within<S: Store + 'static>(
                         Ok::<_, Error>(n)
                     })
                     .await
-            }));
-        }
-    }
-    let (mut ran_or_replayed, mut rejected) = (0, 0);
-    for task in tasks {
-        match task.await.unwrap() {
-            Ok(n) => {
-                assert_eq!(n, 1, "a delivery saw a counter past 1");
-                ran_or_replayed += 1;
             }
-            Err(Error::Rejected(Rejected::InProgress { .. })) => rejected += 1,
-            Err(e) => panic!("unexpected error: {e}"),
         }
-    }
+    };
+    let effects = |key: String| {
+        let counters = counters.clone();
+        async move {
+            let n: Option<i32> = sqlx::query_scalar("SELECT n FROM counters WHERE key = $1")
+                .bind(key)
+                .fetch_optional(&counters)
+                .await
+                .unwrap();
+            n.map_or(0, |n| n as u64)
+        }
+    };
+    // Enough in flight for every key's duplicates to overlap, few enough for the pools.
+    let report = kit
+        .check(handler, effects)
+        .duplicates_of(KEYS, DELIVERIES, 64)
+        .await;
+    report.assert_exactly_once();
     let (keys, min, max): (i64, i32, i32) =
         sqlx::query_as("SELECT count(*), min(n), max(n) FROM counters")
             .fetch_one(&counters)
@@ -93,9 +98,10 @@ async fn deliver_all_within<S: Store + 'static>(
         (KEYS as i64, 1, 1),
         "every counter must end at exactly 1"
     );
-    assert_eq!(ran_or_replayed + rejected, KEYS * DELIVERIES);
     println!(
-        "{ns}: {ran_or_replayed} ran or replayed, {rejected} rejected in flight, {:?}",
+        "{ns}: {} deliveries, {} refused in flight and delivered again, {:?}",
+        KEYS * DELIVERIES,
+        report.redeliveries,
         started.elapsed()
     );
     assert!(started.elapsed() < hang_guard);

@@ -34,7 +34,6 @@ use super::record::{
 use super::{DynamoDbStore, StoreFailure};
 use crate::guard::{retry_store, Prepared, Reserved};
 use crate::key::{Fingerprint, KeyPart, Payload};
-use crate::observe::{self, Seen};
 use crate::on_error::OnError;
 use crate::store::{OwnerToken, StoredResult};
 use crate::{Attempt, Error, Guard, Outcome, Store, TxStart};
@@ -138,13 +137,22 @@ impl<P> Guard<DynamoDbStore, P> {
         let prepared = self.prepare(&key, payload);
         let span = self.span_of(&prepared);
         let Some((key, fingerprint)) = prepared? else {
-            span.in_scope(|| observe::outcome(self.prefix_name(), Seen::Unguarded));
+            span.in_scope(|| self.count_unguarded());
             return Ok(TxStart::Run(TransactAttempt {
                 record: None,
                 attempt: Attempt::new(None, false),
                 span,
             }));
         };
+        if self.is_disabled() {
+            // Switched off: the writes are applied alone, with no record.
+            span.in_scope(|| self.count_unguarded());
+            return Ok(TxStart::Run(TransactAttempt {
+                record: None,
+                attempt: Attempt::new(Some(key), false),
+                span,
+            }));
+        }
         let owner = OwnerToken::generate();
         let reserved = self
             .reserve_key(&key, fingerprint, &owner)
@@ -194,11 +202,17 @@ impl<P> Guard<DynamoDbStore, P> {
         Fut: Future<Output = Result<Transact<T>, E>>,
     {
         let Some((key, fingerprint)) = prepared? else {
-            observe::outcome(self.prefix_name(), Seen::Unguarded);
+            self.count_unguarded();
             let (value, writes) = body(Attempt::new(None, false)).await?;
             self.store().apply_unguarded(writes).await?;
             return Ok(Outcome::fresh(value));
         };
+        if self.is_disabled() {
+            self.count_unguarded();
+            let (value, writes) = body(Attempt::new(Some(key), false)).await?;
+            self.store().apply_unguarded(writes).await?;
+            return Ok(Outcome::fresh(value));
+        }
         let owner = OwnerToken::generate();
         let (taken_over, mut held_until) = match self.reserve_key(&key, fingerprint, &owner).await {
             Reserved::Run {

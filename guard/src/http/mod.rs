@@ -86,7 +86,12 @@
 //! request, [`deadline_from`] cuts the lease to the request's own deadline, and [`on_replay`]
 //! may change a replayed response.
 //!
+//! **Transactional mode** (PostgreSQL, [`transactional`]): the handler writes through the
+//! request's transaction ([`RequestTx`]), in which the layer also reserves the key and stores
+//! the response, then commits once: what `#[idempotent(tx = ..)]` does for a function.
+//!
 //! [`methods`]: IdempotencyLayer::methods
+//! [`transactional`]: IdempotencyLayer::transactional
 //! [`required`]: IdempotencyLayer::required
 //! [`key_docs`]: IdempotencyLayer::key_docs
 //! [`max_key_len`]: IdempotencyLayer::max_key_len
@@ -106,6 +111,7 @@ mod request;
 mod response;
 mod service;
 mod source;
+mod tx;
 
 use std::fmt;
 use std::sync::Arc;
@@ -120,7 +126,8 @@ pub use self::request::IDEMPOTENCY_KEY;
 pub use self::response::IDEMPOTENT_REPLAYED;
 pub use self::service::IdempotencyService;
 pub use self::source::{KeySource, PayloadMatch};
-use crate::{Guard, Store};
+pub use self::tx::{RequestTx, TxConnection};
+use crate::{Guard, PostgresStore, Store};
 
 /// Longest `Idempotency-Key` accepted by default: a UUID needs 36, and no real key needs more.
 pub const DEFAULT_MAX_KEY_LEN: usize = 255;
@@ -175,6 +182,9 @@ pub(crate) struct Config {
     pub(crate) deadline_from: Option<Arc<DeadlineFn>>,
     pub(crate) on_replay: Option<Arc<ReplayFn>>,
     pub(crate) key_docs: Option<String>,
+    /// Transactional mode: the guard over PostgreSQL that reserves and completes each key in
+    /// the request's transaction.
+    pub(crate) tx: Option<Arc<Guard<PostgresStore>>>,
     /// The routes whose unguarded requests were already logged, shared by every clone.
     unguarded_routes: Arc<std::sync::Mutex<std::collections::HashSet<String>>>,
 }
@@ -211,6 +221,7 @@ impl fmt::Debug for Config {
             .field("payload_match", &self.payload_match)
             .field("deadline_from", &self.deadline_from.as_ref().map(|_| ".."))
             .field("on_replay", &self.on_replay.as_ref().map(|_| ".."))
+            .field("transactional", &self.tx.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -244,6 +255,7 @@ impl<S: Store> IdempotencyLayer<S> {
                 deadline_from: None,
                 on_replay: None,
                 key_docs: None,
+                tx: None,
                 unguarded_routes: Arc::default(),
             }),
         }
@@ -406,6 +418,53 @@ impl<S> IdempotencyLayer<S> {
             c.payload_match = matching;
             c.payload_match_set = true;
         })
+    }
+}
+
+impl IdempotencyLayer<PostgresStore> {
+    /// Transactional mode (PostgreSQL), what `#[idempotent(tx = ..)]` is for a function: each
+    /// guarded request gets a transaction of the store's pool, the handler writes its effect
+    /// through it (the [`RequestTx`] extractor), and the layer reserves the key and stores the
+    /// response in the same transaction, then commits once. The effect and the stored response
+    /// commit together or not at all: a handler that fails, panics or answers with a response
+    /// the layer does not store ([`cache_when`](Self::cache_when): 5xx by default) rolls back
+    /// its writes with the reservation, so a retry runs on a clean slate, and a crash before
+    /// the commit leaves neither. A request without a key (when not
+    /// [`required`](Self::required)) gets its transaction too, committed the same way.
+    ///
+    /// A concurrent duplicate follows the guard's in-flight policy without waiting on the open
+    /// transaction (`409`, or [`InFlight::Wait`](crate::InFlight::Wait) polls until it commits).
+    /// A database that cannot be reached, or a commit that fails, is `503`: nothing of the
+    /// request was applied. Add the layer to the routes whose effect is in this database (a
+    /// `Router` of them, or `route_layer`).
+    ///
+    /// ```no_run
+    /// use axum::{http::StatusCode, routing::post, Router};
+    /// use idem_guard::http::{IdempotencyLayer, RequestTx};
+    /// use idem_guard::{Guard, PostgresStore};
+    ///
+    /// async fn credit(tx: RequestTx, body: String) -> Result<String, StatusCode> {
+    ///     let cents: i64 = body.trim().parse().map_err(|_| StatusCode::BAD_REQUEST)?;
+    ///     let mut conn = tx.lock().await.map_err(|_| StatusCode::INTERNAL_SERVER_ERROR)?;
+    ///     let balance: i64 = sqlx::query_scalar("UPDATE accounts SET balance = balance + $1 WHERE id = 1 RETURNING balance")
+    ///         .bind(cents)
+    ///         .fetch_one(&mut *conn)
+    ///         .await
+    ///         .map_err(|_| StatusCode::INTERNAL_SERVER_ERROR)?;
+    ///     Ok(balance.to_string())
+    /// }
+    ///
+    /// # async fn app() -> Result<Router, idem_guard::Error> {
+    /// let store = PostgresStore::connect("postgres://postgres@127.0.0.1:5432/test").await?;
+    /// let credits = IdempotencyLayer::from_guard(Guard::new(store).prefix("credits"))
+    ///     .required(true)
+    ///     .transactional(true);
+    /// Ok(Router::new().route("/credits", post(credit)).layer(credits))
+    /// # }
+    /// ```
+    pub fn transactional(self, on: bool) -> Self {
+        let guard = self.guard.clone();
+        self.with(|c| c.tx = on.then_some(guard))
     }
 }
 

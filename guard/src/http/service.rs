@@ -239,7 +239,12 @@ where
                         "a request of a guarded method came without an idempotency key and ran unguarded (logged once per route; `required(true)` answers 400 instead)"
                     );
                 }
-                pass_through(&mut inner, request).await
+                match &config.tx {
+                    Some(tx_guard) => {
+                        super::tx::unguarded_in_tx(&mut inner, tx_guard, &config, request).await
+                    }
+                    None => pass_through(&mut inner, request).await,
+                }
             }
             .instrument(span)
             .await;
@@ -253,18 +258,42 @@ where
         } => {
             // The request's own deadline bounds its lease: a client that gives up after 5 s
             // frees the key for its retry then, not after the guard's whole lease.
-            let guard = match deadline {
-                Some(left) => Arc::new((*guard).clone().deadline(Instant::now() + left)),
-                None => guard,
-            };
-            (guard, key, fingerprint, request)
+            if let Some(tx_guard) = &config.tx {
+                // Spawned for the same reason as below: the commit must not be dropped with a
+                // request whose client hung up.
+                let guarded = super::tx::guarded_in_tx(
+                    inner,
+                    bounded(tx_guard.clone(), deadline),
+                    config.clone(),
+                    key,
+                    fingerprint,
+                    request,
+                );
+                return joined(tokio::spawn(guarded).await);
+            }
+            (bounded(guard, deadline), key, fingerprint, request)
         }
     };
     // From the reservation on, the handler and the completion run in a task of their own: when
     // the client hangs up, hyper drops this future, and a completion dropped with it would leave
     // an effect unrecorded, to be made again by the retry that takes the key over.
     let guarded = tokio::spawn(guarded(inner, guard, config, key, fingerprint, request));
-    match guarded.await {
+    joined(guarded.await)
+}
+
+/// The guard with its lease bounded by the request's own deadline (from now), if it has one.
+fn bounded<S: Clone>(guard: Arc<Guard<S>>, deadline: Option<Duration>) -> Arc<Guard<S>> {
+    match deadline {
+        Some(left) => Arc::new((*guard).clone().deadline(Instant::now() + left)),
+        None => guard,
+    }
+}
+
+/// The response of the task that ran a guarded request.
+fn joined<E>(
+    task: Result<Result<Response<Body>, E>, tokio::task::JoinError>,
+) -> Result<Response<Body>, E> {
+    match task {
         Ok(response) => response,
         // The handler panicked: the request fails as it would have without the layer.
         Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
@@ -389,7 +418,7 @@ where
     Ok(response.map(Body::new))
 }
 
-fn refusal_logged(key: &str, e: &Error, config: &Config) -> Response<Body> {
+pub(super) fn refusal_logged(key: &str, e: &Error, config: &Config) -> Response<Body> {
     if matches!(e, Error::Store(_)) {
         tracing::error!(key_hash = %crate::observe::key_hash(key), error = %e, "idempotency store unavailable; the request was refused");
     }
@@ -431,7 +460,7 @@ fn refusal(e: &Error, config: &Config) -> Response<Body> {
     }
 }
 
-fn internal_error() -> Response<Body> {
+pub(super) fn internal_error() -> Response<Body> {
     problem(
         StatusCode::INTERNAL_SERVER_ERROR,
         "idempotency_internal_error",
