@@ -158,6 +158,29 @@ pub(crate) fn names_a_lease(name: &str) -> bool {
         || n.ends_with("_on")
 }
 
+/// A key-value claim's stored value that a later delivery can take back when it is stale:
+/// named as a lease, a status or a timestamp (a local `state`, a constructor
+/// `JobState::running(worker)`, `now.unix_timestamp()`) or read from a clock, followed
+/// through the locals it was
+/// built in. The store has no TTL of its own, so such a value is its expiry, as a lease
+/// attribute of a DynamoDB item or a lease column of a claim row is theirs.
+pub(crate) fn kv_value_is_a_lease<'a>(env: &dyn OpEnv<'a>, value: &'a Expr, depth: usize) -> bool {
+    let mut lease = false;
+    value.walk(&mut |e| match &e.kind {
+        ExprKind::Path(p) => {
+            // A clock (`Utc::now`, `OffsetDateTime::now_utc`) is a timestamp too.
+            lease |= p.last().starts_with("now") || p.segments.iter().any(|s| names_a_lease(s));
+            if let Some(init) = p.as_ident().and_then(|n| env.local_init(n)) {
+                lease |= depth < 4 && kv_value_is_a_lease(env, init, depth + 1);
+            }
+        }
+        ExprKind::Field { member, .. } => lease |= names_a_lease(member),
+        ExprKind::MethodCall { method, .. } => lease |= names_a_lease(method),
+        _ => {}
+    });
+    lease
+}
+
 /// Names of a DynamoDB TTL attribute, whose value is the epoch second it expires at.
 fn names_a_ttl(name: &str) -> bool {
     let n = name.to_ascii_lowercase();
@@ -303,9 +326,10 @@ pub fn never_expiring_helper_claims(package: &Package, flow: &FnFlow) -> Vec<usi
 }
 
 /// Whether a claim stores a marker ("taken", a worker, a timestamp) rather than data kept
-/// until the work is done (a queue's item payload under its id is storage, not a claim):
-/// Redis claims whose value is a marker, DynamoDB items of markers and context or in a table
-/// named for claims, dedupe-named SQL tables.
+/// until the work is done (a queue's item payload under its id is storage, not a claim; a
+/// URL's alias is a mapping kept for good): claims of the stores that keep a value (Redis,
+/// DynamoDB, key-value families) whose value is a marker or in a table named for claims,
+/// dedupe-named SQL tables.
 fn holds_a_marker(a: &StoreAccess) -> bool {
     let claim_table = a.table.as_deref().is_some_and(|t| {
         let t = t.to_ascii_lowercase();
@@ -314,10 +338,11 @@ fn holds_a_marker(a: &StoreAccess) -> bool {
                 .iter()
                 .any(|w| t.contains(w))
     });
+    // One rule for the stores that keep a value under the key: what it stores says whether
+    // the claim is a marker (a mapping from a URL to the alias it names is kept for good).
     match a.store {
-        Store::Redis => a.value_is_marker,
-        Store::DynamoDb => a.value_is_marker || claim_table,
-        _ => true,
+        Store::Sql | Store::Named => true,
+        _ => a.value_is_marker || claim_table,
     }
 }
 

@@ -2074,13 +2074,16 @@ impl<'a> Walker<'a, '_> {
             self.bodies.pop();
             return v;
         }
+        let before = self.out.store_events.len();
         let mut v = self.eval(inner);
         let call = inner.peel();
         if matches!(
             call.kind,
             ExprKind::Call { .. } | ExprKind::MethodCall { .. }
         ) {
-            if v.ops().next().is_none() {
+            // A store operation awaited is not an effect; a call whose arguments carry what a
+            // store read earlier (`wallet.credit(CreditRequest { memo: row.name, .. })`) is.
+            if !v.ops().any(|i| i >= before) {
                 self.effect(inner.span);
             }
             // What an awaited call of another crate returns comes from the outside

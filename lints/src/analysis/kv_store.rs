@@ -5,7 +5,7 @@
 //! `kv.create(k, v)`).
 
 use super::store_ops::access_of;
-use super::store_ops::{receiver_name, typed_from, OpEnv, Store, StoreOp, WriteShape};
+use super::store_ops::{receiver_name, typed_from, Expiry, OpEnv, Store, StoreOp, WriteShape};
 use crate::catalog::stores::kv::{KvFamily, FAMILIES, SESSION};
 use crate::catalog::stores::{ClaimTest, OpKind};
 use crate::model::ir::Expr;
@@ -29,6 +29,7 @@ pub fn classify<'a>(
             return None;
         }
         let access = access_of(row.op)?;
+        let stored = row.value.and_then(|i| args.get(i));
         Some(StoreOp {
             store: if std::ptr::eq(*f, &SESSION) {
                 Store::Session
@@ -39,7 +40,7 @@ pub fn classify<'a>(
             command: format!("{}{method}", f.command_prefix),
             table: None,
             keys: vec![key],
-            values: row.value.and_then(|i| args.get(i)).into_iter().collect(),
+            values: stored.into_iter().collect(),
             span,
             locking: false,
             dedupe_table: false,
@@ -47,7 +48,15 @@ pub fn classify<'a>(
             shape: WriteShape {
                 increments: row.op == OpKind::Increment,
                 fails_when_taken: row.op == OpKind::Claim(ClaimTest::FailsWhenTaken),
-                expiry: super::expiry::of_ttl(env, row.ttl, access, args),
+                expiry: match super::expiry::of_ttl(env, row.ttl, access, args) {
+                    Some(Expiry::Never)
+                        if stored
+                            .is_some_and(|v| super::expiry::kv_value_is_a_lease(env, v, 0)) =>
+                    {
+                        Some(Expiry::After(None))
+                    }
+                    e => e,
+                },
                 ..WriteShape::default()
             },
         })

@@ -96,7 +96,12 @@ declare_lint! {
     /// or a form carries: `diesel::update(post.find(id)).set(&form)`), unless it marks the
     /// row done (`processed = true`, `status = 'done'`: the marker the check looks for), its
     /// table or key is a dedupe record, or it increments or appends (`score = score + 1`, a
-    /// lost update; the help then proposes a conditional `UPDATE`).
+    /// lost update; the help then proposes a conditional `UPDATE`). Nor, where only what the
+    /// write stores would make it a marker (ids, a timestamp), a record read as data rather
+    /// than as a "handled" check: a set replaced (the record read is deleted after the check
+    /// and written again: read a user's languages, compare, delete, insert), or a get-or-create
+    /// (the function returns what the read found, and on a miss writes a value with no effect
+    /// in between: a default session). A repeat writes the same rows again.
     ///
     /// ### Why is this bad?
     /// Two deliveries of the same message that run at the same time both read "not
@@ -240,8 +245,8 @@ fn fn_findings(summaries: &Summaries, f: &FnDef, flow: &FnFlow, guard_fn: bool) 
             })
             .find(|(d, r)| {
                 same_record(r, write)
-                    && (guard_fn || is_guard_marker(r, write))
                     && on_proceed_path(d, write.span)
+                    && (guard_fn || is_guard_marker(flow, d, r, write))
             });
         let Some((decision, read)) = found else {
             continue;
@@ -327,7 +332,7 @@ fn same_record(read: &StoreEvent, write: &StoreEvent) -> bool {
 
 /// The write records that the work was done (a marker, an idempotency or dedupe record),
 /// rather than caching computed data under the key (cache-aside).
-fn is_guard_marker(read: &StoreEvent, write: &StoreEvent) -> bool {
+fn is_guard_marker(flow: &FnFlow, d: &Decision, read: &StoreEvent, write: &StoreEvent) -> bool {
     // A dedupe table's name, or a key that says what it marks (`done:{id}`, `lock:{id}`).
     let names_a_guard = |text: &str| {
         let t = text.to_ascii_lowercase();
@@ -341,7 +346,49 @@ fn is_guard_marker(read: &StoreEvent, write: &StoreEvent) -> bool {
             || a.table.as_deref().is_some_and(names_a_guard)
             || a.dedupe_table
     });
-    key_named || write.access.value_is_marker && !sets_row_again(write)
+    key_named
+        || write.access.value_is_marker
+            && !sets_row_again(write)
+            && !replaces_record(flow, d, write)
+            && !gets_or_creates(flow, d, read, write)
+}
+
+/// The record read is deleted after the check and before the write, on the path that goes
+/// on: the write replaces it (lemmy's language set: read, compare, delete, insert). A repeat
+/// deletes and writes the same rows again; nothing is done twice.
+fn replaces_record(flow: &FnFlow, d: &Decision, write: &StoreEvent) -> bool {
+    flow.store_events.iter().any(|del| {
+        del.access.access == Access::Delete
+            && del.span.lo > d.span.hi
+            && del.span.hi <= write.span.lo
+            && !d
+                .branches
+                .iter()
+                .any(|b| b.diverges && b.span.contains(del.span))
+            && same_record(del, write)
+    })
+}
+
+/// Get-or-create: the function hands back what the read found on a hit (`Ok(Some(session))
+/// => session`), and on a miss writes a value (not an increment or an append) with no
+/// effect done in between (a default session). What it stores is the thing asked for, not a
+/// record of work. With an effect between the check and the write (a charge whose record a
+/// repeat gets back), the record marks that work and stays a guard.
+fn gets_or_creates(flow: &FnFlow, d: &Decision, read: &StoreEvent, write: &StoreEvent) -> bool {
+    let shape = &write.access.shape;
+    let returns_what_it_read = flow.ret.ops().any(|i| {
+        flow.store_events
+            .get(i)
+            .is_some_and(|e| e.span == read.span)
+    });
+    let has_hit_branch = d.branches.iter().any(|b| b.when_present == Some(true));
+    returns_what_it_read
+        && has_hit_branch
+        && !shape.increments
+        && !shape.appends
+        && EffectsByPosition::new(flow)
+            .between(flow, d, write.span)
+            .is_none()
 }
 
 /// An `UPDATE` of a row that sets its columns to values (what the message carries): a second

@@ -34,8 +34,12 @@ declare_lint! {
     /// Only claims that store a marker are judged: a Redis value that is a literal, a
     /// constant or a timestamp (an item's payload stored under its id until a worker
     /// completes it is storage, meant to stay; a lock valued with its owner's id is missed),
-    /// a DynamoDB item of markers and context or in a table named for claims, locks or
-    /// dedupe; a key minted in the function (a nonce) is not a message's claim. `SADD` and
+    /// a DynamoDB item or a key-value store's value (sled, JetStream KV, MongoDB) of markers
+    /// and context or in a table named for claims, locks or dedupe (an insert-if-absent of a
+    /// mapping, a URL to the alias it names, is kept for good); a key-value claim whose value
+    /// is named as a lease, a state or a timestamp, or read from a clock (a job state holding
+    /// the time it was taken, renewed by a heartbeat), is a lease that a stale-job scan takes
+    /// back; a key minted in the function (a nonce) is not a message's claim. `SADD` and
     /// `HSETNX` claims are not judged (a set member or a hash field has no TTL of its own). Options or items built outside the function (a parameter, a helper) are
     /// not judged. An `EXPIRE` of any key in the function counts as the claim's. A
     /// function of the crate that sets the TTL under another name can be named:
