@@ -118,8 +118,10 @@ impl Analysis {
         }
         let _ = analysis.call_graph.set(graph);
         // After the entry points: which linked fns are walked reads them.
-        let reused = summaries.into_inner().and_then(|prev| {
-            let walked = analysis.walked_fns(package);
+        let walked = analysis.walked_fns(package);
+        // A member fn walked now and not before has no summary to keep (nor the reverse).
+        let same_walked = |prev: &Summaries| prev.walked() == walked.as_deref();
+        let reused = summaries.into_inner().filter(same_walked).and_then(|prev| {
             Summaries::reusing(
                 package,
                 &analysis.resolver,
@@ -128,7 +130,6 @@ impl Analysis {
                 analysis.call_graph(package),
                 prev,
                 &changed,
-                walked,
             )
         });
         match reused {

@@ -351,12 +351,10 @@ impl Summaries {
         graph: &CallGraph,
         prev: Summaries,
         changed: &[bool],
-        walked: Option<Vec<bool>>,
     ) -> Option<Summaries> {
-        // A member fn walked now and not before has no summary to keep (nor the reverse).
-        if walked != prev.walked {
-            return None;
-        }
+        // The fns walked are those of `prev` (the caller checks they are still the ones to
+        // walk: [`Summaries::walked`]).
+        let walked = prev.walked.clone();
         let is_walked = |id: FnId| walked.as_ref().is_none_or(|w| w[graph.index(id)]);
         let cx = FlowCx::new(package, resolver, types, catalog, graph);
         let layers = acyclic_layers(graph);
@@ -459,6 +457,12 @@ impl Summaries {
     /// of helpers are followed.
     pub fn bound_flows(&self, id: FnId) -> &[FnFlow] {
         self.bound.get(&id).map_or(&[], Vec::as_slice)
+    }
+
+    /// By [`CallGraph::index`], the fns walked (`None`: all), as given to
+    /// [`Summaries::compute_walking`].
+    pub(crate) fn walked(&self) -> Option<&[bool]> {
+        self.walked.as_deref()
     }
 
     /// How many fns were walked for these summaries after an edit (every fn, when they were
