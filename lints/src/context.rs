@@ -83,5 +83,7 @@ pub(crate) fn fresh_analysis(
 ) -> Analysis {
     let mut catalog = settings.catalog();
     catalog.budget = budget.clone();
-    Analysis::with_catalog_on(package, catalog, threads)
+    let mut analysis = Analysis::with_catalog_on(package, catalog, threads);
+    analysis.entry_names = settings.entry_names();
+    analysis
 }

@@ -64,11 +64,16 @@ impl Analysis {
         prev: Option<Retained>,
     ) -> (Analysis, Reuse) {
         let catalog = settings.catalog();
+        let fresh = |catalog| {
+            let mut analysis = Analysis::with_catalog(package, catalog);
+            analysis.entry_names = settings.entry_names();
+            (analysis, Reuse::Fresh)
+        };
         let Some(prev) = prev else {
-            return (Analysis::with_catalog(package, catalog), Reuse::Fresh);
+            return fresh(catalog);
         };
         let Some(changed) = changed_files(&prev, package, settings) else {
-            return (Analysis::with_catalog(package, catalog), Reuse::Fresh);
+            return fresh(catalog);
         };
         let Analysis {
             resolver,
@@ -87,6 +92,7 @@ impl Analysis {
             summaries: Default::default(),
             entry_parts: Default::default(),
             file_memos: file_memos.keeping_unchanged(&changed),
+            entry_names: settings.entry_names(),
         };
         let Some(prev_graph) = call_graph.into_inner() else {
             return (analysis, Reuse::Tables);
@@ -98,17 +104,6 @@ impl Analysis {
             prev_graph,
             &changed,
         );
-        let reused = summaries.into_inner().and_then(|prev| {
-            Summaries::reusing(
-                package,
-                &analysis.resolver,
-                &analysis.types,
-                &analysis.catalog,
-                &graph,
-                prev,
-                &changed,
-            )
-        });
         // The unchanged files' parts: their models, call edges and the resolver are the same.
         if let Some(parts) = entry_parts.into_inner() {
             let configured = parts.configured.clone();
@@ -122,6 +117,21 @@ impl Analysis {
             let _ = analysis.entry_parts.set(kept);
         }
         let _ = analysis.call_graph.set(graph);
+        // After the entry points: which linked fns are walked reads them.
+        let walked = analysis.walked_fns(package);
+        // A member fn walked now and not before has no summary to keep (nor the reverse).
+        let same_walked = |prev: &Summaries| prev.walked() == walked.as_deref();
+        let reused = summaries.into_inner().filter(same_walked).and_then(|prev| {
+            Summaries::reusing(
+                package,
+                &analysis.resolver,
+                &analysis.types,
+                &analysis.catalog,
+                analysis.call_graph(package),
+                prev,
+                &changed,
+            )
+        });
         match reused {
             Some(s) => {
                 let _ = analysis.summaries.set(s);

@@ -42,6 +42,7 @@ pub mod guards;
 pub mod incremental;
 pub mod key_text;
 pub mod kv_store;
+pub(crate) mod linked;
 pub mod locks;
 pub mod message_key;
 pub mod mongo_ops;
@@ -212,6 +213,9 @@ pub struct Analysis {
     entry_parts: OnceLock<entry::EntryParts>,
     /// Facts of single files that passes asked for ([`Analysis::file_fact`]).
     file_memos: file_memo::FileMemos,
+    /// Every entry point the settings name (of every lint): a linked member's fn named
+    /// there is walked like the member's other entry points ([`linked`]).
+    pub(crate) entry_names: Vec<String>,
 }
 
 impl Analysis {
@@ -238,6 +242,7 @@ impl Analysis {
             summaries: OnceLock::new(),
             entry_parts: OnceLock::new(),
             file_memos: Default::default(),
+            entry_names: Vec::new(),
         }
     }
 
@@ -252,12 +257,13 @@ impl Analysis {
             summaries,
             entry_parts,
             file_memos,
+            entry_names,
         } = self;
         rayon::join(
             || resolver.drop_on_pool(),
             || {
                 rayon::join(
-                    || drop((types, catalog, entry_parts, file_memos)),
+                    || drop((types, catalog, entry_parts, file_memos, entry_names)),
                     || rayon::join(|| drop(call_graph), || drop(summaries)),
                 )
             },
@@ -297,12 +303,31 @@ impl Analysis {
     }
 
     /// Every function's summary and flow facts, computed on first use. `package` must be
-    /// the package this analysis was built for.
+    /// the package this analysis was built for. Of a linked member's fns, only those the
+    /// package's findings read are walked ([`linked`]); the others' are empty.
     pub fn summaries(&self, package: &Package) -> &Summaries {
         self.summaries.get_or_init(|| {
             let graph = self.call_graph(package);
-            Summaries::compute(package, &self.resolver, &self.types, &self.catalog, graph)
+            let walked = self.walked_fns(package);
+            Summaries::compute_walking(
+                package,
+                &self.resolver,
+                &self.types,
+                &self.catalog,
+                graph,
+                walked,
+            )
         })
+    }
+
+    /// [`linked::walked_fns`] of the package, `None` when it links no member.
+    pub(crate) fn walked_fns(&self, package: &Package) -> Option<Vec<bool>> {
+        if !linked::links_members(package) {
+            return None;
+        }
+        let graph = self.call_graph(package);
+        let entries = self.entry_points(package, &self.entry_names);
+        Some(linked::walked_fns(package, graph, &entries))
     }
 }
 

@@ -217,7 +217,7 @@ impl FnSummary {
 
     /// Equality in everything a caller's walk can read (trails included), for deciding
     /// whether callers must be walked again after an edit ([`Summaries::reusing`]).
-    fn identical(&self, other: &FnSummary) -> bool {
+    pub(crate) fn identical(&self, other: &FnSummary) -> bool {
         self.same(other)
             && self
                 .ret_nondet
@@ -262,6 +262,9 @@ pub struct Summaries {
     rewalked: usize,
     /// See [`Summaries::direct_op_at`]: per fn, built on first use.
     direct_ops: Vec<Vec<OnceLock<OpIndex>>>,
+    /// By [`CallGraph::index`], the fns walked (`None`: all): a linked member's fn that
+    /// nothing of the package reads is not ([`super::linked`]).
+    walked: Option<Vec<bool>>,
 }
 
 /// A fn's own store operations (not a helper's), as (span start, span end, event index),
@@ -291,12 +294,30 @@ impl Summaries {
         catalog: &Catalog,
         graph: &CallGraph,
     ) -> Summaries {
+        Summaries::compute_walking(package, resolver, types, catalog, graph, None)
+    }
+
+    /// [`Summaries::compute`] walking only the fns `walked` marks (by [`CallGraph::index`];
+    /// `None`: all). `walked` must hold every callee of a fn it holds: a walked fn then
+    /// reads only walked fns' summaries, which are what [`Summaries::compute`] gives them.
+    /// The others keep an empty summary and flow.
+    pub fn compute_walking(
+        package: &Package,
+        resolver: &Resolver,
+        types: &Types,
+        catalog: &Catalog,
+        graph: &CallGraph,
+        walked: Option<Vec<bool>>,
+    ) -> Summaries {
         let cx = FlowCx::new(package, resolver, types, catalog, graph);
         cx.read_field_texts();
         let mut summaries = shape(package, || Arc::new(FnSummary::default()));
         let mut flows = shape(package, FnFlow::default);
-        let acyclic = settle_all(&cx, &mut summaries, &mut flows);
+        let acyclic = settle_all(&cx, &mut summaries, &mut flows, walked.as_deref());
         let bound = bound_walks(&cx, &summaries, &flows);
+        let rewalked = walked
+            .as_ref()
+            .map_or(graph.len(), |w| w.iter().filter(|&&w| w).count());
         Summaries {
             direct_ops: op_indexes(&flows),
             summaries,
@@ -304,7 +325,8 @@ impl Summaries {
             bound,
             acyclic,
             field_texts: cx.into_field_texts(),
-            rewalked: graph.len(),
+            rewalked,
+            walked,
         }
     }
 
@@ -330,6 +352,10 @@ impl Summaries {
         prev: Summaries,
         changed: &[bool],
     ) -> Option<Summaries> {
+        // The fns walked are those of `prev` (the caller checks they are still the ones to
+        // walk: [`Summaries::walked`]).
+        let walked = prev.walked.clone();
+        let is_walked = |id: FnId| walked.as_ref().is_none_or(|w| w[graph.index(id)]);
         let cx = FlowCx::new(package, resolver, types, catalog, graph);
         let layers = acyclic_layers(graph);
         let mut now_acyclic = vec![false; graph.len()];
@@ -367,7 +393,7 @@ impl Summaries {
             let dirty: Vec<FnId> = layer
                 .iter()
                 .copied()
-                .filter(|&id| reads_change(id, &differs))
+                .filter(|&id| is_walked(id) && reads_change(id, &differs))
                 .collect();
             let walked: Vec<(FnId, FnFlow)> = {
                 let done = Settled {
@@ -400,7 +426,11 @@ impl Summaries {
             &mut summaries,
             &mut flows,
             &mut differs,
-            |component, differs| component.iter().any(|&id| reads_change(id, differs)),
+            |component, differs| {
+                // A component is walked whole or not at all (each of its fns calls the others).
+                component.first().is_some_and(|&id| is_walked(id))
+                    && component.iter().any(|&id| reads_change(id, differs))
+            },
         );
         let bound = if flows.iter().flatten().any(|f| !f.text_calls.is_empty()) {
             bound_walks(&cx, &summaries, &flows)
@@ -415,6 +445,7 @@ impl Summaries {
             acyclic: now_acyclic,
             field_texts: cx.into_field_texts(),
             rewalked,
+            walked,
         })
     }
 
@@ -426,6 +457,12 @@ impl Summaries {
     /// of helpers are followed.
     pub fn bound_flows(&self, id: FnId) -> &[FnFlow] {
         self.bound.get(&id).map_or(&[], Vec::as_slice)
+    }
+
+    /// By [`CallGraph::index`], the fns walked (`None`: all), as given to
+    /// [`Summaries::compute_walking`].
+    pub(crate) fn walked(&self) -> Option<&[bool]> {
+        self.walked.as_deref()
     }
 
     /// How many fns were walked for these summaries after an edit (every fn, when they were
@@ -727,6 +764,7 @@ fn settle_all(
     cx: &FlowCx<'_>,
     summaries: &mut [Vec<Arc<FnSummary>>],
     flows: &mut [Vec<FnFlow>],
+    walked: Option<&[bool]>,
 ) -> Vec<bool> {
     let graph = cx.graph;
     let mut acyclic = vec![false; graph.len()];
@@ -744,6 +782,7 @@ fn settle_all(
         tasks: &tasks,
         ready: &ready,
         pending: &pending,
+        walked,
     };
     rayon::scope(|scope| {
         for (task, &n) in tasks.callees.iter().enumerate() {
@@ -830,6 +869,8 @@ struct TaskRun<'r, 'a> {
     ready: &'r Ready<'r>,
     /// Per task, how many of the tasks it calls are not done.
     pending: &'r [AtomicUsize],
+    /// See [`Summaries::compute_walking`].
+    walked: Option<&'r [bool]>,
 }
 
 impl<'r> TaskRun<'r, '_> {
@@ -837,8 +878,13 @@ impl<'r> TaskRun<'r, '_> {
     where
         'r: 's,
     {
-        let settled = if task < self.tasks.acyclic {
-            let id = self.tasks.members[task][0];
+        let first = self.tasks.members[task][0];
+        let skipped = self.walked.is_some_and(|w| !w[self.cx.graph.index(first)]);
+        let settled = if skipped {
+            // A component is walked whole or not at all: its fns call each other.
+            Vec::new()
+        } else if task < self.tasks.acyclic {
+            let id = first;
             let flow = flow::walk(self.cx, id, self.ready);
             vec![(id, Arc::new(FnSummary::from_flow(&flow)), flow)]
         } else {

@@ -139,6 +139,17 @@ pub(crate) fn parse<T: DeserializeOwned>(value: serde_json::Value) -> Result<T, 
 }
 
 impl Settings {
+    /// Every entry point named by a lint's settings, once each.
+    pub fn entry_names(&self) -> Vec<String> {
+        let mut names = self.unguarded_entry_point.entry_points.clone();
+        for name in &self.non_idempotent_update.entry_points {
+            if !names.contains(name) {
+                names.push(name.clone());
+            }
+        }
+        names
+    }
+
     /// The built-in catalogs extended with the user's configuration (names of sources, keys,
     /// checks and marks).
     pub fn catalog(&self) -> Catalog {
