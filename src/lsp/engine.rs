@@ -146,11 +146,7 @@ impl Root {
             None => unreachable!("loaded above"),
         };
         if let Some((ws, config)) = edited_packages(loaded, overlays) {
-            let part = Loaded {
-                ws,
-                config,
-                ..Loaded::sharing(loaded)
-            };
+            let part = Loaded::sharing(loaded, ws, config);
             match check(&part, settings, overlays, cancel) {
                 Ok(report) => first(Arc::new(Analysis {
                     ws: part.ws.clone(),
@@ -177,12 +173,11 @@ impl Root {
 }
 
 impl Loaded {
-    /// A view of `loaded` sharing its session and kept texts (the workspace and config are
-    /// to be replaced).
-    fn sharing(loaded: &Loaded) -> Loaded {
+    /// `ws` and `config` (a part of `loaded`'s) with `loaded`'s session and kept texts.
+    fn sharing(loaded: &Loaded, ws: Workspace, config: Config) -> Loaded {
         Loaded {
-            ws: loaded.ws.clone(),
-            config: loaded.config.clone(),
+            ws,
+            config,
             opts: loaded.opts.clone(),
             session: loaded.session.clone(),
             texts: loaded.texts.clone(),
