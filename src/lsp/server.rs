@@ -112,7 +112,7 @@ enum Event {
         generation: u64,
         analysis: Arc<Analysis>,
     },
-    Done(Done),
+    Done(Box<Done>),
 }
 
 /// Stack of an analysis worker: the pipeline's own pools do the deep work, but the worker
@@ -206,7 +206,7 @@ impl Server {
             recv(self.done_rx) -> d => {
                 // The server holds a sender, so the channel stays open.
                 match d {
-                    Ok(Event::Done(done)) => self.finished(done),
+                    Ok(Event::Done(done)) => self.finished(*done),
                     Ok(Event::First { id, generation, analysis }) => {
                         self.first_part(id, generation, &analysis);
                         drop_elsewhere(analysis);
@@ -667,12 +667,12 @@ impl Server {
             }))
             .ok();
             // The server gone means nobody waits for the result.
-            let _ = tx.send(Event::Done(Done {
+            let _ = tx.send(Event::Done(Box::new(Done {
                 id,
                 generation,
                 root,
                 outcome,
-            }));
+            })));
         };
         let spawned = std::thread::Builder::new()
             .name("idem-lint-analysis".into())
