@@ -298,3 +298,58 @@ fn check_then_act_on_an_update_proposes_a_conditional_update() {
         "{insert}"
     );
 }
+
+/// Issue 38, item 5: one check followed by several plain writes is one finding, at the
+/// first write, with a label on each later one (it was one finding per write, three here);
+/// and the help of a read-modify-write of a counter is the conditional form for a counter,
+/// not an insert, nor a status's.
+#[test]
+fn one_check_before_several_writes_is_one_finding_with_a_label_per_write() {
+    let fixture = common::repo().join("fixtures/check_then_act/one_check_many_writes");
+    let out = run(&[s(&fixture), "--message-format", "json", "--no-cache"]);
+    let findings: Vec<serde_json::Value> = out
+        .messages()
+        .into_iter()
+        .filter(|m| m["message"]["code"]["code"] == "idem::check_then_act")
+        .collect();
+    assert_eq!(findings.len(), 1, "{}", out.stdout);
+    let message = &findings[0]["message"];
+    let text = std::fs::read_to_string(fixture.join("src/lib.rs")).expect("read");
+    let line_of = |needle: &str| {
+        text.lines()
+            .position(|l| l.contains(needle))
+            .map(|i| i as u64 + 1)
+            .unwrap_or_else(|| panic!("`{needle}` in the fixture"))
+    };
+    let spans = message["spans"].as_array().expect("spans");
+    let primary: Vec<u64> = spans
+        .iter()
+        .filter(|s| s["is_primary"] == true)
+        .map(|s| s["line_start"].as_u64().expect("line"))
+        .collect();
+    assert_eq!(primary, [line_of("SET score = score + 1")], "{message}");
+    for later in ["SET upvotes = upvotes + 1", "SET processed = true"] {
+        let labelled = spans.iter().any(|s| {
+            s["is_primary"] == false
+                && s["line_start"].as_u64() == Some(line_of(later))
+                && s["label"]
+                    .as_str()
+                    .is_some_and(|l| l.contains("after the same check"))
+        });
+        assert!(labelled, "a label on `{later}`: {message}");
+    }
+    let help: Vec<&str> = message["children"]
+        .as_array()
+        .expect("children")
+        .iter()
+        .filter(|c| c["level"] == "help" && c["spans"].as_array().is_some_and(Vec::is_empty))
+        .filter_map(|c| c["message"].as_str())
+        .collect();
+    let help = help.join("\n");
+    assert!(
+        help.contains("n = n + 1 WHERE id = $1 AND n = $2"),
+        "{help}"
+    );
+    assert!(!help.contains("ON CONFLICT DO NOTHING`"), "{help}");
+    assert!(!help.contains("status"), "{help}");
+}

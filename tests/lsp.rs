@@ -728,3 +728,77 @@ fn a_half_typed_pub_mod_line_keeps_the_finding_that_needs_it_public() {
     assert!(changed.is_empty(), "notify.rs changed: {changed:?}");
     assert!(c.shutdown().success());
 }
+
+/// Issue 38, item 4: an edit in a workspace member is answered with its own package's
+/// analysis first; the members that depend on it (most of the work on a large workspace)
+/// follow. Here the dependent's file (`service/`) sorts before the edited member's
+/// (`zz_common/`), so a server that publishes once, after analysing every package, sends the
+/// dependent's changed findings before the edited file's; they must come after. The
+/// dependent then gets the findings a fresh analysis gives (the random id made
+/// deterministic in the member removes both of its findings).
+#[test]
+fn an_edited_member_is_published_before_its_dependents() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let root = tmp.path().canonicalize().expect("canonical");
+    let from = common::repo().join("fixtures/cross_member/nondeterministic_key");
+    common::copy_dir(&from.join("service"), &root.join("service"));
+    common::copy_dir(&from.join("common"), &root.join("zz_common"));
+    std::fs::write(
+        root.join("Cargo.toml"),
+        "[workspace]\nmembers = [\"zz_common\", \"service\"]\nresolver = \"2\"\n",
+    )
+    .expect("write the workspace manifest");
+    let service_manifest = root.join("service/Cargo.toml");
+    let manifest = std::fs::read_to_string(&service_manifest).expect("read");
+    std::fs::write(
+        &service_manifest,
+        manifest.replace("path = \"../common\"", "path = \"../zz_common\""),
+    )
+    .expect("write");
+    let ids = root.join("zz_common/src/ids.rs");
+    let service = uri(&root.join("service/src/lib.rs"));
+    let key_findings = |p: &Value| {
+        codes(p)
+            .iter()
+            .filter(|c| *c == "idem::nondeterministic_key")
+            .count()
+    };
+
+    let mut c = Client::start(&common::bin(), &["--debounce-ms", "0"], &root);
+    initialize(&mut c, &[&root], json!({}));
+    // Opened with a text that is not the disk's, so the hover below waits for the
+    // analysis of the buffer.
+    let text = std::fs::read_to_string(&ids).expect("read") + "\n// opened\n";
+    open(&mut c, &ids, &text);
+    c.diagnostics_where(&uri(&ids), |p| p["version"] == 1);
+    let hover = json!({"textDocument": {"uri": uri(&ids)},
+                       "position": {"line": 0, "character": 0}});
+    c.request("textDocument/hover", hover);
+    let before = c.diagnostics_where(&service, |p| key_findings(p) > 0);
+    assert_eq!(key_findings(&before), 2, "{before}");
+    c.forget();
+
+    let edited = text.replace("Uuid::new_v4()", "prefix.len()");
+    c.notify(
+        "textDocument/didChange",
+        json!({"textDocument": {"uri": uri(&ids), "version": 2},
+               "contentChanges": [{"text": edited}]}),
+    );
+    let edited_file = c.wait_message(|m| {
+        m["method"] == "textDocument/publishDiagnostics"
+            && m["params"]["uri"] == uri(&ids)
+            && m["params"]["version"] == 2
+    });
+    let before_it: Vec<&Value> = c
+        .notifications
+        .iter()
+        .filter(|m| m["params"]["uri"] == service.as_str())
+        .collect();
+    assert!(
+        before_it.is_empty(),
+        "the dependent was published before the edited file: {before_it:?} then {edited_file}"
+    );
+    let after = c.diagnostics_for(&service);
+    assert_eq!(key_findings(&after), 0, "{after}");
+    assert!(c.shutdown().success());
+}

@@ -56,12 +56,15 @@ struct Loaded {
     opts: ParseOptions,
     /// Parse results and findings of earlier analyses: after a keystroke only the changed
     /// buffer is parsed again, and only its package analysed again.
-    session: Session,
+    session: Arc<Session>,
     /// Texts of the files without a buffer, read again only when their metadata changes.
     texts: Arc<DiskTexts>,
     /// The last text of each buffer that parsed: its module tree is kept while the buffer
     /// is mid-edit ([`Overlays::keep_module_tree`]).
     last_parsed: HashMap<PathBuf, Arc<str>>,
+    /// The buffers the last finished analysis read: the ones whose text differs now are the
+    /// edit, and their packages are analysed first ([`Root::analyze_first`]).
+    analysed_buffers: HashMap<PathBuf, Arc<str>>,
 }
 
 impl Root {
@@ -117,6 +120,23 @@ impl Root {
         overlays: &[(PathBuf, Arc<str>)],
         cancel: &AtomicBool,
     ) -> Outcome {
+        self.analyze_first(settings, overlays, cancel, &mut |_| {})
+    }
+
+    /// [`Root::analyze`] that first lints only the packages holding the buffers edited since
+    /// the last analysis (each with the members it links) and hands that analysis to
+    /// `first`, when they are not every package: the diagnostics of the file being typed
+    /// in come from its own package ([`crate::link::PackageLinks::own_findings`] keeps a
+    /// package's findings in its own files), and the packages that depend on it, whose
+    /// analysis on a large workspace is most of the work, follow in the whole analysis.
+    /// Their findings are kept by the session, so the whole analysis does not redo them.
+    pub fn analyze_first(
+        &mut self,
+        settings: &Settings,
+        overlays: &[(PathBuf, Arc<str>)],
+        cancel: &AtomicBool,
+        first: &mut dyn FnMut(Arc<Analysis>),
+    ) -> Outcome {
         if self.loaded.is_none() {
             self.loaded = Some(load(&self.dir, settings));
         }
@@ -125,9 +145,22 @@ impl Root {
             Some(Err(p)) => return Outcome::Failed(p.clone()),
             None => unreachable!("loaded above"),
         };
+        if let Some((ws, config)) = edited_packages(loaded, overlays) {
+            let part = Loaded::sharing(loaded, ws, config);
+            match check(&part, settings, overlays, cancel) {
+                Ok(report) => first(Arc::new(Analysis {
+                    ws: part.ws.clone(),
+                    report,
+                })),
+                Err(e) if e.is::<Cancelled>() => return Outcome::Cancelled,
+                // The whole analysis meets the same error and reports it.
+                Err(_) => {}
+            }
+        }
         match check(loaded, settings, overlays, cancel) {
             Ok(report) => {
                 remember_parsed(&mut loaded.last_parsed, &report, overlays);
+                loaded.analysed_buffers = overlays.iter().cloned().collect();
                 Outcome::Analysed(Arc::new(Analysis {
                     ws: loaded.ws.clone(),
                     report,
@@ -137,6 +170,72 @@ impl Root {
             Err(e) => Outcome::Failed(locate(&format!("{e:#}"), &self.dir)),
         }
     }
+}
+
+impl Loaded {
+    /// `ws` and `config` (a part of `loaded`'s) with `loaded`'s session and kept texts.
+    fn sharing(loaded: &Loaded, ws: Workspace, config: Config) -> Loaded {
+        Loaded {
+            ws,
+            config,
+            opts: loaded.opts.clone(),
+            session: loaded.session.clone(),
+            texts: loaded.texts.clone(),
+            last_parsed: loaded.last_parsed.clone(),
+            analysed_buffers: HashMap::new(),
+        }
+    }
+}
+
+/// The workspace and config of `loaded` cut down to the packages holding the buffers that
+/// changed since the last analysis (all buffers before the first one); `None` when that is
+/// no package, or every package.
+fn edited_packages(
+    loaded: &Loaded,
+    overlays: &[(PathBuf, Arc<str>)],
+) -> Option<(Workspace, Config)> {
+    let ws = &loaded.ws;
+    let mut keep = vec![false; ws.packages.len()];
+    for (path, text) in overlays {
+        if loaded.analysed_buffers.get(path) == Some(text) {
+            continue;
+        }
+        if let Some(i) = package_of(ws, path) {
+            keep[i] = true;
+        }
+    }
+    let kept = keep.iter().filter(|k| **k).count();
+    if kept == 0 || kept == keep.len() {
+        return None;
+    }
+    let mut part = ws.clone();
+    let mut config = loaded.config.clone();
+    let mut i = 0;
+    part.packages.retain(|_| {
+        i += 1;
+        keep[i - 1]
+    });
+    if config.packages.len() == keep.len() {
+        let mut i = 0;
+        config.packages.retain(|_| {
+            i += 1;
+            keep[i - 1]
+        });
+    }
+    Some((part, config))
+}
+
+/// The package whose manifest's directory is the closest one above `path`: the package a
+/// file of a normal layout belongs to. (A file another package includes by `#[path]` gets
+/// its findings there in the whole analysis.)
+fn package_of(ws: &Workspace, path: &Path) -> Option<usize> {
+    ws.packages
+        .iter()
+        .enumerate()
+        .filter_map(|(i, p)| Some((i, p.manifest_path.parent()?)))
+        .filter(|(_, dir)| path.starts_with(dir))
+        .max_by_key(|(_, dir)| dir.components().count())
+        .map(|(i, _)| i)
 }
 
 fn load(dir: &Path, settings: &Settings) -> Result<Loaded, Problem> {
@@ -155,9 +254,10 @@ fn load(dir: &Path, settings: &Settings) -> Result<Loaded, Problem> {
         ws,
         config,
         opts,
-        session: Session::new(),
+        session: Arc::new(Session::new()),
         texts: Arc::new(DiskTexts::new()),
         last_parsed: HashMap::new(),
+        analysed_buffers: HashMap::new(),
     })
 }
 
@@ -337,6 +437,70 @@ mod tests {
             .collect();
         assert_eq!(parsed, [lib.as_path()], "only the edited buffer");
         assert_eq!(warm.report.findings.len(), 2, "the key finding is gone");
+    }
+
+    /// Issue 38, item 4: an edit in a member is analysed first with the member's package
+    /// alone, whose findings the whole analysis then takes from the session instead of
+    /// analysing it again; the whole analysis gives what a fresh server gives.
+    #[test]
+    fn the_edited_package_goes_first_and_is_not_analysed_twice() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let from = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("fixtures/cross_member/nondeterministic_key");
+        for rel in [
+            "Cargo.toml",
+            "common/Cargo.toml",
+            "common/src/lib.rs",
+            "common/src/ids.rs",
+            "service/Cargo.toml",
+            "service/src/lib.rs",
+        ] {
+            let to = tmp.path().join(rel);
+            std::fs::create_dir_all(to.parent().expect("parent")).expect("mkdir");
+            std::fs::copy(from.join(rel), to).expect("copy");
+        }
+        let dir = tmp.path().canonicalize().expect("canonical");
+        let settings = crate::cli::Args::parse_from_env(["cargo-idem-lint".into()]).expect("args");
+        let no = AtomicBool::new(false);
+        let mut root = Root::new(dir.clone());
+        let mut firsts = Vec::new();
+        let cold = analysed(root.analyze_first(&settings, &[], &no, &mut |a| firsts.push(a)));
+        assert!(firsts.is_empty(), "no buffer, nothing first");
+        assert_eq!(cold.report.findings.len(), 3);
+
+        let ids = dir.join("common/src/ids.rs");
+        let text = std::fs::read_to_string(&ids).expect("read");
+        let edited: Arc<str> = Arc::from(text.replace("Uuid::new_v4()", "prefix.len()"));
+        let buffers = [(ids.clone(), edited)];
+        let warm = analysed(root.analyze_first(&settings, &buffers, &no, &mut |a| firsts.push(a)));
+        assert_eq!(firsts.len(), 1);
+        let names = |a: &Analysis| -> Vec<String> {
+            a.ws.packages.iter().map(|p| p.name.clone()).collect()
+        };
+        assert_eq!(names(&firsts[0]), ["common"]);
+        let common = names(&warm)
+            .iter()
+            .position(|n| n == "common")
+            .expect("common");
+        assert_eq!(
+            warm.report.reuse[common], None,
+            "common's findings come from the first part"
+        );
+        let fresh = analysed(Root::new(dir.clone()).analyze(&settings, &buffers, &no));
+        let texts = |a: &Analysis| -> Vec<String> {
+            a.report
+                .findings
+                .iter()
+                .map(|f| format!("{} {:?}", f.diag.message, f.diag.span))
+                .collect()
+        };
+        assert_eq!(texts(&warm), texts(&fresh));
+        assert!(warm.report.findings.is_empty(), "{:?}", texts(&warm));
+
+        // The same buffer again: nothing changed since, so nothing goes first.
+        firsts.clear();
+        analysed(root.analyze_first(&settings, &buffers, &no, &mut |a| firsts.push(a)));
+        assert!(firsts.is_empty());
     }
 
     #[test]

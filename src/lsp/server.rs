@@ -48,9 +48,9 @@ pub struct Server {
     /// Workspace folders without a `Cargo.toml`: a file below one that no cargo package
     /// holds is linted with the folder as a plain directory.
     plain_folders: Vec<PathBuf>,
-    /// Finished analyses, sent by the worker threads.
-    done_tx: Sender<Done>,
-    done_rx: Receiver<Done>,
+    /// Analyses, first parts and finished ones, sent by the worker threads.
+    done_tx: Sender<Event>,
+    done_rx: Receiver<Event>,
 }
 
 struct RootState {
@@ -102,6 +102,17 @@ struct Done {
     generation: u64,
     root: Root,
     outcome: Option<Outcome>,
+}
+
+/// What a worker sends: the analysis of the edited packages before the whole one
+/// ([`Root::analyze_first`]), then the root back.
+enum Event {
+    First {
+        id: u64,
+        generation: u64,
+        analysis: Arc<Analysis>,
+    },
+    Done(Box<Done>),
 }
 
 /// Stack of an analysis worker: the pipeline's own pools do the deep work, but the worker
@@ -194,8 +205,13 @@ impl Server {
             },
             recv(self.done_rx) -> d => {
                 // The server holds a sender, so the channel stays open.
-                if let Ok(done) = d {
-                    self.finished(done);
+                match d {
+                    Ok(Event::Done(done)) => self.finished(*done),
+                    Ok(Event::First { id, generation, analysis }) => {
+                        self.first_part(id, generation, &analysis);
+                        drop_elsewhere(analysis);
+                    }
+                    Err(_) => {}
                 }
                 return Ok(Turn::Continue);
             },
@@ -641,16 +657,22 @@ impl Server {
         let tx = self.done_tx.clone();
         let work = move || {
             let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| {
-                root.analyze(&settings, &overlays, &cancel)
+                root.analyze_first(&settings, &overlays, &cancel, &mut |analysis| {
+                    let _ = tx.send(Event::First {
+                        id,
+                        generation,
+                        analysis,
+                    });
+                })
             }))
             .ok();
             // The server gone means nobody waits for the result.
-            let _ = tx.send(Done {
+            let _ = tx.send(Event::Done(Box::new(Done {
                 id,
                 generation,
                 root,
                 outcome,
-            });
+            })));
         };
         let spawned = std::thread::Builder::new()
             .name("idem-lint-analysis".into())
@@ -693,6 +715,49 @@ impl Server {
         let waiting = std::mem::take(&mut self.roots[i].waiting);
         for r in waiting {
             self.on_request(r);
+        }
+    }
+
+    /// The analysis of the edited packages, before the whole one: the diagnostics of their
+    /// files are published now, when nothing changed since it started; every other file
+    /// keeps what it has until the whole analysis is done.
+    fn first_part(&mut self, id: u64, generation: u64, analysis: &Analysis) {
+        let Some(i) = self.roots.iter().position(|r| r.id == id) else {
+            return;
+        };
+        let state = &self.roots[i];
+        let Some(running) = &state.running else {
+            return;
+        };
+        if generation != state.generation || self.shutdown {
+            return;
+        }
+        let versions = running.versions.clone();
+        let mut now = convert::diagnostics(analysis, self.enc, &*self);
+        // The files of these packages with no finding now are cleared.
+        for src in analysis.report.packages.iter().flat_map(|p| &p.sources) {
+            now.entry(src.path.clone()).or_default();
+        }
+        for (path, diags) in now {
+            if !self.publishes(i, &path) {
+                continue;
+            }
+            let version = versions.get(&path).copied();
+            let entry = (version, diags);
+            let published = &self.roots[i].published;
+            let unchanged = match published.get(&path) {
+                Some(p) => *p == entry,
+                None => entry.1.is_empty() && version.is_none(),
+            };
+            if unchanged {
+                continue;
+            }
+            self.publish(&path, version, entry.1.clone());
+            if entry.1.is_empty() && version.is_none() {
+                self.roots[i].published.remove(&path);
+            } else {
+                self.roots[i].published.insert(path, entry);
+            }
         }
     }
 

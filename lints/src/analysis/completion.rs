@@ -155,6 +155,12 @@ pub struct Completion<'a> {
     marks: &'a [String],
     /// Whether anything in the crate could be a mark: a store write or a configured name.
     any_marks: bool,
+    /// Per fn ([`CallGraph::index`]): whether a mark can be among its writes, found by
+    /// walking the call graph up from the fns that write one themselves (when no mark
+    /// names are configured): [`Completion::has_mark`] then walks only those fns' bodies,
+    /// not every fn of the package (on lemmy's `lemmy_apub_activities`, with the members it
+    /// links, most of a keystroke's analysis).
+    reaches_mark: std::cell::OnceCell<Option<Vec<bool>>>,
     /// Per fn ([`CallGraph::index`]): its writes, `None` while being computed.
     writes: RefCell<HashMap<usize, Option<Rc<Vec<Write>>>>>,
     txs: RefCell<HashMap<usize, Rc<Transactions>>>,
@@ -181,6 +187,7 @@ impl<'a> Completion<'a> {
             summaries,
             marks,
             any_marks,
+            reaches_mark: std::cell::OnceCell::new(),
             writes: RefCell::new(HashMap::new()),
             txs: RefCell::new(HashMap::new()),
         }
@@ -200,10 +207,54 @@ impl<'a> Completion<'a> {
     /// Whether function `id` is worth walking: it writes a mark, directly or through a call.
     pub fn has_mark(&self, id: FnId) -> bool {
         self.any_marks
+            && self.may_reach_mark(id)
             && self
                 .writes(id)
                 .iter()
                 .any(|w| matches!(w.role, Role::Mark | Role::Claim))
+    }
+
+    /// Whether `id` writes a mark itself or calls, through crate fns, one that does: a
+    /// mark among [`Completion::writes`] comes from such a write ([`Completion::direct`]),
+    /// or from a configured mark name, in which case every fn may reach one.
+    fn may_reach_mark(&self, id: FnId) -> bool {
+        let reaches = self.reaches_mark.get_or_init(|| {
+            if !self.marks.is_empty() {
+                return None;
+            }
+            let mut reaches = vec![false; self.graph.len()];
+            let mut todo: Vec<FnId> = self
+                .graph
+                .ids()
+                .filter(|&f| {
+                    self.summaries.flow(f).store_events.iter().any(|ev| {
+                        // A dedupe claim in SQL is a completion record too (`Role::Claim`);
+                        // taking every SQL claim only widens what is walked.
+                        ev.via.is_none()
+                            && (matches!(ev.access.access, Access::Write | Access::Upsert)
+                                && self.is_mark(f, &ev.access)
+                                || ev.access.access == Access::Claim
+                                    && ev.access.store == Store::Sql)
+                    })
+                })
+                .collect();
+            for &f in &todo {
+                reaches[self.graph.index(f)] = true;
+            }
+            while let Some(f) = todo.pop() {
+                for (caller, call) in self.graph.callers(f) {
+                    let i = self.graph.index(caller);
+                    if call.kind != CallKind::Value && !reaches[i] {
+                        reaches[i] = true;
+                        todo.push(caller);
+                    }
+                }
+            }
+            Some(reaches)
+        });
+        reaches
+            .as_ref()
+            .is_none_or(|r| r.get(self.graph.index(id)).copied().unwrap_or(true))
     }
 
     /// What `id` writes, directly or through helpers, executors seen from `id` (bounded).

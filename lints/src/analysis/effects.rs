@@ -16,9 +16,11 @@ use super::resolve::{DefPath, Resolver};
 use super::store_ops::{receiver_name, Access, Store};
 use super::summary::Summaries;
 use super::types::{TypeEnv, Types};
+use super::Analysis;
 use crate::catalog::effects::{is_outside_client, HTTP_CLIENTS, PAYMENT_CRATES, PAYMENT_VERBS};
 use crate::model::ir::{Expr, ExprKind};
 use crate::model::{FileModel, FnDef, Package, Span};
+use std::sync::Arc;
 
 /// One side effect performed directly by a fn.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -108,23 +110,56 @@ impl Effects {
         summaries: &Summaries,
         configured: &[String],
     ) -> Effects {
-        let mut reasons: Vec<Option<Reason>> = vec![None; graph.len()];
-        // Without a client crate for outside services (or configured effects) no call can be
-        // one: only store writes are looked at.
-        let calls_out =
-            !configured.is_empty() || package.dependencies.iter().any(|d| is_outside_client(d));
-        let mut queue = Vec::new();
-        for id in graph.ids() {
-            let (file, f) = id.def(package);
-            let direct = if names_fn(configured, resolver, file, f) {
-                Some(Effect {
-                    span: f.name_span,
-                    what: format!("`{}`, configured as an effect", f.display_name()),
-                })
-            } else {
-                direct_effect(
-                    package, resolver, types, summaries, configured, calls_out, id,
+        let calls = |file: usize| {
+            Arc::new(OwnCalls::of_file(
+                package, resolver, types, configured, file,
+            ))
+        };
+        Effects::from_calls(graph, summaries, package.files.len(), &calls)
+    }
+
+    /// [`Effects::compute`] with each file's calls of outside services kept in `analysis`'s
+    /// file facts: after an edit of fn bodies, only the edited files' bodies are walked for
+    /// them again ([`Analysis::file_fact`]; the calls read the file, the resolver, the type
+    /// tables, the dependencies and the settings, all of which are the previous version's
+    /// whenever file facts are kept).
+    pub fn compute_in(
+        package: &Package,
+        analysis: &Analysis,
+        graph: &CallGraph,
+        summaries: &Summaries,
+        configured: &[String],
+    ) -> Effects {
+        let calls = |file: usize| {
+            analysis.file_fact(file, || {
+                OwnCalls::of_file(
+                    package,
+                    &analysis.resolver,
+                    &analysis.types,
+                    configured,
+                    file,
                 )
+            })
+        };
+        Effects::from_calls(graph, summaries, package.files.len(), &calls)
+    }
+
+    fn from_calls(
+        graph: &CallGraph,
+        summaries: &Summaries,
+        files: usize,
+        calls: &dyn Fn(usize) -> Arc<OwnCalls>,
+    ) -> Effects {
+        let mut reasons: Vec<Option<Reason>> = vec![None; graph.len()];
+        let mut queue = Vec::new();
+        let mut files: Vec<Option<Arc<OwnCalls>>> = vec![None; files];
+        for id in graph.ids() {
+            let file = id.file as usize;
+            let own = files[file].get_or_insert_with(|| calls(file));
+            let direct = match own.by_fn.get(id.index as usize) {
+                Some(OwnCall::Configured(e)) => Some(e.clone()),
+                Some(OwnCall::Calls(call)) => earliest(store_effect(summaries, id), call.as_ref()),
+                None => store_effect(summaries, id),
             };
             if let Some(e) = direct {
                 reasons[graph.index(id)] = Some(Reason::Direct(e));
@@ -173,18 +208,57 @@ impl Effects {
     }
 }
 
-/// The first side effect `id` performs itself.
-fn direct_effect(
-    package: &Package,
-    resolver: &Resolver,
-    types: &Types,
-    summaries: &Summaries,
-    configured: &[String],
-    calls_out: bool,
-    id: FnId,
-) -> Option<Effect> {
-    let (file, f) = id.def(package);
-    let body = f.body.as_ref()?;
+/// What the fns of one file do themselves besides their store writes, by index in
+/// [`FileModel::fns`].
+pub(crate) struct OwnCalls {
+    by_fn: Vec<OwnCall>,
+}
+
+enum OwnCall {
+    /// A fn named as an effect in the settings.
+    Configured(Effect),
+    /// The first call of an outside service in the body, in walk order among those that
+    /// start earliest (none when the package depends on no client crate).
+    Calls(Option<Effect>),
+}
+
+impl OwnCalls {
+    fn of_file(
+        package: &Package,
+        resolver: &Resolver,
+        types: &Types,
+        configured: &[String],
+        file: usize,
+    ) -> OwnCalls {
+        // Without a client crate for outside services (or configured effects) no call can be
+        // one: only store writes are looked at.
+        let calls_out =
+            !configured.is_empty() || package.dependencies.iter().any(|d| is_outside_client(d));
+        let model = &package.files[file];
+        let by_fn = model
+            .fns
+            .iter()
+            .map(|f| {
+                if names_fn(configured, resolver, model, f) {
+                    return OwnCall::Configured(Effect {
+                        span: f.name_span,
+                        what: format!("`{}`, configured as an effect", f.display_name()),
+                    });
+                }
+                let call = if calls_out {
+                    first_outside_call(package, resolver, types, configured, model, f)
+                } else {
+                    None
+                };
+                OwnCall::Calls(call)
+            })
+            .collect();
+        OwnCalls { by_fn }
+    }
+}
+
+/// A write of `id` itself that is harmful to repeat.
+fn store_effect(summaries: &Summaries, id: FnId) -> Option<Effect> {
     // A write that is harmless to repeat (an upsert, `SET x = value`, a completion mark's
     // status) is no effect a duplicate must not repeat.
     // Redis counters and list or stream pushes change on repeat too (a business write for
@@ -197,17 +271,39 @@ fn direct_effect(
             && !ev.access.dedupe_table
             && ev.access.store != Store::Redis
     });
-    let mut found: Option<Effect> = write.map(|ev| Effect {
+    write.map(|ev| Effect {
         span: ev.span,
         what: format!(
             "a {} write (`{}`)",
             ev.access.store.name(),
             ev.access.command
         ),
-    });
-    if !calls_out {
-        return found;
+    })
+}
+
+/// The effect a fn performs itself: its harmful write, unless a call of an outside service
+/// starts before it (a call starting at the same place loses to the write, as a walk that
+/// began with the write kept it).
+fn earliest(write: Option<Effect>, call: Option<&Effect>) -> Option<Effect> {
+    match (write, call) {
+        (Some(w), Some(c)) if c.span.lo < w.span.lo => Some(c.clone()),
+        (Some(w), _) => Some(w),
+        (None, c) => c.cloned(),
     }
+}
+
+/// The first call of an outside service in `f`'s body: in walk order, the first of those
+/// that start earliest.
+fn first_outside_call(
+    package: &Package,
+    resolver: &Resolver,
+    types: &Types,
+    configured: &[String],
+    file: &FileModel,
+    f: &FnDef,
+) -> Option<Effect> {
+    let body = f.body.as_ref()?;
+    let mut found: Option<Effect> = None;
     let mut cx = CallCx {
         package,
         resolver,

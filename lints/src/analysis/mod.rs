@@ -292,7 +292,8 @@ impl Analysis {
     }
 
     /// A fact computed by `compute` from file `file`'s model and the settings alone (nothing
-    /// of other files, nor of the analysis), once per file; kept for the unchanged files after
+    /// of other files, nor of the analysis but the resolver and the type tables, which are
+    /// kept exactly when the facts are), once per file; kept for the unchanged files after
     /// an edit ([`Analysis::reusing`]).
     pub fn file_fact<T: std::any::Any + Send + Sync>(
         &self,

@@ -3,12 +3,13 @@ use crate::analysis::flow::{Branch, Decision, FnFlow, FnId, StoreEvent};
 use crate::analysis::locks::{held_before, held_by_every_caller};
 use crate::analysis::read_index::ReadIndex;
 use crate::analysis::sql::is_dedupe_table_name;
-use crate::analysis::{Access, Store, Summaries};
+use crate::analysis::{Access, Store, StoreAccess, Summaries};
 use crate::context::LintContext;
 use crate::declare_lint;
 use crate::diagnostic::Applicability;
 use crate::model::{FnDef, Package, Span};
-use std::collections::HashSet;
+use std::collections::hash_map::Entry;
+use std::collections::{HashMap, HashSet};
 
 mod fixes;
 
@@ -22,7 +23,9 @@ declare_lint! {
     /// without `condition_expression`, `INSERT`/`UPDATE` without `ON CONFLICT`, `ON
     /// DUPLICATE KEY` or a checked conditional `WHERE`, or a helper such as
     /// `mark_processed(id)`). An atomic claim that comes only after the work is reported
-    /// too.
+    /// too. One check is one finding, at the first write it lets through, with a label on
+    /// each later write after it; the help follows the write (a claim for an insert, a
+    /// conditional `UPDATE` for a counter or a status).
     ///
     /// The store operations it reads:
     /// - SQL text given as a literal, a local, a `const`/`static`, a file read with
@@ -176,6 +179,10 @@ struct Finding {
     branch: Span,
     /// For a claim that comes after the work: the first effect before it.
     late_after: Option<Span>,
+    /// The later plain writes on the path the same check lets through: one check is one
+    /// mistake, however many writes follow it (lemmy's `post.rs` had four findings for
+    /// one `SELECT`).
+    also: Vec<StoreEvent>,
 }
 
 pub fn check(cx: &mut LintContext<'_>) {
@@ -203,13 +210,36 @@ pub fn check(cx: &mut LintContext<'_>) {
     }
     // A helper whose every caller holds a lock (or a won claim) around the call.
     findings.retain(|(id, ..)| !held_by_every_caller(package, summaries, *id));
-    for (id, f, texts_from_caller) in findings {
+    for (id, f, texts_from_caller) in one_per_check(findings) {
         // The statements are the caller's, not in this function: nothing to rewrite here.
         let fix = (!texts_from_caller)
             .then(|| fixes::claim_in_place_of_check(id.def(package).1, &f))
             .flatten();
         report(cx, f, fix);
     }
+}
+
+/// The findings with the plain writes that one check lets through gathered into the first
+/// of them (in source order); claims made after the work stay findings of their own.
+fn one_per_check(findings: Vec<(FnId, Finding, bool)>) -> Vec<(FnId, Finding, bool)> {
+    let mut out: Vec<(FnId, Finding, bool)> = Vec::with_capacity(findings.len());
+    let mut first_of: HashMap<(FnId, Span, Span), usize> = HashMap::new();
+    let mut sorted = findings;
+    sorted.sort_by_key(|(_, f, _)| f.write.span);
+    for (id, f, from_caller) in sorted {
+        if f.late_after.is_some() {
+            out.push((id, f, from_caller));
+            continue;
+        }
+        match first_of.entry((id, f.read.span, f.branch)) {
+            Entry::Occupied(at) => out[*at.get()].1.also.push(f.write),
+            Entry::Vacant(slot) => {
+                slot.insert(out.len());
+                out.push((id, f, from_caller));
+            }
+        }
+    }
+    out
 }
 
 /// Whether any walk of `id` (its own, or one with its callers' SQL) writes to a store: a
@@ -282,6 +312,7 @@ fn fn_findings(summaries: &Summaries, f: &FnDef, flow: &FnFlow, guard_fn: bool) 
                 read: read.clone(),
                 branch: decision.span,
                 late_after,
+                also: Vec::new(),
             });
         }
     }
@@ -517,11 +548,27 @@ fn report(cx: &mut LintContext<'_>, f: Finding, fix: Option<fixes::Fix>) {
         if let Some(e) = f.late_after {
             d.span_label(e, "the work starts here, before the claim");
         }
+        for also in &f.also {
+            d.span_label(
+                also.span,
+                format!(
+                    "`{}` written here too, after the same check, without an atomic condition",
+                    also.access.command
+                ),
+            );
+            if let Some(via) = also.via {
+                d.span_label(
+                    also.access.span,
+                    format!(
+                        "`{}` writes it here{}",
+                        also.access.command,
+                        through(package, via)
+                    ),
+                );
+            }
+        }
         // The row exists: the atomic form is an update that tests what the check read.
-        d.help(atomic_form(
-            w.store,
-            w.shape.updates_rows || w.command.starts_with("UPDATE"),
-        ));
+        d.help(atomic_form(w.store, update_kind(w)));
         d.help("or put `#[idempotent(key = ..., store = ...)]` on the handler");
         if let Some(fix) = fix {
             d.suggest_edits(fix.message, fix.edits, Applicability::MaybeIncorrect);
@@ -536,14 +583,52 @@ fn through(package: &Package, via: FnId) -> String {
         .unwrap_or_default()
 }
 
-fn atomic_form(store: Store, updates_row: bool) -> &'static str {
+/// What a SQL `UPDATE` after a check does to the row, for its help: the conditional form
+/// differs for a counter and for a status.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum UpdateKind {
+    /// Not an `UPDATE` (an insert, or another store's write).
+    None,
+    /// Adds to or appends to what the row holds: a read-modify-write.
+    Counter,
+    /// Sets a done-like status or timestamp: the marker the check reads.
+    Status,
+    /// Any other `UPDATE`.
+    Other,
+}
+
+fn update_kind(w: &StoreAccess) -> UpdateKind {
+    let shape = &w.shape;
+    if !(shape.updates_rows || w.command.starts_with("UPDATE")) {
+        return UpdateKind::None;
+    }
+    if shape.increments || shape.appends {
+        UpdateKind::Counter
+    } else if shape.marks_done {
+        UpdateKind::Status
+    } else {
+        UpdateKind::Other
+    }
+}
+
+fn atomic_form(store: Store, update: UpdateKind) -> &'static str {
     match store {
-        // A read-modify-write of a row that exists (a counter, a status): no row to insert,
-        // so the update itself must carry the condition the check tested.
-        Store::Sql if updates_row => {
+        // A read-modify-write of a row that exists: no row to insert, so the update itself
+        // must carry the condition the check tested.
+        Store::Sql if update == UpdateKind::Counter => {
+            "make the read-modify-write one conditional `UPDATE`: compare the value the \
+             check read in its `WHERE` (`SET n = n + 1 WHERE id = $1 AND n = $2`, `$2` the \
+             value read) or record the delivery in the same statement (`.. AND NOT counted`), \
+             and skip the work when `rows_affected()` is 0"
+        }
+        Store::Sql if update == UpdateKind::Status => {
+            "make the `UPDATE` its own check, a conditional update: move the status the check \
+             read into its `WHERE` (`SET status = 'done' WHERE id = $1 AND status <> 'done'`), \
+             and skip the work when `rows_affected()` is 0"
+        }
+        Store::Sql if update == UpdateKind::Other => {
             "make the `UPDATE` its own check, a conditional update: add the condition the \
-             read tested to its `WHERE` (a status: `.. WHERE id = $1 AND status = 'pending'`; \
-             a counter: `SET n = n + 1 WHERE id = $1 AND n = $2`, `$2` the value read), and \
+             read tested to its `WHERE` (`.. WHERE id = $1 AND status = 'pending'`), and \
              skip the work when `rows_affected()` is 0"
         }
         Store::Redis => {

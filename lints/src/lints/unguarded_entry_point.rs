@@ -193,14 +193,7 @@ fn find(cx: &LintContext<'_>) -> Vec<Finding> {
     // Asked only for a call that skips a guard some other path passes: most packages have
     // none, and then no fn's effects are needed.
     let effects = LazyCell::new(|| {
-        Effects::compute(
-            package,
-            &analysis.resolver,
-            &analysis.types,
-            graph,
-            summaries,
-            &settings.effects,
-        )
+        Effects::compute_in(package, analysis, graph, summaries, &settings.effects)
     });
     let deliveries: Vec<Delivery> = entries.iter().map(|e| e.delivery(package)).collect();
     let has = |d: Delivery| deliveries.contains(&d);
