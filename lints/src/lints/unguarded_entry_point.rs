@@ -24,19 +24,19 @@ declare_lint! {
     /// A route table that registers handlers does not call them: each route is its own entry.
     /// A path from an HTTP route, a user's command with its own intent, is compared only with
     /// the guards that routes and entries of unknown callers (`main`, public functions,
-    /// spawned tasks) pass, and only with those keyed by the identity of a message or request
-    /// (an idempotency key, a message or event id, a dedupe-named table or key, a key-value
-    /// claim such as `SET NX`, `#[idempotent]`, the configured `guards`): a user who asks
-    /// twice for a password reset gets two e-mails, as asked. A guard that only message
-    /// consumers, job handlers, framework callbacks, Lambda handlers and webhooks pass is
-    /// against their redeliveries; a claim on a resource's state (`UPDATE user SET
-    /// email_verified_at = now() WHERE .. email_verified_at IS NULL`, a row per user and
-    /// step of a reminder e-mail) makes that one transition happen once; a lookup that fails
+    /// spawned tasks) pass, and what a route passes counts only when it is keyed by the
+    /// identity of a message or request (an idempotency key, a message or event id, a
+    /// dedupe-named table or key, a key-value claim such as `SET NX`, `#[idempotent]`, the
+    /// configured `guards`): a user who asks twice for a password reset gets two e-mails, as
+    /// asked. A guard that only message consumers, job handlers, framework callbacks, Lambda
+    /// handlers and webhooks pass is against their redeliveries; a claim on a resource's
+    /// state passed on a route (`UPDATE user SET email_verified_at = now() WHERE ..
+    /// email_verified_at IS NULL`) makes that one transition happen once; a lookup that fails
     /// on a missing row (`UPDATE .. WHERE id = $1 AND deleted_at IS NULL RETURNING`, a 404) is
     /// no claim at all: none of them says anything of a login or a password reset. Paths from
     /// the other entries are compared with every guard of the other entries, and with the
-    /// keyed guards of routes. Which entries receive redeliveries is the catalog's table
-    /// (`catalog::entries`).
+    /// keyed guards of routes. A task spawned by an entry receives what that entry receives.
+    /// Which entries receive redeliveries is the catalog's table (`catalog::entries`).
     ///
     /// Guards are calls of `#[idempotent]` functions, atomic reservations whose conflict stops
     /// the work (`SET NX`, a conditional `put_item`, `INSERT .. ON CONFLICT DO NOTHING`: its
@@ -227,25 +227,25 @@ fn find(cx: &LintContext<'_>) -> Vec<Finding> {
         find_skips(package, graph, &paths, &[&paths], &effects, &mut out);
         return out;
     }
-    // A user's command is meant each time it is given: a guard says something of a path from
-    // a route only when it is keyed by the identity of a message or request (an idempotency
-    // key, a message id, a dedupe record), and only such a guard passed on a route says
-    // something of another path. A claim on a resource's or an item's state (`UPDATE user SET
-    // email_verified_at .. WHERE email_verified_at IS NULL`, a reactivation e-mail's step) or a
-    // lookup that fails on a missing row guards its own path; and a guard that only message
-    // consumers, job handlers and webhooks pass is against their redeliveries.
+    // A user's command is meant each time it is given: only a guard keyed by the identity of
+    // a message or request (an idempotency key, a message id, a dedupe record) passed on a
+    // route says something of another path. A claim on a resource's state (`UPDATE user SET
+    // email_verified_at .. WHERE email_verified_at IS NULL`) or a lookup that fails on a
+    // missing row guards its own route. A path from a route is compared with those and with
+    // the guards of entries of unknown callers; a guard that only message consumers, job
+    // handlers and webhooks pass is against their redeliveries.
     let command = |e: &EntryPoint| delivery(e) == Delivery::UserCommand;
     let keyed = finder.keyed_by_message();
     let others = GuardedPaths::compute_from(&finder, entries.clone(), |e| !command(e));
     let commands = GuardedPaths::compute_from(&finder, entries.clone(), command);
-    let keyed_refs = GuardedPaths::compute_from(&keyed, entries.clone(), |e| {
-        delivery(e) != Delivery::Redelivered
-    });
+    let keyed_commands = GuardedPaths::compute_from(&keyed, entries.clone(), command);
+    let unknown =
+        GuardedPaths::compute_from(&finder, entries, |e| delivery(e) == Delivery::Unknown);
     find_skips(
         package,
         graph,
         &others,
-        &[&others, &keyed_refs],
+        &[&others, &keyed_commands],
         &effects,
         &mut out,
     );
@@ -253,7 +253,7 @@ fn find(cx: &LintContext<'_>) -> Vec<Finding> {
         package,
         graph,
         &commands,
-        &[&keyed_refs],
+        &[&unknown, &keyed_commands],
         &effects,
         &mut out,
     );
