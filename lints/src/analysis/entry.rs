@@ -31,6 +31,35 @@ impl EntryPoint {
     }
 }
 
+/// What each of `entries` receives ([`EntryPoint::delivery`]), with a spawned task taking
+/// its spawner's: a task spawned by a route handler carries that user's command (its
+/// e-mail is sent once per request, off the request's path), one spawned by a job handler
+/// runs again when the job does. A task spawned elsewhere (`main`, a helper) stays
+/// [`Delivery::Unknown`]: only a spawner that is itself an entry is looked at.
+pub fn deliveries(package: &Package, graph: &CallGraph, entries: &[EntryPoint]) -> Vec<Delivery> {
+    let own: Vec<Delivery> = entries.iter().map(|e| e.delivery(package)).collect();
+    let entry_of = |id: FnId| entries.iter().position(|e| e.id == id);
+    entries
+        .iter()
+        .zip(&own)
+        .map(|(e, &d)| {
+            if e.kind != EntryKind::Spawned {
+                return d;
+            }
+            let spawner = graph
+                .ids()
+                .find(|&id| graph.calls_at(id, e.span).iter().any(|c| c.callee == e.id));
+            spawner
+                .and_then(entry_of)
+                .filter(|&i| entries[i].kind != EntryKind::Spawned)
+                .map_or(d, |i| match own[i] {
+                    Delivery::Unknown => d,
+                    inherited => inherited,
+                })
+        })
+        .collect()
+}
+
 /// Attributes that make a fn a route handler when they carry a path literal.
 const ROUTE_ATTRS: &[&str] = &[
     "get", "post", "put", "delete", "patch", "head", "options", "trace", "connect", "route",

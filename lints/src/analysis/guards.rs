@@ -18,6 +18,7 @@ use super::callgraph::{CallGraph, CallKind};
 use super::dominance::{self, Events, Facts};
 use super::entry::{names_fn, EntryKind, EntryPoint};
 use super::flow::FnId;
+use super::guard_key;
 use super::resolve::Resolver;
 use super::sql::is_dedupe_table_name;
 use super::store_ops::{Access, Store};
@@ -56,6 +57,9 @@ pub struct GuardFinder<'a> {
     summaries: &'a Summaries,
     /// Configured guard names (`[lints.unguarded_entry_point] guards`).
     names: &'a [String],
+    /// Count only the claims and checks keyed by a message's identity
+    /// ([`GuardFinder::keyed_by_message`]).
+    keyed_only: bool,
 }
 
 impl<'a> GuardFinder<'a> {
@@ -72,7 +76,41 @@ impl<'a> GuardFinder<'a> {
             graph,
             summaries,
             names,
+            keyed_only: false,
         }
+    }
+
+    /// The same finder, counting only the guards keyed by the identity of a message
+    /// ([`guard_key`]): `#[idempotent]`, configured guards, and claims and checks on a
+    /// message id, an idempotency key or a dedupe record. A claim on a resource's state guards
+    /// its own path and says nothing of another entry that reaches the same effect.
+    pub fn keyed_by_message(&self) -> GuardFinder<'a> {
+        GuardFinder {
+            keyed_only: true,
+            ..*self
+        }
+    }
+
+    /// Whether the store operation `access` of `id` (through helper `via`) counts as a
+    /// guard for this finder.
+    fn counts(&self, id: FnId, via: Option<FnId>, access: &StoreAccess) -> bool {
+        !self.keyed_only
+            || guard_key::keyed_by_message(access, id.def(self.package).1)
+            || guard_key::names_dedupe_helper(&access.command)
+            || via.is_some_and(|h| self.helper_is_keyed(h))
+    }
+
+    /// Whether guard helper `h` is named for a dedupe record (`is_processed`,
+    /// `already_seen`) or claims a key built from a message's identity.
+    fn helper_is_keyed(&self, h: FnId) -> bool {
+        let f = h.def(self.package).1;
+        guard_key::names_dedupe_helper(&f.name)
+            || self
+                .summaries
+                .summary(h)
+                .accesses
+                .iter()
+                .any(|a| a.access == Access::Claim && guard_key::keyed_by_message(a, f))
     }
 
     /// Whether the call of crate fn `callee` at `span` in `caller` guards what follows: its
@@ -86,9 +124,23 @@ impl<'a> GuardFinder<'a> {
             || names_fn(self.names, self.resolver, file, f)
             || match self.duplicate_signal(callee, 0) {
                 None => false,
-                Some(signal) => self.caller_stops_on(caller, callee, span, signal),
+                Some(signal) => {
+                    self.caller_stops_on(caller, callee, span, signal)
+                        && (!self.keyed_only || self.helper_keyed(caller, callee, span))
+                }
             };
         guards.then(|| f.display_name())
+    }
+
+    /// Whether the claim of guard helper `callee`, called at `span` in `caller`, is keyed by
+    /// a message's identity, as the caller passes it or as the helper builds it.
+    fn helper_keyed(&self, caller: FnId, callee: FnId, span: Span) -> bool {
+        let flow = self.summaries.flow(caller);
+        flow.store_events
+            .iter()
+            .filter(|ev| ev.via == Some(callee) && ev.span == span)
+            .any(|ev| guard_key::keyed_by_message(&ev.access, caller.def(self.package).1))
+            || self.helper_is_keyed(callee)
     }
 
     /// Whether `caller` stops on the answer of `callee`, called at `span`, that `signal`s a
@@ -177,7 +229,7 @@ impl<'a> GuardFinder<'a> {
                     .filter(|d| d.ops.contains(&i))
                     .flat_map(|d| &d.branches)
                     .any(|b| b.diverges && b.when_present == Some(true));
-            if claim || check {
+            if (claim || check) && self.counts(id, ev.via, &ev.access) {
                 let name = match ev.via {
                     Some(helper) => helper.def(self.package).1.display_name(),
                     None => ev.access.command.clone(),

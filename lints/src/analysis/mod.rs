@@ -38,6 +38,7 @@ pub mod expiry;
 pub mod field_texts;
 pub(crate) mod file_memo;
 pub mod flow;
+pub mod guard_key;
 pub mod guards;
 pub mod incremental;
 pub mod key_text;

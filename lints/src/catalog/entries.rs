@@ -113,7 +113,7 @@ pub const DELIVERIES: &[EntryDelivery] = &[
     EntryDelivery {
         kind: EntryKind::Spawned,
         delivery: Delivery::Unknown,
-        why: "a task runs again when its spawner does",
+        why: "a task runs again when its spawner does: one spawned by an entry takes that entry's delivery",
     },
     EntryDelivery {
         kind: EntryKind::Configured,

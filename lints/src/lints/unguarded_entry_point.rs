@@ -1,8 +1,8 @@
 use crate::analysis::effects::Effects;
-use crate::analysis::entry::EntryPoint;
+use crate::analysis::entry::{self, EntryPoint};
 use crate::analysis::guards::{GuardFinder, GuardedPaths};
 use crate::analysis::message_key::{self, MessageKey};
-use crate::analysis::{CallGraph, FnId};
+use crate::analysis::{CallGraph, FastMap, FnId};
 use crate::catalog::entries::Delivery;
 use crate::context::LintContext;
 use crate::declare_lint;
@@ -24,10 +24,19 @@ declare_lint! {
     /// A route table that registers handlers does not call them: each route is its own entry.
     /// A path from an HTTP route, a user's command with its own intent, is compared only with
     /// the guards that routes and entries of unknown callers (`main`, public functions,
-    /// spawned tasks) pass: a guard that only message consumers, job handlers, framework
-    /// callbacks, Lambda handlers and webhooks pass is against redeliveries, and a user who
-    /// asks twice for a password reset gets two e-mails, as asked. Which entries receive
-    /// redeliveries is the catalog's table (`catalog::entries`).
+    /// spawned tasks) pass, and what a route passes counts only when it is keyed by the
+    /// identity of a message or request (an idempotency key, a message or event id, a
+    /// dedupe-named table or key, a key-value claim such as `SET NX`, `#[idempotent]`, the
+    /// configured `guards`): a user who asks twice for a password reset gets two e-mails, as
+    /// asked. A guard that only message consumers, job handlers, framework callbacks, Lambda
+    /// handlers and webhooks pass is against their redeliveries; a claim on a resource's
+    /// state passed on a route (`UPDATE user SET email_verified_at = now() WHERE ..
+    /// email_verified_at IS NULL`) makes that one transition happen once; a lookup that fails
+    /// on a missing row (`UPDATE .. WHERE id = $1 AND deleted_at IS NULL RETURNING`, a 404) is
+    /// no claim at all: none of them says anything of a login or a password reset. Paths from
+    /// the other entries are compared with every guard of the other entries, and with the
+    /// keyed guards of routes. A task spawned by an entry receives what that entry receives.
+    /// Which entries receive redeliveries is the catalog's table (`catalog::entries`).
     ///
     /// Guards are calls of `#[idempotent]` functions, atomic reservations whose conflict stops
     /// the work (`SET NX`, a conditional `put_item`, `INSERT .. ON CONFLICT DO NOTHING`: its
@@ -118,6 +127,8 @@ struct Finding {
     unguarded_chain: Vec<String>,
     guarded_chain: Vec<String>,
     guarded_entry: String,
+    /// What the guard is called (`claim_activity`, `SET NX`).
+    guard_name: String,
     /// The guard on the guarded path, and its label.
     guard: (Span, String),
     effect: (Span, String),
@@ -134,8 +145,8 @@ pub fn check(cx: &mut LintContext<'_>) {
             &UNGUARDED_ENTRY_POINT,
             f.call,
             format!(
-                "`{}` is reached here without the idempotency guard that `{}` passes",
-                f.callee, f.guarded_entry
+                "`{}` is reached here without the idempotency guard `{}`, which the path from `{}` passes",
+                f.callee, f.guard_name, f.guarded_entry
             ),
             |d| {
                 d.primary_label(format!(
@@ -195,40 +206,67 @@ fn find(cx: &LintContext<'_>) -> Vec<Finding> {
     let effects = LazyCell::new(|| {
         Effects::compute_in(package, analysis, graph, summaries, &settings.effects)
     });
-    let deliveries: Vec<Delivery> = entries.iter().map(|e| e.delivery(package)).collect();
-    let has = |d: Delivery| deliveries.contains(&d);
+    // One entry per fn: its delivery by id.
+    let deliveries: FastMap<FnId, Delivery> = entries
+        .iter()
+        .map(|e| e.id)
+        .zip(entry::deliveries(package, graph, &entries))
+        .collect();
+    let delivery = |e: &EntryPoint| deliveries.get(&e.id).copied().unwrap_or(Delivery::Unknown);
+    let has_commands = deliveries.values().any(|&d| d == Delivery::UserCommand);
     let mut out = Vec::new();
-    if !(has(Delivery::Redelivered) && has(Delivery::UserCommand)) {
+    if !has_commands {
         let paths = GuardedPaths::compute(&finder, entries);
-        find_skips(package, graph, &paths, &paths, &effects, &mut out);
+        find_skips(package, graph, &paths, &[&paths], &effects, &mut out);
         return out;
     }
-    // A guard against redelivered messages says nothing of a user's command, which is meant
-    // each time it is given: a path from a route is compared with the guards that routes
-    // (and entries of unknown callers) pass; every other path with every guard.
-    let not = |skip: Delivery| move |e: &EntryPoint| e.delivery(package) != skip;
-    let all = GuardedPaths::compute(&finder, entries.clone());
-    let redelivered =
-        GuardedPaths::compute_from(&finder, entries.clone(), not(Delivery::UserCommand));
-    let commands = GuardedPaths::compute_from(&finder, entries, not(Delivery::Redelivered));
-    find_skips(package, graph, &redelivered, &all, &effects, &mut out);
-    find_skips(package, graph, &commands, &commands, &effects, &mut out);
+    // A user's command is meant each time it is given: only a guard keyed by the identity of
+    // a message or request (an idempotency key, a message id, a dedupe record) passed on a
+    // route says something of another path. A claim on a resource's state (`UPDATE user SET
+    // email_verified_at .. WHERE email_verified_at IS NULL`) or a lookup that fails on a
+    // missing row guards its own route. A path from a route is compared with those and with
+    // the guards of entries of unknown callers; a guard that only message consumers, job
+    // handlers and webhooks pass is against their redeliveries.
+    let command = |e: &EntryPoint| delivery(e) == Delivery::UserCommand;
+    let keyed = finder.keyed_by_message();
+    let others = GuardedPaths::compute_from(&finder, entries.clone(), |e| !command(e));
+    let commands = GuardedPaths::compute_from(&finder, entries.clone(), command);
+    let keyed_commands = GuardedPaths::compute_from(&keyed, entries.clone(), command);
+    let unknown =
+        GuardedPaths::compute_from(&finder, entries, |e| delivery(e) == Delivery::Unknown);
+    find_skips(
+        package,
+        graph,
+        &others,
+        &[&others, &keyed_commands],
+        &effects,
+        &mut out,
+    );
+    find_skips(
+        package,
+        graph,
+        &commands,
+        &[&unknown, &keyed_commands],
+        &effects,
+        &mut out,
+    );
     out
 }
 
 /// The calls on `unguarded`'s paths that leave the unguarded part of the crate for an effect
-/// that a path of `guarded` reaches only under a guard, added to `out` once per call.
+/// that a path of one of `guarded` reaches only under a guard, added to `out` once per call.
 fn find_skips(
     package: &Package,
     graph: &CallGraph,
     unguarded: &GuardedPaths,
-    guarded: &GuardedPaths,
+    guarded: &[&GuardedPaths],
     effects: &Effects,
     out: &mut Vec<Finding>,
 ) {
     for id in graph.ids() {
         // Reached from an entry point, and never under a guard.
-        if !unguarded.reached_unguarded(graph, id) || guarded.reached_guarded(graph, id) {
+        let guarded_here = guarded.iter().any(|g| g.reached_guarded(graph, id));
+        if !unguarded.reached_unguarded(graph, id) || guarded_here {
             continue;
         }
         let Some(guards) = unguarded.guards(graph, id) else {
@@ -236,10 +274,12 @@ fn find_skips(
         };
         for (i, call) in graph.calls(id).iter().enumerate() {
             let callee = call.callee;
+            let Some(guarded) = guarded.iter().find(|g| g.reached_guarded(graph, callee)) else {
+                continue;
+            };
             let skips_guard = guards.reachable[i]
                 && guards.dominated_by[i].is_none()
                 && !callee.def(package).1.has_attr("idempotent")
-                && guarded.reached_guarded(graph, callee)
                 && effects.has_effects(graph, callee);
             // A call through a trait is one edge per implementation: one finding per call.
             let reported = out.iter().any(|f: &Finding| f.call == call.span);
@@ -309,6 +349,7 @@ fn finding(
         unguarded_chain,
         guarded_chain,
         guarded_entry: name(package, guarded_entry),
+        guard_name: site.guard.name.clone(),
         guard: (site.guard.span, guard_label),
         effect: (effect.span, effect.what.clone()),
         attr_at: attr_insertion(entry_fn),
