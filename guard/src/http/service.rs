@@ -358,6 +358,28 @@ where
     }
 }
 
+/// The handler's response body, read whole to be stored; a body that fails to read becomes a
+/// 500 problem, logged with what happens next (`then`: the key is released, the transaction
+/// rolled back).
+pub(super) async fn read_body<ResB>(body: ResB, then: &str) -> Result<Bytes, Response<Body>>
+where
+    ResB: HttpBody<Data = Bytes>,
+    ResB::Error: Into<BoxError>,
+{
+    match body.collect().await {
+        Ok(collected) => Ok(collected.to_bytes()),
+        Err(e) => {
+            let why: BoxError = e.into();
+            tracing::error!(error = %why, "the response body failed; {then}");
+            Err(problem(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "response_body_failed",
+                "the handler's response body failed while it was being read",
+            ))
+        }
+    }
+}
+
 /// The guarded body: calls the inner service, and returns what to store of its response (or the
 /// response to send without storing it).
 async fn run_and_capture<Sv, ResB>(
@@ -380,18 +402,9 @@ where
         return Err(Failure::Uncached(response.map(Body::new)));
     }
     let (parts, body) = response.into_parts();
-    let body = match body.collect().await {
-        Ok(collected) => collected.to_bytes(),
-        Err(e) => {
-            let why: BoxError = e.into();
-            tracing::error!(error = %why, "the response body failed; releasing the key");
-            return Err(Failure::Uncached(problem(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "response_body_failed",
-                "the handler's response body failed while it was being read",
-            )));
-        }
-    };
+    let body = read_body(body, "releasing the key")
+        .await
+        .map_err(Failure::Uncached)?;
     let stored = StoredResponse::capture(
         &parts,
         &body,

@@ -9,12 +9,11 @@ use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 use axum::http::{Request, Response, StatusCode};
 use axum::BoxError;
-use http_body_util::BodyExt;
 use sqlx::{PgConnection, Postgres, Transaction};
 use tower::Service;
 
 use super::response::{problem, StoredResponse};
-use super::service::{internal_error, refusal_logged};
+use super::service::{internal_error, read_body, refusal_logged};
 use super::Config;
 use crate::{Error, Fingerprint, Guard, PostgresStore, TxStart};
 
@@ -138,18 +137,9 @@ where
         return Err(Abandoned::Send(response.map(Body::new)));
     }
     let (parts, body) = response.into_parts();
-    let body = match body.collect().await {
-        Ok(collected) => collected.to_bytes(),
-        Err(e) => {
-            let why: BoxError = e.into();
-            tracing::error!(error = %why, "the response body failed; rolling the request's transaction back");
-            return Err(Abandoned::Send(problem(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "response_body_failed",
-                "the handler's response body failed while it was being read",
-            )));
-        }
-    };
+    let body = read_body(body, "rolling the request's transaction back")
+        .await
+        .map_err(Abandoned::Send)?;
     let tx = tx.ok_or_else(|| Abandoned::Send(internal_error()))?;
     Ok((tx, parts, body))
 }
