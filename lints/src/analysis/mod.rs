@@ -15,7 +15,8 @@
 //! - [`types`]: local type evidence ([`TypeEnv`]).
 //! - [`store_ops`]: is this call a Redis/DynamoDB/SQL read, write or atomic claim, with
 //!   which key ([`store_ops::classify`]); [`sql`] reads SQL text, [`query_builders`] diesel
-//!   and sea-orm chains; [`expiry`]: when a claim expires; [`durations`]: TTLs and
+//!   and sea-orm chains; [`schema`] the unique keys a project's migrations declare;
+//!   [`expiry`]: when a claim expires; [`durations`]: TTLs and
 //!   timeouts written as constants.
 //! - [`flow`]: value flow inside one function ([`flow::walk`], [`FnFlow`]);
 //!   [`read_index`]: the reads its decisions test, by key.
@@ -52,6 +53,7 @@ pub mod query_builders;
 pub mod read_index;
 pub mod relevance;
 pub mod resolve;
+pub mod schema;
 pub mod sql;
 pub mod store_ops;
 pub mod summary;

@@ -390,7 +390,7 @@ fn identifier_of(hint: &str) -> String {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-enum Tok {
+pub(super) enum Tok {
     Word(String),
     Open,
     Close,
@@ -402,7 +402,7 @@ enum Tok {
     Str(String),
 }
 
-fn tokenize(text: &str) -> (Vec<Tok>, usize) {
+pub(super) fn tokenize(text: &str) -> (Vec<Tok>, usize) {
     let b = text.as_bytes();
     let mut out = Vec::new();
     let mut i = 0;
@@ -501,14 +501,14 @@ fn tokenize(text: &str) -> (Vec<Tok>, usize) {
     (out, max_param)
 }
 
-fn word(t: Option<&Tok>) -> Option<&str> {
+pub(super) fn word(t: Option<&Tok>) -> Option<&str> {
     match t {
         Some(Tok::Word(w)) => Some(w),
         _ => None,
     }
 }
 
-fn table_name(w: &str) -> String {
+pub(super) fn table_name(w: &str) -> String {
     w.rsplit('.').next().unwrap_or(w).to_owned()
 }
 
