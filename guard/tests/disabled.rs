@@ -4,46 +4,11 @@
 
 mod common;
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
+use common::counts::Counts;
 use idem_guard::{Error, Guard, DISABLED_ENV};
-use metrics::{Counter, CounterFn, Gauge, Histogram, Key, KeyName, Metadata};
-use metrics::{Recorder, SharedString, Unit};
-
-/// Counters by name and labels.
-#[derive(Default, Clone)]
-struct Counts(Arc<Mutex<HashMap<String, u64>>>);
-
-struct Handle(String, Counts);
-
-impl CounterFn for Handle {
-    fn increment(&self, value: u64) {
-        *self.1 .0.lock().unwrap().entry(self.0.clone()).or_default() += value;
-    }
-    fn absolute(&self, _: u64) {}
-}
-
-impl Recorder for Counts {
-    fn describe_counter(&self, _: KeyName, _: Option<Unit>, _: SharedString) {}
-    fn describe_gauge(&self, _: KeyName, _: Option<Unit>, _: SharedString) {}
-    fn describe_histogram(&self, _: KeyName, _: Option<Unit>, _: SharedString) {}
-    fn register_counter(&self, key: &Key, _: &Metadata<'_>) -> Counter {
-        let labels: Vec<String> = key
-            .labels()
-            .map(|l| format!("{}={}", l.key(), l.value()))
-            .collect();
-        let name = format!("{}{{{}}}", key.name(), labels.join(","));
-        Counter::from_arc(Arc::new(Handle(name, self.clone())))
-    }
-    fn register_gauge(&self, _: &Key, _: &Metadata<'_>) -> Gauge {
-        Gauge::noop()
-    }
-    fn register_histogram(&self, _: &Key, _: &Metadata<'_>) -> Histogram {
-        Histogram::noop()
-    }
-}
 
 /// Warning messages logged.
 #[derive(Default, Clone)]

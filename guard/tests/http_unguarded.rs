@@ -6,54 +6,15 @@
 
 mod common;
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
 use axum::routing::post;
 use axum::Router;
+use common::counts::Counts;
 use common::http::{request, serve};
 use idem_guard::http::IdempotencyLayer;
 use idem_guard::{Guard, MemoryStore};
-use metrics::{Counter, CounterFn, Gauge, Histogram, Key, KeyName, Metadata};
-use metrics::{Recorder, SharedString, Unit};
-
-/// Every counter's total, by name and labels.
-#[derive(Default)]
-struct Counters(Mutex<HashMap<String, u64>>);
-
-struct Handle(String, &'static Counters);
-
-impl CounterFn for Handle {
-    fn increment(&self, value: u64) {
-        *self.1 .0.lock().unwrap().entry(self.0.clone()).or_default() += value;
-    }
-    fn absolute(&self, value: u64) {
-        self.1 .0.lock().unwrap().insert(self.0.clone(), value);
-    }
-}
-
-struct Recording(&'static Counters);
-
-impl Recorder for Recording {
-    fn describe_counter(&self, _: KeyName, _: Option<Unit>, _: SharedString) {}
-    fn describe_gauge(&self, _: KeyName, _: Option<Unit>, _: SharedString) {}
-    fn describe_histogram(&self, _: KeyName, _: Option<Unit>, _: SharedString) {}
-    fn register_counter(&self, key: &Key, _: &Metadata<'_>) -> Counter {
-        let labels: Vec<String> = key
-            .labels()
-            .map(|l| format!("{}={}", l.key(), l.value()))
-            .collect();
-        let name = format!("{}{{{}}}", key.name(), labels.join(","));
-        Counter::from_arc(Arc::new(Handle(name, self.0)))
-    }
-    fn register_gauge(&self, _: &Key, _: &Metadata<'_>) -> Gauge {
-        Gauge::noop()
-    }
-    fn register_histogram(&self, _: &Key, _: &Metadata<'_>) -> Histogram {
-        Histogram::noop()
-    }
-}
 
 /// The `route` field of every warning event.
 #[derive(Clone, Default)]
@@ -98,8 +59,8 @@ impl tracing::Subscriber for Warnings {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn requests_without_a_key_are_counted_and_logged_once_per_route() {
-    let counters: &'static Counters = Box::leak(Box::default());
-    metrics::set_global_recorder(Recording(counters)).unwrap();
+    let counters = Counts::default();
+    metrics::set_global_recorder(counters.clone()).unwrap();
     let warnings = Warnings::default();
     tracing::subscriber::set_global_default(warnings.clone()).unwrap();
 

@@ -3,6 +3,7 @@
 
 #[cfg(feature = "redis-cluster")]
 pub mod cluster;
+pub mod counts;
 #[cfg(feature = "redis-cluster")]
 pub mod failover;
 #[cfg(feature = "http")]
