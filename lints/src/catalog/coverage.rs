@@ -6,19 +6,16 @@ use super::{effects, frameworks, store_crates, tokens};
 
 /// Crates that hold no store, queue, effect or entry point of their own (data, errors,
 /// logging, formats, async plumbing, tests, build helpers): not worth naming as unmodelled.
+/// The framework table's plumbing crates ([`frameworks::NON_CALLBACK_CRATES`]) count too.
 const NEUTRAL: &[&str] = &[
     "ahash",
-    "anyhow",
     "arc_swap",
     "assert_matches",
     "async_stream",
-    "async_trait",
     "base64",
     "bincode",
     "bitflags",
-    "bytes",
     "cfg_if",
-    "clap",
     "color_eyre",
     "config",
     "console",
@@ -28,7 +25,6 @@ const NEUTRAL: &[&str] = &[
     "dashmap",
     "derivative",
     "derive_builder",
-    "derive_more",
     "dotenv",
     "dotenvy",
     "either",
@@ -38,12 +34,9 @@ const NEUTRAL: &[&str] = &[
     "eyre",
     "fake",
     "figment",
-    "futures",
     "futures_core",
-    "futures_util",
     "hashbrown",
     "hex",
-    "http",
     "http_body",
     "http_body_util",
     "humantime",
@@ -79,21 +72,16 @@ const NEUTRAL: &[&str] = &[
     "rstest",
     "rust_decimal",
     "rustls",
-    "schemars",
     "secrecy",
     "semver",
-    "serde",
     "serde_derive",
-    "serde_json",
     "serde_with",
     "serde_yaml",
     "sha2",
     "smallvec",
-    "strum",
     "strum_macros",
     "tempfile",
     "test_log",
-    "thiserror",
     "tokio_stream",
     "tokio_test",
     "tokio_util",
@@ -102,14 +90,11 @@ const NEUTRAL: &[&str] = &[
     "tower_http",
     "tower_layer",
     "tower_service",
-    "tracing",
     "tracing_futures",
     "tracing_opentelemetry",
     "tracing_subscriber",
     "tracing_test",
     "url",
-    "utoipa",
-    "validator",
     "wiremock",
 ];
 
@@ -173,12 +158,17 @@ pub fn is_modelled(krate: &str) -> bool {
         || super::sources::names_crate(krate)
 }
 
+/// Whether `krate` is known to hold nothing the analysis would read.
+fn is_neutral(krate: &str) -> bool {
+    NEUTRAL.contains(&krate) || frameworks::NON_CALLBACK_CRATES.contains(&krate)
+}
+
 /// The dependencies of `deps` the catalog neither models nor knows to be neutral, in order,
 /// without `members` (the workspace's own crates, read as code).
 pub fn unmodelled<'a>(deps: &'a [String], members: &[String]) -> Vec<&'a str> {
     deps.iter()
         .map(String::as_str)
-        .filter(|d| !is_modelled(d) && !NEUTRAL.contains(d) && !members.iter().any(|m| m == d))
+        .filter(|d| !is_modelled(d) && !is_neutral(d) && !members.iter().any(|m| m == d))
         .collect()
 }
 
