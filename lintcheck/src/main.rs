@@ -71,6 +71,32 @@ fn target_dir() -> PathBuf {
         .unwrap_or_else(|| workspace_root().join("target"))
 }
 
+/// Lints every crate with this workspace's toolchain. A crate's own `rust-toolchain.toml`
+/// would make rustup look for the toolchain it pins (its `cargo metadata` is all the linter
+/// asks of cargo), and that toolchain is usually not installed: the crate would fail to lint.
+/// Under `cargo run` rustup has set `RUSTUP_TOOLCHAIN` already; a binary started directly
+/// asks rustup which toolchain is active here.
+fn pin_toolchain() {
+    if std::env::var_os("RUSTUP_TOOLCHAIN").is_some() {
+        return;
+    }
+    let active = Command::new("rustup")
+        .args(["show", "active-toolchain"])
+        .current_dir(workspace_root())
+        .output();
+    if let Ok(out) = active {
+        let text = String::from_utf8_lossy(&out.stdout);
+        if let Some(name) = text
+            .split_whitespace()
+            .next()
+            .filter(|_| out.status.success())
+        {
+            // Set once at start-up, before any thread is spawned.
+            std::env::set_var("RUSTUP_TOOLCHAIN", name);
+        }
+    }
+}
+
 fn build_binary() -> Result<PathBuf> {
     eprintln!("building cargo-idem-lint (release)...");
     let status = Command::new("cargo")
@@ -91,6 +117,7 @@ fn build_binary() -> Result<PathBuf> {
 }
 
 fn run(args: Args) -> Result<()> {
+    pin_toolchain();
     if args.apps {
         return run_apps(args);
     }
