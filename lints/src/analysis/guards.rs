@@ -24,7 +24,7 @@ use super::sql::is_dedupe_table_name;
 use super::store_ops::{Access, Store};
 use super::summary::{StoreAccess, Summaries};
 use super::FastMap;
-use crate::model::ir::{Block, Expr, ExprKind, Lit, Stmt};
+use crate::model::ir::{Block, Expr, ExprKind, Lit, Pat, Stmt};
 use crate::model::{Package, Span};
 use std::collections::{HashSet, VecDeque};
 
@@ -353,6 +353,15 @@ impl Events for SpanWalk<'_, '_> {
 
 /// How deep guard helpers calling guard helpers are followed.
 const MAX_HELPER_DEPTH: usize = 4;
+
+/// Whether one of `id`'s parameters is named for a message's identity
+/// ([`guard_key::names_message_id`]).
+fn takes_message_identity(package: &Package, id: FnId) -> bool {
+    id.def(package).1.params.iter().any(|p| match &p.pat {
+        Pat::Ident { name, .. } => guard_key::names_message_id(name),
+        _ => false,
+    })
+}
 
 /// How a guard helper tells its caller the key was taken ([`GuardFinder::duplicate_signal`]).
 #[derive(Debug, Clone, Copy)]
@@ -703,6 +712,35 @@ impl GuardedPaths {
                 }
             }
         }
+    }
+
+    /// Whether the guarded path to `id` makes `id` the operation its guard guards: the
+    /// guard's holder calls `id` under the guard (or `id` is the `#[idempotent]` fn, or a fn
+    /// it calls), or `id` takes the identity of a message (a parameter named `message_id`,
+    /// `event_id`, `idempotency_key`, ..: an operation on that message however deep).
+    ///
+    /// A fn the guarded path reaches further down, through the guarded operation's own fn,
+    /// that takes no message identity is a helper that operation shares with others: the mail
+    /// transport a reminder goes through after `claim_step(user, step)`, which a password
+    /// reset also calls. Another path that calls such a helper does work of its own and skips
+    /// nothing: the guard is on the reminder, not on every e-mail.
+    pub fn guards_as_operation(&self, package: &Package, graph: &CallGraph, id: FnId) -> bool {
+        let Some(site) = self.guard_site(package, graph, id) else {
+            return false;
+        };
+        let direct = match site.call {
+            Some(call) => graph.calls(site.holder)[call as usize].callee == id,
+            // `#[idempotent]`: the fn itself or a fn it calls on the path.
+            None => {
+                site.holder == id
+                    || self.path(graph, id, true).is_some_and(|(_, edges)| {
+                        edges
+                            .last()
+                            .is_some_and(|&(caller, _, _)| caller == site.holder)
+                    })
+            }
+        };
+        direct || takes_message_identity(package, id)
     }
 
     /// Where the guarded path to `id` passes its guard.

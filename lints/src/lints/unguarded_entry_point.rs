@@ -51,6 +51,14 @@ declare_lint! {
     /// guarded against what a backfill, replay or resend without any check repeats. A guard
     /// counts when every path to the call passes it.
     ///
+    /// A guard covers the operation it guards: the function called under it (for
+    /// `#[idempotent]`, the function itself and what it calls), and further down only a
+    /// function that takes a message's identity (a parameter such as `message_id`,
+    /// `event_id` or `idempotency_key`). A helper that the operation shares with other paths
+    /// and that takes no such identity, such as the mail transport a reminder goes through
+    /// after `claim_step(user, step)` and a password reset also calls, is not covered: a path
+    /// that calls it does work of its own and skips nothing.
+    ///
     /// Side effects are calls that change something outside and would change it again on a
     /// repeat: AWS SDK operations, HTTP `POST`/`PUT`/`PATCH`, e-mail, payment API calls, store
     /// writes that add a row or increment (not Redis counters and list or stream pushes, the
@@ -274,7 +282,12 @@ fn find_skips(
         };
         for (i, call) in graph.calls(id).iter().enumerate() {
             let callee = call.callee;
-            let Some(guarded) = guarded.iter().find(|g| g.reached_guarded(graph, callee)) else {
+            // Only the operation a guard guards is skipped: a helper it shares with other
+            // paths (a mail transport) is theirs to call too.
+            let Some(guarded) = guarded
+                .iter()
+                .find(|g| g.guards_as_operation(package, graph, callee))
+            else {
                 continue;
             };
             let skips_guard = guards.reachable[i]
@@ -415,6 +428,44 @@ mod tests {
                 s.message
             );
         }
+    }
+
+    /// Past the function its guard calls, a guard covers a function that takes the message's
+    /// identity (an operation on that message, however deep) and not a helper without one
+    /// that other paths share (the HTTP transport a ping also uses).
+    #[test]
+    fn a_guard_covers_its_operation_not_the_helpers_it_shares() {
+        let src = r#"
+            pub async fn consume(conn: &mut redis::aio::MultiplexedConnection, event_id: String, body: String) {
+                if !conn.set_nx(&event_id, 1).await.unwrap_or(false) {
+                    return;
+                }
+                handle(&event_id, &body).await;
+            }
+            async fn handle(event_id: &str, body: &str) {
+                deliver(event_id, body).await;
+            }
+            async fn deliver(event_id: &str, body: &str) {
+                post(body).await;
+            }
+            async fn post(body: &str) {
+                let _ = reqwest::Client::new().post("https://hooks.example.com").body(body.to_owned()).send().await;
+            }
+            pub async fn replay(event_id: String, body: String) {
+                deliver(&event_id, &body).await; //~ WARN unguarded_entry_point
+            }
+            pub async fn ping(body: String) {
+                post(&body).await;
+            }
+        "#;
+        let package = testing::package("app", &["redis", "reqwest"], &[("crate", src)]);
+        let texts = vec![src.to_owned()];
+        testing::assert_annotations(
+            &package,
+            &texts,
+            &Settings::default(),
+            &["unguarded_entry_point"],
+        );
     }
 
     /// Names the analysis cannot infer come from configuration: an external guard, an effect
