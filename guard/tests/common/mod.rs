@@ -207,6 +207,76 @@ pub async fn dynamodb_store_at(endpoint: &str, table: &str) -> idem_guard::Dynam
     store
 }
 
+/// The attribute names of [`dynamodb_custom_store`]'s table: a single-table layout (`PK`,
+/// `SK`) with every record attribute renamed.
+#[cfg(feature = "dynamodb")]
+pub fn custom_attributes() -> idem_guard::dynamodb::Attributes {
+    idem_guard::dynamodb::Attributes::default()
+        .partition_key("PK")
+        .sort_key("SK", "IDEMPOTENCY")
+        .owner("idem_owner")
+        .fingerprint("idem_fp")
+        .status("idem_status")
+        .result("idem_result")
+        .expiry("idem_expires_at_ms")
+        .ttl("idem_ttl")
+}
+
+/// A store over a fresh table named after the test whose key schema is `PK` (hash) and `SK`
+/// (range), created here with a raw `CreateTable` (not by the store), with
+/// [`custom_attributes`].
+#[cfg(feature = "dynamodb")]
+pub async fn dynamodb_custom_store(name: &str) -> idem_guard::DynamoDbStore {
+    use idem_guard::aws_sdk_dynamodb::types::{
+        AttributeDefinition, BillingMode, KeySchemaElement, KeyType, ScalarAttributeType,
+        TableStatus,
+    };
+    let client = dynamodb_client(&dynamodb_endpoint());
+    let table = unique(name);
+    let mut create = client
+        .create_table()
+        .table_name(&table)
+        .billing_mode(BillingMode::PayPerRequest);
+    for (attribute, kind) in [("PK", KeyType::Hash), ("SK", KeyType::Range)] {
+        create = create
+            .attribute_definitions(
+                AttributeDefinition::builder()
+                    .attribute_name(attribute)
+                    .attribute_type(ScalarAttributeType::S)
+                    .build()
+                    .unwrap(),
+            )
+            .key_schema(
+                KeySchemaElement::builder()
+                    .attribute_name(attribute)
+                    .key_type(kind)
+                    .build()
+                    .unwrap(),
+            );
+    }
+    create
+        .send()
+        .await
+        .expect("a DynamoDB-compatible server at DYNAMODB_ENDPOINT (.ci/run starts moto)");
+    let deadline = tokio::time::Instant::now() + LOCAL_SERVER_PATIENCE;
+    loop {
+        let described = client
+            .describe_table()
+            .table_name(&table)
+            .send()
+            .await
+            .unwrap();
+        if described.table().and_then(|t| t.table_status()) == Some(&TableStatus::Active) {
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "table never active");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    idem_guard::DynamoDbStore::new(client, table)
+        .attributes(custom_attributes())
+        .unwrap()
+}
+
 /// Counts the HTTP requests a DynamoDB client sends (every attempt, retries included): the
 /// store's round trips, counted by the SDK itself.
 #[cfg(feature = "dynamodb")]
