@@ -251,7 +251,9 @@ impl<S, P> Guard<S, P> {
     /// during the change is not seen as in flight. Rotate when no redelivery of what ran before
     /// can still come (after the retention), or accept those re-runs. Switching hashing on or
     /// off has the same effect. An empty secret fails every guarded call with
-    /// [`Error::InvalidKey`].
+    /// [`Error::InvalidKey`]. The test kit ([`testing`](crate::testing)) finds a message's
+    /// records by its id in the key, so its fault scenarios refuse hashed keys (with an error
+    /// saying so): test handlers with a guard without `hash_keys`.
     ///
     /// ```
     /// use idem_guard::{Guard, MemoryStore};

@@ -303,6 +303,18 @@ impl KeyHashing {
     }
 }
 
+/// Whether `stored` is a key as [`KeyHashing::stored`] writes it with a secret: the escaped
+/// prefix (no `:`), `:#` and 64 hex digits. Raw keys have two unescaped `:`, so none looks so.
+pub(crate) fn is_hashed(stored: &str) -> bool {
+    stored.split_once(":#").is_some_and(|(prefix, hex)| {
+        !prefix.contains(':')
+            && hex.len() == 64
+            && hex
+                .bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -395,6 +407,8 @@ mod tests {
             known,
             "p:#5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
         );
+        assert!(is_hashed(&stored) && is_hashed(&known));
+        assert!(!is_hashed(&full) && !is_hashed(&full_key("p", None, &stored).unwrap()));
         assert_eq!(KeyHashing::Off.stored("pay", full.clone()).unwrap(), full);
         let empty = KeyHashing::with_secret(b"")
             .stored("pay", full)
