@@ -9,7 +9,7 @@ use serde::Serialize;
 use tokio::time::{sleep, Instant};
 use tracing::Instrument as _;
 
-use crate::key::{full_key, Fingerprint, KeyPart, Payload};
+use crate::key::{full_key, Fingerprint, KeyHashing, KeyPart, Payload};
 use crate::observe::{self, Seen};
 use crate::on_error::{Disposition, OnError, Release};
 use crate::store::{OwnerToken, Reservation, Store, StoredResult};
@@ -95,8 +95,9 @@ impl Attempt {
         Attempt { key, taken_over }
     }
 
-    /// The full stored key (prefix, tenant and key): the same on every delivery of a request,
-    /// and different for any other request. `None` when the key was missing and the body runs
+    /// The full stored key (prefix, tenant and key; with [`Guard::hash_keys`] the prefix and the
+    /// keyed hash): the same on every delivery of a request, and different for any other
+    /// request. `None` when the key was missing and the body runs
     /// unguarded (`required(false)`).
     pub fn key(&self) -> Option<&str> {
         self.key.as_deref()
@@ -155,6 +156,7 @@ pub struct Guard<S, P = Release> {
     on_error: P,
     required: bool,
     disabled: bool,
+    key_hashing: KeyHashing,
 }
 
 /// The environment variable that switches every guard off when set to `1` or `true` (read by
@@ -224,6 +226,7 @@ impl<S: Store> Guard<S> {
             on_error: Release,
             required: true,
             disabled: disabled_by_env(),
+            key_hashing: KeyHashing::Off,
         }
     }
 }
@@ -235,6 +238,36 @@ impl<S, P> Guard<S, P> {
     /// id do not dedupe each other. `#[idempotent]` uses the function's name.
     pub fn prefix(mut self, prefix: impl Into<Cow<'static, str>>) -> Self {
         self.prefix = prefix.into();
+        self
+    }
+
+    /// Stores every key as its HMAC-SHA256 under `secret`, so that no store (nor anyone reading
+    /// it) sees the keys, which may hold personal data: the stored key is the prefix, `:#` and
+    /// 64 hex digits; tenant and key are only in the hash. Duplicates dedupe as before. Every
+    /// process sharing the records must use the same secret.
+    ///
+    /// Changing the secret (rotation) makes every record written under the old one invisible:
+    /// a duplicate delivered after the change runs its body again, and a request in flight
+    /// during the change is not seen as in flight. Rotate when no redelivery of what ran before
+    /// can still come (after the retention), or accept those re-runs. Switching hashing on or
+    /// off has the same effect. An empty secret fails every guarded call with
+    /// [`Error::InvalidKey`]. The test kit ([`testing`](crate::testing)) finds a message's
+    /// records by its id in the key, so its fault scenarios refuse hashed keys (with an error
+    /// saying so): test handlers with a guard without `hash_keys`.
+    ///
+    /// ```
+    /// use idem_guard::{Guard, MemoryStore};
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), idem_guard::Error> {
+    /// // The secret from your secret store, never from the source.
+    /// # let secret_from_vault = b"0123456789abcdef0123456789abcdef".to_vec();
+    /// let guard = Guard::new(MemoryStore::new())
+    ///     .prefix("signup")
+    ///     .hash_keys(secret_from_vault);
+    /// let sent: u32 = guard.run("alice@example.com", &(), || async { Ok::<_, idem_guard::Error>(1) }).await?;
+    /// # assert_eq!(sent, 1); Ok(()) }
+    /// ```
+    pub fn hash_keys(mut self, secret: impl AsRef<[u8]>) -> Self {
+        self.key_hashing = KeyHashing::with_secret(secret.as_ref());
         self
     }
 
@@ -337,6 +370,7 @@ impl<S, P> Guard<S, P> {
             on_error: policy,
             required: self.required,
             disabled: self.disabled,
+            key_hashing: self.key_hashing,
         }
     }
 
@@ -528,6 +562,7 @@ impl<S: Store, P> Guard<S, P> {
             return Ok(None);
         };
         let full = full_key(&self.prefix, self.scope.as_deref(), &key)?;
+        let full = self.key_hashing.stored(&self.prefix, full)?;
         if self.disabled {
             // The key is kept for the body's `Attempt` (a token it passes downstream); the
             // payload is never compared, so it is not hashed.

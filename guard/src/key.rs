@@ -4,8 +4,10 @@ use std::borrow::Cow;
 use std::fmt;
 use std::sync::Arc;
 
+use hmac::{Hmac, KeyInit, Mac};
 use serde::Serialize;
 use serde_json::Value;
+use sha2::Sha256;
 use xxhash_rust::xxh3::Xxh3;
 
 use crate::Error;
@@ -238,6 +240,81 @@ pub(crate) fn full_key(prefix: &str, scope: Option<&str>, key: &str) -> Result<S
     Ok(full)
 }
 
+/// What stores see of a key: the full key as it is, or with [`Guard::hash_keys`] its HMAC-SHA256
+/// under the user's secret.
+///
+/// [`Guard::hash_keys`]: crate::Guard::hash_keys
+#[derive(Clone, Default)]
+pub(crate) enum KeyHashing {
+    #[default]
+    Off,
+    /// The MAC keyed once with the secret; cloned per key.
+    Keyed(Arc<Hmac<Sha256>>),
+    /// An empty secret: every guarded call fails, rather than hash under a guessable key.
+    EmptySecret,
+}
+
+impl fmt::Debug for KeyHashing {
+    // Never the secret, nor anything derived from it.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            KeyHashing::Off => "Off",
+            KeyHashing::Keyed(_) => "HmacSha256(..)",
+            KeyHashing::EmptySecret => "EmptySecret",
+        })
+    }
+}
+
+impl KeyHashing {
+    pub(crate) fn with_secret(secret: &[u8]) -> Self {
+        if secret.is_empty() {
+            return KeyHashing::EmptySecret;
+        }
+        match <Hmac<Sha256> as KeyInit>::new_from_slice(secret) {
+            Ok(mac) => KeyHashing::Keyed(Arc::new(mac)),
+            // HMAC takes a key of any length; kept as an error rather than a panic all the same.
+            Err(_) => KeyHashing::EmptySecret,
+        }
+    }
+
+    /// The key the store sees for the full key `full` (built by [`full_key`] from `prefix`):
+    /// `full` itself, or `prefix:#` and the 64 hex digits of its HMAC. The prefix stays readable
+    /// (it names an operation, not a request); tenant and key are only in the hash. The single
+    /// `:` after the escaped prefix keeps hashed keys apart from raw ones, which have two.
+    pub(crate) fn stored(&self, prefix: &str, full: String) -> Result<String, Error> {
+        match self {
+            KeyHashing::Off => Ok(full),
+            KeyHashing::EmptySecret => Err(Error::InvalidKey(
+                "the secret given to `Guard::hash_keys` is empty".into(),
+            )),
+            KeyHashing::Keyed(mac) => {
+                let mut mac = Hmac::<Sha256>::clone(mac);
+                mac.update(full.as_bytes());
+                let digest = mac.finalize().into_bytes();
+                let mut stored = String::with_capacity(prefix.len() + 2 + 64);
+                stored.push_str(&escape_part(prefix));
+                stored.push_str(":#");
+                for byte in digest.iter() {
+                    stored.push_str(&format!("{byte:02x}"));
+                }
+                Ok(stored)
+            }
+        }
+    }
+}
+
+/// Whether `stored` is a key as [`KeyHashing::stored`] writes it with a secret: the escaped
+/// prefix (no `:`), `:#` and 64 hex digits. Raw keys have two unescaped `:`, so none looks so.
+pub(crate) fn is_hashed(stored: &str) -> bool {
+    stored.split_once(":#").is_some_and(|(prefix, hex)| {
+        !prefix.contains(':')
+            && hex.len() == 64
+            && hex
+                .bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -302,6 +379,42 @@ mod tests {
         let t1 = full_key("p", ("acme:eu", "42").key_part().as_deref(), "k").unwrap();
         let t2 = full_key("p", ("acme", "eu:42").key_part().as_deref(), "k").unwrap();
         assert_ne!(t1, t2);
+    }
+
+    #[test]
+    fn hashed_keys_hide_tenant_and_key_and_depend_on_the_secret() {
+        let full = full_key("pay", Some("acme"), "alice@example.com").unwrap();
+        let a = KeyHashing::with_secret(b"secret-a");
+        let b = KeyHashing::with_secret(b"secret-b");
+        let stored = a.stored("pay", full.clone()).unwrap();
+        assert!(
+            stored.starts_with("pay:#") && stored.len() == "pay:#".len() + 64,
+            "{stored}"
+        );
+        assert!(
+            !stored.contains("acme") && !stored.contains("alice"),
+            "{stored}"
+        );
+        assert_eq!(stored, a.stored("pay", full.clone()).unwrap());
+        assert_ne!(stored, b.stored("pay", full.clone()).unwrap());
+        let other = full_key("pay", Some("acme"), "bob@example.com").unwrap();
+        assert_ne!(stored, a.stored("pay", other).unwrap());
+        // RFC 4231 test case 2: HMAC-SHA256("Jefe", "what do ya want for nothing?").
+        let known = KeyHashing::with_secret(b"Jefe")
+            .stored("p", "what do ya want for nothing?".into())
+            .unwrap();
+        assert_eq!(
+            known,
+            "p:#5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
+        );
+        assert!(is_hashed(&stored) && is_hashed(&known));
+        assert!(!is_hashed(&full) && !is_hashed(&full_key("p", None, &stored).unwrap()));
+        assert_eq!(KeyHashing::Off.stored("pay", full.clone()).unwrap(), full);
+        let empty = KeyHashing::with_secret(b"")
+            .stored("pay", full)
+            .unwrap_err();
+        assert!(empty.to_string().contains("empty"), "{empty}");
+        assert!(!format!("{a:?}").contains("secret"));
     }
 
     #[test]

@@ -161,6 +161,7 @@ on_every_store!(
     duplicate_replays_the_first_response,
     concurrent_duplicates_run_once,
     another_payload_under_a_key_is_422,
+    mismatch_status_can_be_400,
     missing_key_is_400_only_when_required,
     get_is_not_guarded,
     server_errors_are_not_cached,
@@ -261,6 +262,32 @@ async fn another_payload_under_a_key_is_422<S: Store + 'static>(store: S, name: 
         StatusCode::UNPROCESSABLE_ENTITY
     );
     assert_eq!(runs.count(), 2);
+}
+
+/// `mismatch_status(BadRequest)`: a key reused with another body or path is refused with 400,
+/// the problem code unchanged; the handler does not run again (issue 39).
+async fn mismatch_status_can_be_400<S: Store + 'static>(store: S, name: &str) {
+    use idem_guard::http::MismatchStatus;
+    let (server, runs) =
+        start(layer(store, name).mismatch_status(MismatchStatus::BadRequest)).await;
+    let first = server.send(post_with_key("/orders", "k-400", "a")).await;
+    assert_eq!(first.status, StatusCode::CREATED);
+    for (path, body) in [("/orders", "b"), ("/orders?dry=1", "a")] {
+        let reused = server.send(post_with_key(path, "k-400", body)).await;
+        assert_eq!(reused.status, StatusCode::BAD_REQUEST, "{reused:?}");
+        assert_eq!(reused.problem_code(), "idempotency_key_reused");
+        assert!(!reused.is_replay());
+    }
+    let same = server.send(post_with_key("/orders", "k-400", "a")).await;
+    assert!(
+        same.is_replay() && same.status == StatusCode::CREATED,
+        "{same:?}"
+    );
+    assert_eq!(runs.count(), 1);
+    assert_eq!(
+        MismatchStatus::default(),
+        MismatchStatus::UnprocessableEntity
+    );
 }
 
 async fn missing_key_is_400_only_when_required<S: Store + 'static>(store: S, name: &str) {

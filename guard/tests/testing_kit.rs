@@ -229,3 +229,43 @@ async fn a_panicking_body_runs_once_more() {
     let report = kit.check(handler, credits).duplicates(4).await;
     report.assert_exactly_once();
 }
+
+/// A guard with `hash_keys` hides the message ids the kit arms its faults for: a fault
+/// scenario fails, saying so, instead of passing without its fault; duplicates (no fault) still
+/// work and dedupe (issue 39).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hashed_keys_fail_fault_scenarios_loudly() {
+    use std::sync::Mutex;
+    let kit = Kit::new().patience(Duration::from_millis(300));
+    let guard = Arc::new(
+        Guard::new(kit.store(common::memory_store()))
+            .prefix("hashed")
+            .hash_keys(b"a secret of the test, 32 bytes.."),
+    );
+    let effects: Arc<Mutex<std::collections::HashMap<String, u64>>> = Arc::default();
+    let handler = {
+        let (guard, effects) = (guard.clone(), effects.clone());
+        move |delivery: Delivery| {
+            let (guard, effects) = (guard.clone(), effects.clone());
+            async move {
+                let id = delivery.message_id;
+                guard
+                    .run(&id, &id, || async {
+                        *effects.lock().unwrap().entry(id.clone()).or_default() += 1;
+                        Ok::<u32, Error>(1)
+                    })
+                    .await
+            }
+        }
+    };
+    let count = move |id: String| {
+        let effects = effects.clone();
+        async move { effects.lock().unwrap().get(&id).copied().unwrap_or(0) }
+    };
+    let check = kit.check(handler, count);
+    check.duplicates(8).await.assert_exactly_once();
+    let cut = check.store_cut().await;
+    assert!(!cut.is_exactly_once(), "{cut:?}");
+    let failures = cut.failures().join("\n");
+    assert!(failures.contains("hash_keys"), "{failures}");
+}

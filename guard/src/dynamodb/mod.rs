@@ -7,7 +7,10 @@
 //! deletes old records; the guard never needs it to (expiry is checked on every read and write,
 //! because TTL deletion runs late, typically within days). [`DynamoDbStore::create_table_if_missing`]
 //! makes such a table, for tests and development; in production declare it in your
-//! infrastructure code:
+//! infrastructure code. The names below are the defaults: a table of your own layout (another
+//! partition key, a sort key with a fixed value for the records in a single-table design, other
+//! attribute or TTL names) is described with [`Attributes`] and
+//! [`DynamoDbStore::attributes`]:
 //!
 //! | attribute | type | meaning |
 //! | --- | --- | --- |
@@ -172,12 +175,12 @@ use crate::key::Fingerprint;
 use crate::store::{fenced, OwnerToken, Reservation, Store, StoredResult};
 use crate::Error;
 
-pub use record::{PARTITION_KEY, TTL_ATTRIBUTE};
+pub use record::{Attributes, PARTITION_KEY, TTL_ATTRIBUTE};
 pub use transact::{Transact, TransactAttempt};
 
 use record::{
-    completed_names, completed_values, n, names, now_ms, running_item, s, Expiry, Item, EXPIRES_MS,
-    OURS_OR_GONE, OURS_RUNNING_OR_GONE, OWNER, RUNNING, SET_COMPLETED, STATE,
+    completed_values, n, now_ms, s, Expiry, Item, EXPIRES_MS, OURS_OR_GONE, OURS_RUNNING_OR_GONE,
+    OWNER, PK, RUNNING, SET_COMPLETED, STATE, TTL,
 };
 
 /// The default of [`DynamoDbStore::max_result_len`]: DynamoDB's item limit (400 KB, attribute
@@ -220,6 +223,7 @@ pub struct DynamoDbStore {
     table: Arc<str>,
     timeout: Duration,
     max_result_len: usize,
+    attributes: Arc<Attributes>,
 }
 
 impl fmt::Debug for DynamoDbStore {
@@ -227,6 +231,7 @@ impl fmt::Debug for DynamoDbStore {
         f.debug_struct("DynamoDbStore")
             .field("table", &self.table)
             .field("timeout", &self.timeout)
+            .field("attributes", &self.attributes)
             .finish_non_exhaustive()
     }
 }
@@ -277,7 +282,39 @@ impl DynamoDbStore {
             table: Arc::from(table.into()),
             timeout: DEFAULT_TIMEOUT,
             max_result_len: DEFAULT_MAX_RESULT_LEN,
+            attributes: Arc::new(Attributes::default()),
         }
+    }
+
+    /// Uses the table's own attribute names (a partition key other than `pk`, a sort key with
+    /// the records' fixed value, other names for the record's attributes and the TTL), for
+    /// a table shared with other items (single-table design) or named by your conventions.
+    /// Fails with [`Error::Store`] naming the problem when a name is empty or longer than
+    /// 255 bytes, two attributes have the same name, or the sort key value is empty.
+    ///
+    /// ```
+    /// use idem_guard::dynamodb::{Attributes, DynamoDbStore};
+    ///
+    /// # fn main() -> Result<(), idem_guard::Error> {
+    /// let client = idem_guard::dynamodb::local_client("http://127.0.0.1:8000");
+    /// let store = DynamoDbStore::new(client, "app").attributes(
+    ///     Attributes::default()
+    ///         .partition_key("PK")
+    ///         .sort_key("SK", "IDEMPOTENCY")
+    ///         .status("status")
+    ///         .ttl("expires_at"),
+    /// )?;
+    /// # let _ = store; Ok(()) }
+    /// ```
+    pub fn attributes(mut self, attributes: Attributes) -> Result<Self, Error> {
+        attributes.validate()?;
+        self.attributes = Arc::new(attributes);
+        Ok(self)
+    }
+
+    /// The table's attribute names the store uses.
+    pub fn attribute_names(&self) -> &Attributes {
+        &self.attributes
     }
 
     /// The longest result kept, in bytes of its encoded text (default
@@ -309,31 +346,39 @@ impl DynamoDbStore {
         &self.table
     }
 
-    /// Creates the table if it is missing (string partition key `pk`, on-demand billing), waits
-    /// until it is active, and enables TTL on `ttl`. For tests and development; production
-    /// tables belong in infrastructure code.
+    /// Creates the table if it is missing (string partition key `pk`, or the one of
+    /// [`attributes`](Self::attributes) with its string sort key if any; on-demand billing),
+    /// waits until it is active, and enables TTL on `ttl` (or the attribute named so). For
+    /// tests and development; production tables belong in infrastructure code.
     pub async fn create_table_if_missing(&self) -> Result<(), Error> {
-        let created = self
+        let attrs = &self.attributes;
+        let mut keys = vec![(attrs.partition_key_name(), KeyType::Hash)];
+        if let Some((sort_key, _)) = attrs.sort_key_of_records() {
+            keys.push((sort_key, KeyType::Range));
+        }
+        let mut create = self
             .client
             .create_table()
             .table_name(self.table())
-            .attribute_definitions(
-                AttributeDefinition::builder()
-                    .attribute_name(PARTITION_KEY)
-                    .attribute_type(ScalarAttributeType::S)
-                    .build()
-                    .map_err(Error::store)?,
-            )
-            .key_schema(
-                KeySchemaElement::builder()
-                    .attribute_name(PARTITION_KEY)
-                    .key_type(KeyType::Hash)
-                    .build()
-                    .map_err(Error::store)?,
-            )
-            .billing_mode(BillingMode::PayPerRequest)
-            .send()
-            .await;
+            .billing_mode(BillingMode::PayPerRequest);
+        for (name, kind) in keys {
+            create = create
+                .attribute_definitions(
+                    AttributeDefinition::builder()
+                        .attribute_name(name)
+                        .attribute_type(ScalarAttributeType::S)
+                        .build()
+                        .map_err(Error::store)?,
+                )
+                .key_schema(
+                    KeySchemaElement::builder()
+                        .attribute_name(name)
+                        .key_type(kind)
+                        .build()
+                        .map_err(Error::store)?,
+                );
+        }
+        let created = create.send().await;
         match created {
             Ok(_) => {}
             Err(e)
@@ -344,7 +389,7 @@ impl DynamoDbStore {
         self.wait_until_active().await?;
         let ttl = TimeToLiveSpecification::builder()
             .enabled(true)
-            .attribute_name(TTL_ATTRIBUTE)
+            .attribute_name(attrs.ttl_name())
             .build()
             .map_err(Error::store)?;
         match self
@@ -451,7 +496,7 @@ impl DynamoDbStore {
             .client
             .get_item()
             .table_name(self.table())
-            .key(PARTITION_KEY, s(key))
+            .set_key(Some(self.attributes.key(key)))
             .consistent_read(true)
             .send()
             .await
@@ -483,14 +528,14 @@ impl DynamoDbStore {
             .client
             .put_item()
             .table_name(self.table())
-            .set_item(Some(running_item(
+            .set_item(Some(self.attributes.running_item(
                 key,
                 fingerprint,
                 owner,
                 &Expiry::lease(lease),
             )))
-            .condition_expression("attribute_not_exists(pk) OR #expires_ms <= :now")
-            .set_expression_attribute_names(Some(names(&[EXPIRES_MS])))
+            .condition_expression("attribute_not_exists(#pk) OR #expires_ms <= :now")
+            .set_expression_attribute_names(Some(self.attributes.names(&[PK, EXPIRES_MS])))
             .expression_attribute_values(":now", n(now))
             .return_values(ReturnValue::AllOld)
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
@@ -503,7 +548,9 @@ impl DynamoDbStore {
         match self.conditional("PutItem (reserve)", key, sent, refused)? {
             Conditional::Done(put) => {
                 // The old item, if any, was expired: a running one was abandoned.
-                let abandoned = put.attributes().is_some_and(|old| Item(old).is_running());
+                let abandoned = put
+                    .attributes()
+                    .is_some_and(|old| Item::new(&self.attributes, old).is_running());
                 Ok(Some(if abandoned {
                     Reservation::TakenOver
                 } else {
@@ -511,8 +558,10 @@ impl DynamoDbStore {
                 }))
             }
             Conditional::Refused(returned) => match self.refusing_item(key, returned).await? {
-                Some(item) if !Item(&item).is_expired(now_ms()) => {
-                    Item(&item).to_reservation(key).map(Some)
+                Some(item) if !Item::new(&self.attributes, &item).is_expired(now_ms()) => {
+                    Item::new(&self.attributes, &item)
+                        .to_reservation(key)
+                        .map(Some)
                 }
                 // It expired (or was released) since the condition was checked: try again.
                 _ => Ok(None),
@@ -529,7 +578,8 @@ impl DynamoDbStore {
         returned: Option<HashMap<String, AttributeValue>>,
     ) -> Result<(), Error> {
         let item = self.refusing_item(key, returned).await?;
-        fenced(item.is_none_or(|item| Item(&item).is_owned_by(owner)), key)
+        let ours = item.is_none_or(|item| Item::new(&self.attributes, &item).is_owned_by(owner));
+        fenced(ours, key)
     }
 }
 
@@ -580,10 +630,10 @@ impl Store for DynamoDbStore {
                 .client
                 .update_item()
                 .table_name(self.table())
-                .key(PARTITION_KEY, s(key))
+                .set_key(Some(self.attributes.key(key)))
                 .update_expression(SET_COMPLETED)
                 .condition_expression(OURS_OR_GONE)
-                .set_expression_attribute_names(Some(completed_names()))
+                .set_expression_attribute_names(Some(self.attributes.completed_names()))
                 .set_expression_attribute_values(Some(completed_values(
                     fingerprint,
                     owner,
@@ -618,9 +668,9 @@ impl Store for DynamoDbStore {
                 .client
                 .delete_item()
                 .table_name(self.table())
-                .key(PARTITION_KEY, s(key))
+                .set_key(Some(self.attributes.key(key)))
                 .condition_expression(OURS_RUNNING_OR_GONE)
-                .set_expression_attribute_names(Some(names(&[OWNER, STATE])))
+                .set_expression_attribute_names(Some(self.attributes.names(&[PK, OWNER, STATE])))
                 .expression_attribute_values(":owner", s(owner.as_str()))
                 .expression_attribute_values(":running", s(RUNNING))
                 .return_values_on_condition_check_failure(
@@ -657,17 +707,18 @@ impl Store for DynamoDbStore {
                 .client
                 .update_item()
                 .table_name(self.table())
-                .key(PARTITION_KEY, s(key))
+                .set_key(Some(self.attributes.key(key)))
                 .update_expression(
                     "SET #owner = :owner, #fingerprint = :fingerprint, #state = :running, #expires_ms = :expires_ms, #ttl = :ttl",
                 )
                 .condition_expression(OURS_RUNNING_OR_GONE)
-                .set_expression_attribute_names(Some(names(&[
+                .set_expression_attribute_names(Some(self.attributes.names(&[
+                    PK,
                     OWNER,
                     record::FINGERPRINT,
                     STATE,
                     EXPIRES_MS,
-                    TTL_ATTRIBUTE,
+                    TTL,
                 ])))
                 .expression_attribute_values(":owner", s(owner.as_str()))
                 .expression_attribute_values(":fingerprint", s(fingerprint.to_string()))

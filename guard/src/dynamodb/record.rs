@@ -10,14 +10,17 @@ use crate::key::Fingerprint;
 use crate::store::{OwnerToken, Reservation, StoredResult};
 use crate::Error;
 
-/// The table's partition key (string): the guard's full key.
+/// The default partition key attribute (string): the guard's full key.
 pub const PARTITION_KEY: &str = "pk";
-/// The attribute to enable as the table's TTL: epoch seconds after which DynamoDB may delete
-/// the record. It is never before the record's expiry, so DynamoDB never deletes a live record.
+/// The default attribute to enable as the table's TTL: epoch seconds after which DynamoDB may
+/// delete the record. It is never before the record's expiry, so DynamoDB never deletes a live
+/// record.
 pub const TTL_ATTRIBUTE: &str = "ttl";
 
-/// Attribute names, all written through `#` placeholders because `owner`, `state`, `result` and
-/// `ttl` are DynamoDB reserved words.
+/// The placeholders (`#name`) every expression uses; [`Attributes`] maps each to the table's
+/// attribute name. All names go through placeholders because `owner`, `state`, `result` and
+/// `ttl` are DynamoDB reserved words, and the table's own names are the user's choice.
+pub(crate) const PK: &str = "pk";
 pub(crate) const OWNER: &str = "owner";
 pub(crate) const FINGERPRINT: &str = "fingerprint";
 pub(crate) const STATE: &str = "state";
@@ -26,6 +29,218 @@ pub(crate) const RESULT: &str = "result";
 /// compares with the writer's clock. (TTL deletion is lazy, possibly days late, so an item past
 /// this instant is treated as absent even though it is still stored.)
 pub(crate) const EXPIRES_MS: &str = "expires_ms";
+pub(crate) const TTL: &str = "ttl";
+
+/// The attribute names of the store's table, for a table that is not laid out as
+/// [`DynamoDbStore::create_table_if_missing`](super::DynamoDbStore::create_table_if_missing)
+/// makes it: another partition key name, a sort key with a fixed value (single-table designs),
+/// other names for the record's attributes or the TTL attribute. Give them to
+/// [`DynamoDbStore::attributes`](super::DynamoDbStore::attributes).
+///
+/// ```
+/// use idem_guard::dynamodb::Attributes;
+///
+/// // A single table keyed by `PK` and `SK`: the guard's records under `SK = "IDEMPOTENCY"`.
+/// let attributes = Attributes::default()
+///     .partition_key("PK")
+///     .sort_key("SK", "IDEMPOTENCY")
+///     .status("idem_status")
+///     .expiry("idem_expires_ms")
+///     .result("idem_result")
+///     .fingerprint("idem_fingerprint")
+///     .owner("idem_owner")
+///     .ttl("expires_at");
+/// ```
+///
+/// Changing the names of an existing table's records makes those records invisible (a
+/// duplicate runs again), as changing the table does.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Attributes {
+    partition_key: String,
+    sort_key: Option<(String, String)>,
+    owner: String,
+    fingerprint: String,
+    status: String,
+    result: String,
+    expiry: String,
+    ttl: String,
+}
+
+impl Default for Attributes {
+    /// The names of the [module docs](super): `pk`, no sort key, `owner`, `fingerprint`,
+    /// `state`, `result`, `expires_ms`, `ttl`.
+    fn default() -> Self {
+        Attributes {
+            partition_key: PARTITION_KEY.to_owned(),
+            sort_key: None,
+            owner: OWNER.to_owned(),
+            fingerprint: FINGERPRINT.to_owned(),
+            status: STATE.to_owned(),
+            result: RESULT.to_owned(),
+            expiry: EXPIRES_MS.to_owned(),
+            ttl: TTL_ATTRIBUTE.to_owned(),
+        }
+    }
+}
+
+impl Attributes {
+    /// The table's partition key (type S), which holds the guard's key.
+    pub fn partition_key(mut self, name: impl Into<String>) -> Self {
+        self.partition_key = name.into();
+        self
+    }
+
+    /// The table's sort key (type S) and the value every record of the guard has in it.
+    pub fn sort_key(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.sort_key = Some((name.into(), value.into()));
+        self
+    }
+
+    /// The owner token of the attempt holding the record (fencing); default `owner`.
+    pub fn owner(mut self, name: impl Into<String>) -> Self {
+        self.owner = name.into();
+        self
+    }
+
+    /// The payload's fingerprint; default `fingerprint`.
+    pub fn fingerprint(mut self, name: impl Into<String>) -> Self {
+        self.fingerprint = name.into();
+        self
+    }
+
+    /// The record's status (`running`, or the result's kind); default `state`.
+    pub fn status(mut self, name: impl Into<String>) -> Self {
+        self.status = name.into();
+        self
+    }
+
+    /// The encoded result; default `result`.
+    pub fn result(mut self, name: impl Into<String>) -> Self {
+        self.result = name.into();
+        self
+    }
+
+    /// The end of the lease or retention in epoch milliseconds (what conditions compare);
+    /// default `expires_ms`.
+    pub fn expiry(mut self, name: impl Into<String>) -> Self {
+        self.expiry = name.into();
+        self
+    }
+
+    /// The attribute to enable as the table's TTL (epoch seconds); default `ttl`.
+    pub fn ttl(mut self, name: impl Into<String>) -> Self {
+        self.ttl = name.into();
+        self
+    }
+
+    /// The partition key's name.
+    pub fn partition_key_name(&self) -> &str {
+        &self.partition_key
+    }
+
+    /// The sort key's name and the records' value in it, if the table has one.
+    pub fn sort_key_of_records(&self) -> Option<(&str, &str)> {
+        self.sort_key
+            .as_ref()
+            .map(|(n, v)| (n.as_str(), v.as_str()))
+    }
+
+    /// The TTL attribute's name.
+    pub fn ttl_name(&self) -> &str {
+        &self.ttl
+    }
+
+    /// Every name non-empty, within DynamoDB's 255 bytes for key attributes (and the same
+    /// bound for the others, which a record never needs longer), and no two the same; a sort
+    /// key value non-empty.
+    pub(crate) fn validate(&self) -> Result<(), Error> {
+        let mut all: Vec<(&str, &str)> = vec![
+            ("partition key", &self.partition_key),
+            ("owner", &self.owner),
+            ("fingerprint", &self.fingerprint),
+            ("status", &self.status),
+            ("result", &self.result),
+            ("expiry", &self.expiry),
+            ("ttl", &self.ttl),
+        ];
+        if let Some((name, value)) = &self.sort_key {
+            all.push(("sort key", name));
+            if value.is_empty() {
+                return Err(Error::store(
+                    "DynamoDB attributes: the sort key value of the records is empty",
+                ));
+            }
+        }
+        for (i, (what, name)) in all.iter().enumerate() {
+            if name.is_empty() || name.len() > 255 {
+                return Err(Error::store(format!(
+                    "DynamoDB attributes: the {what} attribute name must be 1 to 255 bytes long, got {}",
+                    name.len()
+                )));
+            }
+            if let Some((other, _)) = all[..i].iter().find(|(_, n)| n == name) {
+                return Err(Error::store(format!(
+                    "DynamoDB attributes: the {other} and {what} attributes are both named `{name}`"
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// The table's attribute name for a placeholder.
+    pub(crate) fn name(&self, placeholder: &str) -> &str {
+        match placeholder {
+            PK => &self.partition_key,
+            OWNER => &self.owner,
+            FINGERPRINT => &self.fingerprint,
+            STATE => &self.status,
+            RESULT => &self.result,
+            EXPIRES_MS => &self.expiry,
+            TTL => &self.ttl,
+            other => unreachable!("no attribute for the placeholder {other}"),
+        }
+    }
+
+    /// The `#placeholder` to attribute name map of the placeholders an expression uses.
+    pub(crate) fn names(&self, used: &[&str]) -> HashMap<String, String> {
+        used.iter()
+            .map(|p| (format!("#{p}"), self.name(p).to_owned()))
+            .collect()
+    }
+
+    /// The primary key of `key`'s record: partition key, and sort key if any.
+    pub(crate) fn key(&self, key: &str) -> HashMap<String, AttributeValue> {
+        let mut item = HashMap::from([(self.partition_key.clone(), s(key))]);
+        if let Some((name, value)) = &self.sort_key {
+            item.insert(name.clone(), s(value.as_str()));
+        }
+        item
+    }
+
+    /// The attribute names [`SET_COMPLETED`] and its conditions use.
+    pub(crate) fn completed_names(&self) -> HashMap<String, String> {
+        self.names(&[PK, OWNER, FINGERPRINT, STATE, RESULT, EXPIRES_MS, TTL])
+    }
+
+    /// The attribute values of an in-progress record for `owner`.
+    pub(crate) fn running_item(
+        &self,
+        key: &str,
+        fingerprint: Fingerprint,
+        owner: &OwnerToken,
+        expiry: &Expiry,
+    ) -> HashMap<String, AttributeValue> {
+        let mut item = self.key(key);
+        item.extend([
+            (self.owner.clone(), s(owner.as_str())),
+            (self.fingerprint.clone(), s(fingerprint.to_string())),
+            (self.status.clone(), s(RUNNING)),
+            (self.expiry.clone(), n(expiry.expires_ms)),
+            (self.ttl.clone(), n(expiry.ttl_secs)),
+        ]);
+        item
+    }
+}
 
 /// The `state` of an in-progress record; completed records hold their result's kind.
 pub(crate) const RUNNING: &str = "running";
@@ -36,12 +251,12 @@ pub(crate) const SET_COMPLETED: &str = "SET #owner = :owner, #fingerprint = if_n
 
 /// Condition of a completion: the record is ours (running, or completed by an earlier try of
 /// this same completion) or gone (our lease lapsed and nobody took over).
-pub(crate) const OURS_OR_GONE: &str = "attribute_not_exists(pk) OR #owner = :owner";
+pub(crate) const OURS_OR_GONE: &str = "attribute_not_exists(#pk) OR #owner = :owner";
 
 /// Condition of release, renewal and a transactional completion: the record is ours and still
 /// running, or gone.
 pub(crate) const OURS_RUNNING_OR_GONE: &str =
-    "attribute_not_exists(pk) OR (#owner = :owner AND #state = :running)";
+    "attribute_not_exists(#pk) OR (#owner = :owner AND #state = :running)";
 
 /// Now, by this process's clock, in epoch milliseconds.
 pub(crate) fn now_ms() -> u64 {
@@ -93,30 +308,6 @@ pub(crate) fn n(number: u64) -> AttributeValue {
     AttributeValue::N(number.to_string())
 }
 
-/// The placeholders `#name` of every attribute name the expressions use.
-pub(crate) fn names(used: &[&str]) -> HashMap<String, String> {
-    used.iter()
-        .map(|name| (format!("#{name}"), (*name).to_owned()))
-        .collect()
-}
-
-/// The attribute values of an in-progress record for `owner`.
-pub(crate) fn running_item(
-    key: &str,
-    fingerprint: Fingerprint,
-    owner: &OwnerToken,
-    expiry: &Expiry,
-) -> HashMap<String, AttributeValue> {
-    HashMap::from([
-        (PARTITION_KEY.to_owned(), s(key)),
-        (OWNER.to_owned(), s(owner.as_str())),
-        (FINGERPRINT.to_owned(), s(fingerprint.to_string())),
-        (STATE.to_owned(), s(RUNNING)),
-        (EXPIRES_MS.to_owned(), n(expiry.expires_ms)),
-        (TTL_ATTRIBUTE.to_owned(), n(expiry.ttl_secs)),
-    ])
-}
-
 /// The `:values` of [`SET_COMPLETED`] for `owner`'s result.
 pub(crate) fn completed_values(
     fingerprint: Fingerprint,
@@ -133,11 +324,6 @@ pub(crate) fn completed_values(
         (":expires_ms".to_owned(), n(expiry.expires_ms)),
         (":ttl".to_owned(), n(expiry.ttl_secs)),
     ])
-}
-
-/// The attribute names [`SET_COMPLETED`] uses.
-pub(crate) fn completed_names() -> HashMap<String, String> {
-    names(&[OWNER, FINGERPRINT, STATE, RESULT, EXPIRES_MS, TTL_ATTRIBUTE])
 }
 
 fn state_of(result: &StoredResult) -> (&'static str, &str) {
@@ -157,13 +343,20 @@ fn result_of(state: &str, text: String) -> Option<StoredResult> {
     }
 }
 
-/// A stored item, read back.
-pub(crate) struct Item<'a>(pub(crate) &'a HashMap<String, AttributeValue>);
+/// A stored item, read back through the table's attribute names.
+pub(crate) struct Item<'a> {
+    attrs: &'a Attributes,
+    item: &'a HashMap<String, AttributeValue>,
+}
 
-impl Item<'_> {
-    fn text(&self, name: &str) -> Option<&str> {
-        self.0
-            .get(name)
+impl<'a> Item<'a> {
+    pub(crate) fn new(attrs: &'a Attributes, item: &'a HashMap<String, AttributeValue>) -> Self {
+        Item { attrs, item }
+    }
+
+    fn text(&self, placeholder: &str) -> Option<&str> {
+        self.item
+            .get(self.attrs.name(placeholder))
             .and_then(|v| v.as_s().ok())
             .map(String::as_str)
     }
@@ -181,8 +374,8 @@ impl Item<'_> {
     }
 
     fn expires_ms(&self) -> Option<u64> {
-        self.0
-            .get(EXPIRES_MS)
+        self.item
+            .get(self.attrs.name(EXPIRES_MS))
             .and_then(|v| v.as_n().ok())
             .and_then(|n| n.parse().ok())
     }
@@ -207,7 +400,9 @@ impl Item<'_> {
             .ok_or_else(|| corrupt("no fingerprint"))?;
         let state = self.text(STATE).ok_or_else(|| corrupt("no state"))?;
         if state == RUNNING {
-            let until = self.expires_ms().ok_or_else(|| corrupt("no expires_ms"))?;
+            let until = self
+                .expires_ms()
+                .ok_or_else(|| corrupt(&format!("no {}", self.attrs.name(EXPIRES_MS))))?;
             return Ok(Reservation::InProgress {
                 fingerprint,
                 retry_after: Duration::from_millis(until.saturating_sub(now_ms())),
@@ -243,8 +438,9 @@ mod tests {
     fn reads_back_what_it_writes() {
         let fp = Fingerprint::of(&1).unwrap();
         let owner = OwnerToken::generate();
-        let running = running_item("k", fp, &owner, &Expiry::lease(Duration::from_secs(60)));
-        let item = Item(&running);
+        let attrs = Attributes::default();
+        let running = attrs.running_item("k", fp, &owner, &Expiry::lease(Duration::from_secs(60)));
+        let item = Item::new(&attrs, &running);
         assert!(item.is_running() && item.is_owned_by(&owner));
         assert!(!item.is_expired(now_ms()));
         assert!(matches!(
@@ -256,23 +452,58 @@ mod tests {
         completed.insert(STATE.into(), s("err"));
         completed.insert(RESULT.into(), s("{\"a\":1}"));
         assert_eq!(
-            Item(&completed).to_reservation("k").unwrap(),
+            Item::new(&attrs, &completed).to_reservation("k").unwrap(),
             Reservation::Completed {
                 fingerprint: fp,
                 result: StoredResult::Err("{\"a\":1}".into())
             }
         );
         completed.insert(STATE.into(), s("??"));
-        assert!(Item(&completed).to_reservation("k").is_err());
+        assert!(Item::new(&attrs, &completed).to_reservation("k").is_err());
         completed.remove(FINGERPRINT);
-        let err = Item(&completed).to_reservation("k").unwrap_err();
+        let err = Item::new(&attrs, &completed)
+            .to_reservation("k")
+            .unwrap_err();
         assert!(err.to_string().contains("no fingerprint"), "{err}");
+    }
+
+    #[test]
+    fn custom_names_are_read_and_written_and_checked() {
+        let attrs = Attributes::default()
+            .partition_key("PK")
+            .sort_key("SK", "IDEM")
+            .status("st")
+            .expiry("exp")
+            .ttl("gone_at");
+        attrs.validate().unwrap();
+        let fp = Fingerprint::of(&1).unwrap();
+        let owner = OwnerToken::generate();
+        let running = attrs.running_item("k", fp, &owner, &Expiry::lease(Duration::from_secs(9)));
+        for name in ["PK", "SK", "st", "exp", "gone_at", "owner", "fingerprint"] {
+            assert!(running.contains_key(name), "{name}: {running:?}");
+        }
+        assert!(!running.contains_key("pk") && !running.contains_key("state"));
+        assert!(Item::new(&attrs, &running).is_running());
+        assert_eq!(attrs.key("k").len(), 2);
+        assert_eq!(attrs.names(&[PK, STATE])["#state"], "st");
+        let same = Attributes::default()
+            .status("owner")
+            .validate()
+            .unwrap_err();
+        assert!(same.to_string().contains("both named `owner`"), "{same}");
+        let empty = Attributes::default()
+            .partition_key("")
+            .validate()
+            .unwrap_err();
+        assert!(empty.to_string().contains("partition key"), "{empty}");
+        let no_value = Attributes::default().sort_key("SK", "").validate();
+        assert!(no_value.is_err());
     }
 
     #[test]
     fn a_record_without_expiry_counts_as_expired() {
         let mut item = HashMap::new();
         item.insert(PARTITION_KEY.to_owned(), s("k"));
-        assert!(Item(&item).is_expired(now_ms()));
+        assert!(Item::new(&Attributes::default(), &item).is_expired(now_ms()));
     }
 }

@@ -28,8 +28,7 @@ use tokio::time::Instant;
 use tracing::Instrument as _;
 
 use super::record::{
-    completed_names, completed_values, s, Expiry, Item, OURS_RUNNING_OR_GONE, PARTITION_KEY,
-    RUNNING, SET_COMPLETED,
+    completed_values, s, Expiry, Item, OURS_RUNNING_OR_GONE, RUNNING, SET_COMPLETED,
 };
 use super::{DynamoDbStore, StoreFailure};
 use crate::guard::{retry_store, Prepared, Reserved};
@@ -366,10 +365,10 @@ impl DynamoDbStore {
         values.insert(":running".to_owned(), s(RUNNING));
         let update = Update::builder()
             .table_name(self.table())
-            .key(PARTITION_KEY, s(c.key))
+            .set_key(Some(self.attributes.key(c.key)))
             .update_expression(SET_COMPLETED)
             .condition_expression(OURS_RUNNING_OR_GONE)
-            .set_expression_attribute_names(Some(completed_names()))
+            .set_expression_attribute_names(Some(self.attributes.completed_names()))
             .set_expression_attribute_values(Some(values))
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
             .build()
@@ -415,7 +414,7 @@ impl DynamoDbStore {
                 // answer was lost), or taken over by another owner.
                 let item = self.refusing_item(key, record.item.clone()).await?;
                 let ours_done = item.is_some_and(|item| {
-                    let item = Item(&item);
+                    let item = Item::new(&self.attributes, &item);
                     item.is_owned_by(completion.owner) && !item.is_running()
                 });
                 return if ours_done {

@@ -59,7 +59,7 @@
 //! | a first request with this key | runs the handler; its response is stored, unless [`cache_when`] refuses its status (5xx by default): then the key is released and a retry runs again |
 //! | a repeat, same method, path, query and body | the stored status, headers and body, plus `Idempotent-Replayed: true`; the handler does not run |
 //! | a repeat while the first still runs | `409` with `Retry-After` (the remaining lease, at most [`max_retry_after`], 1 s), or waits, with [`InFlight::Wait`](crate::InFlight::Wait) on the guard |
-//! | a repeat with another method, path, query or body | `422` |
+//! | a repeat with another method, path, query or body | `422`, or `400` with [`mismatch_status`] |
 //! | the store cannot be reached | `503`; the handler does not run (unless [`fail_open`]) |
 //!
 //! Errors are `application/problem+json` (RFC 9457) with a stable `code` member
@@ -102,6 +102,7 @@
 //! [`drop_header`]: IdempotencyLayer::drop_header
 //! [`max_stored_body`]: IdempotencyLayer::max_stored_body
 //! [`max_retry_after`]: IdempotencyLayer::max_retry_after
+//! [`mismatch_status`]: IdempotencyLayer::mismatch_status
 //! [`key_source`]: IdempotencyLayer::key_source
 //! [`payload_match`]: IdempotencyLayer::payload_match
 //! [`deadline_from`]: IdempotencyLayer::deadline_from
@@ -126,6 +127,7 @@ pub use self::request::IDEMPOTENCY_KEY;
 pub use self::response::IDEMPOTENT_REPLAYED;
 pub use self::service::IdempotencyService;
 pub use self::source::{KeySource, PayloadMatch};
+// `MismatchStatus` is defined below, with the layer.
 pub use self::tx::{RequestTx, TxConnection};
 use crate::{Guard, PostgresStore, Store};
 
@@ -175,6 +177,7 @@ pub(crate) struct Config {
     dropped_headers: Vec<HeaderName>,
     fail_open: bool,
     max_retry_after: Duration,
+    pub(crate) mismatch_status: MismatchStatus,
     pub(crate) key_source: KeySource,
     pub(crate) payload_match: PayloadMatch,
     /// Whether `payload_match` was given (then a preset's does not replace it).
@@ -217,12 +220,35 @@ impl fmt::Debug for Config {
             .field("dropped_headers", &self.dropped_headers)
             .field("fail_open", &self.fail_open)
             .field("max_retry_after", &self.max_retry_after)
+            .field("mismatch_status", &self.mismatch_status)
             .field("key_source", &self.key_source)
             .field("payload_match", &self.payload_match)
             .field("deadline_from", &self.deadline_from.as_ref().map(|_| ".."))
             .field("on_replay", &self.on_replay.as_ref().map(|_| ".."))
             .field("transactional", &self.tx.is_some())
             .finish_non_exhaustive()
+    }
+}
+
+/// The status of the answer to a key reused with another request: see
+/// [`IdempotencyLayer::mismatch_status`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum MismatchStatus {
+    /// `422 Unprocessable Content` (the IETF draft's; the default).
+    #[default]
+    UnprocessableEntity,
+    /// `400 Bad Request`.
+    BadRequest,
+}
+
+impl MismatchStatus {
+    /// The HTTP status.
+    pub fn status(self) -> StatusCode {
+        match self {
+            MismatchStatus::UnprocessableEntity => StatusCode::UNPROCESSABLE_ENTITY,
+            MismatchStatus::BadRequest => StatusCode::BAD_REQUEST,
+        }
     }
 }
 
@@ -249,6 +275,7 @@ impl<S: Store> IdempotencyLayer<S> {
                 dropped_headers: vec![DATE, SET_COOKIE],
                 fail_open: false,
                 max_retry_after: DEFAULT_MAX_RETRY_AFTER,
+                mismatch_status: MismatchStatus::UnprocessableEntity,
                 key_source: KeySource::idempotency_key(),
                 payload_match: PayloadMatch::Bytes,
                 payload_match_set: false,
@@ -409,6 +436,22 @@ impl<S> IdempotencyLayer<S> {
         hook: impl Fn(Response<Body>) -> Response<Body> + Send + Sync + 'static,
     ) -> Self {
         self.with(|c| c.on_replay = Some(Arc::new(hook)))
+    }
+
+    /// The status of the refusal of a key reused with another request (method, path, query or
+    /// body): `422 Unprocessable Content` by default, as the IETF `Idempotency-Key` draft says,
+    /// or `400 Bad Request` for APIs and clients that expect it (Stripe answers 400). The
+    /// problem body's `code` stays `idempotency_key_reused` either way.
+    ///
+    /// ```
+    /// use idem_guard::http::{IdempotencyLayer, MismatchStatus};
+    /// use idem_guard::MemoryStore;
+    ///
+    /// let layer = IdempotencyLayer::new(MemoryStore::new()).mismatch_status(MismatchStatus::BadRequest);
+    /// # let _ = layer;
+    /// ```
+    pub fn mismatch_status(self, status: MismatchStatus) -> Self {
+        self.with(|c| c.mismatch_status = status)
     }
 
     /// What of the body must match for a repeat to be replayed instead of refused with 422

@@ -445,7 +445,7 @@ fn refusal(e: &Error, config: &Config) -> Response<Body> {
             in_progress((*retry_after).min(config.max_retry_after))
         }
         Error::Rejected(Rejected::PayloadMismatch { .. }) => problem(
-            StatusCode::UNPROCESSABLE_ENTITY,
+            config.mismatch_status.status(),
             "idempotency_key_reused",
             "this Idempotency-Key was already used for a different request (method, path, query or body differ)",
         ),

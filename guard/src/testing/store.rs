@@ -43,6 +43,10 @@ impl Faults {
         self.lock().retain(|p| !Arc::ptr_eq(p, plan));
     }
 
+    fn is_armed(&self) -> bool {
+        !self.lock().is_empty()
+    }
+
     fn plan_for(&self, key: &str) -> Option<Arc<Plan>> {
         self.lock().iter().find(|p| key.contains(&p.id)).cloned()
     }
@@ -154,6 +158,13 @@ impl<S: Store> Store for TestStore<S> {
         lease: Duration,
     ) -> Result<Reservation, Error> {
         let Some(plan) = self.faults.plan_for(key) else {
+            // A hashed key hides the message id the faults are armed for: the scenario would
+            // pass without its fault. Refused, so that the report says why.
+            if self.faults.is_armed() && crate::key::is_hashed(key) {
+                return Err(Error::store(
+                    "idem_guard::testing: the key is hashed (`Guard::hash_keys`), so the kit cannot find the message id in it to make its fault; build the guard under test without `hash_keys`",
+                ));
+            }
             return self.inner.reserve(key, fingerprint, owner, lease).await;
         };
         plan.outage()?;

@@ -207,6 +207,76 @@ pub async fn dynamodb_store_at(endpoint: &str, table: &str) -> idem_guard::Dynam
     store
 }
 
+/// The attribute names of [`dynamodb_custom_store`]'s table: a single-table layout (`PK`,
+/// `SK`) with every record attribute renamed.
+#[cfg(feature = "dynamodb")]
+pub fn custom_attributes() -> idem_guard::dynamodb::Attributes {
+    idem_guard::dynamodb::Attributes::default()
+        .partition_key("PK")
+        .sort_key("SK", "IDEMPOTENCY")
+        .owner("idem_owner")
+        .fingerprint("idem_fp")
+        .status("idem_status")
+        .result("idem_result")
+        .expiry("idem_expires_at_ms")
+        .ttl("idem_ttl")
+}
+
+/// A store over a fresh table named after the test whose key schema is `PK` (hash) and `SK`
+/// (range), created here with a raw `CreateTable` (not by the store), with
+/// [`custom_attributes`].
+#[cfg(feature = "dynamodb")]
+pub async fn dynamodb_custom_store(name: &str) -> idem_guard::DynamoDbStore {
+    use idem_guard::aws_sdk_dynamodb::types::{
+        AttributeDefinition, BillingMode, KeySchemaElement, KeyType, ScalarAttributeType,
+        TableStatus,
+    };
+    let client = dynamodb_client(&dynamodb_endpoint());
+    let table = unique(name);
+    let mut create = client
+        .create_table()
+        .table_name(&table)
+        .billing_mode(BillingMode::PayPerRequest);
+    for (attribute, kind) in [("PK", KeyType::Hash), ("SK", KeyType::Range)] {
+        create = create
+            .attribute_definitions(
+                AttributeDefinition::builder()
+                    .attribute_name(attribute)
+                    .attribute_type(ScalarAttributeType::S)
+                    .build()
+                    .unwrap(),
+            )
+            .key_schema(
+                KeySchemaElement::builder()
+                    .attribute_name(attribute)
+                    .key_type(kind)
+                    .build()
+                    .unwrap(),
+            );
+    }
+    create
+        .send()
+        .await
+        .expect("a DynamoDB-compatible server at DYNAMODB_ENDPOINT (.ci/run starts moto)");
+    let deadline = tokio::time::Instant::now() + LOCAL_SERVER_PATIENCE;
+    loop {
+        let described = client
+            .describe_table()
+            .table_name(&table)
+            .send()
+            .await
+            .unwrap();
+        if described.table().and_then(|t| t.table_status()) == Some(&TableStatus::Active) {
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "table never active");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    idem_guard::DynamoDbStore::new(client, table)
+        .attributes(custom_attributes())
+        .unwrap()
+}
+
 /// Counts the HTTP requests a DynamoDB client sends (every attempt, retries included): the
 /// store's round trips, counted by the SDK itself.
 #[cfg(feature = "dynamodb")]
@@ -292,6 +362,12 @@ pub fn database_url_through(proxy: &Proxy) -> String {
 /// A loopback TCP proxy in front of a service: `cut` closes every open connection, `down`
 /// refuses new ones until `up`. Lets a test drop a store's connection at a chosen moment.
 ///
+/// A cut takes effect when `cut` (or `down`) returns, not when the connections' tasks next
+/// run: each connection remembers the cut count it was opened under and forwards no byte, in
+/// either direction, once the count has moved on. So a request the client sends after `cut`
+/// never reaches the server (issue 39: closing by notification alone raced with a completion
+/// sent right after the cut, which sometimes got through and only its reply was lost).
+///
 /// It also counts round trips: every time a client speaks after the server did (or first), one
 /// more request went out and waited for its answer. And it can lose a reply: see
 /// [`lose_reply_to`](Self::lose_reply_to).
@@ -300,6 +376,8 @@ pub struct Proxy {
     pub port: u16,
     down: Arc<AtomicBool>,
     cut: Arc<Notify>,
+    /// How many cuts so far: a connection opened before the last one forwards nothing.
+    cuts: Arc<AtomicU64>,
     round_trips: Arc<AtomicU64>,
     lose: Arc<std::sync::Mutex<Option<Vec<u8>>>>,
 }
@@ -312,16 +390,21 @@ impl Proxy {
             port,
             down: Arc::default(),
             cut: Arc::new(Notify::new()),
+            cuts: Arc::default(),
             round_trips: Arc::default(),
             lose: Arc::default(),
         };
         let p = proxy.clone();
         tokio::spawn(async move {
             while let Ok((client, _)) = listener.accept().await {
+                // Read before `down`, which `down()` sets before counting its cut: a
+                // connection accepted while the proxy goes down is refused or counts as cut.
+                let opened_under = p.cuts.load(Ordering::SeqCst);
                 if p.down.load(Ordering::SeqCst) {
                     continue; // dropping `client` refuses the connection
                 }
                 let cut = p.cut.clone();
+                let cuts = p.cuts.clone();
                 let trips = p.round_trips.clone();
                 let lose = p.lose.clone();
                 tokio::spawn(async move {
@@ -330,11 +413,15 @@ impl Proxy {
                     };
                     let (mut cr, mut cw) = client.into_split();
                     let (mut sr, mut sw) = server.into_split();
+                    let live = || cuts.load(Ordering::SeqCst) == opened_under;
                     let client_spoke = AtomicBool::new(false);
                     let losing = AtomicBool::new(false);
                     let up = async {
                         let mut buf = vec![0u8; 64 * 1024];
                         while let Ok(n @ 1..) = cr.read(&mut buf).await {
+                            if !live() {
+                                break; // sent after a cut: never reaches the server
+                            }
                             if !client_spoke.swap(true, Ordering::SeqCst) {
                                 trips.fetch_add(1, Ordering::SeqCst);
                             }
@@ -349,7 +436,7 @@ impl Proxy {
                     let down = async {
                         let mut buf = vec![0u8; 64 * 1024];
                         while let Ok(n @ 1..) = sr.read(&mut buf).await {
-                            if losing.load(Ordering::SeqCst) {
+                            if losing.load(Ordering::SeqCst) || !live() {
                                 break; // the server answered; the client never hears it
                             }
                             client_spoke.store(false, Ordering::SeqCst);
@@ -384,6 +471,7 @@ impl Proxy {
 
     /// Closes every connection open through the proxy.
     pub fn cut(&self) {
+        self.cuts.fetch_add(1, Ordering::SeqCst);
         self.cut.notify_waiters();
     }
 

@@ -40,6 +40,11 @@ macro_rules! all_stores {
         conformance_suite!(dynamodb, |name: &'static str| async move {
             common::dynamodb_store(name).await
         }, [$($rule),*]);
+        // A table keyed `PK`/`SK` with every record attribute renamed (issue 39).
+        #[cfg(feature = "dynamodb")]
+        conformance_suite!(dynamodb_custom_attributes, |name: &'static str| async move {
+            common::dynamodb_custom_store(name).await
+        }, [$($rule),*]);
     };
 }
 
