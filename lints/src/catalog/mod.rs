@@ -42,6 +42,8 @@ pub struct Catalog {
     pub sinks: SinkCatalog,
     /// Check and mark names of stores whose body is not visible.
     pub store_names: StoreNames,
+    /// How entry points are recognised: the frameworks' rows and the user's.
+    pub frameworks: frameworks::EntryModels,
     /// The package's analysis budget, which the walks look at.
     pub budget: crate::budget::Budget,
 }

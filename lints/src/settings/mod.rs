@@ -162,6 +162,7 @@ impl Settings {
                 &settings.check_then_act.checks,
                 &settings.check_then_act.marks,
             ),
+            frameworks: Default::default(),
             budget: Default::default(),
         }
     }
