@@ -44,8 +44,29 @@ pub struct Catalog {
     pub store_names: StoreNames,
     /// How entry points are recognised: the frameworks' rows and the user's.
     pub frameworks: frameworks::EntryModels,
+    /// The user's store rows beside the built-in families.
+    pub stores: stores::StoreModels,
     /// The package's analysis budget, which the walks look at.
     pub budget: crate::budget::Budget,
+}
+
+/// A name from the user's configuration as the `&'static str` the catalog's rows hold, so
+/// a user's row has the type of a built-in one. Each distinct name is kept once for the
+/// process (a language server re-reading the same configuration adds nothing).
+pub fn intern(name: &str) -> &'static str {
+    use std::collections::HashSet;
+    use std::sync::{Mutex, OnceLock};
+    static NAMES: OnceLock<Mutex<HashSet<&'static str>>> = OnceLock::new();
+    let mut names = NAMES
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    if let Some(&kept) = names.get(name) {
+        return kept;
+    }
+    let kept: &'static str = Box::leak(name.to_owned().into_boxed_str());
+    names.insert(kept);
+    kept
 }
 
 /// Whether `hay` holds `needle`, ASCII case ignored (`needle` in lower case).
