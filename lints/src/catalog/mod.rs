@@ -11,8 +11,9 @@
 //! ([`retries`]), and which dependencies all of these model ([`coverage`]).
 //!
 //! Both are data, not code: a lint asks "is this call a source?" or "is this name a key?"
-//! and the answer comes from a table that users extend in `idem-lint.toml`
-//! (`[lints.nondeterministic_key] sources = [..], key_names = [..]`).
+//! and the answer comes from a table that users extend in `idem-lint.toml`, with rows of the
+//! same types (`[[models.store]]`, `[[models.entry]]`, ..., read by `settings::models`) or
+//! names (`[lints.nondeterministic_key] sources = [..], key_names = [..]`).
 
 pub mod coverage;
 pub mod effects;
