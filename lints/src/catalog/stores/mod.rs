@@ -233,7 +233,7 @@ impl StoreModels {
     ) -> impl Iterator<Item = (KvOwner, &'s MethodRow)> + 's {
         let families = kv::FAMILIES.iter().filter_map(move |f| {
             let row = f.methods.iter().find(|r| r.method == method && r.fits(n))?;
-            Some((KvOwner::Family(*f), row))
+            Some((KvOwner::Family(f), row))
         });
         let typed = self
             .typed
