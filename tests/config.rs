@@ -145,6 +145,67 @@ fn malformed_configs_are_one_line_errors() {
     }
 }
 
+/// A wrong `[models]` row is a one-line error naming the file, the line of the row and
+/// what is allowed; nothing is read as something else.
+#[test]
+fn bad_models_are_one_line_errors_with_the_allowed_values() {
+    let store = "[[models.store]]\ntype = \"MyKv\"\nmethod = \"claim\"\nkey = 0\n";
+    let cases: &[(String, &str)] = &[
+        (
+            "[[models.stores]]\ntype = \"K\"\n".into(),
+            "idem-lint.toml:1:10: key `models.stores`: unknown kind of model `stores` (expected one of `store`, `entry`, `effect`, `sink`, `source`)",
+        ),
+        (
+            format!("{store}op = \"grab\"\n"),
+            "idem-lint.toml:1:1: key `models.store[0]`: unknown variant `grab`, expected one of `read`, `write`, `upsert`, `claim`, `increment`, `delete`, `expire`, `tx_begin`, `tx_commit`, `tx_rollback`",
+        ),
+        (
+            format!("{store}op = \"claim\"\n"),
+            "key `models.store[0]`: a `claim` needs `claim_test`",
+        ),
+        (
+            format!("{store}op = \"read\"\nvalue = 0\n"),
+            "`MyKv::claim`: a value argument on an operation that stores none",
+        ),
+        (
+            format!("{store}op = \"claim\"\nclaim_test = \"maybe\"\n"),
+            "unknown variant `maybe`, expected `answer` or `fails_when_taken`",
+        ),
+        (
+            format!("{store}op = \"tx_begin\"\n"),
+            "transaction steps of a user's type are not read yet",
+        ),
+        (
+            "[lints]\n\n[[models.entry]]\nattribute = \"my_consumer\"\nkind = \"consumer\"\n".into(),
+            "idem-lint.toml:3:1: key `models.entry[0]`: unknown variant `consumer`, expected one of `route`, `job`, `service`, `spawned`",
+        ),
+        (
+            "[[models.entry]]\nkind = \"job\"\n".into(),
+            "give exactly one of `attribute`",
+        ),
+        (
+            "[[models.sink]]\nkey = \"job_key\"\n".into(),
+            "unknown field `key`, expected `key_name`",
+        ),
+        (
+            "models = 1\n".into(),
+            "key `models`: expected a table of arrays of tables",
+        ),
+        (
+            "[models]\nstore = 1\n".into(),
+            "key `models.store`: expected an array of tables (`[[models.store]]`)",
+        ),
+    ];
+    for (config, expected) in cases {
+        let dir = tree(&[
+            ("Cargo.toml", &manifest("cfg", "")),
+            ("idem-lint.toml", config),
+            ("src/lib.rs", ""),
+        ]);
+        run(&[s(dir.path())]).assert_one_line_error(expected);
+    }
+}
+
 #[test]
 fn two_workspace_configs_are_an_error() {
     let dir = tree(&[

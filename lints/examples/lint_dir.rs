@@ -116,7 +116,13 @@ fn print_path_stats(dir: &Path, package: &Package, analysis: &idem_lints::analys
     use idem_lints::analysis::guards::{GuardFinder, GuardedPaths};
     let graph = analysis.call_graph(package);
     let summaries = analysis.summaries(package);
-    let entries = entry_points(package, &analysis.resolver, graph, &[]);
+    let entries = entry_points(
+        package,
+        &analysis.resolver,
+        graph,
+        &analysis.catalog.frameworks,
+        &[],
+    );
     let mut kinds = std::collections::BTreeMap::new();
     for e in &entries {
         *kinds.entry(format!("{:?}", e.kind)).or_insert(0) += 1;

@@ -69,6 +69,25 @@ pub struct Layer {
     pub file_timeout_at: Option<Origin>,
     /// `[[overrides]]`: levels for the files some paths match, in the order written.
     pub overrides: Vec<PathOverride>,
+    /// `[[models.<kind>]]` rows, in the order written.
+    pub models: Vec<ModelRow>,
+}
+
+/// One `[[models.<kind>]]` table: a row of the catalog's kind `kind`, checked when read.
+#[derive(Debug, Clone)]
+pub struct ModelRow {
+    pub kind: String,
+    pub value: serde_json::Value,
+    /// The row's table (`models.store[0]`).
+    pub origin: Origin,
+}
+
+impl ModelRow {
+    fn apply(&self, settings: &mut Settings) -> Result<()> {
+        settings
+            .add_model(&self.kind, self.value.clone())
+            .map_err(|e| anyhow!("{}: {e}", self.origin))
+    }
 }
 
 /// One `[[overrides]]` table: gitignore-style `paths` relative to the workspace root, and
@@ -327,6 +346,9 @@ impl Config {
             for lint_settings in &layer.settings {
                 lint_settings.apply(&mut settings)?;
             }
+            for row in &layer.models {
+                row.apply(&mut settings)?;
+            }
         }
         levels.apply_flags(flags)?;
         Ok(PackageConfig {
@@ -436,6 +458,13 @@ impl Cx<'_> {
                         self.origin(at, "overrides")
                     ),
                 },
+                "models" => match value.get_ref() {
+                    DeValue::Table(kinds) => self.models(kinds, &mut layer)?,
+                    _ => bail!(
+                        "{}: expected a table of arrays of tables (`[[models.store]]`, `[[models.entry]]`, ...)",
+                        self.origin(at, "models")
+                    ),
+                },
                 "file-timeout-ms" => match value.get_ref().as_integer() {
                     Some(i) => {
                         // 0 would skip every file, a different set on each run.
@@ -487,7 +516,7 @@ impl Cx<'_> {
                     ),
                 },
                 other => bail!(
-                    "{}: unknown key (expected `lints`, `overrides`, `file-timeout-ms`, `max-file-bytes` or `allow-outside-workspace`)",
+                    "{}: unknown key (expected `lints`, `models`, `overrides`, `file-timeout-ms`, `max-file-bytes` or `allow-outside-workspace`)",
                     self.origin(at, other)
                 ),
             }
@@ -575,6 +604,47 @@ impl Cx<'_> {
             "{}: a checkout cannot widen what the linter reads (the pull request under review could set it); pass `{flag}` on the command line instead",
             self.origin(at, key)
         )
+    }
+
+    /// `[[models.<kind>]]`: each row is checked here, so a wrong one is an error of the
+    /// configuration whatever the package.
+    fn models(&self, kinds: &DeTable, layer: &mut Layer) -> Result<()> {
+        let allowed = idem_lints::settings::models::KINDS
+            .iter()
+            .map(|k| format!("`{k}`"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        for (key, value) in kinds.iter() {
+            let kind = key.get_ref().as_ref();
+            let full = format!("models.{kind}");
+            let at = key.span().start;
+            if !idem_lints::settings::models::KINDS.contains(&kind) {
+                bail!(
+                    "{}: unknown kind of model `{kind}` (expected one of {allowed})",
+                    self.origin(at, &full)
+                );
+            }
+            let DeValue::Array(rows) = value.get_ref() else {
+                bail!(
+                    "{}: expected an array of tables (`[[{full}]]`)",
+                    self.origin(at, &full)
+                );
+            };
+            for (i, row) in rows.iter().enumerate() {
+                let key = format!("{full}[{i}]");
+                let DeValue::Table(_) = row.get_ref() else {
+                    bail!("{}: expected a table", self.origin(row.span().start, &key));
+                };
+                let row = ModelRow {
+                    kind: kind.to_string(),
+                    value: toml_value::to_json(row.get_ref()),
+                    origin: self.origin(row.span().start, &key),
+                };
+                row.apply(&mut Settings::default())?;
+                layer.models.push(row);
+            }
+        }
+        Ok(())
     }
 
     fn lints(&self, lints: &DeTable, layer: &mut Layer) -> Result<()> {

@@ -13,7 +13,9 @@ use super::resolve::{DefPath, Krate, Resolver};
 use super::PathSet;
 pub use crate::catalog::entries::EntryKind;
 use crate::catalog::entries::{self, Delivery};
-use crate::catalog::frameworks::{NON_CALLBACK_CRATES, SPAWN_CRATES, WEB_CRATES};
+use crate::catalog::frameworks::{
+    EntryModels, MESSAGE_STREAM_WORDS, NON_CALLBACK_CRATES, RECEIVE_METHODS,
+};
 use crate::model::{FileModel, FnDef, Package, Span, Visibility};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -60,55 +62,17 @@ pub fn deliveries(package: &Package, graph: &CallGraph, entries: &[EntryPoint]) 
         .collect()
 }
 
-/// Attributes that make a fn a route handler when they carry a path literal.
-const ROUTE_ATTRS: &[&str] = &[
-    "get", "post", "put", "delete", "patch", "head", "options", "trace", "connect", "route",
-];
-
-/// Attributes of handler and job frameworks (poem/salvo `#[handler]`, sqlxmq `#[job]`).
-const HANDLER_ATTRS: &[&str] = &["handler", "debug_handler", "job", "task"];
-
-/// Routing functions and methods that take a handler (axum, actix-web, poem, salvo).
-const ROUTE_FNS: &[&str] = &[
-    "get",
-    "post",
-    "put",
-    "delete",
-    "patch",
-    "head",
-    "options",
-    "trace",
-    "any",
-    "on",
-    "to",
-    "route",
-    "get_service",
-    "post_service",
-];
-
-const SPAWNS: &[&str] = &[
-    "spawn",
-    "spawn_blocking",
-    "spawn_local",
-    "spawn_with_handle",
-];
-
-/// Calls that turn a fn into a service: tower/hyper/Lambda `service_fn`, Lambda `run`.
-const SERVICE_FNS: &[&str] = &["service_fn", "handler_fn", "make_service_fn"];
-
-/// Job runners' registration methods (apalis `build_fn`, graphile-worker `define_job`).
-const JOB_METHODS: &[&str] = &["build_fn", "define_job", "register_job"];
-
 /// Every entry point of the package, one per fn (the first kind of [`EntryKind`]'s order
 /// that applies). `configured` names fns by name, `Type::method` or path suffix.
 pub fn entry_points(
     package: &Package,
     resolver: &Resolver,
     graph: &CallGraph,
+    models: &EntryModels,
     configured: &[String],
 ) -> Vec<EntryPoint> {
     finish(
-        EntryParts::new(package, resolver, graph, configured, None)
+        EntryParts::new(package, resolver, graph, models, configured, None)
             .by_file
             .concat(),
     )
@@ -134,6 +98,7 @@ impl EntryParts {
         package: &Package,
         resolver: &Resolver,
         graph: &CallGraph,
+        models: &EntryModels,
         configured: &[String],
         kept: Option<(EntryParts, &[bool])>,
     ) -> EntryParts {
@@ -153,9 +118,17 @@ impl EntryParts {
                 part.clear();
             }
         }
+        let ask = Ask {
+            package,
+            resolver,
+            graph,
+            models,
+            configured,
+            api: &api,
+        };
         for id in graph.ids().filter(|id| redo(id.file as usize)) {
             if let Some(found) = by_file.get_mut(id.file as usize) {
-                entries_of(package, resolver, graph, configured, &api, id, found);
+                entries_of(&ask, id, found);
             }
         }
         EntryParts {
@@ -170,22 +143,32 @@ impl EntryParts {
     }
 }
 
+/// What [`entries_of`] reads.
+struct Ask<'x> {
+    package: &'x Package,
+    resolver: &'x Resolver,
+    graph: &'x CallGraph,
+    models: &'x EntryModels,
+    configured: &'x [String],
+    api: &'x PublicApi,
+}
+
 /// What fn `id` makes entry points: itself, and the fns it registers.
-fn entries_of(
-    package: &Package,
-    resolver: &Resolver,
-    graph: &CallGraph,
-    configured: &[String],
-    api: &PublicApi,
-    id: FnId,
-    found: &mut Vec<EntryPoint>,
-) {
+fn entries_of(ask: &Ask<'_>, id: FnId, found: &mut Vec<EntryPoint>) {
+    let Ask {
+        package,
+        resolver,
+        graph,
+        models,
+        configured,
+        api,
+    } = *ask;
     let (file, f) = id.def(package);
     if f.in_test || file.in_test {
         return;
     }
     let mut add = |kind, span| found.push(EntryPoint { id, kind, span });
-    if let Some((kind, span)) = by_attribute(package, file, f) {
+    if let Some((kind, span)) = by_attribute(models, package, file, f) {
         add(kind, span);
     }
     if names_fn(configured, resolver, file, f) {
@@ -198,7 +181,7 @@ fn entries_of(
         add(EntryKind::PublicApi, f.name_span);
     }
     for call in graph.calls(id) {
-        if let Some(kind) = registration(package, call.arg_of.as_ref(), call.kind) {
+        if let Some(kind) = registration(models, package, call.arg_of.as_ref(), call.kind) {
             let (callee_file, callee) = call.callee.def(package);
             if !callee.in_test && !callee_file.in_test {
                 found.push(EntryPoint {
@@ -218,7 +201,12 @@ fn finish(mut found: Vec<EntryPoint>) -> Vec<EntryPoint> {
     found
 }
 
-fn by_attribute(package: &Package, file: &FileModel, f: &FnDef) -> Option<(EntryKind, Span)> {
+fn by_attribute(
+    models: &EntryModels,
+    package: &Package,
+    file: &FileModel,
+    f: &FnDef,
+) -> Option<(EntryKind, Span)> {
     for a in &f.attrs {
         let name = a.path.last();
         if name == "idempotent" {
@@ -230,11 +218,8 @@ fn by_attribute(package: &Package, file: &FileModel, f: &FnDef) -> Option<(Entry
         let has_path_literal = a.args.iter().any(|arg| {
             matches!(arg, crate::model::AttrArg::Lit(e) if e.as_str_lit().is_some_and(|s| s.starts_with('/')))
         });
-        if ROUTE_ATTRS.contains(&name) && has_path_literal {
-            return Some((EntryKind::Route, a.span));
-        }
-        if HANDLER_ATTRS.contains(&name) {
-            return Some((EntryKind::Job, a.span));
+        if let Some(kind) = models.by_attribute(name, has_path_literal) {
+            return Some((kind, a.span));
         }
     }
     let target = package.targets.get(file.target);
@@ -243,73 +228,42 @@ fn by_attribute(package: &Package, file: &FileModel, f: &FnDef) -> Option<(Entry
         .then_some((EntryKind::Main, f.name_span))
 }
 
-/// What registering a fn with the external call `arg_of` makes of it.
-fn registration(package: &Package, arg_of: Option<&ArgOf>, kind: CallKind) -> Option<EntryKind> {
+/// What registering a fn with the external call `arg_of` makes of it: the first row of
+/// `models` the call fits.
+fn registration(
+    models: &EntryModels,
+    package: &Package,
+    arg_of: Option<&ArgOf>,
+    kind: CallKind,
+) -> Option<EntryKind> {
     let arg_of = arg_of?;
     let name = arg_of.name();
     let as_value = kind == CallKind::Value;
+    let depends = |crates: &[&str]| crates.iter().any(|c| package.depends_on(c));
     match arg_of {
         ArgOf::Path(p) => {
             let krate = p.crate_name()?;
             // A glob-imported `post` is a path of crate `post`: trust it when the package
-            // uses a web framework.
+            // uses the framework.
             let unresolved = p.segments.is_empty();
-            let web = WEB_CRATES.contains(&krate)
-                || unresolved && WEB_CRATES.iter().any(|c| package.depends_on(c));
-            if SPAWNS.contains(&name) && (SPAWN_CRATES.contains(&krate) || unresolved) {
-                Some(EntryKind::Spawned)
-            } else if SERVICE_FNS.contains(&name) || is_lambda_run(p) {
-                Some(EntryKind::Service)
-            } else if ROUTE_FNS.contains(&name) && web && as_value {
-                Some(EntryKind::Route)
-            } else {
-                None
-            }
+            models.path_calls().find_map(|row| {
+                let named = if row.name.contains("::") {
+                    p.matches(row.name)
+                } else {
+                    row.name == name
+                        && (row.crates.is_empty()
+                            || row.crates.contains(&krate)
+                            || unresolved && (!row.framework || depends(row.crates)))
+                };
+                (named && (!row.framework || as_value)).then_some(row.kind)
+            })
         }
-        ArgOf::Method(m) => {
-            if SPAWNS.contains(&m.as_str()) {
-                Some(EntryKind::Spawned)
-            } else if ROUTE_FNS.contains(&m.as_str())
-                && as_value
-                && WEB_CRATES.iter().any(|c| package.depends_on(c))
-            {
-                Some(EntryKind::Route)
-            } else if JOB_METHODS.contains(&m.as_str()) {
-                Some(EntryKind::Job)
-            } else {
-                None
-            }
-        }
+        ArgOf::Method(m) => models.method_calls().find_map(|row| {
+            (row.name == m.as_str() && (!row.framework || as_value && depends(row.crates)))
+                .then_some(row.kind)
+        }),
     }
 }
-
-fn is_lambda_run(p: &DefPath) -> bool {
-    ["lambda_runtime", "lambda_http"].iter().any(|k| {
-        p.matches(&format!("{k}::run")) || p.matches(&format!("{k}::run_with_streaming_response"))
-    })
-}
-
-/// Methods that receive the next message of a queue, stream or subscription.
-const RECEIVES: &[&str] = &[
-    "recv",
-    "receive",
-    "receive_message",
-    "receive_messages",
-    "next_message",
-    "get_messages",
-    "fetch_messages",
-    "xread_group",
-    "xreadgroup",
-    "blpop",
-    "brpop",
-    "brpoplpush",
-    "blmove",
-    "basic_get",
-];
-
-/// Receiver names that make a plain `next()` the next message: `consumer.next()`,
-/// `subscription.next()`, `deliveries.next()` (an iterator's `next` is not a delivery).
-const MESSAGE_STREAMS: &[&str] = &["consumer", "subscri", "deliver", "messages", "stream"];
 
 /// Fns that receive messages in a loop (`while let Some(m) = consumer.recv().await`,
 /// `loop { let msgs = sqs.receive_message()..send().await?; .. }`): each message they handle
@@ -374,10 +328,10 @@ fn receive_call(e: &crate::model::ir::Expr) -> Option<Span> {
     let stream = || {
         super::store_ops::receiver_name(receiver).is_some_and(|n| {
             let n = n.to_ascii_lowercase();
-            MESSAGE_STREAMS.iter().any(|w| n.contains(w))
+            MESSAGE_STREAM_WORDS.iter().any(|w| n.contains(w))
         })
     };
-    (RECEIVES.contains(&method.as_str()) || method == "next" && stream()).then_some(e.span)
+    (RECEIVE_METHODS.contains(&method.as_str()) || method == "next" && stream()).then_some(e.span)
 }
 
 /// Whether `names` (from configuration) names `f`: by its name, `Type::method`, or a suffix
@@ -577,7 +531,7 @@ mod tests {
         let types = Types::new(&package, &resolver);
         let graph = CallGraph::new(&package, &resolver, &types);
         let config: Vec<String> = config.iter().map(|s| s.to_string()).collect();
-        entry_points(&package, &resolver, &graph, &config)
+        entry_points(&package, &resolver, &graph, &Default::default(), &config)
             .into_iter()
             .map(|e| (e.id.def(&package).1.display_name(), e.kind))
             .collect()

@@ -889,6 +889,10 @@ const FORMAT_MACROS: &[&str] = &[
 ];
 
 impl<'a> OpEnv<'a> for Walker<'a, '_> {
+    fn stores(&self) -> &crate::catalog::stores::StoreModels {
+        &self.cx.catalog.stores
+    }
+
     fn resolve(&self, path: &Path) -> DefPath {
         // The fn's module, as its type environment looked it up.
         self.cx

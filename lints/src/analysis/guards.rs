@@ -828,7 +828,7 @@ mod tests {
         let graph = a.call_graph(&package);
         let summaries = a.summaries(&package);
         let finder = GuardFinder::new(&package, &a.resolver, graph, summaries, &[]);
-        let entries = entry_points(&package, &a.resolver, graph, &[]);
+        let entries = entry_points(&package, &a.resolver, graph, &a.catalog.frameworks, &[]);
         let paths = GuardedPaths::compute(&finder, entries);
         let id = |name: &str| {
             graph

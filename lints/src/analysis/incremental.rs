@@ -111,6 +111,7 @@ impl Analysis {
                 package,
                 &analysis.resolver,
                 &graph,
+                &analysis.catalog.frameworks,
                 &configured,
                 Some((parts, &changed)),
             );

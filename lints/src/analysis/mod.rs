@@ -286,10 +286,23 @@ impl Analysis {
     pub fn entry_points(&self, package: &Package, configured: &[String]) -> Vec<entry::EntryPoint> {
         let graph = self.call_graph(package);
         let parts = self.entry_parts.get_or_init(|| {
-            entry::EntryParts::new(package, &self.resolver, graph, configured, None)
+            entry::EntryParts::new(
+                package,
+                &self.resolver,
+                graph,
+                &self.catalog.frameworks,
+                configured,
+                None,
+            )
         });
         if parts.configured != configured {
-            return entry::entry_points(package, &self.resolver, graph, configured);
+            return entry::entry_points(
+                package,
+                &self.resolver,
+                graph,
+                &self.catalog.frameworks,
+                configured,
+            );
         }
         parts.entry_points()
     }

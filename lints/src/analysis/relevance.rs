@@ -85,7 +85,8 @@ fn configures_names(settings: &Settings) -> bool {
         && settings.unguarded_entry_point.guards.is_empty()
         && settings.mark_outside_transaction.marks.is_empty()
         && settings.non_idempotent_update.increments.is_empty()
-        && settings.key_without_stage.claims.is_empty())
+        && settings.key_without_stage.claims.is_empty()
+        && settings.models.is_empty())
 }
 
 /// Whether a fn of `file` may hold a key sink or a store operation known by name, by the

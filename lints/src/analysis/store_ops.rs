@@ -156,6 +156,11 @@ pub trait OpEnv<'a> {
     fn builder_of(&self, _call: &'a Expr) -> Option<&'a Expr> {
         None
     }
+    /// The store rows to read calls with: the built-in ones, and the user's when the
+    /// caller has the configured catalog.
+    fn stores(&self) -> &crate::catalog::stores::StoreModels {
+        crate::catalog::stores::StoreModels::built_in()
+    }
 }
 
 /// A builder chain that needs nothing of the fn it is written in but its root: every

@@ -11,8 +11,9 @@
 //! ([`retries`]), and which dependencies all of these model ([`coverage`]).
 //!
 //! Both are data, not code: a lint asks "is this call a source?" or "is this name a key?"
-//! and the answer comes from a table that users extend in `idem-lint.toml`
-//! (`[lints.nondeterministic_key] sources = [..], key_names = [..]`).
+//! and the answer comes from a table that users extend in `idem-lint.toml`, with rows of the
+//! same types (`[[models.store]]`, `[[models.entry]]`, ..., read by `settings::models`) or
+//! names (`[lints.nondeterministic_key] sources = [..], key_names = [..]`).
 
 pub mod coverage;
 pub mod effects;
@@ -42,8 +43,31 @@ pub struct Catalog {
     pub sinks: SinkCatalog,
     /// Check and mark names of stores whose body is not visible.
     pub store_names: StoreNames,
+    /// How entry points are recognised: the frameworks' rows and the user's.
+    pub frameworks: frameworks::EntryModels,
+    /// The user's store rows beside the built-in families.
+    pub stores: stores::StoreModels,
     /// The package's analysis budget, which the walks look at.
     pub budget: crate::budget::Budget,
+}
+
+/// A name from the user's configuration as the `&'static str` the catalog's rows hold, so
+/// a user's row has the type of a built-in one. Each distinct name is kept once for the
+/// process (a language server re-reading the same configuration adds nothing).
+pub fn intern(name: &str) -> &'static str {
+    use std::collections::HashSet;
+    use std::sync::{Mutex, OnceLock};
+    static NAMES: OnceLock<Mutex<HashSet<&'static str>>> = OnceLock::new();
+    let mut names = NAMES
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    if let Some(&kept) = names.get(name) {
+        return kept;
+    }
+    let kept: &'static str = Box::leak(name.to_owned().into_boxed_str());
+    names.insert(kept);
+    kept
 }
 
 /// Whether `hay` holds `needle`, ASCII case ignored (`needle` in lower case).

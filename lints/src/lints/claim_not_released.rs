@@ -77,7 +77,7 @@ const DROP_GUARDS: &[&str] = &[
 pub fn check(cx: &mut LintContext<'_>) {
     let package = cx.package;
     let summaries = cx.analysis().summaries(package);
-    let configured = &cx.settings.claim_not_released.releases;
+    let configured = &cx.settings.release_names();
     let mut findings = Vec::new();
     for id in summaries.ids() {
         let (_, f) = id.def(package);

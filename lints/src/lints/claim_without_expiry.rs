@@ -76,7 +76,7 @@ const FIX_TTL_SECS: &str = "86_400";
 pub fn check(cx: &mut LintContext<'_>) {
     let package = cx.package;
     let summaries = cx.analysis().summaries(package);
-    let expires = &cx.settings.claim_without_expiry.expires;
+    let expires = &cx.settings.expire_names();
     let mut findings = Vec::new();
     for id in summaries.ids() {
         let (_, f) = id.def(package);

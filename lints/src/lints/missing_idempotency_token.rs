@@ -143,11 +143,12 @@ pub use crate::settings::missing_idempotency_token::{ConfiguredApi, Settings};
 
 pub fn check(cx: &mut LintContext<'_>) {
     let package = cx.package;
+    let settings = cx.settings.token_apis();
     let configured;
-    let catalog = if cx.settings.missing_idempotency_token.apis.is_empty() {
+    let catalog = if settings.apis.is_empty() {
         Catalog::built_in()
     } else {
-        configured = Catalog::new(&cx.settings.missing_idempotency_token);
+        configured = Catalog::new(&settings);
         &configured
     };
     let reported = &cx.settings.missing_idempotency_token.repeat_effects;

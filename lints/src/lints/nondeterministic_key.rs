@@ -118,11 +118,17 @@ pub fn check(cx: &mut LintContext<'_>) {
                     // runs this fn: then every redelivery mints a new key all the same.
                     let consumers = consumers.get_or_insert_with(|| {
                         let graph = analysis.call_graph(package);
-                        entry_points(package, &analysis.resolver, graph, &[])
-                            .into_iter()
-                            .filter(|e| consumes_deliveries(e.kind))
-                            .map(|e| e.id)
-                            .collect()
+                        entry_points(
+                            package,
+                            &analysis.resolver,
+                            graph,
+                            &analysis.catalog.frameworks,
+                            &[],
+                        )
+                        .into_iter()
+                        .filter(|e| consumes_deliveries(e.kind))
+                        .map(|e| e.id)
+                        .collect()
                     });
                     let graph = analysis.call_graph(package);
                     if consumer_running(graph, consumers, id).is_some() {

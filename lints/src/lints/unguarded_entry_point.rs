@@ -211,9 +211,9 @@ fn find(cx: &LintContext<'_>) -> Vec<Finding> {
     );
     // Asked only for a call that skips a guard some other path passes: most packages have
     // none, and then no fn's effects are needed.
-    let effects = LazyCell::new(|| {
-        Effects::compute_in(package, analysis, graph, summaries, &settings.effects)
-    });
+    let effect_names = cx.settings.effect_names();
+    let effects =
+        LazyCell::new(|| Effects::compute_in(package, analysis, graph, summaries, &effect_names));
     // One entry per fn: its delivery by id.
     let deliveries: FastMap<FnId, Delivery> = entries
         .iter()

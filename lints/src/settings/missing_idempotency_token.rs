@@ -24,7 +24,7 @@ impl Default for Settings {
 }
 
 /// `{ crate = "payments", method = "create_refund", token = "idempotency_key" }`.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ConfiguredApi {
     /// The crate whose client has the method, as in `Cargo.toml` (`-` and `_` both work).
@@ -50,19 +50,29 @@ impl Settings {
             if let Some(k) = &mut api.krate {
                 *k = k.replace('-', "_");
             }
-            let names = [
-                ("crate", api.krate.as_deref().unwrap_or("x")),
-                ("method", &api.method),
-                ("token", &api.token),
-                ("send", &api.send),
-            ];
-            if let Some((key, value)) = names.iter().find(|(_, v)| !is_ident(v)) {
+            if let Err((key, value)) = api.check() {
                 return Err(format!(
                     "apis[{i}].{key}: `{value}` is not a Rust identifier"
                 ));
             }
         }
         Ok(self)
+    }
+}
+
+impl ConfiguredApi {
+    /// The first name that is not a Rust identifier, with its key.
+    pub fn check(&self) -> Result<(), (&'static str, String)> {
+        let names = [
+            ("crate", self.krate.as_deref().unwrap_or("x")),
+            ("method", &self.method),
+            ("token", &self.token),
+            ("send", &self.send),
+        ];
+        match names.iter().find(|(_, v)| !is_ident(v)) {
+            Some((key, value)) => Err((key, value.to_string())),
+            None => Ok(()),
+        }
     }
 }
 

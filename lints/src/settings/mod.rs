@@ -5,10 +5,12 @@ pub mod claim_without_expiry;
 pub mod dead_letter_without_context;
 pub mod key_without_stage;
 pub mod missing_idempotency_token;
+pub mod models;
 pub mod non_idempotent_update;
 pub mod retry_without_backoff;
 pub mod ttl_shorter_than_redelivery;
 
+use crate::catalog::stores::OpKind;
 use crate::catalog::{Catalog, SinkCatalog, SourceCatalog, StoreNames};
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
@@ -28,6 +30,8 @@ pub struct Settings {
     pub key_without_stage: key_without_stage::Settings,
     pub retry_without_backoff: retry_without_backoff::Settings,
     pub dead_letter_without_context: dead_letter_without_context::Settings,
+    /// `[models]`: the user's rows of the catalog's kinds.
+    pub models: models::Models,
 }
 
 /// `[lints.nondeterministic_key]`: extends the built-in catalogs.
@@ -150,20 +154,79 @@ impl Settings {
         names
     }
 
-    /// The built-in catalogs extended with the user's configuration (names of sources, keys,
-    /// checks and marks).
+    /// Adds a row of `[[models.<kind>]]` ([`models::Models::add`]).
+    pub fn add_model(&mut self, kind: &str, row: serde_json::Value) -> Result<(), String> {
+        self.models.add(kind, row)
+    }
+
+    /// The built-in catalogs extended with the user's configuration: names of sources,
+    /// keys, checks and marks, and the rows of `[models]` after the built-in ones.
     pub fn catalog(&self) -> Catalog {
         let settings = self;
         let cfg = &settings.nondeterministic_key;
+        let models = &settings.models;
+        let mut frameworks = crate::catalog::frameworks::EntryModels::default();
+        frameworks.attrs.extend(&models.entry_attrs);
+        frameworks.calls.extend(&models.entry_calls);
         Catalog {
-            sources: SourceCatalog::default().with_extra(&cfg.sources),
-            sinks: SinkCatalog::default().with_extra_key_names(&cfg.key_names),
+            sources: SourceCatalog::default()
+                .with_extra(&[cfg.sources.as_slice(), &models.sources].concat()),
+            sinks: SinkCatalog::default()
+                .with_extra_key_names(&[cfg.key_names.as_slice(), &models.key_names].concat()),
             store_names: StoreNames::default().with_extra(
                 &settings.check_then_act.checks,
                 &settings.check_then_act.marks,
             ),
+            frameworks,
+            stores: crate::catalog::stores::StoreModels {
+                typed: models.stores.clone(),
+            },
             budget: Default::default(),
         }
+    }
+
+    /// The names of fns that give a claimed key a TTL: `[lints.claim_without_expiry]
+    /// expires` and the methods of `[[models.store]]` rows with `op = "expire"`.
+    pub fn expire_names(&self) -> Vec<String> {
+        let rows = self
+            .models
+            .stores
+            .iter()
+            .filter(|t| t.row.op == OpKind::Expire);
+        let mut names = self.claim_without_expiry.expires.clone();
+        names.extend(rows.map(|t| t.row.method.to_owned()));
+        names
+    }
+
+    /// The names of fns that release a claim: `[lints.claim_not_released] releases` and
+    /// the expiries of [`Settings::expire_names`] (an expired claim is released).
+    pub fn release_names(&self) -> Vec<String> {
+        let rows = self
+            .models
+            .stores
+            .iter()
+            .filter(|t| t.row.op == OpKind::Expire);
+        let mut names = self.claim_not_released.releases.clone();
+        names.extend(rows.map(|t| t.row.method.to_owned()));
+        names
+    }
+
+    /// Side effects a duplicate must not repeat: `[lints.unguarded_entry_point] effects`
+    /// and `[[models.effect]]` rows without a token.
+    pub fn effect_names(&self) -> Vec<String> {
+        [
+            self.unguarded_entry_point.effects.as_slice(),
+            &self.models.effects,
+        ]
+        .concat()
+    }
+
+    /// The configured APIs that take a token: `[lints.missing_idempotency_token] apis` and
+    /// `[[models.effect]]` rows with one, the per-lint ones first.
+    pub fn token_apis(&self) -> missing_idempotency_token::Settings {
+        let mut s = self.missing_idempotency_token.clone();
+        s.apis.extend(self.models.token_apis.iter().cloned());
+        s
     }
 }
 

@@ -143,53 +143,108 @@ impl MethodRow {
 pub fn check_rows(rows: &[MethodRow]) {
     for (i, r) in rows.iter().enumerate() {
         let name = r.method;
-        assert!(!name.is_empty(), "row {i}: empty method name");
         assert!(
             rows[..i]
                 .iter()
                 .all(|o| !o.method.eq_ignore_ascii_case(name)),
             "{name}: two rows for one method"
         );
+        if let Some(problem) = r.problem() {
+            panic!("row {i} ({name}): {problem}");
+        }
+    }
+}
+
+impl MethodRow {
+    /// What is wrong with the row on its own, if anything: the invariants the built-in
+    /// tables are tested for and a user's row ([`StoreModels`]) is refused for.
+    pub fn problem(&self) -> Option<&'static str> {
+        let r = self;
         let tx = matches!(
             r.op,
             OpKind::TxBegin | OpKind::TxCommit | OpKind::TxRollback
         );
-        assert_eq!(
-            r.key.is_none(),
-            tx,
-            "{name}: a key exactly when not a transaction step"
-        );
-        if let Some(v) = r.value {
-            assert!(
-                r.op.writes(),
-                "{name}: a value argument on an operation that stores none"
-            );
-            assert_ne!(Some(v), r.key, "{name}: the value is the key");
-        }
         let ttl_arg = match r.ttl {
             Ttl::Secs(i) | Ttl::Millis(i) => Some(i),
             _ => None,
         };
-        if let Some(t) = ttl_arg {
-            assert!(
-                Some(t) != r.key && Some(t) != r.value,
-                "{name}: the TTL is the key or value"
-            );
-        }
-        assert!(
-            r.ttl == Ttl::Unsaid || r.op.writes() || r.op == OpKind::Expire,
-            "{name}: a TTL on an operation that stores nothing"
-        );
-        assert!(
-            !r.nx_option || r.op == OpKind::Write,
-            "{name}: NX turns only a plain write into a claim"
-        );
-        assert!(r.arity.0 <= r.arity.1, "{name}: empty arity");
-        if let Some(k) = r.key {
-            assert!(
-                k < r.arity.1,
-                "{name}: the key argument is beyond the arity"
-            );
-        }
+        Some(if r.method.is_empty() {
+            "empty method name"
+        } else if r.key.is_none() != tx {
+            "a key exactly when not a transaction step"
+        } else if r.value.is_some() && !r.op.writes() {
+            "a value argument on an operation that stores none"
+        } else if r.value.is_some() && r.value == r.key {
+            "the value is the key"
+        } else if ttl_arg.is_some() && (ttl_arg == r.key || ttl_arg == r.value) {
+            "the TTL is the key or value"
+        } else if !(r.ttl == Ttl::Unsaid || r.op.writes() || r.op == OpKind::Expire) {
+            "a TTL on an operation that stores nothing"
+        } else if r.nx_option && r.op != OpKind::Write {
+            "NX turns only a plain write into a claim"
+        } else if r.arity.0 > r.arity.1 {
+            "empty arity"
+        } else if r.key.is_some_and(|k| k >= r.arity.1) {
+            "the key argument is beyond the arity"
+        } else {
+            return None;
+        })
+    }
+}
+
+/// A method of a type of the user's own crate that is a store operation, declared in
+/// `idem-lint.toml` (`[[models.store]]`): a wrapper whose body the engine cannot see into
+/// or would not read as the operation it is (`MyKv::claim(key)`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TypeRow {
+    /// The receiver's type: its name (`MyKv`) or a path ending in it (`store::MyKv`).
+    pub ty: &'static str,
+    pub row: MethodRow,
+}
+
+/// Who a key-value method row belongs to.
+#[derive(Debug, Clone, Copy)]
+pub enum KvOwner {
+    /// A built-in family, recognised by its crates and receiver names.
+    Family(&'static kv::KvFamily),
+    /// A user's type, recognised by the receiver's type alone.
+    Type(&'static str),
+}
+
+/// The store rows of the key-value kind the engine asks (`analysis::kv_store`): the
+/// built-in families ([`kv::FAMILIES`]), then the user's typed rows, in that order.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StoreModels {
+    pub typed: Vec<TypeRow>,
+}
+
+impl StoreModels {
+    /// The built-in rows alone.
+    pub fn built_in() -> &'static StoreModels {
+        static NONE: StoreModels = StoreModels { typed: Vec::new() };
+        &NONE
+    }
+
+    /// The rows for a call of `method` with `n` arguments: per owner, the first that fits.
+    pub fn kv_rows<'s>(
+        &'s self,
+        method: &'s str,
+        n: usize,
+    ) -> impl Iterator<Item = (KvOwner, &'s MethodRow)> + 's {
+        let families = kv::FAMILIES.iter().filter_map(move |f| {
+            let row = f.methods.iter().find(|r| r.method == method && r.fits(n))?;
+            Some((KvOwner::Family(f), row))
+        });
+        let typed = self
+            .typed
+            .iter()
+            .filter(move |t| t.row.method == method && t.row.fits(n))
+            .map(|t| (KvOwner::Type(t.ty), &t.row));
+        families.chain(typed)
+    }
+
+    /// The user's rows that give a key a TTL ([`OpKind::Expire`]).
+    pub fn expires(&self) -> impl Iterator<Item = &TypeRow> {
+        self.typed.iter().filter(|t| t.row.op == OpKind::Expire)
     }
 }
