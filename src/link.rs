@@ -3,6 +3,9 @@
 //! model as linked targets ([`TargetInfo::linked`]), so the call graph and the summaries
 //! follow a call into `common::generate_id` as they follow one into `crate::ids::generate_id`.
 //!
+//! A linked file's model is renumbered into the package (its spans name the file's place
+//! there); packages that join a library at the same place share one renumbered copy.
+//!
 //! The linked files are analysed as part of the package but never reported in it: a finding
 //! inside them is the member's own (its own run reports it), and a label pointing into them
 //! becomes a note naming the place, since the package's output only holds its own files.
@@ -15,7 +18,8 @@ use idem_lints::Diagnostic;
 use rayon::prelude::*;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, OnceLock};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 
 /// The linked libraries of a run, each loaded once however many packages link it: first as
 /// a package is loaded for its findings key (outlines where the cache has them), and in full
@@ -35,6 +39,24 @@ pub struct Links<'a> {
     /// The workspace root, which notes name linked files relative to.
     root: PathBuf,
     load: LinkLoad<'a>,
+    /// Libraries that several packages join at the same place ([`Links::plan`]).
+    shared: Shared,
+}
+
+/// Where a library's files land in a joined package: (index in `specs`, id of its first file,
+/// index of its linked target). Two packages that join a library at the same place get the
+/// same renumbered models, so those are made once and shared by reference.
+type Place = (usize, u32, usize);
+
+/// The renumbered models of each library joined at the same [`Place`] by more than one
+/// package, kept until the last of them has joined it.
+#[derive(Default)]
+struct Shared(HashMap<Place, SharedModels>);
+
+struct SharedModels {
+    models: Mutex<Option<Arc<[Arc<FileModel>]>>>,
+    /// Packages still to join the library at this place.
+    left: AtomicUsize,
 }
 
 /// A library's file models, each encoded on first use (`None` inside: it does not encode).
@@ -60,6 +82,7 @@ pub struct PackageLinks<'a> {
     pub libs: Vec<LinkedLib<'a>>,
     root: &'a Path,
     load: LinkLoad<'a>,
+    shared: &'a Shared,
 }
 
 /// One library a package links.
@@ -69,6 +92,8 @@ pub struct LinkedLib<'a> {
     full: Option<&'a LoadedPackage>,
     encoded: &'a Encoded,
     spec: &'a LinkSpec,
+    /// Index in [`Links`]'s `specs`.
+    index: usize,
 }
 
 impl<'a> Links<'a> {
@@ -120,7 +145,44 @@ impl<'a> Links<'a> {
             per_package,
             root: ws.root.clone(),
             load,
+            shared: Shared::default(),
         }
+    }
+
+    /// Foresees where each package `wanted` selects will join its libraries (after its own
+    /// `files` files and `targets` targets, as [`PackageLinks::join`] places them), so a
+    /// library joined at the same place by several packages is renumbered once for all of
+    /// them. Only saves work: a package that joins elsewhere than foreseen (a model that
+    /// does not encode, a package loaded again) renumbers its own copy, as without a plan.
+    pub fn plan(&mut self, own: &[(usize, usize)], wanted: &[bool]) {
+        let mut uses: HashMap<Place, usize> = HashMap::new();
+        for (i, links) in self.per_package.iter().enumerate() {
+            let (Some(&(files, targets)), Some(true)) = (own.get(i), wanted.get(i)) else {
+                continue;
+            };
+            let mut first = files;
+            for (k, (_, lib)) in links.iter().enumerate() {
+                *uses.entry((*lib, first as u32, targets + k)).or_default() += 1;
+                first += self.full[*lib]
+                    .as_ref()
+                    .unwrap_or(&self.keyed[*lib])
+                    .package
+                    .files
+                    .len();
+            }
+        }
+        self.shared = Shared(
+            uses.into_iter()
+                .filter(|(_, n)| *n > 1)
+                .map(|(place, n)| {
+                    let models = SharedModels {
+                        models: Mutex::new(None),
+                        left: AtomicUsize::new(n),
+                    };
+                    (place, models)
+                })
+                .collect(),
+        );
     }
 
     /// Loads in full the libraries linked by the packages `wanted` selects (by index in the
@@ -160,12 +222,14 @@ impl<'a> Links<'a> {
                 }),
                 encoded: &self.encoded[*i],
                 spec: self.specs[*i],
+                index: *i,
             })
             .collect();
         PackageLinks {
             libs,
             root: &self.root,
             load: self.load,
+            shared: &self.shared,
         }
     }
 }
@@ -181,22 +245,35 @@ impl PackageLinks<'_> {
     pub fn join(&self, own: &Package) -> Package {
         let mut package = own.clone();
         for linked in &self.libs {
-            let loaded_here;
-            let (lib, encoded) = match linked.full {
-                Some(full) => {
-                    let encoded = linked.encoded.get_or_init(|| {
-                        full.package.files.iter().map(|_| OnceLock::new()).collect()
-                    });
-                    (full, Some(encoded))
-                }
-                None => {
-                    // Not foreseen by [`Links::complete`] (the package was loaded again).
-                    loaded_here = self.load.load(linked.spec, false);
-                    (&loaded_here, None)
-                }
-            };
             let krate = linked.krate;
             let target = package.targets.len();
+            let first = package.files.len();
+            let place = (linked.index, first as u32, target);
+            // Only a library loaded in full: renumbering under the lock then runs nothing on
+            // the pool, where this thread could pick up another package's join of it.
+            let shared = linked.full.and(self.shared.0.get(&place));
+            match shared {
+                Some(shared) => {
+                    let mut kept = shared.models.lock().unwrap_or_else(|e| e.into_inner());
+                    let models = kept
+                        .get_or_insert_with(|| self.renumbered_lib(linked, first, target).into())
+                        .clone();
+                    let left = &shared.left;
+                    let was = left
+                        .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1));
+                    if was == Ok(1) {
+                        // The last package to join it here: free the models with this one.
+                        kept.take();
+                    }
+                    drop(kept);
+                    package.files.extend(models.iter().cloned());
+                }
+                None => {
+                    let models = self.renumbered_lib(linked, first, target);
+                    package.files.extend(models);
+                }
+            }
+            let lib = linked.full.unwrap_or(linked.keyed);
             let root = lib
                 .package
                 .targets
@@ -204,14 +281,6 @@ impl PackageLinks<'_> {
                 .map(|t| t.root.clone())
                 .unwrap_or_default();
             package.targets.push(TargetInfo::linked(krate, root));
-            for (n, file) in lib.package.files.iter().enumerate() {
-                let id = FileId(package.files.len() as u32);
-                let encoded = encoded.and_then(|e| e.get(n));
-                let Some(model) = self.placed(file, encoded, id, target) else {
-                    continue;
-                };
-                package.files.push(model);
-            }
             for dep in &lib.package.dependencies {
                 if !package.depends_on(dep) {
                     package.dependencies.push(dep.clone());
@@ -219,6 +288,39 @@ impl PackageLinks<'_> {
             }
         }
         package
+    }
+
+    /// The files of `linked`, numbered from `first` on (a file that does not encode is left
+    /// out), in linked target `target`.
+    fn renumbered_lib(
+        &self,
+        linked: &LinkedLib<'_>,
+        first: usize,
+        target: usize,
+    ) -> Vec<Arc<FileModel>> {
+        let loaded_here;
+        let (lib, encoded) = match linked.full {
+            Some(full) => {
+                let encoded = linked
+                    .encoded
+                    .get_or_init(|| full.package.files.iter().map(|_| OnceLock::new()).collect());
+                (full, Some(encoded))
+            }
+            None => {
+                // Not foreseen by [`Links::complete`] (the package was loaded again).
+                loaded_here = self.load.load(linked.spec, false);
+                (&loaded_here, None)
+            }
+        };
+        let mut models = Vec::with_capacity(lib.package.files.len());
+        for (n, file) in lib.package.files.iter().enumerate() {
+            let id = FileId((first + models.len()) as u32);
+            let encoded = encoded.and_then(|e| e.get(n));
+            if let Some(model) = self.placed(file, encoded, id, target) {
+                models.push(model);
+            }
+        }
+        models
     }
 
     /// `file` as file `id` of linked target `target`: the one the cache kept when it was made

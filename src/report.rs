@@ -146,6 +146,11 @@ fn check_here(
         })
         .collect();
     links.complete(&analysed);
+    let own: Vec<(usize, usize)> = loaded
+        .iter()
+        .map(|p| (p.package.files.len(), p.package.targets.len()))
+        .collect();
+    links.plan(&own, &analysed);
     let run = RunBudget::new(opts.run_deadline, opts.max_analysis_memory);
     let analyse = || {
         loaded
