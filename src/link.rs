@@ -286,6 +286,15 @@ impl PackageLinks<'_> {
                     package.dependencies.push(dep.clone());
                 }
             }
+            // The member's schema is the one its joined code runs against (the workspace's
+            // own migrations, which both read, once).
+            let theirs = &lib.package.migrations;
+            for m in &theirs.files {
+                if !package.migrations.files.iter().any(|o| o.path == m.path) {
+                    package.migrations.files.push(m.clone());
+                }
+            }
+            package.migrations.incomplete |= theirs.incomplete;
         }
         package
     }

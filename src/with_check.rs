@@ -323,6 +323,7 @@ mod tests {
                 targets: Vec::new(),
                 sources: discovery::Sources::Files(Vec::new()),
                 links: Vec::new(),
+                workspace_root: None,
             }],
             warnings: Vec::new(),
             unselected: Vec::new(),

@@ -48,6 +48,7 @@ fn main() {
                 root: dir.join("lib.rs"),
             }],
             files,
+            migrations: Default::default(),
         };
         if std::env::var_os("FLOW_BENCH_SPLIT").is_some() {
             let t = Instant::now();

@@ -93,6 +93,7 @@ pub fn package(name: &str, deps: &[&str], files: &[(&str, &str)]) -> Package {
             root: "src/lib.rs".into(),
         }],
         files,
+        migrations: Default::default(),
     }
 }
 
@@ -156,6 +157,48 @@ pub fn package_of_sources(dir: &Path, sources: &[(PathBuf, String)]) -> Package 
             root: dir.join("src/lib.rs"),
         }],
         files: models,
+        migrations: fixture_migrations(dir),
+    }
+}
+
+/// What the driver reads of a fixture's `migrations/` folder (the fixtures are trusted, so
+/// none of the driver's limits apply).
+fn fixture_migrations(dir: &Path) -> crate::model::Migrations {
+    let folder = dir.join("migrations");
+    let mut found = Vec::new();
+    collect_files(&folder, &mut found);
+    let rel: Vec<String> = found
+        .iter()
+        .filter_map(|p| p.strip_prefix(&folder).ok())
+        .map(|p| p.to_string_lossy().replace('\\', "/"))
+        .collect();
+    let files = crate::model::migrations::plan("migrations", &rel)
+        .into_iter()
+        .map(|(sequence, path)| crate::model::Migration {
+            sequence,
+            text: std::fs::read_to_string(folder.join(&path))
+                .expect("fixture migration is readable")
+                .into(),
+            path: format!("migrations/{path}"),
+        })
+        .collect();
+    crate::model::Migrations {
+        files,
+        incomplete: false,
+    }
+}
+
+fn collect_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            collect_files(&p, out);
+        } else {
+            out.push(p);
+        }
     }
 }
 

@@ -27,7 +27,7 @@ impl FileKey {
 }
 
 /// What a package's findings depend on: the package as loaded (every file's path, place and
-/// text, the texts its `include_str!`s read, the problems met loading it, its targets and
+/// text, the texts its `include_str!`s read, its SQL migrations, the problems met loading it, its targets and
 /// dependencies) and which lints run with which settings. Levels are applied after, so
 /// `-W`/`-D` changes do not invalidate it; enabling or disabling a lint does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -58,6 +58,7 @@ impl PackageKey {
                 h.bytes(inc.text.as_deref().unwrap_or("\u{0}none").as_bytes());
             }
         }
+        migrations(&mut h, &p.migrations);
         // A file that timed out or failed to read leaves a placeholder model with the same
         // text as a parsed one: the problems tell them apart.
         h.bytes(&postcard::to_allocvec(&pkg.problems).unwrap_or_default());
@@ -91,9 +92,21 @@ impl PackageKey {
                     h.bytes(inc.text.as_deref().unwrap_or("\u{0}none").as_bytes());
                 }
             }
+            migrations(&mut h, &lib.package.migrations);
             h.bytes(&postcard::to_allocvec(&lib.problems).unwrap_or_default());
         }
         PackageKey(h.finish())
+    }
+}
+
+/// The SQL migrations a package's findings read the schema from: an edit to one is a new key.
+fn migrations(h: &mut Keyer, m: &idem_lints::model::Migrations) {
+    h.bytes(&[m.incomplete as u8]);
+    h.len(m.files.len());
+    for f in &m.files {
+        h.str(&f.sequence);
+        h.str(&f.path);
+        h.str(&f.text);
     }
 }
 

@@ -47,7 +47,8 @@ pub(super) fn discover(manifest: Option<&Path>, sel: &Selection) -> Result<Works
     let extra = outside_members(&selected, &metadata, &root, &mut warnings);
     let mut members = metadata.workspace_packages();
     members.extend(extra.iter());
-    let mut linker = Linker::new(&members);
+    let ws_root = root.clone();
+    let mut linker = Linker::new(&members, &ws_root);
     let root_manifest = root.join("Cargo.toml");
     Ok(Workspace {
         origin: root.clone(),
@@ -60,7 +61,7 @@ pub(super) fn discover(manifest: Option<&Path>, sel: &Selection) -> Result<Works
             .into_iter()
             .chain(extra.iter())
             .map(|p| {
-                let mut spec = package_spec(p)?;
+                let mut spec = package_spec(p, &ws_root)?;
                 spec.links = linker.links(p)?;
                 Ok(spec)
             })
@@ -316,7 +317,7 @@ fn select_specs<'m>(members: &[&'m Package], specs: &[String]) -> Result<Vec<&'m
     Ok(out)
 }
 
-fn package_spec(p: &Package) -> Result<PackageSpec> {
+fn package_spec(p: &Package, workspace_root: &std::path::Path) -> Result<PackageSpec> {
     let targets = p
         .targets
         .iter()
@@ -349,6 +350,7 @@ fn package_spec(p: &Package) -> Result<PackageSpec> {
         targets,
         sources: Sources::ModuleTrees,
         links: Vec::new(),
+        workspace_root: Some(workspace_root.to_path_buf()),
     })
 }
 
@@ -362,10 +364,12 @@ struct Linker<'a> {
     by_dir: HashMap<&'a std::path::Path, usize>,
     /// Per member, its library as a link (`None` inside: it has no library), once made.
     libs: Vec<Option<Option<Arc<PackageSpec>>>>,
+    /// The workspace root, which each spec carries.
+    root: &'a std::path::Path,
 }
 
 impl<'a> Linker<'a> {
-    fn new(members: &'a [&'a Package]) -> Self {
+    fn new(members: &'a [&'a Package], root: &'a std::path::Path) -> Self {
         let mut by_dir = HashMap::new();
         for (i, m) in members.iter().enumerate() {
             if let Some(dir) = m.manifest_path.parent() {
@@ -377,6 +381,7 @@ impl<'a> Linker<'a> {
             members,
             by_dir,
             libs: vec![None; members.len()],
+            root,
         }
     }
 
@@ -409,7 +414,7 @@ impl<'a> Linker<'a> {
                 let spec = match &self.libs[i] {
                     Some(made) => made.clone(),
                     None => {
-                        let mut spec = package_spec(member)?;
+                        let mut spec = package_spec(member, self.root)?;
                         spec.targets
                             .retain(|t| t.info.root == lib.src_path.as_std_path());
                         let made = Some(Arc::new(spec));

@@ -80,6 +80,10 @@ pub struct PackageSpec {
     /// The libraries of the workspace members it depends on by path, directly or through
     /// other members: analysed with it, so what their fns do reaches its calls.
     pub links: Vec<LinkSpec>,
+    /// The root of the workspace it is a member of: its `migrations/` folder holds the
+    /// schema every member's code runs against ([`crate::parse::migrations`]). `None` for
+    /// a plain directory.
+    pub workspace_root: Option<PathBuf>,
 }
 
 /// A workspace member's library that a package depends on by path.

@@ -88,6 +88,7 @@ pub(super) fn discover(dir: &Path) -> Result<Workspace> {
             targets: vec![target],
             sources: Sources::Files(files),
             links: Vec::new(),
+            workspace_root: None,
         }],
         warnings,
     })

@@ -16,6 +16,7 @@
 //! [`crate::report`] loads with outlines first ([`load_workspace_outlined`]) and asks for the
 //! models ([`complete`]) only where the analysis or the output needs them.
 
+pub(crate) mod migrations;
 mod modpath;
 mod overlay;
 mod recover;
@@ -240,6 +241,7 @@ fn load_with_includes(
     let mut loaded = load_package_inner(spec, opts, policy, inputs, outlines);
     let root = spec.manifest_path.parent().unwrap_or(Path::new(""));
     attach_included_texts(&mut loaded.package, root, policy, inputs);
+    loaded.package.migrations = migrations::read(spec, policy, inputs);
     loaded
 }
 
@@ -528,6 +530,7 @@ fn load_package_inner(
             dependencies: spec.dependencies.clone(),
             targets: spec.targets.iter().map(|t| t.info.clone()).collect(),
             files,
+            migrations: Default::default(),
         },
         sources,
         problems,

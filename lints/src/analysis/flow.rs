@@ -1863,8 +1863,7 @@ impl<'a> Walker<'a, '_> {
                 .collect();
             for a in &s.accesses {
                 let tried = s.tried.contains(a);
-                let mut a = a.clone();
-                a.key = a.key.map(|k| k.instantiate(&descs));
+                let a = a.clone().instantiate(&descs);
                 let i = self.event(a, call.span, Some(id));
                 // The helper's error is this write's: the call's own `?` tests it.
                 if tried {
@@ -1872,8 +1871,7 @@ impl<'a> Walker<'a, '_> {
                 }
             }
             if let Some(a) = &s.ret_access {
-                let mut a = a.clone();
-                a.key = a.key.map(|k| k.instantiate(&descs));
+                let a = a.clone().instantiate(&descs);
                 let i = self.event(a, call.span, Some(id));
                 out.add(Fact::Op(i));
             }
@@ -1909,7 +1907,13 @@ impl<'a> Walker<'a, '_> {
         let kinds: Vec<Option<bool>> = op.values.iter().map(|v| self.record(v, 0)).collect();
         let value_is_marker =
             kinds.iter().all(Option::is_some) && (kinds.is_empty() || kinds.contains(&Some(true)));
+        let columns = op
+            .columns
+            .iter()
+            .map(|(c, v)| (c.clone(), v.and_then(|v| self.describe(v))))
+            .collect();
         let access = StoreAccess {
+            columns,
             store: op.store,
             access: op.access,
             command: op.command,

@@ -467,7 +467,8 @@ fn decided_where_made(body: &Block, span: Span) -> bool {
 const RESULT_TESTS: &[&str] = &["is_ok", "is_err", "is_some", "is_none", "unwrap_or"];
 
 /// Methods that convert an error on its way out.
-const ERROR_CONVERSIONS: &[&str] = &["map_err", "context", "with_context", "wrap_err", "err_into"];
+pub(super) const ERROR_CONVERSIONS: &[&str] =
+    &["map_err", "context", "with_context", "wrap_err", "err_into"];
 
 /// Whether the branch at `span` returns a refusal to the caller: `return Err(..)`,
 /// `return Ok(false)`, `return false`, `return None`, or `bail!`.

@@ -47,6 +47,7 @@ pub fn classify<'a>(
             let access = access_of(row.op)?;
             let stored = row.value.and_then(|i| args.get(i));
             Some(StoreOp {
+                columns: Vec::new(),
                 store,
                 access,
                 command,

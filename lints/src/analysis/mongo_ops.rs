@@ -58,6 +58,7 @@ pub fn classify<'a>(
         None => Vec::new(),
     };
     Some(StoreOp {
+        columns: Vec::new(),
         store: Store::Kv("MongoDB"),
         access,
         command: method.to_owned(),

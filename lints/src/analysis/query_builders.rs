@@ -189,6 +189,11 @@ fn diesel_op<'a>(env: &dyn OpEnv<'a>, receiver: &'a Expr, span: Span) -> Option<
             _ => "INSERT INTO",
         };
         let mut found = op(command, table, access, keys, values, span);
+        found.columns = if command == "INSERT INTO" {
+            found.values.iter().flat_map(|v| column_values(v)).collect()
+        } else {
+            filters.iter().flat_map(|f| column_values(f)).collect()
+        };
         found.shape = diesel_set_shape(env, &steps);
         found.shape.updates_rows = verb == "update";
         return Some(found);
@@ -275,6 +280,7 @@ fn diesel_read<'a>(steps: Steps<'a>, root: &'a Expr, span: Span) -> Option<Store
     let table = diesel_table(root)?;
     let keys = filters.iter().flat_map(|f| key_exprs(f)).collect();
     let mut read = op("SELECT", Some(table), Access::Read, keys, Vec::new(), span);
+    read.columns = filters.iter().flat_map(|f| column_values(f)).collect();
     read.locking = steps_have(&steps, "for_update") || steps_have(&steps, "for_no_key_update");
     // `filter(uniq_hash.eq(h))`: a lookup of a dedupe record, not of data.
     read.dedupe_table = filters.iter().any(|f| compares_dedupe_column(f));
@@ -328,6 +334,32 @@ fn key_exprs(e: &Expr) -> Vec<&Expr> {
                 if is_key_column(name) {
                     out.push(value);
                 }
+            }
+        }
+        _ => {}
+    });
+    out
+}
+
+/// The columns `e` gives a value or compares with one: `col.eq(x)` (in a filter, or a
+/// tuple of `values`), the fields of a struct literal (an `Insertable`'s fields are its
+/// columns).
+fn column_values(e: &Expr) -> Vec<(String, Option<&Expr>)> {
+    let mut out = Vec::new();
+    e.walk(&mut |x| match &x.kind {
+        ExprKind::MethodCall {
+            receiver,
+            method,
+            args,
+            ..
+        } if method == "eq" && args.len() == 1 => {
+            if let Some(col) = receiver.as_path() {
+                out.push((col.last().to_ascii_lowercase(), Some(&args[0])));
+            }
+        }
+        ExprKind::Struct { fields, .. } => {
+            for (name, value) in fields {
+                out.push((name.to_ascii_lowercase(), Some(value)));
             }
         }
         _ => {}
@@ -417,6 +449,7 @@ fn op<'a>(
         .is_some_and(super::sql::is_dedupe_table_name);
     let keys_certain = !keys.is_empty();
     StoreOp {
+        columns: Vec::new(),
         store: Store::Sql,
         access,
         command: match &table {

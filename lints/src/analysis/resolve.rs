@@ -793,6 +793,7 @@ mod tests {
                 root: "src/lib.rs".into(),
             }],
             files,
+            migrations: Default::default(),
         }
     }
 

@@ -11,10 +11,16 @@
 //! partial unique index (`.. WHERE ..`: rows outside it may repeat the key) and an index on
 //! an expression (`lower(email)`: not the column as inserted).
 //!
+//! A package's migrations ([`Schema::of_migrations`]) may hold several sequences, one per
+//! database the code runs against (`migrations/postgres` and `migrations/sqlite`, or two
+//! migrations folders): a table's unique set counts only when every sequence that creates
+//! the table declares it, and none counts when some migration could not be read.
+//!
 //! The text is a project's file, so any text is accepted: what is not understood is skipped,
 //! one statement (up to `;`) at a time, and reading is linear in the text.
 
 use super::sql::{table_name, tokenize, word, Tok};
+use crate::model::Migrations;
 use std::collections::HashMap;
 
 /// The unique column sets of every table the schema texts create.
@@ -43,6 +49,45 @@ impl Schema {
             }
         }
         schema
+    }
+
+    /// The schema of a package's migrations: each sequence read in order, then merged so
+    /// that a table keeps the unique sets every sequence creating it agrees on. Empty when a
+    /// migration could not be read ([`Migrations::incomplete`]): a later one might have
+    /// dropped any key.
+    pub fn of_migrations(migrations: &Migrations) -> Schema {
+        if migrations.incomplete {
+            return Schema::default();
+        }
+        let mut merged: Option<Schema> = None;
+        let mut files = migrations.files.as_slice();
+        while let Some(first) = files.first() {
+            let n = files
+                .iter()
+                .take_while(|m| m.sequence == first.sequence)
+                .count();
+            let one = Schema::read(files[..n].iter().map(|m| &*m.text));
+            merged = Some(match merged {
+                Some(m) => m.agreeing(one),
+                None => one,
+            });
+            files = &files[n..];
+        }
+        merged.unwrap_or_default()
+    }
+
+    /// The tables of both, each with the unique sets of the schemas that create it in
+    /// common: what holds whichever of the two databases the code runs against.
+    fn agreeing(mut self, other: Schema) -> Schema {
+        for (table, theirs) in other.tables {
+            match self.tables.get_mut(&table) {
+                Some(ours) => ours.retain(|u| theirs.iter().any(|t| t.columns == u.columns)),
+                None => {
+                    self.tables.insert(table, theirs);
+                }
+            }
+        }
+        self
     }
 
     /// Whether the schema declares no unique key at all.
@@ -461,6 +506,38 @@ mod tests {
         ]);
         assert_eq!(sets(&s, "u"), vec![cols(&["a"])]);
         assert!(sets(&s, "t").is_empty() && sets(&s, "gone").is_empty());
+    }
+
+    #[test]
+    fn sequences_agree_or_count_nothing() {
+        use crate::model::{Migration, Migrations};
+        let m = |sequence: &str, text: &str| Migration {
+            sequence: sequence.to_owned(),
+            path: format!("{sequence}/x.sql"),
+            text: text.into(),
+        };
+        let migrations = Migrations {
+            files: vec![
+                m(
+                    "m/postgres",
+                    "CREATE TABLE t (a TEXT UNIQUE, b TEXT UNIQUE);",
+                ),
+                m("m/postgres", "CREATE TABLE only_pg (k TEXT PRIMARY KEY);"),
+                m("m/sqlite", "CREATE TABLE t (a TEXT UNIQUE, b TEXT);"),
+                m("m/sqlite", "CREATE TABLE only_lite (k TEXT);"),
+            ],
+            incomplete: false,
+        };
+        let s = Schema::of_migrations(&migrations);
+        // `b` is unique in one database only; a table one sequence lacks keeps its keys.
+        assert_eq!(sets(&s, "t"), vec![cols(&["a"])]);
+        assert_eq!(sets(&s, "only_pg"), vec![cols(&["k"])]);
+        assert!(sets(&s, "only_lite").is_empty());
+        let unread = Migrations {
+            incomplete: true,
+            ..migrations
+        };
+        assert!(Schema::of_migrations(&unread).is_empty());
     }
 
     #[test]

@@ -123,6 +123,11 @@ pub struct StoreOp<'a> {
     pub keys_certain: bool,
     /// What the write records (a done status, an increment).
     pub shape: WriteShape,
+    /// SQL columns with the value each is given, where the statement names them: an
+    /// `INSERT`'s columns (a value not bound from the code has `None`), the `col = value`
+    /// equalities a read, update or delete looks rows up by. Against the schema's unique
+    /// keys, they tell an insert that fails when the check's row exists.
+    pub columns: Vec<(String, Option<&'a Expr>)>,
 }
 
 /// What [`classify`] needs from the code around the expression.
@@ -286,6 +291,7 @@ pub fn named_op<'a>(
     }
     let key = key.or(args.first())?;
     Some(StoreOp {
+        columns: Vec::new(),
         store: Store::Named,
         access: match op {
             NamedOp::Check => Access::Read,
@@ -375,6 +381,7 @@ fn redis_method<'a>(
         access = Access::Claim;
     }
     Some(StoreOp {
+        columns: Vec::new(),
         store: Store::Redis,
         access,
         command: match (access, name) {
@@ -566,6 +573,7 @@ fn cmd_op<'a>(
         ..redis_shape(env, &upper, value.and_then(|i| args.get(i).copied()))
     };
     Some(StoreOp {
+        columns: Vec::new(),
         store: Store::Redis,
         access,
         command: if row.nx_option && nx {
@@ -639,6 +647,7 @@ fn redis_pipe<'a>(env: &dyn OpEnv<'a>, receiver: &'a Expr, span: Span) -> Option
                 };
                 let value = row.value.and_then(|i| args.get(i));
                 ops.push(StoreOp {
+                    columns: Vec::new(),
                     store: Store::Redis,
                     access,
                     command: name.to_owned(),
@@ -806,6 +815,7 @@ fn dynamodb<'a>(env: &dyn OpEnv<'a>, receiver: &'a Expr, span: Span) -> Option<S
         shape.expiry = super::expiry::dynamodb_put(env, condition_text.as_deref(), &items, whole);
     }
     Some(StoreOp {
+        columns: Vec::new(),
         store: Store::DynamoDb,
         access,
         command: op.to_owned(),
@@ -869,6 +879,7 @@ fn transact_write<'a>(
         .iter()
         .any(|c| c.to_ascii_lowercase().contains("attribute_not_exists"));
     StoreOp {
+        columns: Vec::new(),
         store: Store::DynamoDb,
         access: Access::Write,
         command: "transact_write_items".to_owned(),
@@ -996,7 +1007,21 @@ fn sql_statement_op<'a>(env: &dyn OpEnv<'a>, root: SqlRoot<'a>, span: Span) -> S
             .filter_map(|i| root.binds.get(i).copied())
             .collect()
     };
+    let bound = |p: &Option<usize>| p.and_then(|i| root.binds.get(i).copied());
+    let columns = match st.verb {
+        SqlVerb::Insert => st
+            .columns
+            .iter()
+            .map(|(c, p)| (c.clone(), bound(p)))
+            .collect(),
+        _ => st
+            .where_eq
+            .iter()
+            .map(|(c, p)| (c.clone(), bound(&Some(*p))))
+            .collect(),
+    };
     StoreOp {
+        columns,
         store: Store::Sql,
         access,
         command,

@@ -57,9 +57,30 @@ pub struct StoreAccess {
     pub shape: WriteShape,
     /// The operation itself (in the function that performs it).
     pub span: Span,
+    /// SQL columns with how each one's value is derived ([`super::store_ops::StoreOp::columns`]):
+    /// an `INSERT`'s columns, or the `col = value` equalities a statement looks rows up by.
+    pub columns: Vec<(String, Option<KeyDesc>)>,
 }
 
 impl StoreAccess {
+    /// [`StoreAccess::key`] and the column values with a helper's parameters replaced by
+    /// the arguments of a call.
+    pub fn instantiate(mut self, args: &[Option<KeyDesc>]) -> StoreAccess {
+        self.key = self.key.map(|k| k.instantiate(args));
+        for (_, v) in &mut self.columns {
+            *v = v.take().map(|k| k.instantiate(args));
+        }
+        self
+    }
+
+    /// How the value given to column `column` is derived, when the statement names it.
+    pub fn column_value(&self, column: &str) -> Option<&KeyDesc> {
+        self.columns
+            .iter()
+            .find(|(c, _)| c.eq_ignore_ascii_case(column))
+            .and_then(|(_, v)| v.as_ref())
+    }
+
     /// Whether running the write twice leaves a different state than running it once: an
     /// increment, or a plain `INSERT` (a second row, or a failure). Upserts, `SET x = value`
     /// updates, overwriting puts and deletes are naturally idempotent.

@@ -317,7 +317,19 @@ fn is_pool_type(ty: &crate::model::ir::Type, uses: &[crate::model::UseDecl]) -> 
 /// `pool.begin().await?`, `client.transaction().await?`, `conn.transaction()?`,
 /// `client.build_transaction().start().await?`.
 fn opens_handle(init: &Expr) -> bool {
-    match &init.peel().kind {
+    // `pool.begin().await.map_err(Error::from)?`, `match pool.begin().await { Ok(t) => t,
+    // Err(e) => return Err(e) }`: the handle under the error's conversion or test.
+    let mut init = init.peel();
+    loop {
+        init = match &init.kind {
+            ExprKind::MethodCall {
+                receiver, method, ..
+            } if super::guards::ERROR_CONVERSIONS.contains(&method.as_str()) => receiver.peel(),
+            ExprKind::Match { scrutinee, .. } => scrutinee.peel(),
+            _ => break,
+        };
+    }
+    match &init.kind {
         ExprKind::MethodCall {
             receiver,
             method,

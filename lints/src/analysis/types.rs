@@ -673,6 +673,7 @@ mod tests {
                 root: "src/lib.rs".into(),
             }],
             files: vec![std::sync::Arc::new(file)],
+            migrations: Default::default(),
         };
         let resolver = Resolver::new(&package);
         let types = Types::new(&package, &resolver);

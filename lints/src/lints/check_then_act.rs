@@ -12,6 +12,7 @@ use std::collections::hash_map::Entry;
 use std::collections::{HashMap, HashSet};
 
 mod fixes;
+mod schema_claim;
 
 declare_lint! {
     /// ### What it does
@@ -94,7 +95,21 @@ declare_lint! {
     /// write that is itself conditional (`ON CONFLICT DO NOTHING`, `IF NOT EXISTS`); a
     /// key-only `INSERT` into a dedupe table (`INSERT INTO processed (event_id) VALUES
     /// ($1)`) whose error stops the handler (`?`) before any work, since the second
-    /// delivery's insert fails on the key. Not reported either, because a repeat does nothing
+    /// delivery's insert fails on the key; a plain `INSERT` that the schema makes a claim:
+    /// the package's SQL migrations (`migrations/**/*.sql` beside the package or at its
+    /// workspace's root: sqlx, diesel's `up.sql`, refinery's `V1__x.sql`, never a down
+    /// migration) declare a `UNIQUE` or `PRIMARY KEY` whose every column the insert gives
+    /// the value the check looked the row up by (`WHERE idempotency_key = $1`, then `INSERT
+    /// .. (.., idempotency_key, ..)`), so a racing duplicate's insert fails on the key, and
+    /// everything the duplicate does after the check and before the insert (and after it,
+    /// when the insert's error does not stop the function) runs in the insert's transaction
+    /// (it rolls back with it) or changes nothing when repeated (`SET updated_at = $1`). An
+    /// e-mail, an HTTP call or a balance update on another connection before the insert
+    /// keeps the finding: the duplicate has done it again by the time its insert fails. A
+    /// plain `CREATE INDEX`, a partial unique index (`.. WHERE ..`) or one on an expression
+    /// (`lower(key)`) is no claim, and where the migrations keep one folder per database
+    /// (`migrations/postgres`, `migrations/sqlite`) the key must be declared in each that
+    /// creates the table. Not reported either, because a repeat does nothing
     /// twice: an `UPDATE` of the row read that sets its columns to values (what an activity
     /// or a form carries: `diesel::update(post.find(id)).set(&form)`), unless it marks the
     /// row done (`processed = true`, `status = 'done'`: the marker the check looks for), its
@@ -114,10 +129,17 @@ declare_lint! {
     ///
     /// ### Known problems
     /// Keys are compared where both are derived in ways the linter can see; when one is
-    /// opaque, the same store and table are taken as the same key. A unique constraint
-    /// is not visible in the code: a key-only insert into a table named like a dedupe
-    /// table (`processed`, `inbox`, `idempotency`, ...) is assumed to be keyed by that
-    /// column, any other plain `INSERT` is reported. Cache-aside (read a cached value,
+    /// opaque, the same store and table are taken as the same key. A unique constraint is
+    /// read from the migrations only: one made otherwise (an ORM's schema sync, a migration
+    /// in Rust code, a migrations folder elsewhere than below the package or at the
+    /// workspace's root) is not seen, nor is one when some migration could not be read
+    /// (over 1 MiB, not UTF-8, outside the workspace, past 5,000 files): a key-only insert
+    /// into a table named like a dedupe table (`processed`, `inbox`, `idempotency`, ...) is
+    /// then assumed to be keyed by that column, any other plain `INSERT` is reported. An
+    /// insert whose columns are not written out (`VALUES` without a column list, a diesel
+    /// `Insertable` passed as a value) covers no key. A write through a callback the
+    /// analysis cannot see into (a `retry(|| ..)` helper) counts as work a repeat does again.
+    /// Cache-aside (read a cached value,
     /// compute it, write it back) is not a guard and is not reported, unless the key or
     /// table names an idempotency or dedupe record, or the read looks the row up by a
     /// dedupe-named column (`WHERE uniq_hash = $1`, diesel's `filter(uniq_hash.eq(h))`: a job
@@ -188,6 +210,8 @@ struct Finding {
 pub fn check(cx: &mut LintContext<'_>) {
     let package = cx.package;
     let summaries = cx.analysis().summaries(package);
+    let marks = &cx.settings.mark_outside_transaction.marks;
+    let claims = schema_claim::SchemaClaims::new(package, cx.analysis(), marks);
     let mut findings = Vec::new();
     for id in summaries.ids() {
         if id.def(package).1.in_test || !writes_in_any_walk(summaries, id) {
@@ -201,13 +225,14 @@ pub fn check(cx: &mut LintContext<'_>) {
         let own = std::iter::once((summaries.flow(id), false));
         let bound = summaries.bound_flows(id).iter().map(|f| (f, true));
         for (flow, texts_from_caller) in own.chain(bound) {
-            for f in fn_findings(summaries, id.def(package).1, flow, guard_fn) {
+            for f in fn_findings(summaries, (id, &claims), flow, guard_fn) {
                 if reported.insert(f.write.span) {
                     findings.push((id, f, texts_from_caller));
                 }
             }
         }
     }
+    drop(claims);
     // A helper whose every caller holds a lock (or a won claim) around the call.
     findings.retain(|(id, ..)| !held_by_every_caller(package, summaries, *id));
     for (id, f, texts_from_caller) in one_per_check(findings) {
@@ -250,7 +275,13 @@ fn writes_in_any_walk(summaries: &Summaries, id: FnId) -> bool {
         .any(|flow| flow.store_events.iter().any(|e| e.access.access.is_write()))
 }
 
-fn fn_findings(summaries: &Summaries, f: &FnDef, flow: &FnFlow, guard_fn: bool) -> Vec<Finding> {
+fn fn_findings(
+    summaries: &Summaries,
+    (id, claims): (FnId, &schema_claim::SchemaClaims<'_>),
+    flow: &FnFlow,
+    guard_fn: bool,
+) -> Vec<Finding> {
+    let f = id.def(claims.package).1;
     let mut out: Vec<Finding> = Vec::new();
     // Indexes, so a function with thousands of check/write pairs costs what its matches
     // cost, not writes × reads.
@@ -281,6 +312,11 @@ fn fn_findings(summaries: &Summaries, f: &FnDef, flow: &FnFlow, guard_fn: bool) 
         let Some((decision, read)) = found else {
             continue;
         };
+        // The schema makes the insert the claim: a racing duplicate fails on the key and
+        // leaves nothing done.
+        if claims.fails_safely(id, flow, decision, read, write) {
+            continue;
+        }
         let late_after = match write.access.access {
             // A key-only insert into a dedupe table fails on the key for the second
             // delivery; before the work, with its error stopping the handler, it is the

@@ -8,6 +8,7 @@ mod doc_text;
 mod expr_span;
 pub mod ir;
 mod lower;
+pub mod migrations;
 pub mod nesting;
 mod test_attrs;
 mod test_bodies;
@@ -174,6 +175,32 @@ pub struct Package {
     /// Shared: a long-lived caller (the language server) keeps the models of unchanged
     /// files from one analysis to the next instead of copying or decoding them again.
     pub files: Vec<std::sync::Arc<FileModel>>,
+    /// The SQL migrations the driver found beside the package (its own and its workspace's),
+    /// from which [`crate::analysis::schema`] reads the unique keys of its tables.
+    pub migrations: Migrations,
+}
+
+/// A package's SQL migrations, as the driver read them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Migrations {
+    /// In the order they apply within each sequence.
+    pub files: Vec<Migration>,
+    /// Some file of them could not be read (too large, not UTF-8, outside the workspace, a
+    /// symbolic link to a directory, past the caps on files or bytes): the schema they make
+    /// is not known, and no unique key is taken from any of them.
+    pub incomplete: bool,
+}
+
+/// One migration file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Migration {
+    /// The sequence it belongs to, one database's history: its migrations folder, or the
+    /// dialect folder inside it (`migrations/postgres`, `migrations/sqlite`). Sequences are
+    /// separate schemas that a table's unique keys must hold in all of.
+    pub sequence: String,
+    /// Where it is, relative to the package root (or the workspace's, for a workspace's).
+    pub path: String,
+    pub text: std::sync::Arc<str>,
 }
 
 impl Package {
