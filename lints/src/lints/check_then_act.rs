@@ -382,6 +382,56 @@ fn is_guard_marker(flow: &FnFlow, d: &Decision, read: &StoreEvent, write: &Store
             && !sets_row_again(write)
             && !replaces_record(flow, d, write)
             && !gets_or_creates(flow, d, read, write)
+        || records_skipped_work(flow, d, read, write)
+}
+
+/// The check skips the item when the record is there (`if seen { continue }`) without
+/// handing on what it read, work runs in between, and a plain write records it (a label
+/// bought, its tracking number stored): whatever the record holds, it says the work was
+/// done. A cache-aside hands back what it read on a hit instead; a claim after the check
+/// is judged as a claim (made after the work or not).
+fn records_skipped_work(
+    flow: &FnFlow,
+    d: &Decision,
+    read: &StoreEvent,
+    write: &StoreEvent,
+) -> bool {
+    if write.access.access != Access::Write {
+        return false;
+    }
+    let skips_when_present = d
+        .branches
+        .iter()
+        .any(|b| b.when_present == Some(true) && b.diverges);
+    let returns_what_it_read = flow.ret.ops().any(|i| {
+        flow.store_events
+            .get(i)
+            .is_some_and(|e| e.span == read.span)
+    });
+    skips_when_present
+        && !returns_what_it_read
+        && !sets_row_again(write)
+        && !replaces_record(flow, d, write)
+        && outside_work_between(flow, d, write.span)
+}
+
+/// Whether a call that is not a store operation (an HTTP request, a client's or a trait's
+/// call) runs after the decision and before `write`, on the path that goes on: the work the
+/// record stands for. Writes to the same store in between (a batch applied in the check's
+/// transaction) are not it: what serializes them is the transaction's business.
+fn outside_work_between(flow: &FnFlow, d: &Decision, write: Span) -> bool {
+    let is_store_op = |e: Span| {
+        flow.store_events
+            .iter()
+            .any(|ev| ev.span.file == e.file && (e.contains(ev.span) || ev.span.contains(e)))
+    };
+    flow.effects.iter().map(|e| e.span).any(|e| {
+        e.file == write.file
+            && e.lo > d.span.hi
+            && e.hi <= write.lo
+            && !d.branches.iter().any(|b| b.diverges && b.span.contains(e))
+            && !is_store_op(e)
+    })
 }
 
 /// The record read is deleted after the check and before the write, on the path that goes
