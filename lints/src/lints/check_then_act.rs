@@ -7,6 +7,7 @@ use crate::analysis::{Access, Store, StoreAccess, Summaries};
 use crate::context::LintContext;
 use crate::declare_lint;
 use crate::diagnostic::Applicability;
+use crate::model::ir::ExprKind;
 use crate::model::{FnDef, Package, Span};
 use std::collections::hash_map::Entry;
 use std::collections::{HashMap, HashSet};
@@ -276,7 +277,7 @@ fn fn_findings(summaries: &Summaries, f: &FnDef, flow: &FnFlow, guard_fn: bool) 
             .find(|(d, r)| {
                 same_record(r, write)
                     && on_proceed_path(d, write.span)
-                    && (guard_fn || is_guard_marker(flow, d, r, write))
+                    && (guard_fn || is_guard_marker(summaries, f, flow, d, r, write))
             });
         let Some((decision, read)) = found else {
             continue;
@@ -363,7 +364,14 @@ fn same_record(read: &StoreEvent, write: &StoreEvent) -> bool {
 
 /// The write records that the work was done (a marker, an idempotency or dedupe record),
 /// rather than caching computed data under the key (cache-aside).
-fn is_guard_marker(flow: &FnFlow, d: &Decision, read: &StoreEvent, write: &StoreEvent) -> bool {
+fn is_guard_marker(
+    summaries: &Summaries,
+    f: &FnDef,
+    flow: &FnFlow,
+    d: &Decision,
+    read: &StoreEvent,
+    write: &StoreEvent,
+) -> bool {
     // A dedupe table's name, or a key that says what it marks (`done:{id}`, `lock:{id}`).
     let names_a_guard = |text: &str| {
         let t = text.to_ascii_lowercase();
@@ -382,7 +390,7 @@ fn is_guard_marker(flow: &FnFlow, d: &Decision, read: &StoreEvent, write: &Store
             && !sets_row_again(write)
             && !replaces_record(flow, d, write)
             && !gets_or_creates(flow, d, read, write)
-        || records_skipped_work(flow, d, read, write)
+        || records_skipped_work(summaries, f, flow, d, read, write)
 }
 
 /// The check skips the item when the record is there (`if seen { continue }`) without
@@ -391,6 +399,8 @@ fn is_guard_marker(flow: &FnFlow, d: &Decision, read: &StoreEvent, write: &Store
 /// done. A cache-aside hands back what it read on a hit instead; a claim after the check
 /// is judged as a claim (made after the work or not).
 fn records_skipped_work(
+    summaries: &Summaries,
+    f: &FnDef,
     flow: &FnFlow,
     d: &Decision,
     read: &StoreEvent,
@@ -399,10 +409,11 @@ fn records_skipped_work(
     if write.access.access != Access::Write {
         return false;
     }
+    // A branch that fails (`return Err(AlreadyExists)`) rejects a taken name: validation.
     let skips_when_present = d
         .branches
         .iter()
-        .any(|b| b.when_present == Some(true) && b.diverges);
+        .any(|b| b.when_present == Some(true) && b.diverges && !returns_an_error(f, b.span));
     let returns_what_it_read = flow.ret.ops().any(|i| {
         flow.store_events
             .get(i)
@@ -412,14 +423,38 @@ fn records_skipped_work(
         && !returns_what_it_read
         && !sets_row_again(write)
         && !replaces_record(flow, d, write)
-        && outside_work_between(flow, d, write.span)
+        && outside_work_between(summaries, flow, d, write.span)
+}
+
+/// Whether the code at `span` of `f` returns an `Err(..)` or bails out.
+fn returns_an_error(f: &FnDef, span: Span) -> bool {
+    let Some(body) = &f.body else { return false };
+    let mut found = false;
+    body.walk(&mut |e| {
+        if found || !span.contains(e.span) {
+            return;
+        }
+        found = match &e.kind {
+            ExprKind::Return(Some(v)) => matches!(&v.peel().kind, ExprKind::Call { func, .. }
+                if func.as_path().is_some_and(|p| p.last() == "Err")),
+            ExprKind::Macro(m) => matches!(m.path.last(), "bail" | "panic"),
+            _ => false,
+        };
+    });
+    found
 }
 
 /// Whether a call that is not a store operation (an HTTP request, a client's or a trait's
-/// call) runs after the decision and before `write`, on the path that goes on: the work the
-/// record stands for. Writes to the same store in between (a batch applied in the check's
-/// transaction) are not it: what serializes them is the transaction's business.
-fn outside_work_between(flow: &FnFlow, d: &Decision, write: Span) -> bool {
+/// call, a crate fn that makes one) runs after the decision and before `write`, on the path
+/// that goes on: the work the record stands for. Writes to the same store in between (a
+/// batch applied in the check's transaction) are not it: what serializes them is the
+/// transaction's business; nor a crate fn without effects (a page rendered to be cached).
+fn outside_work_between(summaries: &Summaries, flow: &FnFlow, d: &Decision, write: Span) -> bool {
+    let pure_crate_call = |e: Span| {
+        flow.calls
+            .iter()
+            .any(|c| e.contains(c.span) && !summaries.summary(c.callee).has_effects)
+    };
     let is_store_op = |e: Span| {
         flow.store_events
             .iter()
@@ -431,6 +466,7 @@ fn outside_work_between(flow: &FnFlow, d: &Decision, write: Span) -> bool {
             && e.hi <= write.lo
             && !d.branches.iter().any(|b| b.diverges && b.span.contains(e))
             && !is_store_op(e)
+            && !pure_crate_call(e)
     })
 }
 
