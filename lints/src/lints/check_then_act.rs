@@ -118,7 +118,11 @@ declare_lint! {
     /// opaque, the same store and table are taken as the same key. A unique constraint
     /// is not visible in the code: a key-only insert into a table named like a dedupe
     /// table (`processed`, `inbox`, `idempotency`, ...) is assumed to be keyed by that
-    /// column, any other plain `INSERT` is reported. Cache-aside (read a cached value,
+    /// column, any other plain `INSERT` is reported. A check that skips the item when the
+    /// record is there (`if bought { continue }`, not handing back what it read, not failing
+    /// with an error), outside work (an HTTP call, a client's or a trait's call) and then a
+    /// plain write of what the work returned is a marker whatever it stores (a label bought,
+    /// its URL recorded). Cache-aside (read a cached value and hand it back on a hit,
     /// compute it, write it back) is not a guard and is not reported, unless the key or
     /// table names an idempotency or dedupe record, or the read looks the row up by a
     /// dedupe-named column (`WHERE uniq_hash = $1`, diesel's `filter(uniq_hash.eq(h))`: a job

@@ -98,7 +98,9 @@ declare_lint! {
     ///   conflict (a repeat fails a condition) when every `Put` and `Update` item the crate
     ///   builds (`Put::builder()...build()`) has a `condition_expression`, wherever it is
     ///   built: items are usually built in other functions than the one that sends. One
-    ///   unconditional item anywhere in the crate makes every transaction count.
+    ///   unconditional item anywhere in the crate makes every transaction count, and so does
+    ///   one whose only condition bounds a sum (`balance + :d >= :zero`): a replayed
+    ///   transfer passes the funds check again.
     /// - A receiver of unknown type counts only through the module's imports or the package's
     ///   dependencies, and not when the crate defines a method of the same name itself or the
     ///   receiver comes from another crate's value (`ci.pipeline(p).create_job()`).
