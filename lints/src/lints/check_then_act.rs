@@ -206,7 +206,7 @@ pub fn check(cx: &mut LintContext<'_>) {
         let own = std::iter::once((summaries.flow(id), false));
         let bound = summaries.bound_flows(id).iter().map(|f| (f, true));
         for (flow, texts_from_caller) in own.chain(bound) {
-            for f in fn_findings(summaries, id.def(package).1, flow, guard_fn) {
+            for f in fn_findings(package, summaries, id.def(package).1, flow, guard_fn) {
                 if reported.insert(f.write.span) {
                     findings.push((id, f, texts_from_caller));
                 }
@@ -255,7 +255,13 @@ fn writes_in_any_walk(summaries: &Summaries, id: FnId) -> bool {
         .any(|flow| flow.store_events.iter().any(|e| e.access.access.is_write()))
 }
 
-fn fn_findings(summaries: &Summaries, f: &FnDef, flow: &FnFlow, guard_fn: bool) -> Vec<Finding> {
+fn fn_findings(
+    package: &Package,
+    summaries: &Summaries,
+    f: &FnDef,
+    flow: &FnFlow,
+    guard_fn: bool,
+) -> Vec<Finding> {
     let mut out: Vec<Finding> = Vec::new();
     // Indexes, so a function with thousands of check/write pairs costs what its matches
     // cost, not writes × reads.
@@ -281,7 +287,7 @@ fn fn_findings(summaries: &Summaries, f: &FnDef, flow: &FnFlow, guard_fn: bool) 
             .find(|(d, r)| {
                 same_record(r, write)
                     && on_proceed_path(d, write.span)
-                    && (guard_fn || is_guard_marker(summaries, f, flow, d, r, write))
+                    && (guard_fn || is_guard_marker(package, summaries, f, flow, d, r, write))
             });
         let Some((decision, read)) = found else {
             continue;
@@ -369,6 +375,7 @@ fn same_record(read: &StoreEvent, write: &StoreEvent) -> bool {
 /// The write records that the work was done (a marker, an idempotency or dedupe record),
 /// rather than caching computed data under the key (cache-aside).
 fn is_guard_marker(
+    package: &Package,
     summaries: &Summaries,
     f: &FnDef,
     flow: &FnFlow,
@@ -394,7 +401,7 @@ fn is_guard_marker(
             && !sets_row_again(write)
             && !replaces_record(flow, d, write)
             && !gets_or_creates(flow, d, read, write)
-        || records_skipped_work(summaries, f, flow, d, read, write)
+        || records_skipped_work(package, summaries, f, flow, d, read, write)
 }
 
 /// The check skips the item when the record is there (`if seen { continue }`) without
@@ -403,6 +410,7 @@ fn is_guard_marker(
 /// done. A cache-aside hands back what it read on a hit instead; a claim after the check
 /// is judged as a claim (made after the work or not).
 fn records_skipped_work(
+    package: &Package,
     summaries: &Summaries,
     f: &FnDef,
     flow: &FnFlow,
@@ -427,7 +435,7 @@ fn records_skipped_work(
         && !returns_what_it_read
         && !sets_row_again(write)
         && !replaces_record(flow, d, write)
-        && outside_work_between(summaries, flow, d, write.span)
+        && outside_work_between(package, summaries, flow, d, write.span)
 }
 
 /// Whether the code at `span` of `f` returns an `Err(..)` or bails out.
@@ -453,11 +461,21 @@ fn returns_an_error(f: &FnDef, span: Span) -> bool {
 /// that goes on: the work the record stands for. Writes to the same store in between (a
 /// batch applied in the check's transaction) are not it: what serializes them is the
 /// transaction's business; nor a crate fn without effects (a page rendered to be cached).
-fn outside_work_between(summaries: &Summaries, flow: &FnFlow, d: &Decision, write: Span) -> bool {
+fn outside_work_between(
+    package: &Package,
+    summaries: &Summaries,
+    flow: &FnFlow,
+    d: &Decision,
+    write: Span,
+) -> bool {
+    // Every crate fn the call may run has a body and no effects; a trait method without an
+    // implementation here (`Arc<dyn CreditsApi>`) is another crate's work.
     let pure_crate_call = |e: Span| {
-        flow.calls
-            .iter()
-            .any(|c| e.contains(c.span) && !summaries.summary(c.callee).has_effects)
+        let mut callees = flow.calls.iter().filter(|c| e.contains(c.span)).peekable();
+        callees.peek().is_some()
+            && callees.all(|c| {
+                c.callee.def(package).1.body.is_some() && !summaries.summary(c.callee).has_effects
+            })
     };
     let is_store_op = |e: Span| {
         flow.store_events
