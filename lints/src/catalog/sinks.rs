@@ -157,6 +157,14 @@ impl SinkCatalog {
             .map(|s| format!("{}::{}", s.strategy, s.keyed))
     }
 
+    /// Whether `name` is the keyed variant of a payment SDK's strategy (`Idempotent`): a
+    /// path written to build one ends in it (the relevance test's necessary condition).
+    pub fn is_keyed_variant(&self, name: &str) -> bool {
+        super::tokens::payments::SDKS
+            .iter()
+            .any(|s| s.keyed == name)
+    }
+
     /// Whether a header name (`"Idempotency-Key"`) carries an idempotency key.
     pub fn is_idempotency_header(&self, header: &str) -> bool {
         let header = header.trim();
