@@ -1572,6 +1572,14 @@ impl<'a> Walker<'a, '_> {
         if let Some(src) = self.cx.catalog.sources.find(&def) {
             return self.source(e.span, &format!("{}()", path.segments.join("::")), src.kind);
         }
+        if let (Some(strategy), [key]) = (self.cx.catalog.sinks.keyed_strategy(&def), args) {
+            self.key_use(
+                SinkKind::TokenSetter(strategy),
+                key.span,
+                arg_vals[0].clone(),
+                None,
+            );
+        }
         if let Some(op) = self.named_op(e, None, path.last(), args) {
             return self.store_op(op);
         }

@@ -35,9 +35,11 @@
 //! - a store known by name is a call of a catalogued check or mark with an argument (and a
 //!   key-like one for the common words) ([`super::store_ops::named_op`]);
 //! - an idempotency key is `#[idempotent]`, a binding, field or setter named like a key, a
-//!   Step Functions `start_execution`, or an `Idempotency-Key` header, whose name the walk
-//!   reads from literals of the package (a string literal, a constant, an included file)
-//!   that hold the word `idempotency`;
+//!   Step Functions `start_execution`, a payment SDK's keyed strategy (a call of a path
+//!   ending in its variant, `Idempotent(..)`), or an `Idempotency-Key` header, whose name
+//!   the walk reads from literals of the package (a string literal, a constant, an included
+//!   file) that hold the word `idempotency` or are one of the catalog's key headers
+//!   (`PayPal-Request-Id`, `Nats-Msg-Id`);
 //! - configured check, mark, guard and key names can be anything, so with any configured the
 //!   answer is always true.
 //!
@@ -145,9 +147,9 @@ fn expr_may_find(e: &Expr, catalog: &Catalog) -> bool {
                 || method == "start_execution"
                 || names_store_op(catalog, method, args)
         }
-        ExprKind::Call { func, args } => func
-            .as_path()
-            .is_some_and(|p| names_store_op(catalog, p.last(), args)),
+        ExprKind::Call { func, args } => func.as_path().is_some_and(|p| {
+            names_store_op(catalog, p.last(), args) || catalog.sinks.is_keyed_variant(p.last())
+        }),
         ExprKind::Path(p) => p.as_ident().is_some_and(key_name),
         ExprKind::Field { member, .. } => key_name(member),
         ExprKind::Struct { fields, .. } => fields.iter().any(|(name, _)| key_name(name)),
@@ -176,9 +178,15 @@ fn mentions_header(e: &Expr) -> bool {
 }
 
 /// Every idempotency header name (`Idempotency-Key`, `X-Idempotency-Key`) is built from text
-/// holding this word.
+/// holding this word, but the catalog's other key headers (`PayPal-Request-Id`,
+/// `Nats-Msg-Id`), which are written whole.
 fn names_idempotency(text: &str) -> bool {
+    static BUILT_IN: OnceLock<Catalog> = OnceLock::new();
     contains_ignore_ascii_case(text.as_bytes(), b"idempotenc")
+        || BUILT_IN
+            .get_or_init(Catalog::default)
+            .sinks
+            .is_idempotency_header(text)
 }
 
 #[cfg(test)]

@@ -6,14 +6,17 @@
 //!   `start_execution` chain), with their `set_*` forms;
 //! - the key of a store operation used as a guard (found by [`crate::analysis::store_ops`]);
 //! - the `key` of `#[idempotent(...)]`;
-//! - the value of an `Idempotency-Key` header on an outgoing request;
+//! - the value of an `Idempotency-Key` header on an outgoing request (and of the other
+//!   headers of the payment APIs' table, and JetStream's `Nats-Msg-Id`);
+//! - the key of a payment SDK's keyed request strategy (`RequestStrategy::Idempotent(key)`);
 //! - bindings, struct fields and parameters whose names say they are keys
 //!   (`idempotency_key`, `dedupe_id`, `request_token`, `processed_id`, ...; configurable).
 
 /// Which kind of key sink, with what the message needs to name it.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum SinkKind {
-    /// `.client_request_token(v)` and the other token setters: the setter's name.
+    /// `.client_request_token(v)` and the other token setters: the setter's name; also a
+    /// payment SDK's keyed strategy (`RequestStrategy::Idempotent`).
     TokenSetter(String),
     /// The key of an atomic reservation or dedupe insert: the store command (`SET NX`,
     /// `put_item`, `INSERT INTO processed_messages`).
@@ -54,8 +57,16 @@ const TOKEN_SETTERS: &[&str] = &[
     "deduplication_id",
 ];
 
-/// Header names that carry an idempotency key (compared case-insensitively).
-const HEADERS: &[&str] = &["idempotency-key", "x-idempotency-key", "idempotency-token"];
+/// Header names that carry an idempotency key (compared case-insensitively), besides the
+/// headers of the payment APIs' table ([`super::tokens::payments::PAYMENTS`]:
+/// `PayPal-Request-Id`, `Cko-Idempotency-Key`).
+const HEADERS: &[&str] = &[
+    "idempotency-key",
+    "x-idempotency-key",
+    "idempotency-token",
+    // JetStream drops a second message with the same id within the stream's duplicate window.
+    "nats-msg-id",
+];
 
 /// Exact names that mean "this is a key", besides the `idempoten*`/`dedup*` families.
 const KEY_NAMES: &[&str] = &[
@@ -128,11 +139,39 @@ impl SinkCatalog {
         matches!(method, "name" | "set_name") && chain.contains(&"start_execution")
     }
 
+    /// The keyed request strategy `path` builds, when it is one of a payment SDK's
+    /// ([`super::tokens::payments::SDKS`]): `stripe::RequestStrategy::Idempotent` is
+    /// `RequestStrategy::Idempotent`, whose one argument is the key.
+    pub fn keyed_strategy(&self, path: &crate::names::DefPath) -> Option<String> {
+        let krate = path.crate_name()?;
+        let [.., ty, variant] = &*path.segments else {
+            return None;
+        };
+        super::tokens::payments::SDKS
+            .iter()
+            .find(|s| {
+                (s.krate == krate || s.packages.contains(&krate))
+                    && s.strategy == ty.as_str()
+                    && s.keyed == variant.as_str()
+            })
+            .map(|s| format!("{}::{}", s.strategy, s.keyed))
+    }
+
+    /// Whether `name` is the keyed variant of a payment SDK's strategy (`Idempotent`): a
+    /// path written to build one ends in it (the relevance test's necessary condition).
+    pub fn is_keyed_variant(&self, name: &str) -> bool {
+        super::tokens::payments::SDKS
+            .iter()
+            .any(|s| s.keyed == name)
+    }
+
     /// Whether a header name (`"Idempotency-Key"`) carries an idempotency key.
     pub fn is_idempotency_header(&self, header: &str) -> bool {
-        HEADERS
-            .iter()
-            .any(|h| h.eq_ignore_ascii_case(header.trim()))
+        let header = header.trim();
+        HEADERS.iter().any(|h| h.eq_ignore_ascii_case(header))
+            || super::tokens::payments::PAYMENTS.iter().any(|api| {
+                matches!(api.place, super::tokens::TokenPlace::Header(h) if h.eq_ignore_ascii_case(header))
+            })
     }
 }
 
@@ -182,6 +221,9 @@ mod tests {
         assert!(c.is_step_functions_name("name", &["start_execution", "send"]));
         assert!(!c.is_step_functions_name("name", &["create_bucket"]));
         assert!(c.is_idempotency_header("Idempotency-Key"));
+        assert!(c.is_idempotency_header("PayPal-Request-Id"));
+        assert!(c.is_idempotency_header("Nats-Msg-Id"));
+        assert!(!c.is_idempotency_header("X-Request-Id"));
         assert!(!c.is_idempotency_header("Content-Type"));
     }
 }

@@ -7,6 +7,7 @@ use crate::analysis::{Access, Store, StoreAccess, Summaries};
 use crate::context::LintContext;
 use crate::declare_lint;
 use crate::diagnostic::Applicability;
+use crate::model::ir::ExprKind;
 use crate::model::{FnDef, Package, Span};
 use std::collections::hash_map::Entry;
 use std::collections::{HashMap, HashSet};
@@ -139,7 +140,11 @@ declare_lint! {
     /// insert whose columns are not written out (`VALUES` without a column list, a diesel
     /// `Insertable` passed as a value) covers no key. A write through a callback the
     /// analysis cannot see into (a `retry(|| ..)` helper) counts as work a repeat does again.
-    /// Cache-aside (read a cached value,
+    /// A check that skips the item when the record is there (`if bought { continue }`,
+    /// not handing back what it read, not failing with an error), outside work (an HTTP
+    /// call, a client's or a trait's call) and then a plain write of what the work returned
+    /// is a marker whatever it stores (a label bought, its URL recorded). Cache-aside (read a
+    /// cached value and hand it back on a hit,
     /// compute it, write it back) is not a guard and is not reported, unless the key or
     /// table names an idempotency or dedupe record, or the read looks the row up by a
     /// dedupe-named column (`WHERE uniq_hash = $1`, diesel's `filter(uniq_hash.eq(h))`: a job
@@ -307,7 +312,7 @@ fn fn_findings(
             .find(|(d, r)| {
                 same_record(r, write)
                     && on_proceed_path(d, write.span)
-                    && (guard_fn || is_guard_marker(flow, d, r, write))
+                    && (guard_fn || is_guard_marker(claims.package, summaries, f, flow, d, r, write))
             });
         let Some((decision, read)) = found else {
             continue;
@@ -399,7 +404,15 @@ fn same_record(read: &StoreEvent, write: &StoreEvent) -> bool {
 
 /// The write records that the work was done (a marker, an idempotency or dedupe record),
 /// rather than caching computed data under the key (cache-aside).
-fn is_guard_marker(flow: &FnFlow, d: &Decision, read: &StoreEvent, write: &StoreEvent) -> bool {
+fn is_guard_marker(
+    package: &Package,
+    summaries: &Summaries,
+    f: &FnDef,
+    flow: &FnFlow,
+    d: &Decision,
+    read: &StoreEvent,
+    write: &StoreEvent,
+) -> bool {
     // A dedupe table's name, or a key that says what it marks (`done:{id}`, `lock:{id}`).
     let names_a_guard = |text: &str| {
         let t = text.to_ascii_lowercase();
@@ -418,6 +431,95 @@ fn is_guard_marker(flow: &FnFlow, d: &Decision, read: &StoreEvent, write: &Store
             && !sets_row_again(write)
             && !replaces_record(flow, d, write)
             && !gets_or_creates(flow, d, read, write)
+        || records_skipped_work(package, summaries, f, flow, d, read, write)
+}
+
+/// The check skips the item when the record is there (`if seen { continue }`) without
+/// handing on what it read, work runs in between, and a plain write records it (a label
+/// bought, its tracking number stored): whatever the record holds, it says the work was
+/// done. A cache-aside hands back what it read on a hit instead; a claim after the check
+/// is judged as a claim (made after the work or not).
+fn records_skipped_work(
+    package: &Package,
+    summaries: &Summaries,
+    f: &FnDef,
+    flow: &FnFlow,
+    d: &Decision,
+    read: &StoreEvent,
+    write: &StoreEvent,
+) -> bool {
+    if write.access.access != Access::Write {
+        return false;
+    }
+    // A branch that fails (`return Err(AlreadyExists)`) rejects a taken name: validation.
+    let skips_when_present = d
+        .branches
+        .iter()
+        .any(|b| b.when_present == Some(true) && b.diverges && !returns_an_error(f, b.span));
+    let returns_what_it_read = flow.ret.ops().any(|i| {
+        flow.store_events
+            .get(i)
+            .is_some_and(|e| e.span == read.span)
+    });
+    skips_when_present
+        && !returns_what_it_read
+        && !sets_row_again(write)
+        && !replaces_record(flow, d, write)
+        && outside_work_between(package, summaries, flow, d, write.span)
+}
+
+/// Whether the code at `span` of `f` returns an `Err(..)` or bails out.
+fn returns_an_error(f: &FnDef, span: Span) -> bool {
+    let Some(body) = &f.body else { return false };
+    let mut found = false;
+    body.walk(&mut |e| {
+        if found || !span.contains(e.span) {
+            return;
+        }
+        found = match &e.kind {
+            ExprKind::Return(Some(v)) => matches!(&v.peel().kind, ExprKind::Call { func, .. }
+                if func.as_path().is_some_and(|p| p.last() == "Err")),
+            ExprKind::Macro(m) => matches!(m.path.last(), "bail" | "panic"),
+            _ => false,
+        };
+    });
+    found
+}
+
+/// Whether a call that is not a store operation (an HTTP request, a client's or a trait's
+/// call, a crate fn that makes one) runs after the decision and before `write`, on the path
+/// that goes on: the work the record stands for. Writes to the same store in between (a
+/// batch applied in the check's transaction) are not it: what serializes them is the
+/// transaction's business; nor a crate fn without effects (a page rendered to be cached).
+fn outside_work_between(
+    package: &Package,
+    summaries: &Summaries,
+    flow: &FnFlow,
+    d: &Decision,
+    write: Span,
+) -> bool {
+    // Every crate fn the call may run has a body and no effects; a trait method without an
+    // implementation here (`Arc<dyn CreditsApi>`) is another crate's work.
+    let pure_crate_call = |e: Span| {
+        let mut callees = flow.calls.iter().filter(|c| e.contains(c.span)).peekable();
+        callees.peek().is_some()
+            && callees.all(|c| {
+                c.callee.def(package).1.body.is_some() && !summaries.summary(c.callee).has_effects
+            })
+    };
+    let is_store_op = |e: Span| {
+        flow.store_events
+            .iter()
+            .any(|ev| ev.span.file == e.file && (e.contains(ev.span) || ev.span.contains(e)))
+    };
+    flow.effects.iter().map(|e| e.span).any(|e| {
+        e.file == write.file
+            && e.lo > d.span.hi
+            && e.hi <= write.lo
+            && !d.branches.iter().any(|b| b.diverges && b.span.contains(e))
+            && !is_store_op(e)
+            && !pure_crate_call(e)
+    })
 }
 
 /// The record read is deleted after the check and before the write, on the path that goes

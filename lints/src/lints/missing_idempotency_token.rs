@@ -98,7 +98,9 @@ declare_lint! {
     ///   conflict (a repeat fails a condition) when every `Put` and `Update` item the crate
     ///   builds (`Put::builder()...build()`) has a `condition_expression`, wherever it is
     ///   built: items are usually built in other functions than the one that sends. One
-    ///   unconditional item anywhere in the crate makes every transaction count.
+    ///   unconditional item anywhere in the crate makes every transaction count, and so does
+    ///   one whose only condition bounds a sum (`balance + :d >= :zero`): a replayed
+    ///   transfer passes the funds check again.
     /// - A receiver of unknown type counts only through the module's imports or the package's
     ///   dependencies, and not when the crate defines a method of the same name itself or the
     ///   receiver comes from another crate's value (`ci.pipeline(p).create_job()`).
@@ -201,15 +203,47 @@ fn every_transaction_item_conditional(package: &Package, resolver: &Resolver) ->
                 return;
             }
             items += 1;
-            if !chain
-                .iter()
-                .any(|m| matches!(*m, "condition_expression" | "set_condition_expression"))
-            {
+            if !fails_on_repeat(e) {
                 unconditional += 1;
             }
         });
     }
     items > 0 && unconditional == 0
+}
+
+/// Whether the item built by the chain `e` has a condition a repeat fails: any
+/// `condition_expression` but a bound on a sum (`balance + :d >= :zero`, a funds or stock
+/// check), which the repeat of a transfer passes again as long as the money lasts.
+fn fails_on_repeat(e: &Expr) -> bool {
+    let mut cur = e.peel();
+    let mut conditional = false;
+    while let ExprKind::MethodCall {
+        receiver,
+        method,
+        args,
+        ..
+    } = &cur.kind
+    {
+        if matches!(
+            method.as_str(),
+            "condition_expression" | "set_condition_expression"
+        ) {
+            let text = args.first().and_then(|a| a.peel().as_str_lit());
+            conditional |= !text.is_some_and(is_bound_on_a_sum);
+        }
+        cur = receiver.peel();
+    }
+    conditional
+}
+
+/// A condition that only bounds arithmetic on attributes (`balance + :d >= :zero`,
+/// `stock - :n >= :zero`): it says nothing of whether the write was made before.
+fn is_bound_on_a_sum(condition: &str) -> bool {
+    let c = condition.to_ascii_lowercase();
+    let bounds = [">=", "<=", ">", "<"].iter().any(|op| c.contains(op));
+    let sums = c.contains(" + ") || c.contains(" - ");
+    let names_existence = c.contains("attribute_not_exists") || c.contains("attribute_exists");
+    bounds && sums && !names_existence && !c.contains(" or ") && !c.contains(" and ")
 }
 
 /// `Put::builder()` or `Update::builder()` (of `aws_sdk_dynamodb::types`) at the root of

@@ -53,6 +53,8 @@ pub struct SdkToken {
     pub types: &'static [&'static str],
     /// Methods that set the strategy, on the client or the request.
     pub setters: &'static [&'static str],
+    /// The strategy type: `RequestStrategy`.
+    pub strategy: &'static str,
     /// The strategy variant that carries a key: `RequestStrategy::Idempotent(key)`.
     pub keyed: &'static str,
 }

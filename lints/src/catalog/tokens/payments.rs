@@ -71,5 +71,6 @@ pub static SDKS: &[SdkToken] = &[SdkToken {
         "Transfer",
     ],
     setters: &["with_strategy", "request_strategy"],
+    strategy: "RequestStrategy",
     keyed: "Idempotent",
 }];
