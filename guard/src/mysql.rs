@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use sqlx::mysql::{MySqlConnectOptions, MySqlPool, MySqlPoolOptions};
+use sqlx::mysql::{MySqlConnectOptions, MySqlDatabaseError, MySqlPool, MySqlPoolOptions};
 use sqlx::Row;
 
 use crate::key::Fingerprint;
@@ -97,8 +97,7 @@ const COMPLETE_GONE: &str = "
 INSERT INTO idem_guard_records (`key`, owner, fingerprint, state, body, expires_at)
 VALUES (?, ?, ?, ?, ?, UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND)";
 
-const RELEASE: &str =
-    "DELETE FROM idem_guard_records WHERE `key` = ? AND owner = ? AND state = 0";
+const RELEASE: &str = "DELETE FROM idem_guard_records WHERE `key` = ? AND owner = ? AND state = 0";
 
 const HELD_BY_ANOTHER: &str =
     "SELECT EXISTS (SELECT 1 FROM idem_guard_records WHERE `key` = ? AND owner <> ?)";
@@ -108,9 +107,10 @@ UPDATE idem_guard_records
 SET expires_at = IF(state = 0, UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND, expires_at)
 WHERE `key` = ? AND owner = ?";
 
-/// MySQL's and MariaDB's errors for a statement over `max_allowed_packet` (`ER_NET_PACKET_TOO_LARGE`)
-/// and for a value over it (`ER_WARN_ALLOWED_PACKET_OVERFLOWED`).
-const PACKET_TOO_LARGE: [&str; 2] = ["1153", "1301"];
+/// MySQL's and MariaDB's error numbers for a statement over `max_allowed_packet`
+/// (`ER_NET_PACKET_TOO_LARGE`, after which the server closes the connection) and for a value
+/// over it (`ER_WARN_ALLOWED_PACKET_OVERFLOWED`).
+const PACKET_TOO_LARGE: [u16; 2] = [1153, 1301];
 
 impl MySqlStore {
     /// Connects to `url` with a pool of at most 10 connections and creates the table if missing.
@@ -140,7 +140,10 @@ impl MySqlStore {
         let fits = usize::try_from(packet)
             .unwrap_or(usize::MAX)
             .saturating_sub(PACKET_HEADROOM);
-        Ok(Self::from_pool_unmigrated(pool).max_result_len(fits.min(crate::DEFAULT_MAX_RESULT_LEN)))
+        Ok(
+            Self::from_pool_unmigrated(pool)
+                .max_result_len(fits.min(crate::DEFAULT_MAX_RESULT_LEN)),
+        )
     }
 
     /// Uses an existing pool whose database already has the table (from your own migrations,
@@ -170,10 +173,11 @@ impl MySqlStore {
     /// Deletes expired rows and returns how many. Expired rows are harmless (they are taken over
     /// in place), so this only reclaims space; run it from a periodic job.
     pub async fn purge_expired(&self) -> Result<u64, Error> {
-        let done = sqlx::query("DELETE FROM idem_guard_records WHERE expires_at <= UTC_TIMESTAMP(6)")
-            .execute(&self.pool)
-            .await
-            .map_err(Error::store)?;
+        let done =
+            sqlx::query("DELETE FROM idem_guard_records WHERE expires_at <= UTC_TIMESTAMP(6)")
+                .execute(&self.pool)
+                .await
+                .map_err(Error::store)?;
         Ok(done.rows_affected())
     }
 }
@@ -195,8 +199,8 @@ fn write_error(key: &str, len: usize, limit: usize, e: sqlx::Error) -> Error {
     match &e {
         sqlx::Error::Database(db)
             if db
-                .code()
-                .is_some_and(|code| PACKET_TOO_LARGE.contains(&code.as_ref())) =>
+                .try_downcast_ref::<MySqlDatabaseError>()
+                .is_some_and(|e| PACKET_TOO_LARGE.contains(&e.number())) =>
         {
             Error::ResultTooLarge {
                 key: key.to_owned(),
