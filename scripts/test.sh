@@ -6,8 +6,11 @@
 #   PostgreSQL  DATABASE_URL        postgres://postgres@127.0.0.1:5432/test
 #   Redis       REDIS_URL           redis://127.0.0.1:6379
 #   Redis Cluster REDIS_CLUSTER_URLS six nodes on 127.0.0.1:7101-7106
+#   MariaDB     MYSQL_URL           mysql://root@127.0.0.1:3306/test (idem-guard's `mysql` feature)
 #   DynamoDB    DYNAMODB_ENDPOINT   http://127.0.0.1:5124 (moto, served by .ci/moto_serial.py)
 #   nvim, pre-commit                (tests/nvim.rs, tests/ci_examples.rs)
+#
+# SQLite (idem-guard's `sqlite` feature) needs no server: each test has a file of its own.
 #
 # Only these are managed (and a Redis or moto URL on another loopback port): a URL of your own
 # is used as given and must answer. Installing
@@ -19,8 +22,10 @@ repo="$PWD"
 
 DEFAULT_DATABASE_URL="postgres://postgres@127.0.0.1:5432/test"
 DEFAULT_REDIS_URL="redis://127.0.0.1:6379"
+DEFAULT_MYSQL_URL="mysql://root@127.0.0.1:3306/test"
 export DATABASE_URL="${DATABASE_URL:-$DEFAULT_DATABASE_URL}"
 export REDIS_URL="${REDIS_URL:-$DEFAULT_REDIS_URL}"
+export MYSQL_URL="${MYSQL_URL:-$DEFAULT_MYSQL_URL}"
 
 log() { echo "test.sh: $*" >&2; }
 die() { echo "error: $*" >&2; exit 1; }
@@ -152,6 +157,46 @@ if [[ "$REDIS_URL" =~ ^redis://(127\.0\.0\.1|localhost):[0-9]+/?$ ]] && ! redis_
         --appendonly no --dir "$state_dir/redis" --logfile "$log_dir/redis/test-$redis_port.log"
 fi
 wait_for redis_up "Redis at $REDIS_URL"
+
+# --- MariaDB: idem-guard's `mysql` feature tests ------------------------------------------------
+# The tests connect over TCP as root without a password to the database `test` (a database of
+# their own each, created from there).
+mysql_port="$(url_port "$MYSQL_URL")"
+mysql_usable() {
+    mariadb --protocol=tcp -h 127.0.0.1 -P "$mysql_port" -u root -e 'select 1' test >/dev/null 2>&1
+}
+start_mariadb() {
+    command -v mariadbd >/dev/null 2>&1 || apt_install mariadb-server mariadb-client
+    if ! port_taken "$mysql_port"; then
+        # No systemd on CI machines: Debian's init script, or mysqld_safe as the fallback.
+        if [ -x /etc/init.d/mariadb ]; then
+            as_root /etc/init.d/mariadb start >/dev/null 2>&1 || true
+        fi
+        if ! port_taken "$mysql_port"; then
+            mkdir -p "$log_dir/mysql"
+            as_root sh -c "nohup mysqld_safe --bind-address=127.0.0.1 --port=$mysql_port >>'$log_dir/mysql/test.log' 2>&1 </dev/null &"
+        fi
+    fi
+    wait_for mariadb_answers "MariaDB on port $mysql_port"
+    if ! mysql_usable; then
+        # A server installed just now: Debian's root logs in through the Unix socket only. Give
+        # the tests a password-less root over loopback TCP, and their database.
+        as_root mariadb -u root -e "CREATE USER IF NOT EXISTS 'root'@'127.0.0.1' IDENTIFIED BY '';
+            GRANT ALL PRIVILEGES ON *.* TO 'root'@'127.0.0.1' WITH GRANT OPTION;
+            CREATE DATABASE IF NOT EXISTS test;" \
+            || die "could not set up root@127.0.0.1 and the database test on MariaDB"
+    fi
+}
+mariadb_answers() {
+    port_taken "$mysql_port" && mariadb-admin --protocol=tcp -h 127.0.0.1 -P "$mysql_port" ping >/dev/null 2>&1
+}
+if [ "$MYSQL_URL" = "$DEFAULT_MYSQL_URL" ]; then
+    command -v mariadb >/dev/null 2>&1 || apt_install mariadb-client
+    mysql_usable || start_mariadb
+fi
+if [ "$MYSQL_URL" = "$DEFAULT_MYSQL_URL" ]; then
+    mysql_usable || die "MariaDB at $MYSQL_URL does not accept the tests' connection"
+fi
 
 # --- Redis Cluster: idem-guard's `redis-cluster` feature tests ---------------------------------
 # Six nodes (three primaries, three replicas) on loopback ports 7101-7106 (cluster bus: +10000),

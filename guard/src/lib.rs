@@ -51,7 +51,9 @@
 //! The attribute expands to a call of [`Guard::run`] (see [`idempotent`] for its options); use
 //! that directly where an attribute does not fit. Stores: [`MemoryStore`] (one process),
 //! [`RedisStore`], [`PostgresStore`] (with [`Guard::run_in_tx`]), `DynamoDbStore` (feature
-//! `dynamodb`, with `Guard::run_transact`), and [`CachedStore`] in front of a remote one;
+//! `dynamodb`, with `Guard::run_transact`), `SqliteStore` (feature `sqlite`: a database file,
+//! no server), `MySqlStore` (feature `mysql`: MySQL or MariaDB), and [`CachedStore`] in front
+//! of a remote one;
 //! implement [`Store`] for another. The driver crates are re-exported
 //! ([`sqlx`], [`redis`]) so pools and connections are built with the versions the stores take.
 //!
@@ -72,10 +74,16 @@ mod guard;
 pub mod http;
 mod key;
 mod memory;
+#[cfg(feature = "mysql")]
+mod mysql;
 pub mod observe;
 pub mod on_error;
 mod postgres;
 mod redis_store;
+#[cfg(any(feature = "sqlite", feature = "mysql"))]
+mod sql_rows;
+#[cfg(feature = "sqlite")]
+mod sqlite;
 mod store;
 pub mod testing;
 mod transactional;
@@ -89,11 +97,15 @@ pub use crate::guard::{
 };
 pub use crate::key::{DisplayKey, Fingerprint, KeyPart, Payload, MAX_KEY_LEN};
 pub use crate::memory::{MemoryStore, DEFAULT_CAPACITY};
+#[cfg(feature = "mysql")]
+pub use crate::mysql::{MySqlStore, MYSQL_MIGRATION};
 pub use crate::on_error::Classify;
 pub use crate::postgres::{PostgresStore, MIGRATION};
 #[cfg(feature = "redis-cluster")]
 pub use crate::redis_store::{RedisClusterConnection, RedisClusterStore};
 pub use crate::redis_store::{RedisConnection, RedisStore};
+#[cfg(feature = "sqlite")]
+pub use crate::sqlite::{SqliteStore, SQLITE_BUSY_TIMEOUT, SQLITE_MIGRATION};
 pub use crate::store::{OwnerToken, Reservation, Store, StoredResult, DEFAULT_MAX_RESULT_LEN};
 pub use crate::transactional::{TxAttempt, TxStart};
 
@@ -126,7 +138,8 @@ pub use idem_guard_macros::idempotent;
 /// The `redis` crate this version is built against (1.x), so that a `ConnectionManager` given
 /// to [`RedisStore::new`] is of the same version.
 pub use ::redis;
-/// The `sqlx` crate this version is built against (0.9, PostgreSQL), so that a pool given to
+/// The `sqlx` crate this version is built against (0.9, PostgreSQL; SQLite and MySQL with the
+/// features of those names), so that a pool given to
 /// [`PostgresStore::from_pool`] and the transactions given to [`Guard::run_in_tx`] are of the
 /// same version.
 pub use ::sqlx;
@@ -210,7 +223,7 @@ pub mod __private {
     #[diagnostic::on_unimplemented(
         message = "`{Self}` is not an idempotency store",
         label = "the `store` of `#[idempotent]` must implement `idem_guard::Store`",
-        note = "a store is a `MemoryStore`, `RedisStore`, `PostgresStore`, `DynamoDbStore`, a `CachedStore` of one, or your own `impl Store`"
+        note = "a store is a `MemoryStore`, `RedisStore`, `PostgresStore`, `DynamoDbStore`, `SqliteStore`, `MySqlStore`, a `CachedStore` of one, or your own `impl Store`"
     )]
     pub trait GuardStore {}
 

@@ -178,7 +178,7 @@ pub enum Reservation {
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not an idempotency store",
     label = "this is not an `idem_guard::Store`",
-    note = "a store is a `MemoryStore`, `RedisStore`, `PostgresStore`, `DynamoDbStore`, a `CachedStore` of one, or your own `impl Store`"
+    note = "a store is a `MemoryStore`, `RedisStore`, `PostgresStore`, `DynamoDbStore`, `SqliteStore`, `MySqlStore`, a `CachedStore` of one, or your own `impl Store`"
 )]
 pub trait Store: Clone + Send + Sync {
     /// Atomically creates or takes over the record of `key`, or reports the live one.

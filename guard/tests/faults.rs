@@ -1,5 +1,5 @@
-//! A store connection dropped between reserve and complete, through a proxy the test cuts; for
-//! DynamoDB also an unreachable and a hung endpoint.
+//! A store connection dropped between reserve and complete, through a proxy the test cuts (Redis,
+//! PostgreSQL, MySQL); for DynamoDB also an unreachable and a hung endpoint.
 //! (Panicking and cancelled bodies, and stale owners, are in the conformance suite.)
 
 mod common;
@@ -399,6 +399,47 @@ async fn postgres_connection_dropped_for_good_between_reserve_and_complete() {
 async fn postgres_connection_cut_between_reserve_and_complete_then_restored() {
     let (store, proxy) = postgres_through_proxy(&common::pg_schema("fault_pg_cut").await).await;
     cut_and_restored(store, proxy, "fault").await;
+}
+
+/// MariaDB through the proxy: the same faults as PostgreSQL's above. (Connections killed with
+/// `KILL` on the server: `tests/mysql.rs`.)
+#[cfg(feature = "mysql")]
+mod mysql {
+    use super::*;
+    use idem_guard::MySqlStore;
+
+    async fn through_proxy(name: &str) -> (MySqlStore, Proxy) {
+        let proxy = Proxy::start(port_of(&common::mysql_url(), 3306)).await;
+        let url = common::mysql_database(name, Some(&proxy)).await;
+        let store = MySqlStore::from_pool(common::mysql_pool(&url, 2).await)
+            .await
+            .unwrap();
+        (store, proxy)
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn mysql_lost_reply_to_a_reservation_does_not_block_the_key() {
+        let (store, proxy) = through_proxy("fault_my_lost_reply").await;
+        lost_reservation_reply(store, proxy, "fault").await;
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn mysql_outage_shorter_than_the_lease_does_not_lose_the_completion() {
+        let (store, proxy) = through_proxy("fault_my_outage").await;
+        completion_outlasts_an_outage(store, proxy, "fault").await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn mysql_connection_dropped_for_good_between_reserve_and_complete() {
+        let (store, proxy) = through_proxy("fault_my_dropped").await;
+        dropped_for_good(store, proxy, "fault").await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn mysql_connection_cut_between_reserve_and_complete_then_restored() {
+        let (store, proxy) = through_proxy("fault_my_cut").await;
+        cut_and_restored(store, proxy, "fault").await;
+    }
 }
 
 #[cfg(feature = "dynamodb")]

@@ -2,6 +2,8 @@
 //! lines show them hashed, as the `idem_guard` span's `key_hash` does, never as they are
 //! (issue 39, item 8).
 
+mod common;
+
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -45,9 +47,24 @@ impl tracing::Subscriber for Events {
 
 #[tokio::test(flavor = "current_thread")]
 async fn errors_and_logs_show_keys_hashed() {
+    keys_hashed(MemoryStore::new()).await;
+}
+
+#[cfg(feature = "sqlite")]
+#[tokio::test(flavor = "current_thread")]
+async fn sqlite_errors_and_logs_show_keys_hashed() {
+    keys_hashed(common::sqlite_store("key_privacy").await).await;
+}
+
+#[cfg(feature = "mysql")]
+#[tokio::test(flavor = "current_thread")]
+async fn mysql_errors_and_logs_show_keys_hashed() {
+    keys_hashed(common::mysql_store("key_privacy").await).await;
+}
+
+async fn keys_hashed<S: Store>(store: S) {
     let events = Events::default();
     let _default = tracing::subscriber::set_default(events.clone());
-    let store = MemoryStore::new();
     let guard = Guard::new(store.clone()).prefix("privacy");
     let full = format!("privacy::{KEY}");
     let ok = || async { Ok::<u32, Error>(1) };

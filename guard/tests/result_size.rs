@@ -1,17 +1,46 @@
 //! A result over its store's `max_result_len` fails at once with `Error::ResultTooLarge`, its
 //! key completed so that duplicates do not run the body again; never a write retried as if the
-//! store were down (issue 39, item 2). DynamoDB's default: `tests/dynamodb_result_size.rs`.
+//! store were down (issue 39, item 2), for the memory, SQLite and MySQL stores. DynamoDB's
+//! default: `tests/dynamodb_result_size.rs`; MySQL's `max_allowed_packet`: `tests/mysql.rs`.
 
 mod common;
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use idem_guard::on_error::Cache;
-use idem_guard::{Error, Guard, MemoryStore};
+use idem_guard::{Error, Guard, MemoryStore, Store};
 
 #[tokio::test]
 async fn a_result_over_the_cap_fails_fast_and_is_not_run_again() {
-    let guard = Guard::new(MemoryStore::new().max_result_len(64)).prefix("size");
+    over_the_cap(MemoryStore::new().max_result_len(64)).await;
+}
+
+#[cfg(feature = "sqlite")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_result_over_the_cap_fails_fast_and_is_not_run_again() {
+    over_the_cap(
+        common::sqlite_store("result_size_cap")
+            .await
+            .max_result_len(64),
+    )
+    .await;
+}
+
+#[cfg(feature = "mysql")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mysql_result_over_the_cap_fails_fast_and_is_not_run_again() {
+    over_the_cap(
+        common::mysql_store("result_size_cap")
+            .await
+            .max_result_len(64),
+    )
+    .await;
+}
+
+/// A store whose cap is 64 bytes.
+async fn over_the_cap<S: Store>(store: S) {
+    assert_eq!(store.max_result_len(), 64);
+    let guard = Guard::new(store).prefix("size");
     let runs = AtomicU32::new(0);
     let big = || async {
         runs.fetch_add(1, Ordering::SeqCst);

@@ -516,3 +516,89 @@ impl idem_guard::Classify for TestError {
         matches!(self, TestError::Transient(_))
     }
 }
+
+/// A fresh SQLite file for the test `name` (under Cargo's temporary directory for tests),
+/// removed with its WAL files first if an earlier run left it.
+#[cfg(feature = "sqlite")]
+pub fn sqlite_path(name: &str) -> std::path::PathBuf {
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("idem-guard-sqlite");
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(format!("{}.db", name.replace([':', '/'], "_")));
+    for suffix in ["", "-wal", "-shm"] {
+        let mut file = path.clone().into_os_string();
+        file.push(suffix);
+        let _ = std::fs::remove_file(file);
+    }
+    path
+}
+
+/// A store on a fresh SQLite file of its own.
+#[cfg(feature = "sqlite")]
+pub async fn sqlite_store(name: &str) -> idem_guard::SqliteStore {
+    idem_guard::SqliteStore::open(sqlite_path(name))
+        .await
+        .expect("a SQLite file under CARGO_TARGET_TMPDIR")
+}
+
+/// The MySQL or MariaDB server of the tests (`scripts/test.sh` starts MariaDB there).
+#[cfg(feature = "mysql")]
+pub fn mysql_url() -> String {
+    std::env::var("MYSQL_URL").unwrap_or_else(|_| "mysql://root@127.0.0.1:3306/test".into())
+}
+
+/// A fresh database named after the test, and `MYSQL_URL` pointing at it (through `proxy`'s
+/// port when given).
+#[cfg(feature = "mysql")]
+pub async fn mysql_database(name: &str, proxy: Option<&Proxy>) -> String {
+    use sqlx::Connection as _;
+    use std::hash::{Hash as _, Hasher as _};
+    // Database names are at most 64 characters: a long test name is cut and told apart by
+    // its hash.
+    let mut name = name.replace(['-', ':'], "_");
+    if name.len() > 48 {
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        name.hash(&mut hasher);
+        name = format!("{}_{:08x}", &name[..39], hasher.finish() as u32);
+    }
+    let database = format!("idem_t_{name}");
+    let url = mysql_url();
+    let mut admin = sqlx::MySqlConnection::connect(&url)
+        .await
+        .expect("MySQL at MYSQL_URL");
+    sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
+        "DROP DATABASE IF EXISTS {database}; CREATE DATABASE {database}"
+    )))
+    .execute(&mut admin)
+    .await
+    .unwrap();
+    admin.close().await.unwrap();
+    let (base, _) = url.rsplit_once('/').expect("MYSQL_URL ends with /database");
+    let base = match proxy {
+        Some(proxy) => {
+            let host_port = base.split('@').next_back().unwrap().to_owned();
+            base.replacen(&host_port, &format!("127.0.0.1:{}", proxy.port), 1)
+        }
+        None => base.to_owned(),
+    };
+    format!("{base}/{database}")
+}
+
+/// A pool on `url` whose acquisitions wait as long as [`LOCAL_SERVER_PATIENCE`].
+#[cfg(feature = "mysql")]
+pub async fn mysql_pool(url: &str, max: u32) -> sqlx::MySqlPool {
+    sqlx::mysql::MySqlPoolOptions::new()
+        .max_connections(max)
+        .acquire_timeout(LOCAL_SERVER_PATIENCE)
+        .connect(url)
+        .await
+        .expect("MySQL at MYSQL_URL")
+}
+
+/// A store on a fresh database of its own.
+#[cfg(feature = "mysql")]
+pub async fn mysql_store(name: &str) -> idem_guard::MySqlStore {
+    let url = mysql_database(name, None).await;
+    idem_guard::MySqlStore::from_pool(mysql_pool(&url, 4).await)
+        .await
+        .unwrap()
+}

@@ -1,7 +1,8 @@
 //! The `Store` contract and the guard's behaviour, one test per rule, run against every store:
-//! memory, Redis, PostgreSQL, (feature `redis-cluster`) Redis Cluster and (feature `dynamodb`)
-//! DynamoDB, on real servers (see `tests/common`; DynamoDB is a local moto server, the cluster
-//! the six local nodes `.ci/run` starts).
+//! memory, Redis, PostgreSQL, (feature `redis-cluster`) Redis Cluster, (feature `sqlite`) SQLite,
+//! (feature `mysql`) MySQL/MariaDB and (feature `dynamodb`) DynamoDB, on real servers (see
+//! `tests/common`; DynamoDB is a local moto server, the cluster the six local nodes `.ci/run`
+//! starts, SQLite a file per test, MariaDB a database per test).
 
 #[path = "../common/mod.rs"]
 mod common;
@@ -35,6 +36,14 @@ macro_rules! all_stores {
         }, [$($rule),*]);
         conformance_suite!(postgres, |name: &'static str| async move {
             common::postgres_store(&common::pg_schema(name).await).await
+        }, [$($rule),*]);
+        #[cfg(feature = "sqlite")]
+        conformance_suite!(sqlite, |name: &'static str| async move {
+            common::sqlite_store(name).await
+        }, [$($rule),*]);
+        #[cfg(feature = "mysql")]
+        conformance_suite!(mysql, |name: &'static str| async move {
+            common::mysql_store(name).await
         }, [$($rule),*]);
         #[cfg(feature = "dynamodb")]
         conformance_suite!(dynamodb, |name: &'static str| async move {
