@@ -13,7 +13,9 @@ use super::resolve::{DefPath, Krate, Resolver};
 use super::PathSet;
 pub use crate::catalog::entries::EntryKind;
 use crate::catalog::entries::{self, Delivery};
-use crate::catalog::frameworks::{NON_CALLBACK_CRATES, SPAWN_CRATES, WEB_CRATES};
+use crate::catalog::frameworks::{
+    HANDLER_IMPL_ATTRS, NON_CALLBACK_CRATES, SPAWN_CRATES, WEB_CRATES,
+};
 use crate::model::{FileModel, FnDef, Package, Span, Visibility};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -236,6 +238,15 @@ fn by_attribute(package: &Package, file: &FileModel, f: &FnDef) -> Option<(Entry
         if HANDLER_ATTRS.contains(&name) {
             return Some((EntryKind::Job, a.span));
         }
+    }
+    // A resolver of a GraphQL schema: each method of the marked impl answers a request.
+    let resolver_impl = f.impl_attrs.iter().find(|a| {
+        HANDLER_IMPL_ATTRS
+            .iter()
+            .any(|(krate, name)| a.path.last() == *name && package.depends_on(krate))
+    });
+    if let Some(a) = resolver_impl.filter(|_| f.body.is_some()) {
+        return Some((EntryKind::Route, a.span));
     }
     let target = package.targets.get(file.target);
     let runnable = target.is_some_and(|t| t.kind.iter().any(|k| k == "bin" || k == "example"));
