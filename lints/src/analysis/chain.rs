@@ -13,7 +13,8 @@
 //! variable was first built, whatever branch they sit in: the flow is insensitive to order and
 //! control flow, so a step anywhere in the function counts as applied.
 
-use super::binding::let_parts;
+use super::binding::{bind_pattern, keeps_whole, let_parts, part_of};
+use crate::model::ir::Pat;
 use crate::model::ir::{Block, Expr, ExprKind, Lit, Stmt};
 use crate::model::Span;
 use std::collections::HashMap;
@@ -96,7 +97,10 @@ impl<'a> Chain<'a> {
 /// The local variables of one function body with the expressions assigned to them (`let x =
 /// e`, `x = e`), closures and nested blocks included. A pattern binds the names whose
 /// expression it spells out ([`let_parts`]: `let (a, _) = (x, y)` defines `a` as `x`); a name
-/// bound to a part of a value (`let (a, b) = pair()`) has no known definition.
+/// bound to a part of a value (`let (a, b) = pair()`) has no known definition. A name a
+/// pattern unwraps (`Ok(req)`, `Some(req)`) in a `let .. else`, an `if let` or a `match` arm
+/// is the scrutinee's value, as `helper()?` is: `match helper() { Ok(req) => req, .. }`
+/// builds the same request.
 #[derive(Debug, Default)]
 pub struct Locals<'a> {
     defs: HashMap<&'a str, Vec<&'a Expr>>,
@@ -110,6 +114,12 @@ impl<'a> Locals<'a> {
             ExprKind::Block(b) | ExprKind::Async { block: b, .. } => locals.add_block(b),
             ExprKind::If { then, .. } => locals.add_block(then),
             ExprKind::Loop { body, .. } | ExprKind::For { body, .. } => locals.add_block(body),
+            ExprKind::Match { scrutinee, arms } => {
+                for arm in arms {
+                    locals.add_pattern(&arm.pat, scrutinee);
+                }
+            }
+            ExprKind::Let { pat, expr } => locals.add_pattern(pat, expr),
             ExprKind::Assign { lhs, rhs } => {
                 if let Some(name) = lhs.as_path().and_then(|p| p.as_ident()) {
                     locals.defs.entry(name).or_default().push(rhs);
@@ -131,10 +141,26 @@ impl<'a> Locals<'a> {
                 ..
             } = stmt
             {
-                for (name, part) in let_parts(pat, init) {
-                    self.defs.entry(name).or_default().push(part);
-                }
+                self.add_pattern(pat, init);
             }
+        }
+    }
+
+    /// The names `pat` binds from `init`: its part where `init` is written in the pattern's
+    /// shape ([`let_parts`]), else the whole `init` for a name that only unwraps it.
+    fn add_pattern(&mut self, pat: &'a Pat, init: &'a Expr) {
+        let parts = let_parts(pat, init);
+        let mut unwrapped = Vec::new();
+        bind_pattern(pat, &mut |b, trail| {
+            if part_of(init, trail).is_none() && keeps_whole(trail) {
+                unwrapped.push(b.name);
+            }
+        });
+        for (name, part) in parts {
+            self.defs.entry(name).or_default().push(part);
+        }
+        for name in unwrapped {
+            self.defs.entry(name).or_default().push(init);
         }
     }
 
@@ -363,6 +389,31 @@ mod tests {
             root.to_owned(),
             steps.iter().map(|s| s.to_string()).collect(),
         )
+    }
+
+    #[test]
+    fn a_name_a_pattern_unwraps_is_the_scrutinee() {
+        for body in [
+            "let req = match client.create_job() { Ok(r) => r, Err(_) => return }; req.role(a).send();",
+            "let Some(req) = client.create_job() else { return }; req.role(a).send();",
+            "if let Ok(req) = client.create_job() { req.role(a).send(); }",
+        ] {
+            assert!(
+                chains_at_send(body).contains(&chain("client", &["create_job", "role"])),
+                "{body}: {:?}",
+                chains_at_send(body)
+            );
+        }
+        // `Err(e)` is not the value, and a part of a value is not its whole.
+        for body in [
+            "let req = match client.create_job() { Err(r) => r, Ok(_) => return }; req.role(a).send();",
+            "let Pair(req, _) = client.create_job() else { return }; req.role(a).send();",
+        ] {
+            assert!(
+                !chains_at_send(body).contains(&chain("client", &["create_job", "role"])),
+                "{body}"
+            );
+        }
     }
 
     #[test]

@@ -14,7 +14,7 @@ use super::PathSet;
 pub use crate::catalog::entries::EntryKind;
 use crate::catalog::entries::{self, Delivery};
 use crate::catalog::frameworks::{
-    EntryModels, MESSAGE_STREAM_WORDS, NON_CALLBACK_CRATES, RECEIVE_METHODS,
+    EntryModels, HANDLER_IMPL_ATTRS, MESSAGE_STREAM_WORDS, NON_CALLBACK_CRATES, RECEIVE_METHODS,
 };
 use crate::model::{FileModel, FnDef, Package, Span, Visibility};
 
@@ -221,6 +221,15 @@ fn by_attribute(
         if let Some(kind) = models.by_attribute(name, has_path_literal) {
             return Some((kind, a.span));
         }
+    }
+    // A resolver of a GraphQL schema: each method of the marked impl answers a request.
+    let resolver_impl = f.impl_attrs.iter().find(|a| {
+        HANDLER_IMPL_ATTRS
+            .iter()
+            .any(|(krate, name)| a.path.last() == *name && package.depends_on(krate))
+    });
+    if let Some(a) = resolver_impl.filter(|_| f.body.is_some()) {
+        return Some((EntryKind::Route, a.span));
     }
     let target = package.targets.get(file.target);
     let runnable = target.is_some_and(|t| t.kind.iter().any(|k| k == "bin" || k == "example"));

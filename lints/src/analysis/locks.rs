@@ -8,6 +8,8 @@
 //!   .. ON CONFLICT DO NOTHING` with a `rows_affected` test), a PostgreSQL advisory lock
 //!   (`pg_try_advisory_lock`, `pg_advisory_xact_lock`) or a locking read (`SELECT .. FOR
 //!   UPDATE`), directly or inside a helper that is itself a guard.
+//! - [`claimed_before`]`(flow, at) -> Option<Span>`: the same for a won claim only (a lock
+//!   makes a second delivery wait, then go on with what it read before).
 //! - [`held_by_every_caller`]`(summaries, id) -> bool`: every call of `id` in the crate runs
 //!   where [`held_before`] holds (a Redis lock held by the caller around the whole helper),
 //!   or in a caller all of whose calls do, up to five calls up.
@@ -25,10 +27,29 @@ use crate::model::{FnDef, Package, Span};
 /// The first operation before `at` in function `f` (whose walk is `flow`) that holds a lock
 /// or a won claim over what follows.
 pub fn held_before(summaries: &Summaries, f: &FnDef, flow: &FnFlow, at: Span) -> Option<Span> {
+    first_before(f, flow, at, |ev| serializes(summaries, ev))
+}
+
+/// The first won claim before `at` in function `f` (whose walk is `flow`), made here or by a
+/// guard helper: unlike a lock, it stops a second delivery instead of making it wait, so
+/// what a check read before it is never acted on twice.
+pub fn claimed_before(summaries: &Summaries, f: &FnDef, flow: &FnFlow, at: Span) -> Option<Span> {
+    first_before(f, flow, at, |ev| {
+        let won_claim = ev.access.access == Access::Claim && ev.checked;
+        won_claim || ev.via.is_some_and(|h| summaries.summary(h).is_guard())
+    })
+}
+
+fn first_before(
+    f: &FnDef,
+    flow: &FnFlow,
+    at: Span,
+    holds: impl Fn(&StoreEvent) -> bool,
+) -> Option<Span> {
     flow.store_events
         .iter()
         .filter(|ev| ev.span.file == at.file && ev.span.hi <= at.lo)
-        .filter(|ev| serializes(summaries, ev))
+        .filter(|ev| holds(ev))
         .find(|ev| !f.body.as_ref().is_some_and(|b| exclusive(b, ev.span, at)))
         .map(|ev| ev.span)
 }

@@ -6,7 +6,7 @@
 //! function's structure only; [`consumer_running`] says whether a delivery's consumer runs the
 //! function (so that a key minted before its retry loop is still minted per delivery).
 
-use super::binding::let_parts;
+use super::binding::{bind_pattern, let_parts};
 use super::callgraph::CallGraph;
 use super::entry::EntryKind;
 use super::flow::FnId;
@@ -97,6 +97,9 @@ struct PresenceIf<'a> {
     els: Option<Span>,
     then_has_tail: bool,
     then_assigns_holder: bool,
+    /// A `match` choosing between the found value and a fresh one: the key is the match's
+    /// value, so a sink inside the minting arm is not that choice.
+    yields_choice: bool,
 }
 
 impl<'a> BodyIndex<'a> {
@@ -150,6 +153,9 @@ impl<'a> BodyIndex<'a> {
                 _ => {}
             }
             if let Some(p) = presence_if(e) {
+                presence_ifs.push((e.span, walked, p));
+            }
+            for p in presence_match(e) {
                 presence_ifs.push((e.span, walked, p));
             }
             if is_form_macro(e) {
@@ -240,7 +246,8 @@ impl<'a> BodyIndex<'a> {
                 // or a fresh one.
                 let in_else = p.els.is_some_and(|x| x.contains(mint))
                     && p.present
-                    && (p.then_has_tail || dest == Some(p.holder));
+                    && (p.then_has_tail || dest == Some(p.holder))
+                    && !(p.yields_choice && p.els.is_some_and(|x| x.contains(sink)));
                 in_then || in_else
             })
             .min_by_key(|(order, _)| *order)
@@ -294,7 +301,76 @@ fn presence_if(e: &Expr) -> Option<PresenceIf<'_>> {
         els: els.as_ref().map(|x| x.span),
         then_has_tail: then.tail().is_some(),
         then_assigns_holder: assigns(then, holder),
+        yields_choice: false,
     })
+}
+
+/// A `match` that yields the value it found or, in another arm, something else: `match
+/// given { Some(k) => k, None => mint }` is `if let Some(k) = given { k } else { mint }`,
+/// one presence test per arm that does not bind the value.
+fn presence_match(e: &Expr) -> Vec<PresenceIf<'_>> {
+    let ExprKind::Match { scrutinee, arms } = &e.kind else {
+        return Vec::new();
+    };
+    let Some(holder) = root_name(scrutinee) else {
+        return Vec::new();
+    };
+    // The arm that gives back what it found (`Some(_) => return`, then a key minted on a
+    // miss, guards the work instead).
+    let Some(found) = arms
+        .iter()
+        .find(|a| a.guard.is_none() && binds_a_value(&a.pat) && yields_binding(&a.pat, &a.body))
+    else {
+        return Vec::new();
+    };
+    arms.iter()
+        .filter(|a| !binds_a_value(&a.pat))
+        .map(|other| PresenceIf {
+            cond: scrutinee.span,
+            present: true,
+            holder,
+            then: found.body.span,
+            els: Some(other.body.span),
+            then_has_tail: true,
+            then_assigns_holder: false,
+            yields_choice: true,
+        })
+        .collect()
+}
+
+/// Whether `body` gives back the value `pat` binds, itself or converted (`k`,
+/// `k.clone()`, `k.to_string()`): the found key, not something else built from it
+/// (`Some(stage) => format!("{id}-{stage}")` chooses a key, it does not keep one).
+fn yields_binding(pat: &Pat, body: &Expr) -> bool {
+    let mut value = match &body.kind {
+        ExprKind::Block(b) => match b.tail() {
+            Some(t) => t.peel(),
+            None => return false,
+        },
+        _ => body.peel(),
+    };
+    while let ExprKind::MethodCall {
+        receiver,
+        method,
+        args,
+        ..
+    } = &value.kind
+    {
+        let converts = matches!(
+            method.as_str(),
+            "clone" | "to_string" | "to_owned" | "into" | "as_str" | "cloned" | "copied"
+        );
+        if !converts || !args.is_empty() {
+            return false;
+        }
+        value = receiver.peel();
+    }
+    let mut names = Vec::new();
+    bind_pattern(pat, &mut |b, _| names.push(b.name));
+    value
+        .as_path()
+        .and_then(|p| p.as_ident())
+        .is_some_and(|n| names.contains(&n))
 }
 
 /// A macro whose template holds an HTML `<input`.
@@ -475,6 +551,26 @@ mod tests {
         let assigned =
             "let mut k = given; if k.is_none() { k = Some(Uuid::new_v4()); } http.header(KEY, k);";
         assert!(matches!(origin(assigned), Some(Origin::WhenAbsent(_))));
+        // The same choice written as a `match` on the lookup.
+        let arms = "let k = match given.get() { Some(k) => k, None => Uuid::new_v4() }; http.header(KEY, k);";
+        assert!(matches!(origin(arms), Some(Origin::WhenAbsent(_))));
+        let wild = "let k = match given { Ok(k) => k.clone(), _ => { log(); Uuid::new_v4() } }; http.header(KEY, k);";
+        assert!(matches!(origin(wild), Some(Origin::WhenAbsent(_))));
+        // The found arm builds a key from what it found: the other arm's mint is a key too.
+        let built = "let k = match stage { Some(s) => format!(\"{id}-{s}\"), None => Uuid::new_v4().to_string() }; http.header(KEY, k);";
+        assert_eq!(origin(built), None);
+        // Minted in the arm that found a value: not a default.
+        let found = "let k = match given { Some(_) => Uuid::new_v4(), None => fallback() }; http.header(KEY, k);";
+        assert_eq!(origin(found), None);
+        // The found arm leaves: the miss arm runs the work, minting per delivery.
+        let leaves = "match seen.get(id) { Some(_) => return, None => { http.header(KEY, Uuid::new_v4()); } }";
+        assert_eq!(origin(leaves), None);
+        // Sent inside the minting arm: the match's value is not the key.
+        let inside = "let r = match seen.get(id) { Some(r) => r, None => { http.header(KEY, Uuid::new_v4()); r0 } };";
+        assert_eq!(origin(inside), None);
+        // A match on something else than a lookup's answer.
+        let other = "let k = match kind { Kind::A => Uuid::new_v4(), Kind::B => b() }; http.header(KEY, k);";
+        assert_eq!(origin(other), None);
     }
 
     #[test]

@@ -153,6 +153,9 @@ pub fn is_modelled(krate: &str) -> bool {
         || effects::is_outside_client(krate)
         || tokens::models_crate(krate)
         || frameworks::WEB_CRATES.contains(&krate)
+        || frameworks::HANDLER_IMPL_ATTRS
+            .iter()
+            .any(|(c, _)| *c == krate)
         || super::retries::RETRY_CRATES.contains(&krate)
         || frameworks::BROKER_CRATES.contains(&krate)
         || super::sources::names_crate(krate)

@@ -20,6 +20,15 @@ pub const WEB_CRATES: &[&str] = &[
     "ntex",
 ];
 
+/// Attributes on an `impl` block that make each of its methods a request handler, with the
+/// crate that defines them: GraphQL resolvers, whose mutations are a client's commands like
+/// an HTTP route's.
+pub const HANDLER_IMPL_ATTRS: &[(&str, &str)] = &[
+    ("async_graphql", "Object"),
+    ("async_graphql", "ComplexObject"),
+    ("juniper", "graphql_object"),
+];
+
 /// Runtimes and pools whose `spawn*` functions start a task.
 pub const SPAWN_CRATES: &[&str] = &[
     "tokio",

@@ -1,6 +1,6 @@
 use crate::analysis::callgraph::implementation_of;
 use crate::analysis::flow::{Branch, Decision, FnFlow, FnId, StoreEvent};
-use crate::analysis::locks::{held_before, held_by_every_caller};
+use crate::analysis::locks::{claimed_before, held_before, held_by_every_caller};
 use crate::analysis::read_index::ReadIndex;
 use crate::analysis::sql::is_dedupe_table_name;
 use crate::analysis::{Access, Store, StoreAccess, Summaries};
@@ -86,7 +86,11 @@ declare_lint! {
     ///   Name more in `idem-lint.toml`: `[lints.check_then_act] checks = ["is_dup"], marks
     ///   = ["remember"]`.
     ///
-    /// Not reported, because the check and the write cannot race: a read that runs after a
+    /// Not reported, because the check and the write cannot race: a write that runs after a
+    /// won claim made after the check (the delivery recorded with `INSERT .. ON CONFLICT DO
+    /// NOTHING` and its `rows_affected` tested, then the row the check read updated; a lock
+    /// taken there does not count, the second delivery waits and goes on); a read that runs
+    /// after a
     /// won claim (the "Zero To Production" shape: `INSERT .. ON CONFLICT DO NOTHING`, a
     /// `rows_affected` test, the saved response read only on the losing branch and the
     /// claimed row completed by an `UPDATE`), or under a lock taken before it in the same
@@ -312,14 +316,21 @@ fn fn_findings(
             .find(|(d, r)| {
                 same_record(r, write)
                     && on_proceed_path(d, write.span)
-                    && (guard_fn || is_guard_marker(claims.package, summaries, f, flow, d, r, write))
+                    && (guard_fn
+                        || is_guard_marker(claims.package, summaries, f, flow, d, r, write))
             });
         let Some((decision, read)) = found else {
             continue;
         };
         // The schema makes the insert the claim: a racing duplicate fails on the key and
-        // leaves nothing done.
-        if claims.fails_safely(id, flow, decision, read, write) {
+        // leaves nothing done. Or:
+        // A won claim between the check and the write (the delivery recorded with `ON
+        // CONFLICT DO NOTHING` and tested, then the balance updated): a second delivery stops
+        // there. A lock taken there does not count: the second delivery waits for it and
+        // then writes on what its check read before.
+        if claims.fails_safely(id, flow, decision, read, write)
+            || claimed_before(summaries, f, flow, write.span).is_some()
+        {
             continue;
         }
         let late_after = match write.access.access {

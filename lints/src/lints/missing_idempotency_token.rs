@@ -84,7 +84,9 @@ declare_lint! {
     ///   token, are told apart.
     /// - A builder passed through a function counts as set when the function is outside the
     ///   crate, or is one of the crate's and calls the setter (itself or through its own
-    ///   helpers). A builder returned by a helper is followed one call deep (a helper
+    ///   helpers). A builder returned by a helper (also inside `Ok(..)` or `Some(..)`,
+    ///   unwrapped by the caller with `?`, a `match` arm, `let .. else` or `if let`) is
+    ///   followed one call deep (a helper
     ///   returning another helper's builder is not), and only from a call the source
     ///   resolves (a free function, or a method of a receiver of known type); a builder
     ///   passed into a function and sent there is not followed, and a function with too

@@ -29,7 +29,8 @@ declare_lint! {
     /// `for _ in 0..n`) and sends it on every attempt, or sets the header once and re-sends
     /// the request in the loop; a key minted only when the caller gave none
     /// (`if !headers.contains_key(..) { headers.insert(.., uuid) }`, the `else` of
-    /// `if let Some(k) = given`); a key rendered into an HTML form field
+    /// `if let Some(k) = given`, the other arm of `match kept.get(id) { Some(k) => k.clone(),
+    /// None => mint }`); a key rendered into an HTML form field
     /// (`<input hidden name="idempotency_key" value="{key}">`) that the POST handler reads
     /// back. What is reported is a key minted inside the retry loop, so every attempt is a
     /// new request, and a key minted where a delivery is consumed: in a route, service

@@ -19,8 +19,10 @@ declare_lint! {
     ///
     /// Entry points are `main`, route handlers, Lambda and tower `service_fn` handlers, spawned
     /// tasks (`tokio::spawn`, `spawn_blocking`, a `JoinSet`'s `spawn`, also from a loop over
-    /// incoming messages), job handlers, the public functions of a library, `#[idempotent]`
-    /// handlers and the functions named in `[lints.unguarded_entry_point] entry_points`.
+    /// incoming messages), job handlers, the resolvers of a GraphQL schema (each method of
+    /// an async-graphql `#[Object]` or juniper `#[graphql_object]` impl, taken as a route),
+    /// the public functions of a library, `#[idempotent]` handlers and the functions named in
+    /// `[lints.unguarded_entry_point] entry_points`.
     /// A route table that registers handlers does not call them: each route is its own entry.
     /// A path from an HTTP route, a user's command with its own intent, is compared only with
     /// the guards that routes and entries of unknown callers (`main`, public functions,
@@ -82,7 +84,10 @@ declare_lint! {
     /// Calls are followed only where the callee is known without type checking (paths, `self`,
     /// receivers of known type, a crate trait's implementations, functions passed as values);
     /// a path through an unknown call (a trait with more than four implementations, a
-    /// closure stored in a field, a trait from another crate) is not seen. A path guarded by a
+    /// closure stored in a field, a trait from another crate) is not seen; a GraphQL
+    /// resolver's `ctx.data::<T>()` is of unknown type (the turbofish is not read), so calls
+    /// on it are followed only when the binding's type is written (`let s: &T =
+    /// ctx.data()?`). A path guarded by a
     /// check the analysis does not recognize is reported: name the check in `guards`. A check
     /// counts only when it stops on a recorded key (`if seen { return }`); a check that wraps
     /// the work (`if !seen { work() }`) is not taken as a guard, nor a read that is not

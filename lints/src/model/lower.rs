@@ -783,6 +783,10 @@ impl Lowerer<'_> {
             trait_path: trait_path.as_ref(),
             generics: &generics,
         };
+        let mut impl_attrs = Vec::new();
+        for a in &imp.attrs {
+            self.attrs_of(a, &mut impl_attrs);
+        }
         let mut methods = Vec::new();
         for ii in &imp.items {
             if let syn::ImplItem::Fn(m) = ii {
@@ -806,6 +810,7 @@ impl Lowerer<'_> {
                     false,
                     s,
                 );
+                def.impl_attrs = impl_attrs.clone();
                 // Trait impl methods are as visible as the trait.
                 if trait_path.is_some() {
                     def.vis = Visibility::Public;
@@ -1047,6 +1052,7 @@ impl Lowerer<'_> {
                 }
                 out
             },
+            impl_attrs: Vec::new(),
             body,
             span,
             in_test,

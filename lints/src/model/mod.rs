@@ -461,6 +461,9 @@ pub struct FnDef {
     /// `where` clauses included), so a receiver of type `S: Store` is known to be a `Store`.
     pub generics: Vec<GenericParam>,
     pub attrs: Vec<Attr>,
+    /// The attributes of the `impl` block a method is in: a framework that makes every method
+    /// of an impl a handler marks the impl (`#[Object] impl Mutation` of async-graphql).
+    pub impl_attrs: Vec<Attr>,
     /// `None` for a declaration without a body; an empty block (its span still the braces)
     /// for test code ([`FnDef::in_test`]), which no lint reads.
     pub body: Option<Block>,

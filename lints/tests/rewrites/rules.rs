@@ -86,6 +86,10 @@ pub const ALL: &[Rewrite] = &[
         apply: Apply::File(if_as_match),
     },
     Rewrite {
+        name: "if_let_as_match",
+        apply: Apply::File(if_let_as_match),
+    },
+    Rewrite {
         name: "map_err_after_await",
         apply: Apply::File(map_err_after_await),
     },
@@ -702,6 +706,40 @@ pub fn if_as_match(text: &str) -> Option<String> {
             }
         });
     })
+}
+
+/// `if let P = e { a } else { b }` becomes `match e { P => { a } _ => { b } }`, wherever it
+/// stands (a statement, a `let`'s value); an `else if` chain is left alone.
+pub fn if_let_as_match(text: &str) -> Option<String> {
+    struct IfLets<'e, 't> {
+        edits: &'e mut Edits<'t>,
+    }
+    impl<'ast> Visit<'ast> for IfLets<'_, '_> {
+        fn visit_expr_if(&mut self, i: &'ast syn::ExprIf) {
+            if let (syn::Expr::Let(l), Some((else_token, els))) = (&*i.cond, &i.else_branch) {
+                // On one line, so the edit keeps the lines the annotations are on.
+                let one_line = !self
+                    .edits
+                    .source_between(i.if_token.span(), i.cond.span())
+                    .contains('\n');
+                if one_line && matches!(**els, syn::Expr::Block(_)) {
+                    let with = format!(
+                        "match {} {{ {} =>",
+                        self.edits.source(l.expr.span()),
+                        self.edits.source(l.pat.span())
+                    );
+                    self.edits
+                        .replace_between(i.if_token.span(), i.cond.span(), with);
+                    self.edits.replace(else_token.span(), "_ =>");
+                    self.edits.insert_after(els.span(), " }");
+                    // The branches' own `if let`s are left alone: one edit per expression.
+                    return;
+                }
+            }
+            visit::visit_expr_if(self, i);
+        }
+    }
+    rewrite(text, |file, edits| IfLets { edits }.visit_file(file))
 }
 
 /// `.await?` becomes `.await.map_err(|e| e)?`: an unrelated call between the operation and
@@ -2241,6 +2279,21 @@ mod tests {
                 assert!(out.contains("//~ WARN check_then_act"), "{}", rule.name);
             }
         }
+    }
+
+    #[test]
+    fn if_let_else_becomes_a_match_on_its_lines() {
+        let src = "fn f(given: Option<String>) -> String {\n    let k = if let Some(k) = given { k } else { mint() };\n    k\n}\n";
+        let out = if_let_as_match(src).expect("one if let");
+        assert!(
+            out.contains("let k = match given { Some(k) => { k } _ => { mint() } };"),
+            "{out}"
+        );
+        // Without an `else` there is nothing to choose between.
+        assert_eq!(
+            if_let_as_match("fn f(x: Option<u8>) { if let Some(v) = x { g(v); } }"),
+            None
+        );
     }
 
     #[test]
