@@ -38,7 +38,7 @@ fn check_fixtures(root: &str) -> usize {
 
 #[test]
 fn fixtures_report_exactly_their_annotations() {
-    assert_eq!(check_fixtures("../fixtures/missing_idempotency_token"), 19);
+    assert_eq!(check_fixtures("../fixtures/missing_idempotency_token"), 21);
 }
 
 #[test]
