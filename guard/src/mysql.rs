@@ -37,9 +37,12 @@ const PACKET_HEADROOM: usize = 64 * 1024;
 ///
 /// The default [`max_result_len`](Self::max_result_len) is the server's `max_allowed_packet`
 /// less 64 KiB, at most [`DEFAULT_MAX_RESULT_LEN`](crate::DEFAULT_MAX_RESULT_LEN), read when
-/// the store is built with [`connect`](Self::connect) or [`from_pool`](Self::from_pool); a
-/// completion the server refuses for its size all the same fails with
-/// [`Error::ResultTooLarge`](crate::Error::ResultTooLarge).
+/// the store is built with [`connect`](Self::connect) or [`from_pool`](Self::from_pool). A
+/// cap raised above it still fails a longer result with
+/// [`Error::ResultTooLarge`](crate::Error::ResultTooLarge), before the statement is sent; with
+/// [`from_pool_unmigrated`](Self::from_pool_unmigrated) the packet size is not read, and a
+/// completion the server refuses for its size fails the same way when the server's error
+/// reaches the client (it may close the connection first: keep the cap below the packet).
 ///
 /// Not offered: completion inside the caller's transaction (`Guard::run_in_tx` is for the
 /// PostgreSQL store). An uncommitted reservation row holds an InnoDB lock on its key, so a
@@ -66,6 +69,11 @@ const PACKET_HEADROOM: usize = 64 * 1024;
 pub struct MySqlStore {
     pool: MySqlPool,
     max_result_len: usize,
+    /// The longest body the server's `max_allowed_packet` takes in a completion (less
+    /// [`PACKET_HEADROOM`]), when read at start-up. A longer statement makes the server close
+    /// the connection, and whether the client then sees its error or only a broken pipe is a
+    /// race: so the body is measured against it before anything is sent.
+    server_fits: Option<usize>,
 }
 
 const INSERT: &str = "
@@ -140,10 +148,10 @@ impl MySqlStore {
         let fits = usize::try_from(packet)
             .unwrap_or(usize::MAX)
             .saturating_sub(PACKET_HEADROOM);
-        Ok(
-            Self::from_pool_unmigrated(pool)
-                .max_result_len(fits.min(crate::DEFAULT_MAX_RESULT_LEN)),
-        )
+        let mut store = Self::from_pool_unmigrated(pool)
+            .max_result_len(fits.min(crate::DEFAULT_MAX_RESULT_LEN));
+        store.server_fits = Some(fits);
+        Ok(store)
     }
 
     /// Uses an existing pool whose database already has the table (from your own migrations,
@@ -154,6 +162,7 @@ impl MySqlStore {
         MySqlStore {
             pool,
             max_result_len: crate::DEFAULT_MAX_RESULT_LEN,
+            server_fits: None,
         }
     }
 
@@ -286,6 +295,13 @@ impl Store for MySqlStore {
         retention: Duration,
     ) -> Result<(), Error> {
         let (state, body) = state_of(result);
+        if let Some(fits) = self.server_fits.filter(|&fits| body.len() > fits) {
+            return Err(Error::ResultTooLarge {
+                key: key.to_owned(),
+                len: body.len(),
+                limit: fits,
+            });
+        }
         let too_large = |e| write_error(key, body.len(), self.max_result_len, e);
         let updated = sqlx::query(COMPLETE)
             .bind(state)
